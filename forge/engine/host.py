@@ -1,0 +1,395 @@
+"""The globals a section VM sees, and the suspending calls behind them.
+
+What lives here: the per-run host library (`log`, `list_from_section`,
+`jump`, `call`, `store`, and the `tasks` namespace's Lua face), building a
+fresh environment for each section entry (`args`, `argv`, `sys`, `var`,
+`prose`, `item`), reading `var` back, the H1 pass's hand-over to the walk,
+and the handlers for every suspending call a block can make.  What does not:
+scheduling (`run`) and task semantics (`tasks`).
+
+Every suspending call is a yield of `(op, args...)` from the block's
+coroutine; `suspending` maps each op to its handler.  Calls that answer at
+once are plain Python functions returning `(True, values...)` or
+`(False, error value)`; the Lua wrapper raises the error at the call site.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from forge.engine.chain import Chain, Frame
+from forge.engine.failures import Failure
+from forge.lua.runtime import LuaTable, decode, typename
+from forge.prompt.headings import HeadingError, resolve
+
+if TYPE_CHECKING:
+    from forge.engine.run import Run
+
+LOG_MAX_CHARS = 256
+LOG_EVENTS_PER_VM = 1024
+
+STORE_OPS = ("write", "append", "read", "read_numbered", "str_replace", "delete", "glob", "exists")
+
+
+def _t(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class Host:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.lua = run.lua
+        self.suspending: dict[str, Any] = {
+            "call": self._call,
+        }
+        for op in STORE_OPS:
+            self.suspending[f"store.{op}"] = self._store_handler(op)
+        self.lib = self._build_lib()
+
+    # ------------------------------------------------------------ library
+    def _build_lib(self):
+        L = self.lua
+        lib = L.lua.table()
+        lib[b"log"] = L.host(self._log)
+        lib[b"list_from_section"] = L.host(self._list_from_section)
+        lib[b"jump"] = L.host(self._jump)
+        lib[b"call"] = L.suspender("call")
+        store = L.lua.table()
+        for op in STORE_OPS:
+            store[op.encode()] = L.suspender(f"store.{op}")
+        lib[b"store"] = store
+        lib[b"tasks"] = self.run.tasks_api.build_namespace(self.suspending)
+        for name, value in self.run.tasks_api.extra_globals().items():
+            lib[name.encode()] = value
+        return lib
+
+    def err(self, message: str, kind: str = "lua", **fields: str):
+        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+
+    # ------------------------------------------------------------ argv
+    def initial_argv(self, args: str):
+        decl = self.run.prompt.args_decl
+        if decl is None:
+            return self.lua.table({"prose": args})
+        try:
+            value = json.loads(args)
+        except (ValueError, RecursionError):
+            return None
+        return self.lua.to_lua(value)
+
+    # ------------------------------------------------------------ sections
+    def begin_root(self, root: Chain) -> None:
+        prompt = self.run.prompt
+        top = prompt.top_level
+        root.frames = [Frame(top, 0)] if top else []
+        if prompt.h1_has_pass:
+            self.run.enter_section(root, None)
+        else:
+            root.entry_counter = 1        # the H1 pass always takes entry 0
+            root.claim_identity = "0"
+            if not top:
+                root.in_h1 = False
+
+    def section_env(self, chain: Chain, entry: str):
+        run = self.run
+        fields = {
+            "id": entry,
+            "taskid": chain.task.id,
+            "section_name": chain.section_name,
+            "execution": run.config.execution,
+            "section_count": len(run.prompt.top_level),
+            "when": "2026-01-01T00:00:00Z",
+        }
+        first_entry = chain.entry_counter == 1 and chain.kind == "task"
+        if first_entry and chain.first_index is not None:
+            fields["index"] = chain.first_index
+        globals_ = self.lua.lua.table()
+        globals_[b"args"] = chain.args
+        globals_[b"sys"] = self.lua.E.make_sys(self.lua.table(fields))
+        globals_[b"var"] = self.lua.var_proxy_raw(chain.var, b"var")
+        if first_entry and chain.has_item:
+            globals_[b"item"] = chain.first_item
+        env, control = self.lua.E.section_env(
+            self.lib, globals_, self.lua.host(lambda: self._render_prose(chain)), chain.argv,
+            chain.in_h1,
+        )
+        chain.control = control
+        chain.var_proxy = globals_[b"var"]
+        return env
+
+    def reset_prose(self, chain: Chain) -> None:
+        chain.control[b"reset_prose"]()
+
+    def _render_prose(self, chain: Chain):
+        from forge.engine.substitution import SubstitutionError, render
+
+        block = chain.current_block
+        text = block.prose if block is not None else ""
+        try:
+            return (True, render(text, _Resolver(self, chain)).encode("utf-8"))
+        except SubstitutionError as e:
+            return self.err(e.render())
+
+    def read_back_var(self, chain: Chain) -> bool:
+        """Check `var` is still the guarded global; fail the chain if not."""
+        if not self.lua.E.var_intact(chain.env, chain.var):
+            self.run.fail_chain(
+                chain,
+                Failure("lua", "the `var` global was reassigned; write `var.<field>` instead",
+                        fatal_kind="Lua"),
+            )
+            return False
+        return True
+
+    def end_h1(self, chain: Chain) -> None:
+        """The H1 pass hands over to the walk: argv freezes, claims restart."""
+        argv = chain.control[b"argv"]()
+        if argv is not None:
+            err = self.lua.json_check_raw(argv, b"argv")
+            if err is not None:
+                message = _t(err).replace("argv must be JSON data", "argv must be JSON data", 1)
+                self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {_t(err).rsplit(' ', 1)[-1]}", fatal_kind="Lua"))
+                return
+        chain.argv = self.lua.deep_copy(argv)
+        self.run.claims.release("h1")
+        chain.claim_identity = "0"
+
+    # ------------------------------------------------------------ log
+    def _log(self, *args):
+        chain = self.run.current
+        if len(args) != 1:
+            return self.err("log expects exactly one argument")
+        message = args[0]
+        if not isinstance(message, bytes) or decode(message) is None:
+            return self.err("log message must be a UTF-8 string")
+        text = decode(message)
+        if len(text) > LOG_MAX_CHARS:
+            return self.err(f"log message must be at most {LOG_MAX_CHARS} characters")
+        if any(ord(c) < 0x20 or ord(c) == 0x7F or c in "\u2028\u2029" for c in text):
+            return self.err("log message must not contain newline or control characters")
+        self.run.log(chain, text)
+        return (True,)
+
+    # ------------------------------------------------------------ headings
+    def check_target(self, chain: Chain, target: Any) -> tuple[int | None, Any]:
+        """Resolve a heading reference from the chain's current section.
+
+        Returns (index, None) or (None, error tuple).
+        """
+        if not isinstance(target, bytes):
+            return None, self.err(f"section target must be a string, got {typename(target)}")
+        text = decode(target)
+        if text is None:
+            return None, self.err("section target must be a valid UTF-8 string")
+        origin = None if chain.in_h1 or chain.section is None else chain.section.index
+        try:
+            return resolve(self.run.prompt, origin, text), None
+        except HeadingError as e:
+            return None, self.err(e.message)
+
+    def _list_from_section(self, target=None, *rest):
+        chain = self.run.current
+        index, error = self.check_target(chain, target)
+        if error:
+            return error
+        section = self.run.prompt.sections[index]
+        if section.items is None:
+            return self.err(f"section `{section.name}` has no pre-parsed items")
+        return (True, self.lua.seq(list(section.items)))
+
+    def _jump(self, target=None, *rest):
+        chain = self.run.current
+        if not isinstance(target, bytes):
+            return self.err(f"section target must be a string, got {typename(target)}")
+        chain.pending_jump = _t(target)
+        # The jump applies when the block ends; raising here ends the block
+        # unless a pcall catches it, which is what the spec describes.
+        return self.err("jump")
+
+    # ------------------------------------------------------------ call
+    def _call(self, chain: Chain, target=None, input_=None, *rest):
+        run = self.run
+        index, error = self.check_target(chain, target)
+        if error:
+            return error
+        args, argv = chain.args, chain.argv
+        if input_ is not None:
+            if not isinstance(input_, bytes):
+                return self.err(f"input must be a string, got {typename(input_)}")
+            if decode(input_) is None:
+                return self.err("input must be a valid UTF-8 string")
+            args, argv = input_, self.initial_argv(decode(input_))
+        if chain.depth + 1 > run_depth_cap():
+            return self.err("call recursion exceeded cap of 8")
+        if not self.read_back_var(chain):
+            from forge.engine.run import PARK
+            return PARK
+        section = run.prompt.sections[index]
+        child = Chain(
+            run=run,
+            id=f"{chain.id}.{chain.next_child()}",
+            kind="call",
+            task=chain.task,
+            parent=chain,
+            depth=chain.depth + 1,
+            args=args,
+            argv=argv,
+            var=self.lua.deep_copy(chain.var),
+            limit=chain.limit,
+            claim_identity=chain.claim_identity,
+        )
+        siblings = run.prompt.siblings(index)
+        child.frames = [Frame(siblings, siblings.index(section.index))]
+        chain.callee = child
+
+        def ended(c: Chain, ok: bool, value: Any) -> None:
+            chain.callee = None
+            if not chain.live:
+                return
+            if ok:
+                run.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
+            else:
+                run.make_ready(chain, (False, run.as_error_value(value)))
+
+        child.on_end = ended
+        run.trace.emit(run.kernel.now, "call_start", chain=chain.id, callee=child.id)
+        run.make_ready(child, None)
+        return run.park(chain, "call", child)
+
+    # ------------------------------------------------------------ store
+    def _store_handler(self, op: str):
+        def handler(chain: Chain, *args):
+            return self._store(chain, op, args)
+
+        return handler
+
+    def _string_arg(self, name: str, value: Any, optional: bool = False):
+        if value is None and optional:
+            return None, None
+        if not isinstance(value, bytes):
+            return None, self.err(f"{name} must be a string, got {typename(value)}")
+        text = decode(value)
+        if text is None:
+            return None, self.err(f"{name} must be a valid UTF-8 string")
+        return text, None
+
+    def _bound(self, name: str, value: Any):
+        if value is None:
+            return None, None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None, self.err(f"{name} must be an integer, got {typename(value)}")
+        if isinstance(value, float):
+            if not value.is_integer():
+                return None, self.err(f"{name} must be an integer, got number")
+            value = int(value)
+        return value, None
+
+    def _store(self, chain: Chain, op: str, args: tuple):
+        store = self.run.harness.store
+        args = args + (None,) * (3 - len(args))
+        if op == "glob":
+            pattern, error = self._string_arg("pattern", args[0])
+            if error:
+                return error
+            return self.run.store_call(chain, op, None, lambda: store.glob(pattern))
+        path, error = self._string_arg("path", args[0])
+        if error:
+            return error
+        if op in ("write", "append"):
+            contents, error = self._string_arg("contents", args[1])
+            if error:
+                return error
+            fn = getattr(store, op)
+            return self.run.store_call(chain, op, path, lambda: fn(path, contents))
+        if op in ("read", "read_numbered"):
+            start, error = self._bound("start", args[1])
+            if error:
+                return error
+            end, error = self._bound("end", args[2])
+            if error:
+                return error
+            fn = getattr(store, op)
+            return self.run.store_call(chain, op, path, lambda: fn(path, start, end))
+        if op == "str_replace":
+            old, error = self._string_arg("old", args[1])
+            if error:
+                return error
+            new, error = self._string_arg("new", args[2])
+            if error:
+                return error
+            return self.run.store_call(chain, op, path, lambda: store.str_replace(path, old, new))
+        fn = getattr(store, op)
+        return self.run.store_call(chain, op, path, lambda: fn(path))
+
+    # ------------------------------------------------------------ observation
+    def messages_json(self) -> dict:
+        models = getattr(self.run, "models", None)
+        return models.messages_json() if models is not None else {}
+
+
+def run_depth_cap() -> int:
+    from forge.engine.run import DEPTH_CAP
+
+    return DEPTH_CAP
+
+
+class _Resolver:
+    """Looks up the roots a `{{ }}` placeholder may name, for substitution."""
+
+    def __init__(self, host: Host, chain: Chain) -> None:
+        self.host, self.chain = host, chain
+
+    def args(self) -> str:
+        return _t(self.chain.args)
+
+    def argv(self) -> Any:
+        return _lua_to_data(self.chain.argv)
+
+    def var(self) -> Any:
+        return _lua_to_data(self.chain.var)
+
+    def sys(self) -> dict:
+        run, chain = self.host.run, self.chain
+        out = {
+            "taskid": chain.task.id,
+            "section_name": chain.section_name,
+            "execution": run.config.execution,
+            "section_count": len(run.prompt.top_level),
+            "when": "2026-01-01T00:00:00Z",
+            "id": f"{chain.id}.{chain.entry_counter - 1}",
+        }
+        if chain.kind == "task" and chain.entry_counter == 1 and chain.first_index is not None:
+            out["index"] = chain.first_index
+        return out
+
+    def item(self) -> tuple[bool, Any]:
+        chain = self.chain
+        if chain.kind == "task" and chain.entry_counter == 1 and chain.has_item:
+            return True, _lua_to_data(chain.first_item)
+        return False, None
+
+    def global_(self, name: str) -> tuple[bool, Any]:
+        env = self.chain.env
+        value = env[name.encode()] if env is not None else None
+        if value is None:
+            return False, None
+        return True, _lua_to_data(value, strict=True)
+
+
+class NotData(Exception):
+    pass
+
+
+def _lua_to_data(value: Any, strict: bool = False) -> Any:
+    from forge.lua.runtime import NotJSON, from_lua_json
+
+    try:
+        return from_lua_json(value)
+    except NotJSON as e:
+        if strict:
+            raise NotData(e.typename) from None
+        return None
+
+
+__all__ = ["Host", "LuaTable"]

@@ -1,0 +1,312 @@
+"""The store's rules: paths, the eight operations, errors, and claims.
+
+What lives here: `MemoryStore` (files and directories in memory, seeded from
+a folder), the path and glob validators, each operation's semantics and its
+exact messages, and the claim table that turns unjoined sharing between live
+chains into a `Determinism` failure.  What does not: when an operation
+happens (the engine issues it through the harness, which gives it a virtual
+duration) or how a failure reaches Lua (`StoreFailure` carries the fields and
+the engine builds the error value).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable
+
+import attrs
+
+MAX_PATH_BYTES = 1024
+_DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9])", re.IGNORECASE)
+
+
+@attrs.frozen
+class StoreFailure(Exception):
+    """A store refusal: becomes an error value of kind `store`."""
+
+    message: str
+    reason: str
+    path: str | None = None
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def fields(self) -> dict[str, str]:
+        out = {"reason": self.reason}
+        if self.path is not None:
+            out["path"] = self.path
+        out.update(dict(self.extra))
+        return out
+
+
+def _quote(path: str) -> str:
+    out = []
+    for ch in path:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{{{ord(ch):x}}}"))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def path_problem(path: str) -> str | None:
+    """The first rule a store path breaks, or None."""
+    if path == "":
+        return "path is empty"
+    if len(path.encode("utf-8")) > MAX_PATH_BYTES:
+        return "path is too long"
+    if path.startswith("/"):
+        return "path is absolute"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
+        return "path contains a control character"
+    if "\\" in path:
+        return "path contains a backslash"
+    for segment in path.split("/"):
+        if segment == "":
+            return "path contains an empty segment"
+        if segment in (".", ".."):
+            return "path contains a traversal segment"
+        if segment.endswith(".") or segment.endswith(" "):
+            return "path segment ends in an unsafe character"
+        if _DEVICE.fullmatch(segment.split(".", 1)[0]):
+            return "path contains a reserved device name"
+    return None
+
+
+def check_path(path: str) -> None:
+    problem = path_problem(path)
+    if problem:
+        raise StoreFailure(f"invalid path {_quote(path)}: {problem}", "invalid_path", path)
+
+
+def glob_problem(pattern: str) -> str | None:
+    if pattern == "":
+        return "pattern is empty"
+    if len(pattern.encode("utf-8")) > MAX_PATH_BYTES:
+        return "pattern exceeds 1024 bytes"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in pattern):
+        return "pattern contains a control character"
+    if "\\" in pattern:
+        return "pattern does not support backslash escapes"
+    for segment in pattern.split("/"):
+        if "**" in segment and segment != "**":
+            return "recursive wildcards must form a single path component"
+    return None
+
+
+def _segment_match(name: str, pat: str) -> bool:
+    # fnmatch's [] classes are kept; `*` never crosses a `/` because we match
+    # one segment at a time.
+    return fnmatch.fnmatchcase(name, pat)
+
+
+def glob_match(pattern: str, path: str) -> bool:
+    pats, names = pattern.split("/"), path.split("/")
+
+    def go(i: int, j: int) -> bool:
+        if i == len(pats):
+            return j == len(names)
+        if pats[i] == "**":
+            return any(go(i + 1, k) for k in range(j, len(names) + 1))
+        return j < len(names) and _segment_match(names[j], pats[i]) and go(i + 1, j + 1)
+
+    return go(0, 0)
+
+
+def split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+class MemoryStore:
+    """Files (path -> text) and explicit directories, in memory.
+
+    Invariant: every parent directory of a file is in `dirs`.
+    """
+
+    def __init__(self, files: dict[str, str] | None = None) -> None:
+        self.files: dict[str, str] = {}
+        self.dirs: set[str] = set()
+        for path, text in sorted((files or {}).items()):
+            self._put(path, text)
+
+    @classmethod
+    def from_folder(cls, root: str) -> MemoryStore:
+        files: dict[str, str] = {}
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root).replace(os.sep, "/")
+                with open(full, encoding="utf-8") as f:
+                    files[rel] = f.read()
+        return cls(files)
+
+    def snapshot(self) -> dict[str, str]:
+        return dict(sorted(self.files.items()))
+
+    # -- helpers --------------------------------------------------------------
+    def _parents(self, path: str) -> Iterable[str]:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            yield "/".join(parts[:i])
+
+    def _put(self, path: str, text: str) -> None:
+        for parent in self._parents(path):
+            if parent in self.files:
+                raise StoreFailure("store backend failure", "backend", path)
+        if path in self.dirs:
+            raise StoreFailure("store backend failure", "backend", path)
+        for parent in self._parents(path):
+            self.dirs.add(parent)
+        self.files[path] = text
+
+    def _text(self, path: str) -> str:
+        if path in self.dirs:
+            raise StoreFailure("store backend failure", "backend", path)
+        if path not in self.files:
+            raise StoreFailure(f"file not found in store: {path}", "not_found", path)
+        return self.files[path]
+
+    # -- the operations ---------------------------------------------------------
+    def write(self, path: str, contents: str) -> None:
+        check_path(path)
+        self._put(path, contents)
+
+    def append(self, path: str, contents: str) -> None:
+        check_path(path)
+        if path in self.dirs:
+            raise StoreFailure("store backend failure", "backend", path)
+        self._put(path, self.files.get(path, "") + contents)
+
+    def exists(self, path: str) -> bool:
+        check_path(path)
+        return path in self.files or path in self.dirs
+
+    def delete(self, path: str) -> None:
+        check_path(path)
+        if path in self.files:
+            del self.files[path]
+        elif path in self.dirs:
+            prefix = path + "/"
+            if any(p.startswith(prefix) for p in self.files) or any(
+                d.startswith(prefix) for d in self.dirs
+            ):
+                raise StoreFailure("store backend failure", "backend", path)
+            self.dirs.discard(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        problem = glob_problem(pattern)
+        if problem:
+            raise StoreFailure(
+                f"invalid glob pattern {_quote(pattern)}: {problem}", "invalid_pattern", pattern
+            )
+        return sorted(p for p in self.files if glob_match(pattern, p))
+
+    def _range(self, path: str, start: int | None, end: int | None) -> tuple[list[str], int]:
+        if start is None and end is not None:
+            raise StoreFailure(
+                f"invalid line range for {path}: start is required when end is given", "range", path
+            )
+        lines = split_lines(self._text(path))
+        if start is None:
+            return lines, 1
+        if start < 1:
+            raise StoreFailure(f"invalid line range for {path}: start must be at least 1", "range", path)
+        if start > len(lines):
+            return [], start
+        last = len(lines) if end is None else min(end, len(lines))
+        if end is not None and end < start:
+            raise StoreFailure(
+                f"invalid line range for {path}: end must not be before start", "range", path
+            )
+        return lines[start - 1 : last], start
+
+    def read(self, path: str, start: int | None = None, end: int | None = None) -> str:
+        check_path(path)
+        if start is None and end is None:
+            return self._text(path)
+        lines, _ = self._range(path, start, end)
+        return "\n".join(lines)
+
+    def read_numbered(self, path: str, start: int | None = None, end: int | None = None) -> str:
+        check_path(path)
+        lines, first = self._range(path, start, end)
+        if not lines:
+            return ""
+        width = len(str(first + len(lines) - 1))
+        return "\n".join(f"{n:>{width}}| {line}" for n, line in enumerate(lines, first))
+
+    def str_replace(self, path: str, old: str, new: str) -> None:
+        check_path(path)
+        if old == "":
+            raise StoreFailure(
+                f"invalid anchor for {path}: anchor must not be empty", "anchor", path
+            )
+        text = self._text(path)
+        count = text.count(old)
+        if count == 0:
+            raise StoreFailure(f"anchor not found in {path}", "anchor", path)
+        if count > 1:
+            raise StoreFailure(
+                f"anchor occurs {count} times in {path}, expected exactly one",
+                "anchor",
+                path,
+                (("count", str(count)),),
+            )
+        self.files[path] = text.replace(old, new, 1)
+
+
+#: Which operations write (W) and which read (R), for claims.
+WRITES = frozenset({"write", "append", "delete", "str_replace"})
+READS = frozenset({"read", "read_numbered", "exists", "glob"})
+
+
+class Claims:
+    """Who touched which path, for the store's sharing rule.
+
+    A write claim conflicts with any claim of another live identity; a read
+    claim conflicts only with another identity's write claim.  Identities
+    release their claims when their chain ends (a finished task before its
+    waiter wakes).  Each claim remembers when it was first taken, so a task
+    can see the work its owner did before spawning it.
+    """
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, dict[str, tuple[str, int]]] = {}
+        self._clock = 0
+
+    def now(self) -> int:
+        return self._clock
+
+    def conflict(self, identity: str, claim: str, path: str, exempt) -> tuple[str, str] | None:
+        """The first other holder this claim conflicts with, or None.
+
+        `exempt(other, since)` says whether another identity's claim, taken
+        at `since`, is visible to this one without a conflict.
+        """
+        for other, (other_claim, since) in sorted(self._by_path.get(path, {}).items()):
+            if other == identity or exempt(other, since):
+                continue
+            if claim == "write" or other_claim == "write":
+                return other, other_claim
+        return None
+
+    def take(self, identity: str, claim: str, path: str) -> None:
+        self._clock += 1
+        holders = self._by_path.setdefault(path, {})
+        held = holders.get(identity)
+        if held is None:
+            holders[identity] = (claim, self._clock)
+        elif held[0] != "write" and claim == "write":
+            holders[identity] = ("write", self._clock)
+
+    def release(self, identity: str) -> None:
+        for holders in self._by_path.values():
+            holders.pop(identity, None)

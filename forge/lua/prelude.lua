@@ -1,0 +1,526 @@
+-- The engine's Lua side, loaded once per run into a private environment.
+--
+-- What lives here: the deterministic pairs/next, host error values, the
+-- sandbox's pcall/xpcall, the var guard, the bridge that turns host calls
+-- into coroutine yields, the instruction budget, and the builder of a fresh
+-- section VM environment.  What does not: any decision about the walk,
+-- tasks or time - those are Python's, reached through `suspend` (a yield to
+-- the driver) or through host functions that answer at once.
+--
+-- Everything here captures the standard functions it needs as upvalues
+-- before any prompt code runs, so a prompt that rebinds a global in its own
+-- environment cannot reach into the engine.
+
+local H = ...                           -- host table from Python: limits
+local rawget, rawset, rawequal, rawlen = rawget, rawset, rawequal, rawlen
+local next_raw, type, select, error = next, type, select, error
+local setmetatable, getmetatable = setmetatable, getmetatable
+local pcall_raw, xpcall_raw = pcall, xpcall
+local tostring, tonumber, ipairs = tostring, tonumber, ipairs
+local string, table, math = string, table, math
+local tsort, tconcat, tpack, tunpack = table.sort, table.concat, table.pack, table.unpack
+local mtype, sbyte, sformat = math.type, string.byte, string.format
+local yield, isyieldable = coroutine.yield, coroutine.isyieldable
+local sethook = debug.sethook
+local utf8len = utf8 and utf8.len
+
+local E = {}
+
+---------------------------------------------------------------------------
+-- Type names as prompts see them: integer vs number.
+---------------------------------------------------------------------------
+local function typename(v)
+  local t = type(v)
+  if t == 'number' then
+    return mtype(v) == 'integer' and 'integer' or 'number'
+  end
+  return t
+end
+E.typename = typename
+
+---------------------------------------------------------------------------
+-- Host error values: tables with kind and message, marked in a weak set so
+-- the engine can tell them from tables a prompt raises itself.
+---------------------------------------------------------------------------
+local host_errors = setmetatable({}, { __mode = 'k' })
+local ErrorMT = {
+  __tostring = function(e) return rawget(e, 'message') end,
+  __concat = function(a, b)
+    local sa = (type(a) == 'table' and host_errors[a]) and rawget(a, 'message') or a
+    local sb = (type(b) == 'table' and host_errors[b]) and rawget(b, 'message') or b
+    return sa .. sb
+  end,
+}
+local function make_error(kind, message, fields)
+  local e = { kind = kind, message = message or kind }
+  if fields then
+    for k, v in next_raw, fields do e[k] = v end
+  end
+  setmetatable(e, ErrorMT)
+  host_errors[e] = true
+  return e
+end
+E.make_error = make_error
+E.is_host_error = function(v) return type(v) == 'table' and host_errors[v] == true end
+
+---------------------------------------------------------------------------
+-- The abort flag: set when the run must stop whatever the prompt catches
+-- (instruction budget, memory).  Once set, every sandbox pcall re-raises.
+---------------------------------------------------------------------------
+local abort = nil
+E.abort_value = function() return abort end
+local function check_abort()
+  if abort ~= nil then error(abort, 0) end
+end
+
+local function is_memory_error(e)
+  return e == 'not enough memory'
+end
+
+local function pcall_safe(f, ...)
+  local r = tpack(pcall_raw(f, ...))
+  check_abort()
+  if not r[1] and is_memory_error(r[2]) then
+    abort = make_error('lua', 'not enough memory: the run exceeded its Lua memory limit')
+    error(abort, 0)
+  end
+  return tunpack(r, 1, r.n)
+end
+
+local function xpcall_safe(f, handler, ...)
+  local r = tpack(xpcall_raw(f, function(e)
+    if abort ~= nil then return abort end
+    return handler(e)
+  end, ...))
+  check_abort()
+  return tunpack(r, 1, r.n)
+end
+
+---------------------------------------------------------------------------
+-- Instruction budget: a count hook on each block's thread.  Hooks are not
+-- inherited by coroutines, so `run_block` installs it on every thread it
+-- starts.
+---------------------------------------------------------------------------
+local HOOK_EVERY = 1000
+local budget = H.max_instructions
+local used = 0
+local function hook()
+  used = used + HOOK_EVERY
+  if abort ~= nil then error(abort, 0) end
+  if used > budget then
+    abort = make_error('lua', H.budget_message)
+    error(abort, 0)
+  end
+end
+E.instructions_used = function() return used end
+
+---------------------------------------------------------------------------
+-- Deterministic iteration: array part, booleans, numbers, strings bytewise,
+-- then every other key in a stable trailing order.
+---------------------------------------------------------------------------
+local TWO63 = 9223372036854775808.0
+local function key_class(k)
+  local t = type(k)
+  if t == 'boolean' then return 1 end
+  if t == 'number' then
+    if k ~= k or k == math.huge or k == -math.huge then return 4 end
+    return 2
+  end
+  if t == 'string' then
+    if utf8len and utf8len(k) == nil then return 4 end
+    return 3
+  end
+  return 4
+end
+
+-- Exact comparison of two numbers of any subtype (integers past 2^53 keep
+-- their place; floats outside the 64-bit range sort beyond every integer).
+local function num_less(a, b)
+  local ta, tb = mtype(a), mtype(b)
+  if ta == tb then return a < b end
+  return a < b    -- Lua 5.4+ compares mixed integer/float exactly
+end
+
+local serials = setmetatable({}, { __mode = 'k' })
+local next_serial = 0
+local function serial_of(k)
+  local s = serials[k]
+  if s == nil then
+    next_serial = next_serial + 1
+    s = next_serial
+    serials[k] = s
+  end
+  return s
+end
+
+local function key_less(a, b)
+  local ca, cb = key_class(a), key_class(b)
+  if ca ~= cb then return ca < cb end
+  if ca == 1 then return a == false and b == true end
+  if ca == 2 then return num_less(a, b) end
+  if ca == 3 then return a < b end
+  -- Trailing group: strings first (bytewise), then numbers, then objects
+  -- in order of first sight.  The spec leaves this order open; we fix it.
+  local ta, tb = type(a), type(b)
+  if ta ~= tb then
+    local rank = { string = 1, number = 2 }
+    return (rank[ta] or 3) < (rank[tb] or 3) or ((rank[ta] or 3) == (rank[tb] or 3) and ta < tb)
+  end
+  if ta == 'string' or ta == 'number' then
+    if a ~= a then return false end
+    if b ~= b then return true end
+    return a < b
+  end
+  return serial_of(a) < serial_of(b)
+end
+
+local function ordered_keys(t)
+  local keys, n = {}, 0
+  local border = rawlen(t)
+  for i = 1, border do
+    if rawget(t, i) ~= nil then n = n + 1; keys[n] = i end
+  end
+  local rest, m = {}, 0
+  local k = next_raw(t)
+  while k ~= nil do
+    if not (mtype(k) == 'integer' and k >= 1 and k <= border) then
+      m = m + 1; rest[m] = k
+    end
+    k = next_raw(t, k)
+  end
+  -- Objects get serials in a sorted-by-class pass so first sight is stable
+  -- for scalar-only tables; object keys among themselves stay first-seen.
+  tsort(rest, key_less)
+  for i = 1, m do keys[n + i] = rest[i] end
+  return keys, n + m
+end
+
+local function pairs_ordered(t)
+  local mt = getmetatable(t)
+  if type(mt) == 'table' then
+    local p = rawget(mt, '__pairs')
+    if p ~= nil then
+      if type(p) ~= 'function' then
+        error(sformat("attempt to call a %s value (metamethod '__pairs')", type(p)), 2)
+      end
+      return p(t)
+    end
+  end
+  if type(t) ~= 'table' then
+    error(sformat("bad argument #1 to 'pairs' (table expected, got %s)", type(t) == 'nil' and 'nil' or typename(t) == 'integer' and 'number' or type(t)), 2)
+  end
+  local keys, n = ordered_keys(t)
+  local i = 0
+  local function iter()
+    while i < n do
+      i = i + 1
+      local k = keys[i]
+      local v = rawget(t, k)
+      if v ~= nil then return k, v end
+    end
+    return nil, nil
+  end
+  return iter, t, nil
+end
+
+local function next_ordered(t, k)
+  if type(t) ~= 'table' then
+    error(sformat("bad argument #1 to 'next' (table expected, got %s)", type(t)), 2)
+  end
+  local keys, n = ordered_keys(t)
+  if k == nil then
+    if n == 0 then return nil, nil end
+    return keys[1], rawget(t, keys[1])
+  end
+  for i = 1, n do
+    if rawequal(keys[i], k) then
+      local nk = keys[i + 1]
+      if nk == nil then return nil, nil end
+      return nk, rawget(t, nk)
+    end
+  end
+  -- The key was cleared during the walk: continue from where it would sort.
+  if mtype(k) == 'integer' and rawget(t, k + 1) ~= nil and k >= 1 then
+    return k + 1, rawget(t, k + 1)
+  end
+  if type(k) == 'number' then
+    if n == 0 then return nil, nil end
+    return keys[1], rawget(t, keys[1])
+  end
+  for i = 1, n do
+    local c = keys[i]
+    if not (mtype(c) == 'integer' and c >= 1 and c <= rawlen(t)) and key_less(k, c) then
+      return c, rawget(t, c)
+    end
+  end
+  return nil, nil
+end
+E.ordered_keys = ordered_keys
+
+---------------------------------------------------------------------------
+-- JSON data: the values var, items and results may hold.
+---------------------------------------------------------------------------
+local function json_check(v, path, seen)
+  local t = type(v)
+  if t == 'nil' or t == 'boolean' or t == 'string' then return nil end
+  if t == 'number' then
+    if v ~= v or v == math.huge or v == -math.huge then
+      return path .. ' must be JSON data, got number'
+    end
+    return nil
+  end
+  if t ~= 'table' then return path .. ' must be JSON data, got ' .. t end
+  seen = seen or {}
+  if seen[v] then return path .. ' must be JSON data, got table' end
+  seen[v] = true
+  local keys, n = ordered_keys(v)
+  for i = 1, n do
+    local k = keys[i]
+    local sub
+    if type(k) == 'string' and k:match('^[%a_][%w_]*$') then
+      sub = path .. '.' .. k
+    else
+      sub = path .. '[' .. tostring(k) .. ']'
+    end
+    local kt = type(k)
+    if kt ~= 'string' and kt ~= 'number' then
+      return sub .. ' must be JSON data, got ' .. kt
+    end
+    local err = json_check(rawget(v, k), sub, seen)
+    if err then return err end
+  end
+  seen[v] = nil
+  return nil
+end
+E.json_check = json_check
+
+local function deep_copy(v)
+  if type(v) ~= 'table' then return v end
+  local out = {}
+  local k = next_raw(v)
+  while k ~= nil do
+    out[k] = deep_copy(rawget(v, k))
+    k = next_raw(v, k)
+  end
+  return out
+end
+E.deep_copy = deep_copy
+
+---------------------------------------------------------------------------
+-- The var guard: a proxy whose writes are checked and copied.
+---------------------------------------------------------------------------
+local guarded = setmetatable({}, { __mode = 'k' })   -- proxy -> backing
+
+local function var_proxy(backing, path)
+  local proxy = {}
+  guarded[proxy] = backing
+  setmetatable(proxy, {
+    __index = function(_, k)
+      local v = backing[k]
+      if type(v) == 'table' then
+        local sub = type(k) == 'string' and (path .. '.' .. k) or (path .. '[' .. tostring(k) .. ']')
+        return var_proxy(v, sub)
+      end
+      return v
+    end,
+    __newindex = function(_, k, v)
+      local sub = type(k) == 'string' and (path .. '.' .. k) or (path .. '[' .. tostring(k) .. ']')
+      if guarded[v] then v = guarded[v] end
+      local err = json_check(v, sub)
+      if err then error(make_error('lua', err), 2) end
+      backing[k] = deep_copy(v)
+    end,
+    __len = function() return 0 end,
+    __pairs = function() return function() return nil end, proxy, nil end,
+    __metatable = 'var is guarded',
+  })
+  return proxy
+end
+E.var_proxy = var_proxy
+E.var_backing = function(proxy) return guarded[proxy] end
+E.var_intact = function(env, backing)
+  local v = rawget(env, 'var')
+  return v ~= nil and rawequal(guarded[v], backing)
+end
+
+---------------------------------------------------------------------------
+-- The bridge.  A suspending call yields its request to the Python driver,
+-- which resumes the block with (true, values...) or (false, error value).
+-- A host function that answers at once returns the same shape directly.
+---------------------------------------------------------------------------
+local function check(ok, ...)
+  if ok then return ... end
+  error((...), 0)
+end
+
+local function suspend(op, ...)
+  if not isyieldable() then
+    error(make_error('lua', op .. ' cannot wait here: a suspending call is not allowed inside a metamethod, a sort comparator or a gsub callback'), 0)
+  end
+  return check(yield(op, ...))
+end
+E.suspend = suspend
+
+local function host(f)
+  return function(...) return check(f(...)) end
+end
+E.host = host
+E.suspender = function(op)
+  return function(...) return suspend(op, ...) end
+end
+
+---------------------------------------------------------------------------
+-- A fresh section VM environment.  Library tables are copied per
+-- environment, so a section that rebinds string.upper changes nothing for
+-- the next section.
+---------------------------------------------------------------------------
+local function copy_lib(lib)
+  local out = {}
+  for k, v in next_raw, lib do out[k] = v end
+  return out
+end
+
+local string_lib = copy_lib(string)
+-- The string metatable is shared by every string in the runtime; seal it so
+-- getmetatable('') cannot be used to reach or change it.
+local smt = getmetatable('')
+smt.__metatable = 'string metatable is sealed'
+smt.__index = string_lib
+
+local function new_env(globals)
+  local env = {
+    assert = assert, error = error, pcall = pcall_safe, xpcall = xpcall_safe,
+    getmetatable = getmetatable, setmetatable = setmetatable,
+    ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
+    tonumber = tonumber, tostring = tostring, type = type,
+    _VERSION = _VERSION,
+    string = copy_lib(string_lib), table = copy_lib(table), math = copy_lib(math),
+  }
+  env._G = env
+  if globals then
+    for k, v in next_raw, globals do env[k] = v end
+  end
+  return env
+end
+E.new_env = new_env
+
+---------------------------------------------------------------------------
+-- sys: sealed and read-only; an unknown field is an error, never nil.
+---------------------------------------------------------------------------
+E.make_sys = function(fields)
+  return setmetatable({}, {
+    __index = function(_, k)
+      if type(k) ~= 'string' then
+        error(make_error('lua', 'sys fields must be accessed by string key'), 2)
+      end
+      local v = rawget(fields, k)
+      if v == nil then
+        error(make_error('lua', "runtime error: unknown sys field '" .. k .. "'"), 2)
+      end
+      return v
+    end,
+    __newindex = function(_, k)
+      error(make_error('lua', "sys is read-only; cannot set '" .. tostring(k) .. "'"), 2)
+    end,
+    __len = function() return 0 end,
+    __pairs = function(t) return function() return nil end, t, nil end,
+    __metatable = 'sys is sealed',
+  })
+end
+
+---------------------------------------------------------------------------
+-- argv outside the H1 pass: frozen at every depth.
+---------------------------------------------------------------------------
+local function frozen(v)
+  if type(v) ~= 'table' then return v end
+  return setmetatable({}, {
+    __index = function(_, k) return frozen(rawget(v, k)) end,
+    __newindex = function(_, k)
+      local shown = type(k) == 'string' and ("'" .. k .. "'") or tostring(k)
+      error(make_error('lua', 'argv is frozen outside H1: cannot set field ' .. shown), 2)
+    end,
+    __len = function() return 0 end,
+    __pairs = function(t) return function() return nil end, t, nil end,
+    __metatable = 'argv is frozen',
+  })
+end
+E.frozen = frozen
+
+---------------------------------------------------------------------------
+-- A section VM's globals.  `prose` renders at its first read in each block
+-- (Python's render callback), and `argv` is writable only in the H1 pass.
+---------------------------------------------------------------------------
+E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
+  local env = new_env(nil)
+  for k, v in next_raw, lib do
+    if type(v) == 'table' then env[k] = copy_lib(v) else env[k] = v end
+  end
+  for k, v in next_raw, globals do env[k] = v end
+  local argv = in_h1 and argv_value or frozen(argv_value)
+  local prose_cache = nil
+  setmetatable(env, {
+    __index = function(_, k)
+      if k == 'prose' then
+        if prose_cache == nil then prose_cache = check(render_prose()) end
+        return prose_cache
+      end
+      if k == 'argv' then return argv end
+      return nil
+    end,
+    __newindex = function(t, k, v)
+      if k == 'prose' then
+        error(make_error('lua', 'prose is read-only: assign to `var` or a section global instead'), 2)
+      end
+      if k == 'argv' then
+        if in_h1 then argv = v; return end
+        error(make_error('lua', 'argv is frozen outside H1: assign it in H1 only'), 2)
+      end
+      rawset(t, k, v)
+    end,
+  })
+  local control = {
+    reset_prose = function() prose_cache = nil end,
+    argv = function() return argv end,
+  }
+  return env, control
+end
+
+-- Stamps for the stale re-raise rule: which suspend count an error value
+-- was made at.
+local stamps = setmetatable({}, { __mode = 'k' })
+E.stamp = function(e, n) if type(e) == 'table' then stamps[e] = n end return e end
+E.stamp_of = function(e) if type(e) == 'table' then return stamps[e] end return nil end
+
+---------------------------------------------------------------------------
+-- Compiling and running blocks.
+---------------------------------------------------------------------------
+local load_raw = load
+E.compile = function(source, chunkname)
+  local f, err = load_raw(source, chunkname, 't', {})
+  if not f then return nil, err end
+  return f
+end
+
+-- Loads a block's source into env (a new closure per entry, so two chains
+-- running one section never share an _ENV) and runs it inside the current coroutine; returns
+-- (true, values...) or (false, error).  Installed as the body of every
+-- block coroutine.
+E.run_block = function(source, chunkname, env)
+  sethook(hook, '', HOOK_EVERY)
+  if abort ~= nil then return false, abort end
+  local bound, err = load_raw(source, chunkname, 't', env)
+  if not bound then return false, err end
+  return pcall_raw(bound)
+end
+
+-- Runs a plain function (a tool handler, say) the same way.
+E.run_function = function(fn, ...)
+  sethook(hook, '', HOOK_EVERY)
+  if abort ~= nil then return false, abort end
+  return pcall_raw(fn, ...)
+end
+
+E.pack = tpack
+E.table_from_list = function(...) return { ... } end
+
+return E

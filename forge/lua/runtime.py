@@ -1,0 +1,232 @@
+"""One Lua 5.5 runtime per run, with the sandbox and the yield bridge.
+
+What lives here: creating the `lupa.lua55` runtime with a fixed string hash
+seed and a memory cap, loading `prelude.lua`, compiling blocks, starting block
+coroutines, and converting values between Lua and Python.  What does not: the
+host globals a section sees (the engine builds those) and any scheduling.
+
+Strings cross the boundary as bytes (`encoding=None`): a prompt may hold
+bytes that are not UTF-8, and several spec messages depend on telling them
+apart.  Python code therefore passes `bytes` into Lua and decodes on the way
+out.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import math
+from typing import Any
+
+import lupa.lua55 as lua55
+
+#: Lua's string hash seed, fixed so nothing inside the runtime depends on a
+#: per-process random seed.
+STRING_HASH_SEED = 0x5EED
+DEFAULT_MAX_INSTRUCTIONS = 20_000_000
+DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
+BUDGET_MESSAGE = (
+    "instruction budget exhausted: the run executed more than {n} Lua instructions "
+    "(an endless loop?)"
+)
+
+_PRELUDE = importlib.resources.files("forge.lua").joinpath("prelude.lua").read_text("utf-8")
+
+LuaError = lua55.LuaError
+_probe = lua55.LuaRuntime()
+#: The classes lupa wraps Lua tables and functions in (not exported by name).
+LuaTable = type(_probe.table())
+LuaFunction = type(_probe.eval("function() end"))
+del _probe
+
+
+def _filter(obj, name, is_setting):
+    # No Python object is ever handed to prompt code, but if one were, its
+    # attributes stay out of reach.
+    raise AttributeError("Python attributes are not reachable from a prompt")
+
+
+class LuaRuntime:
+    """A run's Lua state: the prelude's exports plus conversion helpers."""
+
+    def __init__(
+        self,
+        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+        max_memory: int = DEFAULT_MAX_MEMORY,
+    ) -> None:
+        self.lua = lua55.LuaRuntime(
+            encoding=None,
+            unpack_returned_tuples=True,
+            register_eval=False,
+            register_builtins=False,
+            attribute_filter=_filter,
+            string_hash_seed=STRING_HASH_SEED,
+            max_memory=max_memory,
+        )
+        g = self.lua.globals()
+        g.python = None
+        host = self.lua.table_from(
+            {
+                b"max_instructions": max_instructions,
+                b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
+            }
+        )
+        loader = self.lua.execute("return load")
+        chunk = loader(_PRELUDE.encode("utf-8"), b"=forge/prelude.lua")
+        self.E = chunk(host)
+        E = self.E
+        self.make_error_raw = E.make_error
+        self.is_host_error = E.is_host_error
+        self.typename_raw = E.typename
+        self.new_env_raw = E.new_env
+        self.run_block = E.run_block
+        self.run_function = E.run_function
+        self.var_proxy_raw = E.var_proxy
+        self.var_backing = E.var_backing
+        self.json_check_raw = E.json_check
+        self.deep_copy = E.deep_copy
+        self.host_raw = E.host
+        self.suspender_raw = E.suspender
+        self.abort_value = E.abort_value
+        self.instructions_used = E.instructions_used
+        self.ordered_keys = E.ordered_keys
+        self._compile = E.compile
+        self.table_from = self.lua.table_from
+
+    # -- building Lua values -------------------------------------------------
+    def table(self, mapping: dict | None = None, **kw: Any):
+        t = self.lua.table()
+        if mapping:
+            for k, v in mapping.items():
+                t[to_lua_key(k)] = self.to_lua(v)
+        for k, v in kw.items():
+            t[k.encode()] = self.to_lua(v)
+        return t
+
+    def seq(self, items) -> Any:
+        t = self.lua.table()
+        for i, v in enumerate(items, 1):
+            t[i] = self.to_lua(v)
+        return t
+
+    def to_lua(self, value: Any) -> Any:
+        """Python data (str, numbers, lists, dicts, None) to Lua values."""
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, dict):
+            return self.table(value)
+        if isinstance(value, (list, tuple)):
+            return self.seq(value)
+        return value
+
+    def error(self, kind: str, message: str, **fields: Any):
+        extra = self.table(fields) if fields else None
+        return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
+
+    def host(self, fn):
+        """Wrap a Python function answering (ok, *values) as a raising Lua function."""
+        return self.host_raw(fn)
+
+    def suspender(self, op: str):
+        return self.suspender_raw(op.encode())
+
+    def new_env(self, globals_table=None):
+        return self.new_env_raw(globals_table)
+
+    def compile_error(self, source: bytes, chunkname: bytes) -> str | None:
+        fn, err = self._compile(source, chunkname)
+        if fn is None:
+            return err.decode("utf-8", "replace")
+        return None
+
+    def block_coroutine(self, source: bytes, chunkname: bytes, env):
+        return self.run_block.coroutine(source, chunkname, env)
+
+    def function_coroutine(self, fn, *args):
+        return self.run_function.coroutine(fn, *args)
+
+    def typename(self, value: Any) -> str:
+        return typename(value)
+
+
+def to_lua_key(k: Any) -> Any:
+    return k.encode("utf-8") if isinstance(k, str) else k
+
+
+def typename(value: Any) -> str:
+    """The Lua type name of a value as lupa hands it to Python."""
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, (bytes, str)):
+        return "string"
+    if isinstance(value, LuaTable):
+        return "table"
+    if isinstance(value, LuaFunction):
+        return "function"
+    if lua55.lua_type(value) == "thread":
+        return "thread"
+    return "userdata"
+
+
+def decode(value: bytes) -> str | None:
+    """UTF-8 text of a Lua string, or None when it is not valid UTF-8."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+class NotJSON(Exception):
+    def __init__(self, typename: str, representable: bool = True):
+        self.typename = typename
+        self.representable = representable
+
+
+def from_lua_json(value: Any, _depth: int = 0) -> Any:
+    """Lua data to JSON-compatible Python data.
+
+    A table whose keys are exactly 1..n becomes a list, an empty table an
+    empty list... no: an empty table becomes `{}` only when it has no array
+    part to speak of, which JSON cannot tell apart; we render it as `[]`
+    like most Lua JSON encoders.  Raises NotJSON for functions, userdata,
+    threads, non-finite numbers and keys JSON cannot hold.
+    """
+    if _depth > 200:
+        raise NotJSON("table", representable=False)
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise NotJSON("number", representable=False)
+        return value
+    if isinstance(value, bytes):
+        text = decode(value)
+        if text is None:
+            raise NotJSON("string", representable=False)
+        return text
+    if isinstance(value, LuaTable):
+        keys = list(value.keys())
+        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(
+            range(1, len(keys) + 1)
+        ):
+            return [from_lua_json(value[i], _depth + 1) for i in range(1, len(keys) + 1)]
+        out = {}
+        for k in keys:
+            if isinstance(k, bytes):
+                ks = decode(k)
+                if ks is None:
+                    raise NotJSON("string", representable=False)
+            elif isinstance(k, int) and not isinstance(k, bool):
+                ks = str(k)
+            elif isinstance(k, float) and k.is_integer():
+                ks = str(int(k))
+            else:
+                raise NotJSON(typename(k), representable=False)
+            out[ks] = from_lua_json(value[k], _depth + 1)
+        return dict(sorted(out.items()))
+    raise NotJSON(typename(value))

@@ -1,0 +1,237 @@
+"""The chooser: the one funnel through which every open decision passes.
+
+The spec leaves some things open: which ready chain runs next, how long a
+harness operation takes, whether a fault is injected.  The engine never
+decides those itself; it asks `Chooser.choose(kind, options)` and gets the
+index of one option.  The chooser records every answer as a `Choice`, so a run
+is a pure function of its inputs and its choice sequence - the idea behind
+Hypothesis's conjecture engine.  Replaying the sequence replays the run;
+shrinking the sequence shrinks the schedule.
+
+Option 0 is always the canonical answer (the spec's default order), so the
+all-zeros sequence is the canonical schedule and "smaller" sequences in
+shortlex order are closer to it.
+
+Strategies are `Provider`s: canonical, random(seed), PCT(seed, depth),
+replay(choices) (which also serves exhaustive search and shrinking) and
+Hypothesis (`sim.hypothesis`).  None of them reads wall time or an unseeded
+source: randomness is a SplitMix64 stream from the seed.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import attrs
+
+MASK64 = (1 << 64) - 1
+
+
+class SplitMix64:
+    """A tiny, fully specified PRNG, so a seed means the same thing everywhere."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = seed & MASK64
+
+    def next_u64(self) -> int:
+        self.state = (self.state + 0x9E3779B97F4A7C15) & MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        return z ^ (z >> 31)
+
+    def below(self, n: int) -> int:
+        """A value in [0, n); rejection sampling keeps it unbiased."""
+        if n <= 1:
+            return 0
+        limit = (1 << 64) - ((1 << 64) % n)
+        while True:
+            v = self.next_u64()
+            if v < limit:
+                return v % n
+
+
+@attrs.frozen
+class Choice:
+    """One recorded decision: `value` is an index into `n` options."""
+
+    kind: str
+    n: int
+    value: int
+
+    def to_json(self) -> list:
+        return [self.kind, self.n, self.value]
+
+
+class Provider(ABC):
+    """Where the answers come from.  `draw` must return a value in [0, n)."""
+
+    name: str = "provider"
+
+    @abstractmethod
+    def draw(self, kind: str, options: Sequence[str]) -> int: ...
+
+    def describe(self) -> dict:
+        return {"strategy": self.name}
+
+
+class Canonical(Provider):
+    """Always option 0: the spec's default order."""
+
+    name = "canonical"
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        return 0
+
+
+class RandomProvider(Provider):
+    """Uniform choices from a seeded stream."""
+
+    name = "random"
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.rng = SplitMix64(seed)
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        return self.rng.below(len(options))
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "seed": self.seed}
+
+
+class PCTProvider(Provider):
+    """Probabilistic concurrency testing (Burckhardt et al.) for chain picks.
+
+    Each chain label gets a random priority when first seen; the highest
+    priority ready chain runs.  At `depth - 1` random step numbers the chain
+    picked at that step drops below every other priority.  A bug that needs
+    `depth` ordering constraints is found with probability at least
+    1 / (n * k^(depth-1)).  Non-chain choices are uniform.
+    """
+
+    name = "pct"
+
+    def __init__(self, seed: int, depth: int = 3, horizon: int = 200) -> None:
+        self.seed, self.depth = seed, depth
+        self.rng = SplitMix64(seed)
+        self.priority: dict[str, int] = {}
+        self.change_points = sorted(self.rng.below(horizon) for _ in range(max(depth - 1, 0)))
+        self.step = 0
+        self.low = 0
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        if kind != "chain":
+            return self.rng.below(len(options))
+        for label in options:
+            if label not in self.priority:
+                self.priority[label] = 1_000_000 + self.rng.below(1_000_000)
+        best = max(range(len(options)), key=lambda i: (self.priority[options[i]], -i))
+        if self.step in self.change_points:
+            self.low -= 1
+            self.priority[options[best]] = self.low
+        self.step += 1
+        return best
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "seed": self.seed, "depth": self.depth}
+
+
+class ReplayProvider(Provider):
+    """Answers from a recorded prefix, then canonical answers.
+
+    A prefix value that does not fit (the option count shrank, or the kind
+    differs) is a misalignment: the first one is recorded and the canonical
+    answer is used, as Hypothesis does when a replayed buffer drifts.
+    """
+
+    name = "replay"
+
+    def __init__(self, prefix: Sequence[int]) -> None:
+        self.prefix = list(prefix)
+        self.pos = 0
+        self.misaligned_at: int | None = None
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        pos = self.pos
+        self.pos += 1
+        if pos >= len(self.prefix):
+            return 0
+        value = self.prefix[pos]
+        if 0 <= value < len(options):
+            return value
+        if self.misaligned_at is None:
+            self.misaligned_at = pos
+        return 0
+
+
+class Chooser:
+    """Records every decision; the engine's only source of open choices."""
+
+    def __init__(self, provider: Provider | None = None) -> None:
+        self.provider = provider or Canonical()
+        self.choices: list[Choice] = []
+
+    def choose(self, kind: str, options: Sequence[str]) -> int:
+        n = len(options)
+        if n == 0:
+            raise ValueError(f"choice {kind!r} offered no options")
+        if n == 1:
+            # A forced choice is still recorded so that replay stays aligned
+            # with the step structure, but it costs the provider nothing.
+            value = 0
+        else:
+            value = self.provider.draw(kind, options)
+            if not 0 <= value < n:
+                raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
+        self.choices.append(Choice(kind, n, value))
+        return value
+
+    def values(self) -> list[int]:
+        return [c.value for c in self.choices]
+
+
+def make_provider(spec: str) -> Provider:
+    """Build a provider from a CLI spelling.
+
+    `canonical`, `random:SEED`, `pct:SEED[:DEPTH]`, `replay:FILE`.
+    """
+    name, _, rest = spec.partition(":")
+    if name == "canonical" and not rest:
+        return Canonical()
+    if name == "random" and rest.lstrip("-").isdigit():
+        return RandomProvider(int(rest))
+    if name == "pct" and rest:
+        parts = rest.split(":")
+        if all(p.isdigit() for p in parts) and len(parts) <= 2:
+            return PCTProvider(int(parts[0]), int(parts[1]) if len(parts) == 2 else 3)
+    if name == "replay" and rest:
+        return ReplayProvider(load_replay(rest))
+    raise ValueError(
+        f"unknown strategy {spec!r}: use canonical, random:SEED, pct:SEED[:DEPTH] or replay:FILE"
+    )
+
+
+def load_replay(path: str) -> list[int]:
+    """Read the choice values from a replay file written by `dump_replay`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read replay file: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: line {e.lineno}: not JSON: {e.msg}") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not all(
+        isinstance(c, list) and len(c) == 3 and isinstance(c[2], int) for c in choices
+    ):
+        raise ValueError(f"{path}: a replay file holds {{\"choices\": [[kind, n, value], ...]}}")
+    return [c[2] for c in choices]
+
+
+def dump_replay(chooser: Chooser, **meta) -> str:
+    body = dict(sorted(meta.items()))
+    body["choices"] = [c.to_json() for c in chooser.choices]
+    return json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n"
