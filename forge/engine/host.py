@@ -60,8 +60,7 @@ class Host:
             store[op.encode()] = L.suspender(f"store.{op}")
         lib[b"store"] = store
         lib[b"tasks"] = self.run.tasks_api.build_namespace(self.suspending)
-        for name, value in self.run.tasks_api.extra_globals().items():
-            lib[name.encode()] = value
+        self.run.models.install(lib, self.suspending)
         return lib
 
     def err(self, message: str, kind: str = "lua", **fields: str):
@@ -324,8 +323,7 @@ class Host:
 
     # ------------------------------------------------------------ observation
     def messages_json(self) -> dict:
-        models = getattr(self.run, "models", None)
-        return models.messages_json() if models is not None else {}
+        return self.run.models.messages_json()
 
 
 def run_depth_cap() -> int:

@@ -86,7 +86,7 @@ class Run:
         chooser: Chooser | None = None,
         config: RunConfig | None = None,
     ) -> None:
-        from forge.engine import host, tasks
+        from forge.engine import host, models, tasks
 
         self.prompt = prompt
         self.harness = harness or Harness()
@@ -110,6 +110,7 @@ class Run:
         self.steps = 0
         self.nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
         self.tasks_api = tasks.TasksAPI(self)
+        self.models = models.ModelsAPI(self)
         self.host = host.Host(self)
         self.main_task = tasks.Task.main(self)
         self.root: Chain | None = None
@@ -280,6 +281,7 @@ class Run:
         chain.block_index = 0
         chain.blocks = self.prompt.h1_blocks if section is None else section.blocks
         chain.env = self.host.section_env(chain, entry)
+        self.models.enter_section(chain)
         if section is not None:
             self.emit(chain, "section_started")
 

@@ -178,9 +178,6 @@ class TasksAPI:
         suspending["tasks.join"] = lambda c, *a: self._wait(c, "tasks.join", a)
         return ns
 
-    def extra_globals(self) -> dict:
-        return {}
-
     def _err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
 

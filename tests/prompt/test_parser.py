@@ -38,7 +38,7 @@ def section(prompt, name):
 
 def test_crlf_reads_like_lf():
     """CRLF files give the same prompt as LF ones: fences, Lua code, lines."""
-    body = f"# T\n\n## Main\n\nSay it.\n\n{lua('local a = 1\nreturn a')}"
+    body = "# T\n\n## Main\n\nSay it.\n\n" + lua("local a = 1\nreturn a")
     crlf = parse_prompt("\ufeff" + (HEAD + body).replace("\n", "\r\n"), "t.md")
     assert crlf == parse(body)
     assert crlf.sections[0].blocks[0].source == "local a = 1\nreturn a"
@@ -115,7 +115,7 @@ def test_section_name_strips_inline_code():
 
 @pytest.mark.parametrize("body, message, line", [
     ("# T\n\n##\n", "an H2 section heading must not be empty", 8),
-    ("# T\n\n## A\n\n### `` \n", "an H3 section heading must not be empty", 10),
+    ("# T\n\n## A\n\n###   <br>  \n", "an H3 section heading must not be empty", 10),
     ("# T\n\n## A\n\n#### Deep\n", "section `Deep` is an orphan H4 heading with no parent H3", 10),
     ("# T\n\n### First\n", "section `First` is an orphan H3 heading with no parent H2", 8),
     ("# T\n\n## A\n\n### B\n\n## C\n\n#### D\n",
@@ -196,7 +196,7 @@ def test_empty_block_is_valid():
     ("# T\n\n## Main\n\nProse.\n\n```lua\nx = 1\n",
      "section `Main` epilog `lua` fence is not closed", 12),
     (f"# T\n\n## Main\n\n{lua()}\n```lua\nx = 1\n````\n",
-     "section `Main` epilog `lua` fence is not closed", 14),
+     "section `Main` epilog `lua` fence is not closed", 13),
     ("# Title\n\n```lua\nx = 1\n", "section `Title` prologue `lua` fence is not closed", 8),
     (f"# T\n\n## Main\n\n```lua\nx = 1\n````\n\nProse.\n\n{lua('y = 2')}",
      "section `Main` `lua` fence is not closed exactly", 10),
@@ -318,8 +318,8 @@ def test_thematic_break_resets_prose():
 
 def test_break_inside_fences_is_inert():
     """`---` in a text fence or a Lua comment resets nothing."""
-    first, second = blocks_of(f"Keep me.\n\n```text\n\n---\n```\n\n{lua('--[[\n\n---\n]]')}"
-                              f"Also.\n\n{lua('x')}")
+    comment = lua("--[[\n\n---\n]]")
+    first, second = blocks_of(f"Keep me.\n\n```text\n\n---\n```\n\n{comment}Also.\n\n{lua('x')}")
     assert first.prose == "Keep me.\n\n```text\n\n---\n```"
     assert first.source == "--[[\n\n---\n]]"
     assert second.prose == "Also."
