@@ -180,3 +180,6 @@ def _register_optional_commands() -> None:
 _register_optional_commands()
 
 __all__ = ["main", "build_harness", "make_chooser", "json"]
+
+if __name__ == "__main__":
+    main()

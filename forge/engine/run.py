@@ -51,6 +51,10 @@ DEPTH_CAP = 8
 #: Scheduling steps after which a run is declared runaway (a prompt that
 #: spawns or waits forever without ever ending).
 DEFAULT_MAX_STEPS = 200_000
+#: Tasks one run may start; breadth is otherwise unbounded (depth is capped at 8).
+DEFAULT_MAX_TASKS = 10_000
+#: Section entries one run may make (an endless jump loop runs no Lua loop).
+DEFAULT_MAX_ENTRIES = 100_000
 
 PARK = object()
 
@@ -62,6 +66,8 @@ class RunConfig:
     args: str = ""
     max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
     max_steps: int = DEFAULT_MAX_STEPS
+    max_tasks: int = DEFAULT_MAX_TASKS
+    max_entries: int = DEFAULT_MAX_ENTRIES
     execution: str = "run-1"
     seed: int = 0
 
@@ -108,6 +114,7 @@ class Run:
         self.result: str | None = None
         self.error: RunError | None = None
         self.steps = 0
+        self.entries = 0
         self.nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
@@ -274,6 +281,12 @@ class Run:
     def enter_section(self, chain: Chain, index: int | None) -> None:
         """A fresh section VM for `index` (None: the H1 pass)."""
         section = None if index is None else self.prompt.sections[index]
+        self.entries += 1
+        if self.entries > self.config.max_entries:
+            self._abort("Budget", f"section entry budget exhausted: the run entered more than "
+                                  f"{self.config.max_entries:,} sections (an endless jump loop?)")
+            chain.state = "ended"
+            return
         chain.section = section
         chain.in_h1 = index is None
         entry = f"{chain.id}.{chain.entry_counter}"
@@ -404,10 +417,10 @@ class Run:
         chain = self.current
         abort = self.lua.abort_value()
         if abort is not None:
-            return Failure("lua", _text(abort["message"]), (), abort, fatal_kind="Budget")
+            return Failure("lua", _text(abort[b"message"]), (), abort, fatal_kind="Budget")
         if self.lua.is_host_error(value):
-            kind = _text(value["kind"])
-            message = _text(value["message"])
+            kind = _text(value[b"kind"])
+            message = _text(value[b"message"])
             fields = []
             for key in ("task", "tasks", "name", "reason", "path", "finish_reason", "count"):
                 v = value[key.encode()]
@@ -439,7 +452,7 @@ class Run:
     def _check_abort(self, chain: Chain) -> None:
         abort = self.lua.abort_value()
         if abort is not None and self.outcome is None:
-            self._abort("Budget", _text(abort["message"]))
+            self._abort("Budget", _text(abort[b"message"]))
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:

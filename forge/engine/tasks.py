@@ -271,6 +271,10 @@ class TasksAPI:
         run = self.run
         if not run.host.read_back_var(owner):
             return self._err("the `var` global was reassigned; write `var.<field>` instead")
+        if len(run.tasks) >= run.config.max_tasks:
+            run._abort("Budget", f"task budget exhausted: the run started more than "
+                                 f"{run.config.max_tasks:,} tasks (unbounded spawning?)")
+            return self._err("task budget exhausted")
         if run.harness.refuses("spawn", "*"):
             return self._err("store operation failed", "store", reason="refused")
         section = run.prompt.sections[index]

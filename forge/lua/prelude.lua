@@ -44,6 +44,7 @@ E.typename = typename
 ---------------------------------------------------------------------------
 local host_errors = setmetatable({}, { __mode = 'k' })
 local ErrorMT = {
+  __metatable = 'error value',
   __tostring = function(e) return rawget(e, 'message') end,
   __concat = function(a, b)
     local sa = (type(a) == 'table' and host_errors[a]) and rawget(a, 'message') or a

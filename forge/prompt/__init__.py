@@ -7,8 +7,7 @@ prose: that is `forge.lua` and `forge.engine`.
 """
 
 from forge.prompt.headings import HeadingError, resolve
-from forge.prompt.model import (ArgDecl, Capability, FileDecl, LuaBlock, ModelRole, Prompt,
-                                Section)
+from forge.prompt.model import ArgDecl, Capability, FileDecl, LuaBlock, ModelRole, Prompt, Section
 from forge.prompt.parser import load_prompt, parse_prompt
 
 __all__ = [

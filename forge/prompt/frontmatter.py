@@ -53,7 +53,8 @@ class FrontmatterError(Exception):
 
 def _invalid(detail: str, node: Node | None = None, line: int | None = None) -> FrontmatterError:
     """The `invalid frontmatter: {detail}` refusal, placed at `node` if given."""
-    return FrontmatterError(f"invalid frontmatter: {detail}", _at(node) if node is not None else line)
+    where = _at(node) if node is not None else line
+    return FrontmatterError(f"invalid frontmatter: {detail}", where)
 
 
 @attrs.frozen
@@ -189,7 +190,7 @@ def _is_null(node: Node) -> bool:
 
 # -- structs and contract maps ------------------------------------------------------------
 
-Reader = Callable[[Node], Any]
+_Reader = Callable[[Node], Any]
 
 
 def _one_of(names: tuple[str, ...]) -> str:
@@ -214,7 +215,7 @@ def _entries(node: Node | None, expecting: str) -> list[tuple[Node, Node]]:
     return node.value
 
 
-def _struct(node: Node | None, readers: dict[str, Reader], *, required: tuple[str, ...],
+def _struct(node: Node | None, readers: dict[str, _Reader], *, required: tuple[str, ...],
             expecting: str) -> dict[str, Any]:
     """Read a fixed-key map in document order, like a serde struct.
 
@@ -240,8 +241,8 @@ def _struct(node: Node | None, readers: dict[str, Reader], *, required: tuple[st
     return values
 
 
-def _contract_map(kind: str, reader: Reader) -> Reader:
-    """Reader for `tools:`/`models:`/`args:`: names by the grammar, each once."""
+def _contract_map(kind: str, reader: _Reader) -> _Reader:
+    """A reader for `tools:`/`models:`/`args:`: names by the grammar, each once."""
 
     def read_map(node: Node) -> tuple[tuple[str, Any], ...] | None:
         if _is_null(node):
@@ -262,7 +263,7 @@ def _contract_map(kind: str, reader: Reader) -> Reader:
     return read_map
 
 
-def _optional(reader: Reader) -> Reader:
+def _optional(reader: _Reader) -> _Reader:
     return lambda node: None if _is_null(node) else reader(node)
 
 
@@ -337,7 +338,7 @@ def _keywords(node: Node) -> tuple[str, ...]:
     if not isinstance(node, SequenceNode):
         raise _invalid_type(node, "a sequence of keywords")
     words = tuple(_string(entry) for entry in node.value)
-    for word, entry in zip(words, node.value):
+    for word, entry in zip(words, node.value, strict=True):
         if word not in _KEYWORDS:
             raise _invalid(f"unknown variant `{word}`, expected {_one_of(_KEYWORDS)}", entry)
     return words
@@ -375,12 +376,9 @@ def _arg(node: Node) -> dict[str, Any]:
     return fields
 
 
-class _Mismatch:
-    """Stands for a `default:` that is a list or a map: it matches no type."""
-
-
 def _default_value(node: Node) -> Any:
-    return _scalar(node) if isinstance(node, ScalarNode) else _Mismatch()
+    # A list or map default stays a node, which matches no declared type.
+    return _scalar(node) if isinstance(node, ScalarNode) else node
 
 
 def _matches(value: Any, declared: str) -> bool:
@@ -407,7 +405,7 @@ def _args(node: Node) -> tuple[ArgDecl, ...] | None:
     return None if entries is None else tuple(ArgDecl(name, **decl) for name, decl in entries)
 
 
-_TOP_READERS: dict[str, Reader] = {
+_TOP_READERS: dict[str, _Reader] = {
     "name": _string,
     "description": _string,
     "promptforge": _optional(_promptforge),

@@ -14,12 +14,12 @@ How the body is read.  CommonMark (markdown-it) decides what is a heading, a
 thematic break, or a fenced code block - so `#` inside any fence is code, and
 a prose line directly above `---` is a setext H2.  Lua fences are stricter
 than CommonMark: they open only on an exact top-level `` ```lua `` (or
-`` ```lua shared ``) line and close only on an exact `` ``` `` line.  So when
-markdown-it meets an opener, we read the fence ourselves line by line; if our
-closer differs from markdown-it's (say a ```` ```` ```` line), the text after
-our closer is handed to markdown-it afresh, which is exact because a
-top-level fence leaves no open container behind.  The result is one flat
-stream of events - text lines, headings, breaks, fences - in file order,
+`` ```lua shared ``) line and close only on the first exact `` ``` `` line,
+so a ```` ```` ```` line inside one is Lua, not a closer.  Rather than fix
+up CommonMark's answer afterwards, our markdown-it instance carries one extra
+block rule, tried before CommonMark's fence rule, that reads Lua fences by
+these rules; one parse then gives the right structure.  The tokens become one
+flat stream of events - text lines, headings, breaks, fences - in file order,
 which the rest of this module folds into the H1 body and sections.
 """
 
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import attrs
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
 from forge.errors import PromptError
@@ -43,7 +44,8 @@ CompileCheck = Callable[[str, str], str | None]
 _LUA_OPEN = "```lua"
 _SHARED_OPEN = "```lua shared"
 _CLOSE = "```"
-_MD = MarkdownIt("commonmark")
+#: The markdown-it token type our Lua fence rule emits.
+_LUA_FENCE = "lua_fence"
 #: A list item line, already trimmed: its marker, then optionally a space and text.
 _ITEM = re.compile(r"(?:[-*]|[0-9]+[.)])(?: (.*))?")
 #: Where a Lua block sits among its section's blocks.
@@ -162,50 +164,75 @@ _Event = _Text | _Break | _Heading | _Fence
 
 
 def _scan(lines: list[str], first_line: int) -> list[_Event]:
-    """The body as events in file order (see the module docstring); body
-    line `index` is file line `first_line + index`."""
-    events: list[_Event] = []
-    start = 0
-    while start < len(lines):
-        marks, stop = _mark_blocks(lines, start, first_line)
-        index = start
-        while index < stop:
-            if index in marks:
-                event, index = marks[index]
-                events.append(event)
-            else:
-                events.append(_Text(first_line + index, lines[index]))
-                index += 1
-        start = stop
-    return events
-
-
-def _mark_blocks(lines: list[str], start: int,
-                 first_line: int) -> tuple[dict[int, tuple[_Event, int]], int]:
-    """Headings, breaks and Lua fences from `start` on, keyed by body index.
-
-    Each mark is (event, index after it).  Also returns where to stop: the
-    end, or the line after a Lua fence whose closer markdown-it saw elsewhere.
-    """
+    """The body as events in file order; body line `index` is file line
+    `first_line + index`.  Lines no heading, break or Lua fence covers are text."""
     # markdown-it reads a lone CR as a line end; blank it so indexes stay ours.
-    tokens = _MD.parse("\n".join(lines[start:]).replace("\r", " "))
+    tokens = _MD.parse("\n".join(lines).replace("\r", " "), {"lines": lines})
     marks: dict[int, tuple[_Event, int]] = {}
     for position, token in enumerate(tokens):
         if token.level != 0 or token.map is None:
             continue
-        first, end = token.map[0] + start, token.map[1] + start
+        first, end = token.map
         line = first_line + first
         if token.type == "heading_open":
             name = _inline_text(tokens[position + 1].children or []).strip()
             marks[first] = (_Heading(line, int(token.tag[1]), name), end)
         elif token.type == "hr":
             marks[first] = (_Break(line), end)
-        elif token.type == "fence" and lines[first] in (_LUA_OPEN, _SHARED_OPEN):
-            fence, after = _read_fence(lines, first, line)
-            marks[first] = (fence, after)
-            if after != end:
-                return marks, after
-    return marks, len(lines)
+        elif token.type == _LUA_FENCE:
+            failure = token.meta["failure"]
+            source = "" if failure else "\n".join(lines[first + 1:end - 1])
+            marks[first] = (_Fence(line, lines[first] == _SHARED_OPEN, source, failure), end)
+    events: list[_Event] = []
+    index = 0
+    while index < len(lines):
+        if index in marks:
+            event, index = marks[index]
+            events.append(event)
+        else:
+            events.append(_Text(first_line + index, lines[index]))
+            index += 1
+    return events
+
+
+def _lua_fence_rule(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """markdown-it block rule: a Lua fence at `start`, by the rules above.
+
+    Only a top-level exact opener qualifies (anything else falls through to
+    CommonMark's fence rule).  A fence with no exact closer swallows the rest
+    of the body: "eof" if none comes, "runs_on" if another opener comes first.
+    """
+    lines = state.env["lines"]
+    if state.level != 0 or lines[start] not in (_LUA_OPEN, _SHARED_OPEN):
+        return False
+    if silent:
+        return True
+    after, failure = end, "eof"
+    for index in range(start + 1, end):
+        if lines[index] == _CLOSE:
+            after, failure = index + 1, None
+            break
+        if lines[index] in (_LUA_OPEN, _SHARED_OPEN):
+            failure = "runs_on"
+            break
+    token = state.push(_LUA_FENCE, "code", 0)
+    token.map = [start, after]
+    token.meta = {"failure": failure}
+    state.line = after
+    return True
+
+
+def _markdown() -> MarkdownIt:
+    """CommonMark plus the Lua fence rule, on an instance of our own."""
+    md = MarkdownIt("commonmark")
+    # Same `alt` as CommonMark's fence: an opener may end a paragraph, a
+    # reference, a block quote or a list, exactly where any fence may.
+    md.block.ruler.before("fence", _LUA_FENCE, _lua_fence_rule,
+                          {"alt": ["paragraph", "reference", "blockquote", "list"]})
+    return md
+
+
+_MD = _markdown()
 
 
 def _inline_text(children: list[Token]) -> str:
@@ -219,18 +246,6 @@ def _inline_text(children: list[Token]) -> str:
         elif child.children:
             parts.append(_inline_text(child.children))
     return "".join(parts)
-
-
-def _read_fence(lines: list[str], opener: int, line: int) -> tuple[_Fence, int]:
-    """Read the Lua fence opening at body index `opener` (file line `line`):
-    the event and the index after it.  A failed fence swallows the rest."""
-    shared = lines[opener] == _SHARED_OPEN
-    for index in range(opener + 1, len(lines)):
-        if lines[index] == _CLOSE:
-            return _Fence(line, shared, "\n".join(lines[opener + 1:index])), index + 1
-        if lines[index] in (_LUA_OPEN, _SHARED_OPEN):
-            return _Fence(line, shared, "", "runs_on"), len(lines)
-    return _Fence(line, shared, "", "eof"), len(lines)
 
 
 # -- the body ---------------------------------------------------------------------------------
@@ -247,9 +262,9 @@ class _Body:
 def _read_body(lines: list[str], offset: int) -> _Body:
     """Fold the body's events into the H1 body and the section tree.
 
-    Checks run in this order: the H1 title, the `lua shared` count and
-    placement, then in file order each heading and the fences under it, then
-    list items.
+    Checks run in this order: the H1 title; the `lua shared` count, then
+    placement; the H1 body's fences; the heading tree; then each section's
+    fences and list items, in file order.
     """
     events = _scan(lines, offset + 1)
     title_at = _find_title(events)
@@ -355,7 +370,8 @@ def _position(index: int, count: int, prose: str) -> str:
     return _PLAIN
 
 
-def _lua_blocks(pairs: list[_Pair], section: str, label: str | None = None) -> tuple[LuaBlock, ...]:
+def _lua_blocks(pairs: list[_Pair], section: str,
+                label: str | None = None) -> tuple[LuaBlock, ...]:
     """The blocks of one H1 body or section; `label` fixes every location label
     (the H1 body's), else each comes from the block's position."""
     blocks = []
@@ -387,14 +403,18 @@ _UNCLOSED_WORD = {_PROLOGUE: "prologue ", _EPILOG: "epilog ", _PLAIN: ""}
 
 def _sections(groups: list[tuple[_Heading, list[_Event]]]) -> tuple[Section, ...]:
     parents = _tree([heading for heading, _ in groups])
+    children: dict[int | None, list[int]] = {}
+    for index, parent in enumerate(parents):
+        children.setdefault(parent, []).append(index)
     sections = []
     for index, (heading, content) in enumerate(groups):
         pairs, tail = _pairs(content)
         blocks = _lua_blocks(pairs, heading.name)
-        children = tuple(i for i, parent in enumerate(parents) if parent == index)
+        items = None if blocks else _items(tail, heading.name)
         sections.append(Section(index=index, name=heading.name, level=heading.level,
-                                line=heading.line, parent=parents[index], children=children,
-                                blocks=blocks, items=None if blocks else _items(tail, heading.name)))
+                                line=heading.line, parent=parents[index],
+                                children=tuple(children.get(index, ())), blocks=blocks,
+                                items=items))
     return tuple(sections)
 
 
@@ -416,8 +436,9 @@ def _tree(headings: list[_Heading]) -> list[int | None]:
         parent = open_sections[-1] if open_sections else None
         parent_level = 1 if parent is None else headings[parent].level
         if heading.level != parent_level + 1:
-            raise _Refusal("Structure", f"section `{heading.name}` is an orphan H{heading.level} "
-                                        f"heading with no parent H{heading.level - 1}", heading.line)
+            raise _Refusal("Structure", f"section `{heading.name}` is an orphan "
+                                        f"H{heading.level} heading with no parent "
+                                        f"H{heading.level - 1}", heading.line)
         key = (parent, heading.name)
         if key in first_line:
             raise _Refusal("Structure", f"duplicate sibling section name `{heading.name}`: first "
@@ -440,7 +461,7 @@ def _items(tail: list[_Text], section: str) -> tuple[str, ...] | None:
     matches = [_ITEM.fullmatch(item.text.strip()) for item in lines]
     if not lines or not all(matches):
         return None
-    for item, match in zip(lines, matches):
+    for item, match in zip(lines, matches, strict=True):
         if not match.group(1):
             raise _Refusal("List", f"empty bullet item in list section `{section}`", item.line)
     return tuple(match.group(1) for match in matches)

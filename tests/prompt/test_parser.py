@@ -83,7 +83,8 @@ def test_hash_in_a_fence_is_code():
 
 def test_notes_before_title_are_inert():
     """Headings and fences before the H1 never become sections or blocks."""
-    prompt = parse(f"Editing notes.\n\n## Old section\n\n{lua('x = 1')}\n# With Notes\n\n## Answer\n")
+    prompt = parse(f"Editing notes.\n\n## Old section\n\n{lua('x = 1')}\n"
+                   "# With Notes\n\n## Answer\n")
     assert prompt.h1_blocks == () and not prompt.h1_has_pass
     assert [s.name for s in prompt.sections] == ["Answer"]
 
@@ -179,7 +180,7 @@ def test_nested_fence_lines_stay_prose():
 
 def test_closer_is_exactly_three_backticks():
     """Only an exact ``` line closes; other backtick lines are Lua source."""
-    prompt = parse(f"# T\n\n## A\n\n```lua\nx = [[\n````\n ```\n``` \n]]\n```\n")
+    prompt = parse("# T\n\n## A\n\n```lua\nx = [[\n````\n ```\n``` \n]]\n```\n")
     assert prompt.sections[0].blocks[0].source == "x = [[\n````\n ```\n``` \n]]"
 
 
@@ -211,7 +212,8 @@ def test_unclosed_fences(body, message, line):
 
 def test_shared_library():
     """One `lua shared` fence in the H1 body is the library, not an H1 block."""
-    prompt = parse(f"# Decorated\n\nWraps a word.\n\n{lua('function d(v) return v end', 'lua shared')}"
+    library = lua("function d(v) return v end", "lua shared")
+    prompt = parse(f"# Decorated\n\nWraps a word.\n\n{library}"
                    f"\n## Answer\n\n{lua('return d(1)')}")
     assert prompt.shared == LuaBlock("function d(v) return v end", 11, "prompt shared library")
     assert prompt.h1_blocks == ()
@@ -293,7 +295,8 @@ def test_shape_many_fences():
 
 def test_h1_blocks_all_share_one_label():
     """Every H1 body block is labelled with the title."""
-    prompt = parse(f"# Two Turns\n\n{lua('a = 1')}\nName one planet.\n\n{lua('b = 2')}\n## Answer\n")
+    prompt = parse(f"# Two Turns\n\n{lua('a = 1')}\nName one planet.\n\n{lua('b = 2')}\n"
+                   "## Answer\n")
     assert [b.location for b in prompt.h1_blocks] == ["H1 `Two Turns` lua"] * 2
     assert prompt.h1_blocks[1].prose == "Name one planet."
 

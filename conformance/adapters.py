@@ -1,0 +1,415 @@
+"""Adapters: the implementation under test, seen from the runner.
+
+An adapter answers one question - "run this case on this schedule and give
+me the observation" - and says which features it has.  Two kinds:
+
+- `InProcessAdapter`: the reference engine in this process (and, later, its
+  mutants).  `reference_observation` is the one place that turns a case's
+  prompt and harness into an engine run; `forge impl-serve` uses it too.
+- `SubprocessAdapter`: any program speaking the JSON-lines protocol of
+  `docs/protocol.md` on its stdin/stdout.  The program is untrusted: one that
+  crashes, hangs past the per-run timeout, or writes something that is not
+  the next protocol message makes that case *errored* (with the reason and
+  the last lines of its stderr) and is started afresh for the next case.
+  Nothing it does can crash the runner.
+
+What does not live here: choosing cases and schedules, comparing
+observations (`runner`, `matchers`), and the implementation side of the
+protocol (`serve`).
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+import traceback
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from conformance.case import Case, HarnessSpec
+
+PROTOCOL_VERSION = 1
+#: What the reference engine implements.  The lifecycle manager has no
+#: adapter yet, so lifecycle cases are skipped against it.
+REFERENCE_FEATURES = ("fanout", "tasks", "tasks-model")
+LIFECYCLE = "lifecycle"
+
+
+class AdapterError(Exception):
+    """The implementation could not produce an observation: the case errored."""
+
+    def __init__(self, reason: str, stderr_tail: Sequence[str] = ()) -> None:
+        self.reason = reason
+        self.stderr_tail = tuple(stderr_tail)
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        if not self.stderr_tail:
+            return self.reason
+        tail = "\n".join("  " + line for line in self.stderr_tail)
+        return f"{self.reason}\nlast lines of its stderr:\n{tail}"
+
+
+class Adapter(ABC):
+    """An implementation under test."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """`{"name": ..., "features": [...]}` for reports."""
+
+    @abstractmethod
+    def features(self) -> frozenset[str]: ...
+
+    @abstractmethod
+    def run(self, case: Case, seed: int | None) -> dict:
+        """The observation of `case` on schedule `seed` (None: canonical).
+
+        Raises:
+            AdapterError: no observation could be had.
+        """
+
+    def close(self) -> None:
+        """Release the implementation (stop its process)."""
+
+    def skip_reason(self, case: Case) -> str | None:
+        """Why this implementation cannot run `case`, or None."""
+        have = self.features()
+        if case.operations is not None and LIFECYCLE not in have:
+            return "lifecycle adapter not available"
+        missing = [f for f in case.features if f not in have]
+        if missing:
+            names = ", ".join(f"`{f}`" for f in missing)
+            return f"implementation lacks feature{'s' if len(missing) > 1 else ''} {names}"
+        return None
+
+
+# -- the reference engine ------------------------------------------------------------------
+
+def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
+                          source: str = "<case>") -> dict:
+    """Run a prompt on the reference engine; the observation as plain JSON data.
+
+    A prompt the parser refuses is an observation too (outcome `failed`,
+    error kind `Parse`): refusing bad prompts is behaviour a case can pin.
+
+    Raises:
+        AdapterError: a harness script is unusable, or the engine broke.
+    """
+    from forge.errors import InputError, PromptError
+    from forge.prompt import parse_prompt
+
+    try:
+        prompt = parse_prompt(prompt_text, source)
+    except PromptError as e:
+        return parse_failure(e, spec)
+    try:
+        from forge.cli import make_chooser
+        from forge.engine.run import RunConfig, observation_json, run_prompt
+
+        harness = _build_harness(spec, source)
+        config = RunConfig(args=spec.args, seed=seed or 0)
+        run = run_prompt(prompt, harness, make_chooser(seed, None), config)
+        # A JSON round trip makes the in-process observation exactly what a
+        # subprocess would send (tuples become lists, keys become strings).
+        return json.loads(observation_json(run.observation()))
+    except AdapterError:
+        raise
+    except InputError as e:
+        raise AdapterError(f"the case's harness is unusable: {e.render()}") from None
+    except Exception as e:
+        tail = traceback.format_exc().strip().splitlines()[-6:]
+        raise AdapterError(f"the reference engine raised {type(e).__name__}: {e}", tail) from None
+
+
+def parse_failure(error: Any, spec: HarnessSpec) -> dict:
+    """The observation of a prompt the parser refused (`error` is a PromptError)."""
+    detail = {"kind": "Parse", "message": error.message}
+    if error.kind:
+        detail["parse_kind"] = error.kind
+    if error.line:
+        detail["line"] = error.line
+    return {
+        "outcome": "failed",
+        "result": None,
+        "error": detail,
+        "logs": [],
+        "events": [],
+        "tasks": {},
+        "messages": {},
+        "store": dict(spec.store),
+        "virtual_time": 0.0,
+        "trace_sha256": None,
+    }
+
+
+def _build_harness(spec: HarnessSpec, source: str):
+    from forge.cli import build_harness
+    from forge.harness import DEFAULT_LATENCY, LatencyModel
+
+    harness = build_harness(concurrency=spec.concurrency, store_files=dict(spec.store),
+                            cancel_at=spec.cancel_at)
+    harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **spec.latency})
+    harness.refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+    if spec.model_script is not None:
+        build = _script_builder("model_script_from_data", "a model script")
+        harness.model = build(spec.model_script, f"{source} [harness.model_script]")
+    if spec.operator_script is not None:
+        build = _script_builder("operator_script_from_data", "an operator script")
+        harness.operator = build(spec.operator_script, f"{source} [harness.operator_script]")
+    return harness
+
+
+def _script_builder(name: str, what: str):
+    try:
+        module = importlib.import_module("forge.scripts")
+    except ModuleNotFoundError as e:
+        if e.name != "forge.scripts":
+            raise
+        module = None
+    builder = getattr(module, name, None)
+    if builder is None:
+        raise AdapterError(f"this case needs {what}, and this engine build has no "
+                           f"forge.scripts.{name} to read one")
+    return builder
+
+
+class InProcessAdapter(Adapter):
+    """The reference engine, in this process."""
+
+    def describe(self) -> dict:
+        return {"name": "forge reference engine (in-process)", "features": list(REFERENCE_FEATURES)}
+
+    def features(self) -> frozenset[str]:
+        return frozenset(REFERENCE_FEATURES)
+
+    def run(self, case: Case, seed: int | None) -> dict:
+        if case.prompt is None:
+            raise AdapterError("the reference engine runs prompts, and this case has none")
+        return reference_observation(case.prompt, case.harness, seed, f"{case.path} [prompt]")
+
+
+# -- any implementation, over a pipe -------------------------------------------------------
+
+#: stderr lines kept per process for error reports.
+STDERR_TAIL = 12
+#: How long a process gets to exit after `bye` before it is killed.
+EXIT_GRACE = 2.0
+
+
+class _Process:
+    """One running implementation: its pipes and the threads draining them.
+
+    stdout lines go to a queue, so a read can time out (a pipe read cannot);
+    stderr is drained all the time, so a chatty implementation never blocks
+    on a full pipe, and its last lines are kept for reports.  The process
+    leads a session of its own, so `stop` also ends whatever it started (a
+    wrapper script's child would otherwise outlive it, hung).
+    """
+
+    def __init__(self, argv: list[str]) -> None:
+        self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, bufsize=0, start_new_session=True)
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self._out = threading.Thread(target=self._drain_stdout, daemon=True)
+        self._err = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._out.start()
+        self._err.start()
+
+    def _drain_stdout(self) -> None:
+        try:
+            for line in self.popen.stdout:
+                self.lines.put(line)
+        except (OSError, ValueError):  # the pipe was closed under us by `stop`
+            pass
+        self.lines.put(None)
+
+    def _drain_stderr(self) -> None:
+        try:
+            for line in self.popen.stderr:
+                self.stderr.append(line.decode("utf-8", "replace").rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+
+    def stop(self) -> list[str]:
+        """Kill the process and its children, reap it; the last lines of its stderr."""
+        if self.popen.returncode is None:
+            # Not reaped yet, so the group id cannot have been reused.
+            try:
+                os.killpg(self.popen.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.popen.wait()
+        # With the writers gone the drain reaches EOF; what it caught last is
+        # often the most useful line (a traceback's final one).
+        self._err.join(timeout=1.0)
+        tail = list(self.stderr)
+        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            try:
+                pipe.close()
+            except OSError:
+                pass
+        return tail
+
+
+class SubprocessAdapter(Adapter):
+    """An implementation behind the JSON-lines protocol (docs/protocol.md).
+
+    Args:
+        cmd: the command, as a shell-style string or an argv list.
+        timeout: seconds of wall time the implementation gets to answer the
+            handshake and each run.
+    """
+
+    def __init__(self, cmd: str | Sequence[str], timeout: float = 10.0) -> None:
+        self.argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
+        if not self.argv:
+            raise ValueError("the implementation command is empty")
+        self.timeout = timeout
+        self._proc: _Process | None = None
+        self._hello: dict | None = None
+
+    # -- lifecycle
+    def start(self) -> dict:
+        """Start the implementation and shake hands; returns its hello.
+
+        Raises:
+            AdapterError: it cannot be started or answers the handshake wrongly.
+        """
+        self.close()
+        try:
+            self._proc = _Process(self.argv)
+        except OSError as e:
+            raise AdapterError(f"cannot start implementation `{shlex.join(self.argv)}`: "
+                               f"{e.strerror or e}") from None
+        self._send({"type": "hello", "protocol": PROTOCOL_VERSION})
+        hello = self._receive("the handshake")
+        features = hello.get("features")
+        if (hello.get("type") != "hello" or not isinstance(features, list)
+                or not all(isinstance(f, str) for f in features)):
+            self._fail(f"answered the handshake with {_brief(hello)}; expected "
+                       '{"type": "hello", "name": ..., "features": [...]}')
+        if hello.get("protocol", PROTOCOL_VERSION) != PROTOCOL_VERSION:
+            self._fail(f"speaks protocol {hello.get('protocol')!r}; this kit speaks "
+                       f"{PROTOCOL_VERSION}")
+        self._hello = hello
+        return hello
+
+    def close(self) -> None:
+        proc, self._proc, self._hello = self._proc, None, None
+        if proc is None:
+            return
+        if proc.popen.poll() is None:
+            try:
+                proc.popen.stdin.write(_line({"type": "bye"}))
+                proc.popen.stdin.close()
+                proc.popen.wait(timeout=EXIT_GRACE)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        proc.stop()
+
+    def __enter__(self) -> SubprocessAdapter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- Adapter
+    def describe(self) -> dict:
+        hello = self._ensure()
+        return {"name": str(hello.get("name", self.argv[0])), "features": hello["features"],
+                "command": shlex.join(self.argv)}
+
+    def features(self) -> frozenset[str]:
+        return frozenset(self._ensure()["features"])
+
+    def run(self, case: Case, seed: int | None) -> dict:
+        self._ensure()
+        message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
+                                   "harness": case.harness.to_json()}
+        if case.prompt is not None:
+            message["prompt"] = case.prompt
+        else:
+            message["operations"] = case.operations
+        self._send(message)
+        reply = self._receive(f"case {case.id}")
+        if reply.get("type") == "error" and reply.get("id") == case.id:
+            # The implementation declined this run cleanly; it stays up.
+            raise AdapterError(f"the implementation reported an error: {reply.get('message')}")
+        if reply.get("type") != "observation" or reply.get("id") != case.id:
+            self._fail(f"sent {_brief(reply)} where the observation of case {case.id} "
+                       "was expected")
+        observation = reply.get("observation")
+        if not isinstance(observation, dict):
+            self._fail(f"sent an observation for case {case.id} that is not a JSON object: "
+                       f"{_brief(observation)}")
+        return observation
+
+    # -- the pipe
+    def _ensure(self) -> dict:
+        if self._proc is None or self._hello is None or self._proc.popen.poll() is not None:
+            return self.start()
+        return self._hello
+
+    def _send(self, message: dict) -> None:
+        try:
+            self._proc.popen.stdin.write(_line(message))
+            self._proc.popen.stdin.flush()
+        except OSError:
+            self._fail(self._exit_text("before reading its input"))
+
+    def _receive(self, what: str) -> dict:
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                raw = self._proc.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._fail(f"timed out after {self.timeout:g} s waiting for the answer to {what}")
+            if raw is None:
+                self._fail(self._exit_text(f"while answering {what}"))
+            text = raw.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            try:
+                message = json.loads(text)
+            except json.JSONDecodeError:
+                self._fail(f"sent a line that is not JSON while answering {what}: "
+                           f"{_cut(text)!r}")
+            if not isinstance(message, dict):
+                self._fail(f"sent {_brief(message)} while answering {what}; every protocol "
+                           "message is a JSON object")
+            return message
+
+    def _exit_text(self, when: str) -> str:
+        try:
+            code = self._proc.popen.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return f"closed its stdout {when}"
+        return f"crashed {when} (exit code {code})"
+
+    def _fail(self, reason: str) -> None:
+        """Kill the process (the next case starts a fresh one) and error the case."""
+        proc, self._proc, self._hello = self._proc, None, None
+        tail = proc.stop()
+        raise AdapterError(f"implementation `{shlex.join(self.argv)}` {reason}", tail)
+
+
+def _line(message: dict) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _brief(value: Any) -> str:
+    return _cut(json.dumps(value, ensure_ascii=False))

@@ -1,0 +1,302 @@
+"""The case format: one TOML file per case, `cases/<group>/<name>.toml`.
+
+A case is a prompt (or, for the lifecycle manager, a list of `operations`),
+the harness it runs under, and what the observation must show:
+
+    clauses = ["tasks.glance.example-two-tasks"]   # required, catalogue ids
+    features = ["tasks"]                           # what an implementation needs
+    flags = ["any-schedule"]                       # or "canonical" (the default)
+    description = "..."
+    prompt = '''...the whole prompt file...'''
+
+    [harness]          # all optional
+    args = ""                       concurrency = 8
+    store = { "notes.md" = "..." }  seeds = 20   # extra schedules for any-schedule
+    model_script = { rounds = [...], default = {...} }
+    operator_script = [...]
+    latency = { store = 0.01, model = 1.0, operator = 1.0, tool = 0.1 }
+    cancel_at = 2.5                 refuse = { write = ["out.md"] }
+
+    [expect]           # outcome, result, error, logs, tasks, events, messages,
+    outcome = "ok"     # store, virtual_time - see `conformance.matchers`
+    result = "alpha text + beta text"
+
+The id of a case is its path under the cases directory without `.toml`
+(`examples/two-tasks`).  `load_case` checks the file against
+`schema/case.schema.json` and then the rules a schema cannot say, and refuses
+a malformed case with an `InputError` that names the file, the line where it
+can find one, and the rule: `FILE:LINE: schema: $.harness.concurrency: must
+be at least 1, got 0`.
+
+What does not live here: running cases (`runner`) and comparing observations
+(`matchers`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import attrs
+import jsonschema
+from jsonschema.exceptions import ValidationError, relevance
+
+from conformance import matchers
+from conformance._toml import read_toml
+from forge.errors import InputError
+
+SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "case.schema.json"
+#: The suite shipped with the package.
+DEFAULT_CASES_DIR = Path(__file__).resolve().parent / "cases"
+#: Random schedules an `any-schedule` case is checked on besides the canonical one.
+DEFAULT_SEEDS = 20
+
+ANY_SCHEDULE = "any-schedule"
+CANONICAL = "canonical"
+
+
+@attrs.frozen
+class HarnessSpec:
+    """The harness a case runs under; `to_json` is the protocol's `harness` object."""
+
+    args: str = ""
+    concurrency: int = 8
+    store: dict[str, str] = attrs.field(factory=dict)
+    model_script: dict | None = None
+    operator_script: list | None = None
+    #: Pinned virtual durations per operation kind; kinds left out keep the
+    #: implementation's defaults.
+    latency: dict[str, float] = attrs.field(factory=dict)
+    cancel_at: float | None = None
+    refuse: dict[str, list[str]] = attrs.field(factory=dict)
+    seeds: int = DEFAULT_SEEDS
+
+    @classmethod
+    def from_json(cls, data: dict) -> HarnessSpec:
+        return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
+
+    def to_json(self) -> dict:
+        out = attrs.asdict(self)
+        # How many schedules to try is the runner's business, not the run's.
+        del out["seeds"]
+        return out
+
+
+@attrs.frozen
+class Case:
+    """One validated case."""
+
+    id: str
+    path: str
+    clauses: tuple[str, ...]
+    harness: HarnessSpec
+    expect: dict[str, Any]
+    features: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    description: str = ""
+    prompt: str | None = None
+    operations: list | None = None
+
+    @property
+    def seeds(self) -> list[int | None]:
+        """The schedules to check: None is the canonical one."""
+        extra = list(range(1, self.harness.seeds + 1)) if ANY_SCHEDULE in self.flags else []
+        return [None, *extra]
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "clauses": list(self.clauses),
+            "features": list(self.features),
+            "flags": list(self.flags),
+            "description": self.description,
+            "prompt": self.prompt,
+            "operations": self.operations,
+            "harness": {**self.harness.to_json(), "seeds": self.harness.seeds},
+            "expect": self.expect,
+        }
+
+
+# -- loading -------------------------------------------------------------------------------
+
+def load_cases(root: str | Path, catalogue: Collection[str] | None = None) -> list[Case]:
+    """Every case under `root` (a directory, searched recursively, or one file), by id.
+
+    Raises:
+        InputError: no cases, or the first malformed one.
+    """
+    root = Path(root)
+    if root.is_file():
+        return [load_case(root, root.parent.parent, catalogue)]
+    if not root.is_dir():
+        raise InputError("no such cases directory", file=str(root))
+    files = sorted(root.rglob("*.toml"))
+    if not files:
+        raise InputError("no cases (*.toml) in this directory", file=str(root))
+    return sorted((load_case(f, root, catalogue) for f in files), key=lambda c: c.id)
+
+
+def load_case(path: str | Path, root: str | Path | None = None,
+              catalogue: Collection[str] | None = None) -> Case:
+    """Load and check one case; its id is its path under `root` without `.toml`.
+
+    `catalogue`, when given, is the set of known clause ids.
+
+    Raises:
+        InputError: the file is unreadable, not TOML, breaks the schema or a
+            case rule, or cites a clause id the catalogue does not have.
+    """
+    path = Path(path)
+    name = str(path)
+    text, data = read_toml(path)
+    _check_schema(data, text, name)
+    _check_rules(data, text, name, catalogue)
+    base = Path(root) if root is not None else path.parent.parent
+    try:
+        case_id = path.with_suffix("").relative_to(base).as_posix()
+    except ValueError:
+        case_id = f"{path.parent.name}/{path.stem}"
+    return Case(
+        id=case_id,
+        path=name,
+        clauses=tuple(data["clauses"]),
+        harness=HarnessSpec.from_json(data.get("harness", {})),
+        expect=data.get("expect", {}),
+        features=tuple(data.get("features", ())),
+        flags=tuple(data.get("flags", ())),
+        description=data.get("description", ""),
+        prompt=data.get("prompt"),
+        operations=data.get("operations"),
+    )
+
+
+@functools.cache
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _check_schema(data: dict, text: str, name: str) -> None:
+    errors = list(_validator().iter_errors(data))
+    if not errors:
+        return
+    # The shallowest error first (jsonschema's own notion of relevance), so a
+    # missing table is reported before the fields inside it.
+    error = max(errors, key=relevance)
+    path, message, locate = _describe(error)
+    raise InputError(f"{json_path(path)}: {message}", file=name, line=_line_of(text, locate),
+                     kind="schema")
+
+
+def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | None) -> None:
+    if ("prompt" in data) == ("operations" in data):
+        raise InputError("needs exactly one of `prompt` or `operations`", file=name, kind="case")
+    flags = data.get("flags", [])
+    if ANY_SCHEDULE in flags and CANONICAL in flags:
+        raise InputError(f"flags `{ANY_SCHEDULE}` and `{CANONICAL}` exclude each other",
+                         file=name, line=_line_of(text, ("flags",)), kind="case")
+    for path, message in matchers.check(data.get("expect", {}), ("expect",)):
+        raise InputError(f"{json_path(path)}: {message}", file=name,
+                         line=_line_of(text, path), kind="matcher")
+    if catalogue is not None:
+        for cid in data["clauses"]:
+            if cid not in catalogue:
+                raise InputError(f"unknown clause id `{cid}` (not in the catalogue)", file=name,
+                                 line=_line_of_string(text, cid), kind="clause")
+
+
+# -- readable schema errors ----------------------------------------------------------------
+
+_TYPE_NAMES = {
+    "object": "a table",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+}
+
+
+def json_path(parts: tuple[str | int, ...]) -> str:
+    """`("harness", "concurrency")` -> `$.harness.concurrency`."""
+    return "$" if not parts else "$" + ("" if isinstance(parts[0], int) else ".") + \
+        matchers.render_path(tuple(parts))
+
+
+def _describe(error: ValidationError) -> tuple[tuple, str, tuple]:
+    """(path shown, message, path whose line to cite) for one schema error."""
+    path = tuple(error.absolute_path)
+    value, rule, inst = error.validator, error.validator_value, error.instance
+    got = matchers.show(inst)
+    if value == "required":
+        missing = next(k for k in rule if k not in inst)
+        return path, f"missing required field `{missing}`", path
+    if value == "additionalProperties":
+        extra = next(k for k in inst if k not in error.schema.get("properties", {}))
+        return path, f"unknown field `{extra}`", path + (extra,)
+    if value == "type":
+        return path, f"expected {_TYPE_NAMES.get(rule, rule)}, got {got}", path
+    if value in ("minItems", "minLength", "minProperties") and rule == 1:
+        return path, "must not be empty", path
+    if value == "minimum":
+        return path, f"must be at least {rule}, got {got}", path
+    if value == "maximum":
+        return path, f"must be at most {rule}, got {got}", path
+    if value == "enum":
+        return path, f"must be one of {', '.join(f'`{x}`' for x in rule)}, got {got}", path
+    if value == "uniqueItems":
+        seen: list = []
+        dup = next(x for x in inst if x in seen or seen.append(x))
+        return path, f"lists {matchers.show(dup)} twice", path
+    if value == "pattern":
+        return path, f"must match /{rule}/, got {got}", path
+    if value == "anyOf":
+        forms = " or ".join(_form(sub) for sub in rule)
+        return path, f"expected {forms}, got {got}", path
+    return path, error.message, path
+
+
+def _form(subschema: dict) -> str:
+    ref = subschema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        subschema = _validator().schema["$defs"][ref.removeprefix("#/$defs/")]
+    return subschema.get("description", "another form")
+
+
+# -- best-effort line numbers --------------------------------------------------------------
+
+def _line_of(text: str, parts: tuple) -> int | None:
+    """The line where the deepest key of `parts` is written, as far as a scan can tell.
+
+    tomllib keeps no positions, so this follows the key names down the file:
+    each key is looked for (as `key =`, `[key]`, `key.` or `"key"`) from the
+    line where its parent was found.  It returns the last line it found, or
+    None; a wrong guess only costs a less helpful line number.
+    """
+    lines = text.split("\n")
+    found, start = None, 0
+    for part in parts:
+        if not isinstance(part, str):
+            continue
+        quoted = '"' + re.escape(part) + '"'
+        key = f"(?:{quoted}|{re.escape(part)})" if re.fullmatch(r"[A-Za-z0-9_-]+", part) else quoted
+        pattern = re.compile(r"(?:^|[\s{,.\[])" + key + r"\s*(?:=|\]|\.)")
+        for i in range(start, len(lines)):
+            if pattern.search(lines[i]):
+                found, start = i + 1, i
+                break
+        else:
+            break
+    return found
+
+
+def _line_of_string(text: str, value: str) -> int | None:
+    for i, line in enumerate(text.split("\n"), 1):
+        if f'"{value}"' in line or f"'{value}'" in line:
+            return i
+    return None

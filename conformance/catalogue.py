@@ -1,0 +1,61 @@
+"""The clause catalogue as the suite sees it: every `[[clause]]` of `spec/*.toml`.
+
+Each clause is a table with at least `id` and `feature` (and, in the spec
+files, `section`, `lines`, `statement`, `strings`).  Cases cite clause ids;
+the runner reports which clauses the suite covers, feature by feature.
+
+What lives here: finding and loading the catalogue, and refusing one whose
+clauses lack an id or a feature or repeat an id.  What does not: the
+catalogue's contents and its own tooling (`spec/`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from conformance._toml import read_toml
+from forge.errors import InputError
+
+
+def default_catalogue_dir() -> Path | None:
+    """`spec/` beside the installed packages (or the source tree), if it is there."""
+    found = importlib.util.find_spec("spec")
+    if found is not None and found.submodule_search_locations:
+        for location in found.submodule_search_locations:
+            if any(Path(location).glob("*.toml")):
+                return Path(location)
+    beside = Path(__file__).resolve().parent.parent / "spec"
+    return beside if any(beside.glob("*.toml")) else None
+
+
+def load_catalogue(directory: str | Path) -> list[dict]:
+    """Every clause of every `*.toml` in `directory`, in file then file order.
+
+    Raises:
+        InputError: no catalogue files, a TOML error, or a clause without a
+            string `id` and `feature`, or an id given twice.
+    """
+    files = sorted(Path(directory).glob("*.toml"))
+    if not files:
+        raise InputError("no clause catalogue here (expected spec/*.toml files)",
+                         file=str(directory))
+    clauses: list[dict] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        _, data = read_toml(path)
+        entries = data.get("clause", [])
+        if not isinstance(entries, list):
+            raise InputError("`clause` must be an array of tables ([[clause]])", file=str(path))
+        for n, clause in enumerate(entries, 1):
+            for key in ("id", "feature"):
+                if not isinstance(clause.get(key), str) or not clause[key]:
+                    raise InputError(f"clause #{n} has no string `{key}`", file=str(path),
+                                     kind="catalogue")
+            cid = clause["id"]
+            if cid in seen:
+                raise InputError(f"clause id `{cid}` is given twice (first in {seen[cid]})",
+                                 file=str(path), kind="catalogue")
+            seen[cid] = path.name
+            clauses.append(dict(clause))
+    return clauses

@@ -1,0 +1,178 @@
+"""`forge conformance` and `forge impl-serve`: the suite's command line.
+
+`register(main)` adds both commands to the `forge` group (forge.cli looks
+this module up).  Bad input - a malformed case, expectations file or flag -
+raises `InputError`, which the group prints as one line with exit code 2.
+
+What does not live here: anything the commands do (`runner`, `serve`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import click
+
+from forge.errors import InputError
+
+CONFORMANCE_HELP = """Run the conformance suite against an implementation.
+
+By default the suite installed with the kit runs against the reference
+engine in this process.  With --impl, it runs against any program that
+speaks the JSON-lines protocol of docs/protocol.md on stdin/stdout.
+
+Each case runs on the canonical schedule, and cases flagged any-schedule
+also on random ones.  Failures are shown with their mismatches and a
+unified diff of expected vs observed; the last line is always
+`N passed, N failed, N errored, N skipped`.
+
+\b
+Examples:
+  forge conformance
+  forge conformance -k two-tasks -k 'tasks\\.leak\\.'
+  forge conformance --features fanout,tasks-model --workers 4
+  forge conformance --impl 'node my-engine.js' --timeout 30 \\
+      --expectations my-engine.expect.toml --json report.json --junit report.xml
+  forge conformance --impl 'forge impl-serve'      # the protocol, end to end
+
+\b
+Exit codes: 0 every case passed or was skipped (expected failures count as
+skipped), 1 a case failed or errored, 2 bad input (a case, a flag, a file).
+"""
+
+SERVE_HELP = """Serve the reference engine over the conformance protocol.
+
+Reads protocol messages from stdin and answers on stdout, one JSON object a
+line (docs/protocol.md): a hello, then one observation per run, until bye or
+end of input.  This is what `forge conformance --impl CMD` talks to, and the
+worked example for anyone implementing the protocol.
+
+\b
+Example:
+  forge conformance --impl 'forge impl-serve'
+"""
+
+
+@click.command("conformance", help=CONFORMANCE_HELP)
+@click.option("--impl", metavar="CMD", default=None,
+              help="The implementation's command line (shell-style quoting). "
+                   "Default: the reference engine, in process.")
+@click.option("--cases", "cases_path", metavar="DIR", default=None,
+              help="A directory of cases (searched recursively) or one case file. "
+                   "Default: the suite installed with the kit.")
+@click.option("-k", "patterns", metavar="PATTERN", multiple=True,
+              help="Only cases whose id or a cited clause id matches PATTERN "
+                   "(a regular expression, or a plain substring). Repeat for any of several.")
+@click.option("--features", "feature_args", metavar="NAMES", multiple=True,
+              help="Only cases needing any of these features, comma-separated or repeated "
+                   "(tasks, tasks-model, fanout, lifecycle).")
+@click.option("--expectations", metavar="FILE", default=None,
+              help='Known results, TOML or JSON: {case_id = "fail" | "skip"}. '
+                   "An expected failure that passes counts as failed.")
+@click.option("--workers", type=int, default=1, show_default=True,
+              help="Cases run at once.")
+@click.option("--json", "json_file", metavar="FILE", default=None,
+              help="Write a JSON report: every case, and clause coverage by feature.")
+@click.option("--junit", "junit_file", metavar="FILE", default=None,
+              help="Write a JUnit XML report.")
+@click.option("--timeout", type=float, default=10.0, show_default=True,
+              help="Seconds an --impl program gets to answer each run before the case errors.")
+@click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None,
+              help="The clause catalogue (spec/*.toml) cases must cite and coverage counts. "
+                   "Default: the one shipped with the kit.")
+@click.option("--dump-cases", is_flag=True,
+              help="Print the selected cases as JSON and exit without running them.")
+@click.option("-v", "--verbose", is_flag=True, help="List every case, not only failures.")
+@click.pass_context
+def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
+                junit_file, timeout, catalogue_dir, dump_cases, verbose):
+    from conformance.adapters import InProcessAdapter, SubprocessAdapter
+    from conformance.case import DEFAULT_CASES_DIR, load_cases
+    from conformance.catalogue import default_catalogue_dir, load_catalogue
+    from conformance.report import dumps
+    from conformance.runner import load_expectations, run_suite, select, stale_expectations
+
+    if workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
+    if not timeout > 0:
+        raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
+    catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
+    known = {c["id"] for c in catalogue} if catalogue is not None else None
+    cases = load_cases(cases_path or DEFAULT_CASES_DIR, known)
+    features = [f.strip() for arg in feature_args for f in arg.split(",") if f.strip()]
+    selected = select(cases, patterns, features)
+    if not selected:
+        raise InputError("no case matches the selection (-k / --features)")
+    if dump_cases:
+        click.echo(json.dumps([c.to_json() for c in selected], indent=2, ensure_ascii=False))
+        return
+    expected = load_expectations(expectations) if expectations else {}
+    stale = stale_expectations(expected, cases)
+    if stale:
+        click.echo(f"forge: warning: the expectations file names no case: {', '.join(stale)}",
+                   err=True)
+
+    if impl is not None:
+        argv = _impl_argv(impl)
+        report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
+                           workers=workers, expectations=expected, catalogue=catalogue,
+                           progress=_progress())
+    else:
+        report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
+                           expectations=expected, catalogue=catalogue, progress=_progress())
+    _write(json_file, lambda: dumps(report))
+    _write(junit_file, report.to_junit)
+    click.echo(report.render_text(verbose), nl=False)
+    ctx.exit(report.exit_code)
+
+
+@click.command("impl-serve", help=SERVE_HELP)
+def impl_serve():
+    from conformance.serve import serve
+
+    sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))
+
+
+def register(main: click.Group) -> None:
+    main.add_command(conformance)
+    main.add_command(impl_serve)
+
+
+def _impl_argv(command: str) -> list[str]:
+    try:
+        argv = shlex.split(command)
+    except ValueError as e:
+        raise InputError(f"--impl: cannot split the command line: {e}") from None
+    if not argv:
+        raise InputError("--impl: the command is empty")
+    if shutil.which(argv[0]) is None:
+        raise InputError(f"--impl: no such command `{argv[0]}`")
+    return argv
+
+
+def _progress():
+    """`[done/total] case` on a terminal's stderr, redrawn in place; None elsewhere."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int, case_id: str) -> None:
+        sys.stderr.write(f"\r\033[K[{done}/{total}] {case_id}")
+        if done == total:
+            sys.stderr.write("\r\033[K")
+        sys.stderr.flush()
+
+    return show
+
+
+def _write(path: str | None, render) -> None:
+    if path is None:
+        return
+    try:
+        Path(path).write_text(render(), encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot write report: {e.strerror or e}", file=path) from None

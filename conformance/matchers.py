@@ -1,0 +1,289 @@
+"""Expectations against observations: the matcher language of a case's `[expect]`.
+
+An expectation is compared with an observation by these rules:
+
+- a plain scalar matches an equal scalar (numbers by value, so `1` matches
+  `1.0`; a boolean matches only a boolean);
+- a plain table matches as a subset: every key it names must match, keys it
+  does not name are ignored;
+- a plain list matches element-wise and must have the same length;
+- a *matcher table* is a table whose keys are all matcher names, and all of
+  them must hold:
+  `{exact = v}` (deep equality, no subset rule), `{contains = "s"}` (a string
+  holding `s`), `{regex = "r"}` (a string where `re.search` finds `r`),
+  `{absent = true}` (the key is missing or null; `false`: it is there),
+  `{any_of = [e, ...]}` (one of the expectations matches),
+  `{subsequence = [e, ...]}` (a list holding matches for the `e`s in this
+  order, gaps allowed), `{length = n}` (a list, string or table of size n).
+  To match a table that really has only such keys, write `{exact = {...}}`.
+
+`compare` also returns two *views* - the expectation and the observation cut
+down to what the expectation mentions, with every part that matched shown as
+observed - so a unified diff of the two shows exactly the mismatches.
+
+What does not live here: loading cases (`case`) and deciding which schedules
+to observe (`runner`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import attrs
+
+MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "subsequence", "length"})
+
+_BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+#: Values longer than this are cut in mismatch messages; the diff shows them whole.
+_SHOW_LIMIT = 160
+
+
+class _Missing:
+    """The value at a key the observation does not have."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@attrs.frozen
+class Comparison:
+    """The outcome of comparing one expectation with one observation."""
+
+    problems: tuple[str, ...]
+    #: The expectation where it failed, the observed value where it held.
+    expected_view: Any
+    #: The observation cut down to the keys the expectation names.
+    observed_view: Any
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def is_matcher(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(k in MATCHER_KEYS for k in value)
+
+
+def match(expected: Any, observed: Any) -> list[str]:
+    """Readable mismatches such as `tasks."0.0".state: expected "done", got "running"`."""
+    return list(compare(expected, observed).problems)
+
+
+def compare(expected: Any, observed: Any) -> Comparison:
+    problems: list[str] = []
+    exp_view, obs_view = _walk(expected, observed, (), problems)
+    return Comparison(tuple(problems), exp_view, obs_view)
+
+
+def render_path(parts: tuple[str | int, ...]) -> str:
+    """`("tasks", "0.0", "state")` -> `tasks."0.0".state`; `("logs", 2)` -> `logs[2]`."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            key = part if _BARE_KEY.fullmatch(part) else json.dumps(part, ensure_ascii=False)
+            out += ("." if out else "") + key
+    return out or "<root>"
+
+
+def show(value: Any) -> str:
+    if value is MISSING:
+        return "nothing (no such key)"
+    text = json.dumps(value, ensure_ascii=False, default=repr)
+    if len(text) > _SHOW_LIMIT:
+        text = text[: _SHOW_LIMIT - 1] + "…"
+    return text
+
+
+def check(expected: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:
+    """Malformed matcher tables in an expectation, as (path, message) pairs.
+
+    The path ends at the matcher key at fault, e.g. `("error", "message", "regex")`.
+    """
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    if is_matcher(expected):
+        for key, arg in expected.items():
+            here = path + (key,)
+            if key == "contains" and not isinstance(arg, str):
+                out.append((here, f"expected a string, got {show(arg)}"))
+            elif key == "regex":
+                if not isinstance(arg, str):
+                    out.append((here, f"expected a string, got {show(arg)}"))
+                else:
+                    try:
+                        re.compile(arg)
+                    except re.error as e:
+                        out.append((here, f"invalid regular expression: {e}"))
+            elif key == "absent" and not isinstance(arg, bool):
+                out.append((here, f"expected true or false, got {show(arg)}"))
+            elif key == "length" and (isinstance(arg, bool) or not isinstance(arg, int) or arg < 0):
+                out.append((here, f"expected a non-negative integer, got {show(arg)}"))
+            elif key in ("any_of", "subsequence"):
+                if not isinstance(arg, list) or (key == "any_of" and not arg):
+                    out.append((here, f"expected a {'non-empty ' if key == 'any_of' else ''}"
+                                      f"list, got {show(arg)}"))
+                else:
+                    for i, item in enumerate(arg):
+                        out.extend(check(item, here + (i,)))
+    elif isinstance(expected, dict):
+        for key, value in expected.items():
+            out.extend(check(value, path + (key,)))
+    elif isinstance(expected, list):
+        for i, value in enumerate(expected):
+            out.extend(check(value, path + (i,)))
+    return out
+
+
+# -- the walk ------------------------------------------------------------------------------
+
+def _walk(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, Any]:
+    """Compare, appending mismatches; returns the (expected, observed) views."""
+    if is_matcher(exp):
+        return _walk_matcher(exp, obs, path, problems)
+    where = render_path(path)
+    if obs is MISSING:
+        problems.append(f"{where}: expected {show(exp)}, got {show(obs)}")
+        return exp, MISSING
+    if isinstance(exp, dict):
+        if not isinstance(obs, dict):
+            problems.append(f"{where}: expected a table, got {show(obs)}")
+            return exp, obs
+        exp_view, obs_view = {}, {}
+        for key, sub in exp.items():
+            e, o = _walk(sub, obs.get(key, MISSING), path + (key,), problems)
+            if e is not MISSING:
+                exp_view[key] = e
+            if o is not MISSING:
+                obs_view[key] = o
+        return exp_view, obs_view
+    if isinstance(exp, list):
+        if not isinstance(obs, list):
+            problems.append(f"{where}: expected a list, got {show(obs)}")
+            return exp, obs
+        if len(exp) != len(obs):
+            problems.append(f"{where}: expected {len(exp)} items, got {len(obs)}")
+        exp_view, obs_view = [], []
+        for i in range(max(len(exp), len(obs))):
+            if i < len(exp) and i < len(obs):
+                e, o = _walk(exp[i], obs[i], path + (i,), problems)
+                exp_view.append(e)
+                obs_view.append(o)
+            elif i < len(exp):
+                exp_view.append(exp[i])
+            else:
+                obs_view.append(obs[i])
+        return exp_view, obs_view
+    if _same(exp, obs):
+        return obs, obs
+    problems.append(f"{where}: expected {show(exp)}, got {show(obs)}")
+    return exp, obs
+
+
+def _walk_matcher(m: dict, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, Any]:
+    where = render_path(path)
+    before = len(problems)
+    for key, arg in m.items():
+        problem = _MATCHERS[key](arg, obs, path)
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
+    if len(problems) == before:
+        return obs, obs
+    return m, obs
+
+
+def _problems(exp: Any, obs: Any, path: tuple) -> list[str]:
+    found: list[str] = []
+    _walk(exp, obs, path, found)
+    return found
+
+
+def _m_exact(arg: Any, obs: Any, path: tuple) -> str | None:
+    if obs is not MISSING and _deep_equal(arg, obs):
+        return None
+    return f"expected exactly {show(arg)}, got {show(obs)}"
+
+
+def _m_contains(arg: str, obs: Any, path: tuple) -> str | None:
+    if isinstance(obs, str) and arg in obs:
+        return None
+    return f"expected a string containing {show(arg)}, got {show(obs)}"
+
+
+def _m_regex(arg: str, obs: Any, path: tuple) -> str | None:
+    if isinstance(obs, str) and re.search(arg, obs):
+        return None
+    return f"expected a string matching /{arg}/, got {show(obs)}"
+
+
+def _m_absent(arg: bool, obs: Any, path: tuple) -> str | None:
+    present = obs is not MISSING and obs is not None
+    if present != arg:
+        return None
+    return f"expected no value, got {show(obs)}" if arg else f"expected a value, got {show(obs)}"
+
+
+def _m_any_of(arg: list, obs: Any, path: tuple) -> str | None:
+    if any(not _problems(alt, obs, path) for alt in arg):
+        return None
+    return f"expected any of {show(arg)}, got {show(obs)}"
+
+
+def _m_subsequence(arg: list, obs: Any, path: tuple) -> str | None:
+    if not isinstance(obs, list):
+        return f"expected a list holding the subsequence {show(arg)}, got {show(obs)}"
+    pos, last = 0, None
+    for i, item in enumerate(arg):
+        # Taking the earliest element that matches leaves the most room for
+        # the rest, so a greedy scan finds a subsequence whenever one exists.
+        while pos < len(obs) and _problems(item, obs[pos], path + (pos,)):
+            pos += 1
+        if pos == len(obs):
+            after = "" if last is None else f" after {render_path(path + (last,))}"
+            return f"subsequence item {i} {show(item)} not found{after}"
+        last = pos
+        pos += 1
+    return None
+
+
+def _m_length(arg: int, obs: Any, path: tuple) -> str | None:
+    if isinstance(obs, (list, str, dict)) and len(obs) == arg:
+        return None
+    if isinstance(obs, (list, str, dict)):
+        return f"expected length {arg}, got length {len(obs)}: {show(obs)}"
+    return f"expected something of length {arg}, got {show(obs)}"
+
+
+_MATCHERS = {
+    "exact": _m_exact,
+    "contains": _m_contains,
+    "regex": _m_regex,
+    "absent": _m_absent,
+    "any_of": _m_any_of,
+    "subsequence": _m_subsequence,
+    "length": _m_length,
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Scalar equality as JSON sees it: 1 == 1.0, but true != 1."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _deep_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(
+            _deep_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(
+            _deep_equal(x, y) for x, y in zip(a, b))
+    return _same(a, b)

@@ -1,0 +1,291 @@
+"""Running the suite: select cases, run each on its schedules, judge, report.
+
+A case runs on the canonical schedule, and a case flagged `any-schedule`
+also on `harness.seeds` random ones (seeds 1..N); the first schedule whose
+observation breaks an expectation fails the case, and the report names that
+schedule.  An implementation that cannot produce an observation errors the
+case; a feature it lacks skips it.
+
+An expectations file (WPT-style) lets an implementation declare what it is
+known to get wrong: `{case_id = "fail" | "skip"}`, TOML or JSON, where a
+TOML table nests ids (`[examples]` / `two-tasks = "fail"` is
+`examples/two-tasks`).  A "skip" case is not run; a "fail" case that fails
+or errors is an expected failure, and one that passes is an unexpected pass,
+which counts as failed so the file is kept honest.
+
+With several workers, subprocess implementations run on threads (the work
+happens in the child processes), each thread borrowing an adapter of its
+own; the in-process engine runs on a process pool.  Results come back in
+case order either way.
+
+What does not live here: the case format (`case`), comparing observations
+(`matchers`), renderings (`report`), the command line (`cli`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import difflib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from conformance._toml import read_toml
+from conformance.adapters import Adapter, AdapterError
+from conformance.case import Case
+from conformance.matchers import Comparison, compare, show
+from conformance.report import (ERRORED, EXPECTED_FAIL, FAILED, PASSED, SKIPPED,
+                                UNEXPECTED_PASS, CaseResult, Report, clause_coverage)
+from forge.errors import InputError
+
+EXPECTATIONS = ("fail", "skip")
+
+AdapterFactory = Callable[[], Adapter]
+Progress = Callable[[int, int, str], None]
+
+
+# -- selection -----------------------------------------------------------------------------
+
+def select(cases: Sequence[Case], patterns: Iterable[str] = (),
+           features: Iterable[str] = ()) -> list[Case]:
+    """Cases matching any pattern (a regex, or a plain substring if it is not
+    one, searched in the case id and its clause ids) and citing any of `features`.
+    """
+    regexes = [_pattern(p) for p in patterns]
+    wanted = set(features)
+    out = []
+    for case in cases:
+        names = (case.id, *case.clauses)
+        if regexes and not any(rx.search(n) for rx in regexes for n in names):
+            continue
+        if wanted and not wanted & set(case.features):
+            continue
+        out.append(case)
+    return out
+
+
+def _pattern(text: str) -> re.Pattern:
+    try:
+        return re.compile(text)
+    except re.error:
+        return re.compile(re.escape(text))
+
+
+# -- expectations files --------------------------------------------------------------------
+
+def load_expectations(path: str | Path) -> dict[str, str]:
+    """`{case_id: "fail" | "skip"}` from a TOML or JSON file.
+
+    Raises:
+        InputError: unreadable, not TOML/JSON, or a value other than fail/skip.
+    """
+    name = str(path)
+    if name.endswith(".json"):
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            line = getattr(e, "lineno", None)
+            raise InputError(f"not JSON: {getattr(e, 'msg', e)}", file=name, line=line,
+                             kind="expectations") from None
+        if not isinstance(data, dict):
+            raise InputError("an expectations file is an object {case_id: \"fail\" | \"skip\"}",
+                             file=name, kind="expectations")
+    else:
+        _, data = read_toml(path)
+    out: dict[str, str] = {}
+    _flatten(data, "", out, name)
+    return out
+
+
+def _flatten(table: dict, prefix: str, out: dict[str, str], name: str) -> None:
+    for key, value in table.items():
+        case_id = prefix + key
+        if isinstance(value, dict):
+            _flatten(value, case_id + "/", out, name)
+        elif value in EXPECTATIONS:
+            out[case_id] = value
+        else:
+            raise InputError(f"`{case_id}`: expected \"fail\" or \"skip\", got {show(value)}",
+                             file=name, kind="expectations")
+
+
+def stale_expectations(expectations: dict[str, str], cases: Iterable[Case]) -> list[str]:
+    """Ids in the expectations file that name no case."""
+    known = {c.id for c in cases}
+    return sorted(k for k in expectations if k not in known)
+
+
+# -- one case ------------------------------------------------------------------------------
+
+def run_case(adapter: Adapter, case: Case) -> CaseResult:
+    """Run `case` on each of its schedules; never raises for the implementation's faults."""
+
+    def result(status: str, problems: Sequence[str] = (), **more) -> CaseResult:
+        return CaseResult(case.id, status, case.clauses, case.features, tuple(problems), **more)
+
+    try:
+        reason = adapter.skip_reason(case)
+    except AdapterError as e:
+        return result(ERRORED, [e.render()])
+    if reason is not None:
+        return result(SKIPPED, [reason])
+    for seed in case.seeds:
+        try:
+            observation = adapter.run(case, seed)
+        except AdapterError as e:
+            return result(ERRORED, [e.render()], seed=seed)
+        except Exception as e:  # the adapter itself broke: still this case's error only
+            return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
+        comparison = compare(case.expect, observation)
+        if not comparison.ok:
+            return result(FAILED, comparison.problems, diff=unified_diff(comparison), seed=seed)
+    return result(PASSED)
+
+
+def unified_diff(comparison: Comparison) -> str:
+    """Expected vs observed, cut to what the case names, so only mismatches differ."""
+
+    def lines(value) -> list[str]:
+        return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False,
+                          default=repr).splitlines()
+
+    return "\n".join(difflib.unified_diff(lines(comparison.expected_view),
+                                          lines(comparison.observed_view),
+                                          "expected", "observed", lineterm=""))
+
+
+def judge(result: CaseResult, expectation: str | None) -> CaseResult:
+    """Apply an expectations-file entry to a raw result."""
+    if expectation != "fail":
+        return result
+    if result.status in (FAILED, ERRORED):
+        return CaseResult(result.case_id, EXPECTED_FAIL, result.clauses, result.features,
+                          result.problems, result.diff, result.seed)
+    if result.status == PASSED:
+        return CaseResult(result.case_id, UNEXPECTED_PASS, result.clauses, result.features,
+                          ("the expectations file says this case fails, but it passed; "
+                           "remove its entry",))
+    return result
+
+
+# -- the suite -----------------------------------------------------------------------------
+
+def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 1,
+              processes: bool = False, expectations: dict[str, str] | None = None,
+              catalogue: Sequence[dict] | None = None,
+              progress: Progress | None = None) -> Report:
+    """Run every case and build the report.
+
+    Args:
+        factory: makes an adapter; called once per worker (a subprocess
+            adapter is one implementation process).
+        workers: cases run at once.
+        processes: run workers in a process pool (`factory` must pickle);
+            for the in-process engine, where threads would share one
+            interpreter lock.
+        expectations: `{case_id: "fail" | "skip"}`.
+        catalogue: clauses for the coverage section of the report.
+        progress: called as `(done, total, case_id)` after each case.
+    """
+    expectations = expectations or {}
+    results: list[CaseResult | None] = [None] * len(cases)
+    todo = []
+    for i, case in enumerate(cases):
+        if expectations.get(case.id) == "skip":
+            results[i] = CaseResult(case.id, SKIPPED, case.clauses, case.features,
+                                    ("skipped by the expectations file",))
+        else:
+            todo.append(i)
+    done = len(cases) - len(todo)
+
+    def finish(i: int, raw: CaseResult) -> None:
+        nonlocal done
+        results[i] = judge(raw, expectations.get(cases[i].id))
+        done += 1
+        if progress is not None:
+            progress(done, len(cases), cases[i].id)
+
+    pool = _AdapterPool(factory)
+    try:
+        implementation = pool.describe()
+        if workers <= 1 or len(todo) <= 1:
+            for i in todo:
+                finish(i, pool.run(cases[i]))
+        elif processes:
+            with cf.ProcessPoolExecutor(workers, initializer=_init_process,
+                                        initargs=(factory,)) as executor:
+                futures = {executor.submit(_run_in_process, cases[i]): i for i in todo}
+                for future in cf.as_completed(futures):
+                    finish(futures[future], future.result())
+        else:
+            with cf.ThreadPoolExecutor(workers) as executor:
+                futures = {executor.submit(pool.run, cases[i]): i for i in todo}
+                for future in cf.as_completed(futures):
+                    finish(futures[future], future.result())
+    finally:
+        pool.close()
+    final = tuple(r for r in results if r is not None)
+    coverage = clause_coverage(final, catalogue) if catalogue is not None else None
+    return Report(final, implementation, coverage)
+
+
+class _AdapterPool:
+    """Adapters lent to worker threads, one at a time each, made on demand."""
+
+    def __init__(self, factory: AdapterFactory) -> None:
+        self.factory = factory
+        self.idle: list[Adapter] = []
+        self.made: list[Adapter] = []
+        self.lock = threading.Lock()
+
+    def _borrow(self) -> Adapter:
+        with self.lock:
+            if self.idle:
+                return self.idle.pop()
+        adapter = self.factory()
+        with self.lock:
+            self.made.append(adapter)
+        return adapter
+
+    def _give_back(self, adapter: Adapter) -> None:
+        with self.lock:
+            self.idle.append(adapter)
+
+    def describe(self) -> dict:
+        adapter = self._borrow()
+        try:
+            return adapter.describe()
+        except AdapterError as e:
+            return {"name": "(unavailable)", "features": [], "error": e.render()}
+        finally:
+            self._give_back(adapter)
+
+    def run(self, case: Case) -> CaseResult:
+        adapter = self._borrow()
+        try:
+            return run_case(adapter, case)
+        finally:
+            self._give_back(adapter)
+
+    def close(self) -> None:
+        for adapter in self.made:
+            adapter.close()
+
+
+#: The adapter of a pool worker process.  The in-process engine holds no
+#: resources, so it is simply dropped with the process.
+_process_adapter: Adapter | None = None
+
+
+def _init_process(factory: AdapterFactory) -> None:
+    global _process_adapter
+    _process_adapter = factory()
+
+
+def _run_in_process(case: Case) -> CaseResult:
+    return run_case(_process_adapter, case)
+

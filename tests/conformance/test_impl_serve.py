@@ -1,0 +1,74 @@
+"""The reference engine behind the protocol, end to end (conformance.serve)."""
+
+import io
+import json
+import sys
+
+from conformance.adapters import InProcessAdapter, SubprocessAdapter
+from conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
+from conformance.runner import run_suite
+from conformance.serve import serve
+
+SERVE = [sys.executable, "-c", "from forge.cli import main; main()", "impl-serve"]
+
+TWO_TASKS = next(c for c in load_cases(DEFAULT_CASES_DIR) if c.id == "examples/two-tasks")
+
+
+def exchange(*messages):
+    """Feed `messages` (objects or raw strings) to serve(); the answers it wrote."""
+    lines = [m if isinstance(m, str) else json.dumps(m) for m in messages]
+    out = io.BytesIO()
+    assert serve(io.BytesIO(("\n".join(lines) + "\n").encode()), out) == 0
+    return [json.loads(line) for line in out.getvalue().decode().splitlines()]
+
+
+def test_hello_run_bye():
+    """serve() shakes hands, answers a run with an observation, and stops at bye."""
+    answers = exchange({"type": "hello", "protocol": 1},
+                       {"type": "run", "id": "x/two", "prompt": TWO_TASKS.prompt,
+                        "harness": {}, "seed": None},
+                       {"type": "bye"},
+                       {"type": "run", "id": "never", "prompt": "", "harness": {}, "seed": None})
+    assert answers[0] == {"type": "hello", "protocol": 1, "name": "forge-reference",
+                          "features": ["fanout", "tasks", "tasks-model"]}
+    assert answers[1]["type"] == "observation" and answers[1]["id"] == "x/two"
+    assert answers[1]["observation"]["result"] == "alpha text + beta text"
+    assert len(answers) == 2
+
+
+def test_bad_messages_get_error_answers_and_serving_goes_on():
+    """Garbage, unknown types and malformed runs are answered with errors, not a crash."""
+    answers = exchange("not json", {"type": "dance", "id": "q"},
+                       {"type": "run", "id": "x/a", "harness": {}},
+                       {"type": "run", "id": "x/b", "operations": [], "harness": {}},
+                       {"type": "run", "id": "x/c", "prompt": "# P", "seed": "7"},
+                       {"type": "hello", "protocol": 1})
+    assert [(a["type"], a.get("id")) for a in answers] == [
+        ("error", None), ("error", "q"), ("error", "x/a"), ("error", "x/b"), ("error", "x/c"),
+        ("hello", None)]
+    assert answers[1]["message"] == "unknown message type 'dance'"
+    assert answers[3]["message"] == "this implementation has no lifecycle manager"
+
+
+def test_a_prompt_the_parser_refuses_is_a_parse_failure_observation():
+    """Refusing a prompt is behaviour: outcome failed, error kind Parse."""
+    bad = Case(id="g/bad", path="g/bad.toml", clauses=("c",), harness=HarnessSpec(),
+               expect={}, prompt="---\nname: [unclosed\n---\n# X\n")
+    observation = InProcessAdapter().run(bad, None)
+    assert observation["outcome"] == "failed"
+    assert observation["error"]["kind"] == "Parse"
+
+
+def test_the_shipped_suite_passes_through_impl_serve():
+    """`forge conformance --impl 'forge impl-serve'`: the protocol path agrees with the spec."""
+    cases = load_cases(DEFAULT_CASES_DIR)
+    report = run_suite(cases, lambda: SubprocessAdapter(SERVE, timeout=60))
+    assert report.summary_line() == f"{len(cases)} passed, 0 failed, 0 errored, 0 skipped", \
+        report.render_text()
+
+
+def test_in_process_and_subprocess_observations_are_identical():
+    """Same case, same seed: the same observation, trace hash included, across processes."""
+    with SubprocessAdapter(SERVE, timeout=60) as remote:
+        for seed in (None, 5):
+            assert remote.run(TWO_TASKS, seed) == InProcessAdapter().run(TWO_TASKS, seed)

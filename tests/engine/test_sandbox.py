@@ -1,0 +1,122 @@
+"""The Lua sandbox: exactly the listed libraries, nothing that escapes, and
+runaway prompts end with a clear error instead of a hang."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import prompt_text, run_text, section
+
+ESCAPES = {
+    "io": "return io.open('/etc/passwd'):read('a')",
+    "os": "return os.execute('true')",
+    "require": "return require('os')",
+    "load": "return load('return 1')()",
+    "loadstring": "return loadstring('return 1')()",
+    "dofile": "return dofile('/etc/passwd')",
+    "loadfile": "return loadfile('/etc/passwd')",
+    "debug": "return debug.getinfo(1)",
+    "coroutine": "return coroutine.create(function() end)",
+    "package": "return package.loaded",
+    "collectgarbage": "return collectgarbage('count')",
+    "rawget": "return rawget(_G, 'io')",
+    "rawset": "rawset(_G, 'x', 1) return 'x'",
+    "python": "return python.eval('1')",
+    "print": "print('x') return 'x'",
+    "utf8": "return utf8.char(72)",
+    "env-io": "return _ENV.io.open('x')",
+    "G-io": "return _G._G.io.open('x')",
+    "string-metatable": "local mt = getmetatable('') return mt.__index.rep('x', 2)",
+    "string-metatable-set": "getmetatable('').__index = {} return 'x'",
+    "error-metatable": "local ok, e = pcall(tasks.spawn, 1) getmetatable(e).__tostring = nil return 'x'",
+    "string-dump-load": "return load(string.dump(function() return 1 end))()",
+    "require-via-G": "return _G['require']('io')",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_escape_attempt_is_refused(name):
+    """Each escape attempt fails as an ordinary Lua error, reaching nothing."""
+    obs = run_text(prompt_text(section("Main", ESCAPES[name])))
+    assert obs["outcome"] == "failed", obs["result"]
+    assert obs["error"]["kind"] == "Lua"
+
+
+def test_the_sandbox_lists_exactly_the_chapters_globals():
+    code = """
+    local base = { 'assert', 'error', 'pcall', 'xpcall', 'getmetatable', 'setmetatable',
+      'ipairs', 'pairs', 'next', 'select', 'tonumber', 'tostring', 'type', '_G', '_VERSION',
+      'string', 'table', 'math' }
+    local out = {}
+    for _, name in ipairs(base) do out[#out + 1] = name .. '=' .. type(_G[name]) end
+    return table.concat(out, ' ') .. ' ' .. _VERSION
+    """
+    obs = run_text(prompt_text(section("Main", code)))
+    assert "=nil" not in obs["result"]
+    assert obs["result"].endswith("Lua 5.5")
+
+
+def test_library_changes_do_not_leak_into_the_next_section():
+    obs = run_text(prompt_text(
+        section("A", "string.upper = nil  table.concat = nil"),
+        section("B", "return string.upper('x') .. table.concat({'a', 'b'})"),
+    ))
+    assert obs["result"] == "Xab"
+
+
+def test_pairs_visits_keys_in_the_chapters_order():
+    code = """
+    local seen = {}
+    for k in pairs({ 'a', 'b', z = 1, [true] = 2, [10] = 3 }) do seen[#seen + 1] = tostring(k) end
+    local more = {}
+    for k in pairs({[true]='t', [7]='seven', b='bee', [false]='f', [2.5]='half', a='ay'}) do
+      more[#more + 1] = tostring(k)
+    end
+    return table.concat(seen, ' ') .. '|' .. table.concat(more, ' ')
+    """
+    obs = run_text(prompt_text(section("Main", code)))
+    assert obs["result"] == "1 2 true 10 z|false true 2.5 7 a b"
+
+
+def test_integer_and_float_type_names_in_messages():
+    code = """
+    local _, a = pcall(tasks.spawn, 5)
+    local _, b = pcall(tasks.spawn, 1.5)
+    return tostring(a) .. '|' .. tostring(b)
+    """
+    obs = run_text(prompt_text(section("Main", code)))
+    assert obs["result"] == ("section target must be a string, got integer|"
+                             "section target must be a string, got number")
+
+
+RUNAWAY = {
+    "endless-loop": (section("Main", "while true do end"), "instruction budget exhausted"),
+    "loop-under-pcall": (
+        section("Main", "while true do pcall(function() while true do end end) end"),
+        "instruction budget exhausted",
+    ),
+    "endless-jump": (section("A", "jump('## B')") + section("B", "jump('## A')"),
+                     "section entry budget exhausted"),
+    "unbounded-spawn": (
+        section("Main", "while true do tasks.spawn('## C') end") + section("C", "return 1"),
+        "task budget exhausted",
+    ),
+    "memory-bomb": (
+        section("Main", "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"),
+        "memory",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNAWAY))
+def test_runaway_prompt_ends_with_a_clear_error(name):
+    text, phrase = RUNAWAY[name]
+    obs = run_text(prompt_text(text), max_instructions=5_000_000)
+    assert obs["outcome"] == "failed"
+    assert phrase in obs["error"]["message"]
+
+
+def test_unbounded_recursion_ends():
+    obs = run_text(prompt_text(section("Main", "local function f(n) return f(n + 1) + 1 end return f(1)")))
+    assert obs["outcome"] == "failed"
+    assert "stack overflow" in obs["error"]["message"]
