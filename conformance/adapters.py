@@ -33,7 +33,7 @@ import time
 import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 from conformance.case import Case, HarnessSpec
 
@@ -100,6 +100,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
 
     A prompt the parser refuses is an observation too (outcome `failed`,
     error kind `Parse`): refusing bad prompts is behaviour a case can pin.
+    `source` names the case in messages (its file, or its id).
 
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
@@ -108,7 +109,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     from forge.prompt import parse_prompt
 
     try:
-        prompt = parse_prompt(prompt_text, source)
+        prompt = parse_prompt(prompt_text, f"{source} [prompt]")
     except PromptError as e:
         return parse_failure(e, spec)
     try:
@@ -125,7 +126,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
         raise
     except InputError as e:
         raise AdapterError(f"the case's harness is unusable: {e.render()}") from None
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - an engine bug errors this case, not the suite
         tail = traceback.format_exc().strip().splitlines()[-6:]
         raise AdapterError(f"the reference engine raised {type(e).__name__}: {e}", tail) from None
 
@@ -194,7 +195,7 @@ class InProcessAdapter(Adapter):
     def run(self, case: Case, seed: int | None) -> dict:
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
-        return reference_observation(case.prompt, case.harness, seed, f"{case.path} [prompt]")
+        return reference_observation(case.prompt, case.harness, seed, case.path)
 
 
 # -- any implementation, over a pipe -------------------------------------------------------
@@ -317,7 +318,7 @@ class SubprocessAdapter(Adapter):
                 pass
         proc.stop()
 
-    def __enter__(self) -> SubprocessAdapter:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -224,8 +224,9 @@ _TYPE_NAMES = {
 
 def json_path(parts: tuple[str | int, ...]) -> str:
     """`("harness", "concurrency")` -> `$.harness.concurrency`."""
-    return "$" if not parts else "$" + ("" if isinstance(parts[0], int) else ".") + \
-        matchers.render_path(tuple(parts))
+    if not parts:
+        return "$"
+    return "$" + ("" if isinstance(parts[0], int) else ".") + matchers.render_path(tuple(parts))
 
 
 def _describe(error: ValidationError) -> tuple[tuple, str, tuple]:
@@ -250,8 +251,7 @@ def _describe(error: ValidationError) -> tuple[tuple, str, tuple]:
     if value == "enum":
         return path, f"must be one of {', '.join(f'`{x}`' for x in rule)}, got {got}", path
     if value == "uniqueItems":
-        seen: list = []
-        dup = next(x for x in inst if x in seen or seen.append(x))
+        dup = next(x for i, x in enumerate(inst) if x in inst[:i])
         return path, f"lists {matchers.show(dup)} twice", path
     if value == "pattern":
         return path, f"must match /{rule}/, got {got}", path

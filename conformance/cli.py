@@ -94,7 +94,12 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     from conformance.case import DEFAULT_CASES_DIR, load_cases
     from conformance.catalogue import default_catalogue_dir, load_catalogue
     from conformance.report import dumps
-    from conformance.runner import load_expectations, run_suite, select, stale_expectations
+    from conformance.runner import (
+        load_expectations,
+        run_suite,
+        select,
+        stale_expectations,
+    )
 
     if workers < 1:
         raise InputError(f"--workers must be at least 1, got {workers}")

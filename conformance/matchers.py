@@ -126,8 +126,8 @@ def check(expected: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[s
                 out.append((here, f"expected a non-negative integer, got {show(arg)}"))
             elif key in ("any_of", "subsequence"):
                 if not isinstance(arg, list) or (key == "any_of" and not arg):
-                    out.append((here, f"expected a {'non-empty ' if key == 'any_of' else ''}"
-                                      f"list, got {show(arg)}"))
+                    size = "non-empty " if key == "any_of" else ""
+                    out.append((here, f"expected a {size}list, got {show(arg)}"))
                 else:
                     for i, item in enumerate(arg):
                         out.extend(check(item, here + (i,)))

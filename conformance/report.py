@@ -22,6 +22,7 @@ What does not live here: running cases (`runner`).
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 
@@ -46,6 +47,9 @@ BUCKET = {
 NOT_RUN = frozenset({SKIPPED})
 #: Statuses that count against the clauses a case cites.
 NOT_CONFORMING = frozenset({FAILED, ERRORED, EXPECTED_FAIL})
+#: Characters XML 1.0 cannot carry at all (an implementation's stderr may
+#: hold terminal escapes); they are replaced in the JUnit report.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 #: Problems shown per case in the text report; the JSON report has them all.
 SHOW_PROBLEMS = 10
 
@@ -74,6 +78,8 @@ class CaseResult:
                "features": list(self.features), "problems": list(self.problems)}
         if self.status in (FAILED, ERRORED, EXPECTED_FAIL):
             out["schedule"] = schedule_name(self.seed)
+        if self.diff:
+            out["diff"] = self.diff
         return out
 
 
@@ -136,8 +142,8 @@ class Report:
         for r in self.results:
             group, _, name = r.case_id.rpartition("/")
             case = ET.SubElement(suite, "testcase", classname=group or "cases", name=name)
-            first = r.problems[0] if r.problems else r.status
-            body = _details(r)
+            first = _xml_safe(r.problems[0] if r.problems else r.status)
+            body = _xml_safe(_details(r))
             if r.bucket == FAILED:
                 ET.SubElement(case, "failure", message=first).text = body
             elif r.bucket == ERRORED:
@@ -200,6 +206,10 @@ def _details(r: CaseResult, limit: int | None = None) -> str:
     if r.diff:
         lines.extend(r.diff.splitlines())
     return "\n".join(lines)
+
+
+def _xml_safe(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def dumps(report: Report) -> str:

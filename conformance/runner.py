@@ -36,8 +36,17 @@ from conformance._toml import read_toml
 from conformance.adapters import Adapter, AdapterError
 from conformance.case import Case
 from conformance.matchers import Comparison, compare, show
-from conformance.report import (ERRORED, EXPECTED_FAIL, FAILED, PASSED, SKIPPED,
-                                UNEXPECTED_PASS, CaseResult, Report, clause_coverage)
+from conformance.report import (
+    ERRORED,
+    EXPECTED_FAIL,
+    FAILED,
+    PASSED,
+    SKIPPED,
+    UNEXPECTED_PASS,
+    CaseResult,
+    Report,
+    clause_coverage,
+)
 from forge.errors import InputError
 
 EXPECTATIONS = ("fail", "skip")
@@ -138,7 +147,7 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             observation = adapter.run(case, seed)
         except AdapterError as e:
             return result(ERRORED, [e.render()], seed=seed)
-        except Exception as e:  # the adapter itself broke: still this case's error only
+        except Exception as e:  # noqa: BLE001 - a broken adapter errors this case only
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
         comparison = compare(case.expect, observation)
         if not comparison.ok:
@@ -166,9 +175,9 @@ def judge(result: CaseResult, expectation: str | None) -> CaseResult:
         return CaseResult(result.case_id, EXPECTED_FAIL, result.clauses, result.features,
                           result.problems, result.diff, result.seed)
     if result.status == PASSED:
+        why = "the expectations file says this case fails, but it passed; remove its entry"
         return CaseResult(result.case_id, UNEXPECTED_PASS, result.clauses, result.features,
-                          ("the expectations file says this case fails, but it passed; "
-                           "remove its entry",))
+                          (why,))
     return result
 
 

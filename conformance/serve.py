@@ -19,8 +19,12 @@ import json
 import sys
 from typing import IO, Any
 
-from conformance.adapters import (PROTOCOL_VERSION, REFERENCE_FEATURES, AdapterError,
-                                  reference_observation)
+from conformance.adapters import (
+    PROTOCOL_VERSION,
+    REFERENCE_FEATURES,
+    AdapterError,
+    reference_observation,
+)
 from conformance.case import HarnessSpec
 
 NAME = "forge-reference"
@@ -75,10 +79,10 @@ def _run(message: dict) -> dict:
         return _error(case_id, "`harness` is a JSON object")
     try:
         spec = HarnessSpec.from_json(harness)
-        observation = reference_observation(prompt, spec, seed, f"{case_id} [prompt]")
+        observation = reference_observation(prompt, spec, seed, case_id)
     except AdapterError as e:
         return _error(case_id, e.render())
-    except Exception as e:  # a malformed harness object: say so, keep serving
+    except Exception as e:  # noqa: BLE001 - e.g. a malformed harness: say so, keep serving
         return _error(case_id, f"{type(e).__name__}: {e}")
     return {"type": "observation", "id": case_id, "observation": observation}
 

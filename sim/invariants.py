@@ -12,7 +12,11 @@ implementation as much as to the reference.
 - `status_matches_events`: the final status table agrees with the terminal
   event.
 - `same_ids(reference)`: the set of (id, target, origin) is the same as a
-  reference schedule's - ids depend only on each chain's own calls.
+  reference schedule's - ids depend only on each chain's own calls.  Use it
+  for prompts that start the same tasks on every schedule.
+- `consistent_ids(reference)`: an id present in both schedules names the
+  same target and origin (a schedule may start fewer tasks, for example when
+  a cancel lands before a worker spawns).
 """
 
 from __future__ import annotations
@@ -98,6 +102,20 @@ def same_ids(reference: dict) -> Callable[[dict], list[str]]:
         if got != expected:
             return [f"task ids differ from the canonical schedule: {got} != {expected}"]
         return []
+
+    return check
+
+
+def consistent_ids(reference: dict) -> Callable[[dict], list[str]]:
+    expected = {i: (s.get("target"), s.get("origin")) for i, s in reference.get("tasks", {}).items()}
+
+    def check(obs: dict) -> list[str]:
+        problems = []
+        for i, s in obs.get("tasks", {}).items():
+            if i in expected and expected[i] != (s.get("target"), s.get("origin")):
+                problems.append(f"task {i} is {s.get('target')} here but {expected[i][0]} "
+                                "on the canonical schedule")
+        return problems
 
     return check
 

@@ -55,6 +55,8 @@ class Host:
         lib[b"list_from_section"] = L.host(self._list_from_section)
         lib[b"jump"] = L.host(self._jump)
         lib[b"call"] = L.suspender("call")
+        lib[b"fanout"] = L.suspender("fanout")
+        self.suspending["fanout"] = self.run.fanout.start
         store = L.lua.table()
         for op in STORE_OPS:
             store[op.encode()] = L.suspender(f"store.{op}")

@@ -92,7 +92,7 @@ class Run:
         chooser: Chooser | None = None,
         config: RunConfig | None = None,
     ) -> None:
-        from forge.engine import host, models, tasks
+        from forge.engine import fanout, host, models, tasks
 
         self.prompt = prompt
         self.harness = harness or Harness()
@@ -110,6 +110,8 @@ class Run:
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self.queue: list[Any] = []               # tasks waiting for a slot
         self.running_tasks = 0
+        #: The most tasks ever running at once (checked against the ceiling).
+        self.peak_running = 0
         self.outcome: str | None = None
         self.result: str | None = None
         self.error: RunError | None = None
@@ -118,6 +120,7 @@ class Run:
         self.nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
+        self.fanout = fanout.Fanout(self)
         self.host = host.Host(self)
         self.main_task = tasks.Task.main(self)
         self.root: Chain | None = None

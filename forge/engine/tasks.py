@@ -93,6 +93,7 @@ class Task:
     #: For a model-started task: the owner's section state that gets notices.
     model_owner: Any = None
     cancelled_value: Any = None
+    fanout_arm: bool = False
 
     @classmethod
     def main(cls, run: Run) -> Task:
@@ -331,6 +332,7 @@ class TasksAPI:
             run.queue.remove(task)
             task.holds_slot = True
             run.running_tasks += 1
+            run.peak_running = max(run.peak_running, run.running_tasks)
             run.trace.emit(run.kernel.now, "admit", task=task.id)
             if not task.admitted:
                 task.admitted = True
@@ -382,7 +384,10 @@ class TasksAPI:
         if task.chain is not None:
             run.claims.release(task.chain.claim_identity)
         for wait in list(task.waits):
-            self._maybe_wake(wait)
+            if isinstance(wait, Wait):
+                self._maybe_wake(wait)
+            else:
+                run.fanout.arm_ended(wait, task)
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
         self.admit()

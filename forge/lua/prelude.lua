@@ -486,6 +486,18 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
   return env, control
 end
 
+-- A fanout result entry: read-only, and tostring gives its text.
+E.fanout_result = function(text, ok, item, exhausted)
+  local data = { text = text, ok = ok, item = item, exhausted = exhausted }
+  return setmetatable({}, {
+    __index = data,
+    __newindex = function() error(make_error('lua', 'fanout results are read-only'), 2) end,
+    __tostring = function() return text end,
+    __pairs = function(t) return function() return nil end, t, nil end,
+    __metatable = { __tostring = function() return text end },
+  })
+end
+
 -- Stamps for the stale re-raise rule: which suspend count an error value
 -- was made at.
 local stamps = setmetatable({}, { __mode = 'k' })

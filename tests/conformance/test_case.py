@@ -82,8 +82,8 @@ def test_toml_syntax_error_names_the_line(tmp_path):
     ('clauses = ["x"]\nprompt = "# P"\n[harness]\nstore = { "a.md" = 3 }\n',
      'FILE:4: schema: $.harness.store."a.md": expected a string, got 3'),
     ('clauses = ["x"]\nprompt = "# P"\n[expect]\noutcome = "done"\n',
-     "FILE:4: schema: $.expect.outcome: expected one of `ok`, `failed`, `cancelled` "
-     'or a matcher table, got "done"'),
+     ("FILE:4: schema: $.expect.outcome: expected one of `ok`, `failed`, `cancelled` "
+      'or a matcher table, got "done"')),
     ('clauses = ["x"]\nprompt = "# P"\n[expect]\nreslt = "x"\n',
      "FILE:4: schema: $.expect: unknown field `reslt`"),
 ])

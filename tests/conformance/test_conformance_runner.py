@@ -178,9 +178,11 @@ def test_json_and_junit_reports():
                        FakeAdapter, catalogue=catalogue)
     data = json.loads(json.dumps(report.to_json()))
     assert data["summary"] == {"passed": 1, "failed": 1, "errored": 0, "skipped": 0}
-    assert data["cases"][1] == {"id": "g/b", "status": "failed", "clauses": ["c.two"],
-                                "features": ["tasks"], "schedule": "canonical",
-                                "problems": ['result: expected "other", got "right"']}
+    failed = data["cases"][1]
+    assert failed.pop("diff").startswith("--- expected\n+++ observed\n")
+    assert failed == {"id": "g/b", "status": "failed", "clauses": ["c.two"],
+                      "features": ["tasks"], "schedule": "canonical",
+                      "problems": ['result: expected "other", got "right"']}
     assert data["coverage"] == {
         "fanout": {"total": 1, "covered": 0, "uncovered": ["f.one"], "failing": []},
         "tasks": {"total": 2, "covered": 2, "uncovered": [], "failing": ["c.two"]},
@@ -197,3 +199,14 @@ def test_skipped_cases_do_not_cover_their_clauses():
     coverage = clause_coverage(report.results, [{"id": "c.one", "feature": "tasks"}])
     assert coverage == {"tasks": {"total": 1, "covered": 0, "uncovered": ["c.one"],
                                   "failing": []}}
+
+
+def test_junit_survives_terminal_escapes_in_stderr():
+    """Characters XML cannot carry (an implementation's colour codes) are replaced."""
+
+    class Colourful(FakeAdapter):
+        def run(self, c, seed):
+            raise AdapterError("crashed", ["\x1b[31mred\x1b[0m"])
+
+    suite = ET.fromstring(run_suite([case("g/a")], Colourful).to_junit()).find("testsuite")
+    assert "\ufffd[31mred" in suite[0].find("error").text

@@ -124,9 +124,9 @@ def test_render_path():
 
 
 @pytest.mark.parametrize("expect, problem", [
-    ({"result": {"regex": "("}}, (("result", "regex"),
-                                   "invalid regular expression: missing ), unterminated "
-                                   "subpattern at position 0")),
+    ({"result": {"regex": "("}},
+     (("result", "regex"),
+      "invalid regular expression: missing ), unterminated subpattern at position 0")),
     ({"result": {"contains": 3}}, (("result", "contains"), "expected a string, got 3")),
     ({"error": {"absent": "yes"}}, (("error", "absent"), 'expected true or false, got "yes"')),
     ({"logs": {"length": -1}}, (("logs", "length"), "expected a non-negative integer, got -1")),

@@ -120,9 +120,9 @@ def test_a_bad_handshake_is_an_adapter_error(tmp_path):
     """An implementation that answers hello wrongly cannot be used."""
     script = tmp_path / "rude.py"
     script.write_text("import sys\nsys.stdin.readline()\nprint('{\"type\": \"howdy\"}', flush=True)\n")
-    with SubprocessAdapter([sys.executable, str(script)], timeout=5) as adapter:
-        with pytest.raises(AdapterError, match='answered the handshake with {"type": "howdy"}'):
-            adapter.features()
+    adapter = SubprocessAdapter([sys.executable, str(script)], timeout=5)
+    with adapter, pytest.raises(AdapterError, match='answered the handshake with {"type": "howdy"}'):
+        adapter.features()
 
 
 def test_a_missing_program_is_an_adapter_error(tmp_path):

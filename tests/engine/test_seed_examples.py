@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from sim import invariants
 from tests.conftest import EXAMPLES, run_text
 
 EXPECTED = {
@@ -36,12 +37,15 @@ def test_example_canonical(name):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_every_schedule(name):
-    """The same result under 200 random schedules."""
+    """The same result, the same task ids and every invariant under 200 random schedules."""
     outcome, result = EXPECTED[name]
     text = (EXAMPLES / name).read_text()
+    canonical = run_text(text)
+    checks = (*invariants.DEFAULT_CHECKS, invariants.same_ids(canonical))
     for seed in SEEDS:
         obs = run_text(text, seed=seed)
         assert (obs["outcome"], obs["result"]) == (outcome, result), f"seed {seed}"
+        assert [p for c in checks for p in c(obs)] == [], f"seed {seed}"
 
 
 def test_checked_join_reports_each_member():

@@ -1,0 +1,148 @@
+"""fanout: one task per collection member, results in member order.
+
+The Tasks chapter leans on fanout (each arm is a task), so the kit carries
+the part of the fanout chapter that concerns tasks: member order, arms as
+tasks with their ids and seeds, admission under the concurrency limit, the
+depth cap, and fail-fast.  What does not live here: store claims between
+arms (the store's rule, in `run`) and the generic wait machinery (`tasks`).
+
+Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
+cancels every live sibling, started or not - an arm that had not started
+never runs its section's code - and the fanout raises that arm's own error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
+
+if TYPE_CHECKING:
+    from forge.engine.chain import Chain
+    from forge.engine.run import Run
+    from forge.engine.tasks import Task
+
+
+@attrs.define(eq=False)
+class FanoutWait:
+    chain: Chain
+    arms: list
+    items: list
+    members: list = attrs.field(factory=list)
+    failed: Any = None
+    timer: Any = None
+    every: bool = True
+    call: str = "fanout"
+
+
+class Fanout:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.lua = run.lua
+
+    def members(self, collection: Any) -> tuple[list | None, Any]:
+        """(member values, original items) in the chapter's member order."""
+        err = self.run.tasks_api._err
+        if not isinstance(collection, LuaTable):
+            return None, err("fanout's second parameter is a collection; "
+                             "for a list section use list_from_section(heading)")
+        keys = self.lua.ordered_keys(collection)
+        keys = _tuple(keys)
+        ordered = keys[0]
+        n = keys[1] if len(keys) > 1 else 0
+        border = len(collection)
+        out = []
+        for i in range(1, (n or 0) + 1):
+            key = ordered[i]
+            value = collection[key]
+            kind = typename(value)
+            if kind in ("function", "userdata", "thread"):
+                return None, err(f"fanout collection member at index {len(out) + 1} is a {kind}; "
+                                 "members must be data")
+            if isinstance(key, int) and not isinstance(key, bool) and 1 <= key <= border:
+                out.append((value, value))
+                continue
+            ktype = typename(key)
+            if ktype not in ("string", "integer", "number", "boolean"):
+                return None, err(f"fanout collection key must be a string, number, or boolean, got {ktype}")
+            if isinstance(key, float) and (math.isnan(key) or math.isinf(key)):
+                return None, err("fanout collection key is not a finite number")
+            pair = self.lua.lua.table()
+            pair[b"key"] = key
+            pair[b"value"] = value
+            out.append((pair, value))
+        if not out:
+            return None, err("fanout over an empty collection: no work is likely a bug")
+        return out, None
+
+    def start(self, chain: Chain, target: Any = None, collection: Any = None, *rest):
+        run = self.run
+        index, error = run.host.check_target(chain, target)
+        if error:
+            return error
+        section = run.prompt.sections[index]
+        if section.is_list:
+            return run.tasks_api._err(
+                f"section `{section.name}` is a list section, not a worker template")
+        members, error = self.members(collection)
+        if error:
+            return error
+        for _, value in members:
+            try:
+                from_lua_json(value)
+            except NotJSON:
+                return run.tasks_api._err("item must be a JSON-representable value")
+        if chain.depth + 1 > 8:
+            return run.tasks_api._err("fanout recursion exceeded cap of 8")
+        wait = FanoutWait(chain, [], [])
+        for position, (item, original) in enumerate(members, 1):
+            seeds = {"item": self.lua.deep_copy(item), "item_data": from_lua_json(item),
+                     "index": position}
+            task = run.tasks_api.start_task(chain, index, "author", seeds)
+            if isinstance(task, tuple):
+                for arm in wait.arms:
+                    run.tasks_api.cancel(arm)
+                return task
+            task.fanout_arm = True
+            wait.arms.append(task)
+            wait.items.append(original)
+            task.waits.append(wait)
+        wait.members = wait.arms
+        return run.park(chain, "tasks", wait)
+
+    def arm_ended(self, wait: FanoutWait, task: Task) -> None:
+        run = self.run
+        chain = wait.chain
+        if chain.parked_on is not wait or not chain.live:
+            return
+        failure = task.failure if task.state == "done" and task.ok is False else None
+        if failure is not None and failure.kind != "tool_loop_exhausted":
+            self._unregister(wait)
+            for arm in wait.arms:
+                if arm.live:
+                    run.tasks_api.cancel(arm)
+            run.tasks_api.wake(chain, (False, run.as_error_value(failure)))
+            return
+        if any(arm.live for arm in wait.arms):
+            return
+        self._unregister(wait)
+        results = self.lua.lua.table()
+        for position, (arm, original) in enumerate(zip(wait.arms, wait.items), 1):
+            exhausted = arm.failure is not None and arm.failure.kind == "tool_loop_exhausted"
+            text = arm.result if arm.ok else ""
+            entry = self.lua.E.fanout_result(
+                (text or "").encode("utf-8"), bool(arm.ok), original, exhausted)
+            results[position] = entry
+        run.tasks_api.wake(chain, (True, results))
+
+    def _unregister(self, wait: FanoutWait) -> None:
+        for arm in wait.arms:
+            if wait in arm.waits:
+                arm.waits.remove(wait)
+
+
+def _tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
