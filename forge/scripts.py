@@ -1,0 +1,342 @@
+"""Model and operator scripts: the harness's side of every model round and
+every `input.ask()`.
+
+A model script is a JSON object:
+
+    {"model":   {"id": "scripted-model", "context": 131072, "description": ""},
+     "rounds":  [{"section": "Plan", "reply": {"text": "..."}, "delay": 1.5},
+                 {"section": "Plan", "reply": {"tool_calls": [
+                     {"name": "task", "arguments": {"target": "## Research"}}]}}],
+     "default": {"text": "..."}}
+
+- Each model round (a `models.loop` round or a `models.infer` call) takes the
+  first unused entry of `rounds` whose `section` is absent or equals the
+  heading text, without `#` marks, of the section making the round (the H1
+  title in the H1 pass).  Each entry answers one round.
+- `default` answers every round that matches no unused entry; it is a reply
+  object, plus an optional `delay`.  A round that matches nothing when the
+  script has no default fails the run with a harness error naming the round
+  and the script - never a hang.
+- `delay` pins the round's virtual duration in seconds.  Without it the
+  round lasts whatever the harness latency model draws for `model`
+  operations: 1.0 s on the canonical schedule, a multiple of it on explored
+  ones.
+- A reply carries `text` (a string, possibly empty), `tool_calls` (a list of
+  `{"name", "arguments"?, "id"?}`), or both, as the conversation chapter
+  allows; `finish_reason` is `"stop"` unless given (`null` sends none).
+  `fail` makes the round a backend failure with that message, and
+  `"overflow": true` a provider context-window rejection.  A tool call
+  without `id` gets `call_1`, `call_2`, ... counted per section entry, so ids
+  never repeat within a conversation and never depend on the schedule.
+- `model` describes the host's one current model (every declared role is
+  bound to it): its catalog id, context window and description.  Without a
+  model script the host has no current model, so the prompt's roles are
+  unbound.
+
+An operator script is a JSON list of answers for `input.ask()`, taken in
+the order the asks are made: each a string, or `{"text": ..., "delay": ...}`
+with `delay` pinned like a model round's (unpinned: the latency model's
+`operator` duration, 1.0 s canonical).  An ask made after the last answer
+stays pending, like an operator who never answers; if nothing else can
+happen the run ends with the deadlock report, which names the script.
+
+A malformed script is refused before the run with an `InputError` naming the
+file, the entry (such as `rounds[2].reply`) and the rule.
+
+What does not live here: what a reply means to the run (the engine's
+`forge.engine.models`), and which entry a round takes at run time
+(`ScriptCursor`, one per run, so a script object can serve many runs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from forge.errors import InputError
+
+DEFAULT_MODEL_ID = "scripted-model"
+DEFAULT_CONTEXT = 131072
+MAX_CONTEXT = 2**32 - 1
+
+_REPLY_KEYS = ("text", "tool_calls", "finish_reason", "fail", "overflow")
+_ENTRY_KEYS = ("section", "reply", "delay")
+_CALL_KEYS = ("name", "arguments", "id")
+_MODEL_KEYS = ("id", "context", "description")
+_TOP_KEYS = ("model", "rounds", "default")
+
+
+@attrs.frozen
+class ToolCallSpec:
+    """One tool call a scripted reply makes."""
+
+    name: str
+    #: The decoded JSON arguments (a JSON object); never mutated.
+    arguments: dict = attrs.field(eq=False)
+    #: The call id, or None to have the engine number it.
+    id: str | None = None
+    #: Where the call sits in the script, such as `rounds[2].reply.tool_calls[0]`.
+    where: str = ""
+
+
+@attrs.frozen
+class Reply:
+    text: str | None = None
+    tool_calls: tuple[ToolCallSpec, ...] = ()
+    finish_reason: str | None = "stop"
+    #: A backend failure message: the round fails instead of replying.
+    fail: str | None = None
+    #: A provider rejection for context length.
+    overflow: bool = False
+
+
+@attrs.frozen
+class ScriptEntry:
+    #: `rounds[3]` or `default`, for messages.
+    where: str
+    section: str | None
+    reply: Reply
+    #: Pinned virtual duration in seconds, or None for the latency model's.
+    delay: float | None = None
+
+
+@attrs.frozen
+class ModelScript:
+    source: str
+    rounds: tuple[ScriptEntry, ...] = ()
+    default: ScriptEntry | None = None
+    model_id: str = DEFAULT_MODEL_ID
+    context: int = DEFAULT_CONTEXT
+    description: str = ""
+
+
+@attrs.frozen
+class OperatorAnswer:
+    where: str
+    text: str
+    delay: float | None = None
+
+
+@attrs.frozen
+class OperatorScript:
+    source: str
+    answers: tuple[OperatorAnswer, ...] = ()
+
+
+# -- loading ------------------------------------------------------------------------------
+
+def _read_json(path: str | Path) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read this script: {e}", file=str(path)) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+
+
+def load_model_script(path: str | Path) -> ModelScript:
+    return model_script_from_data(_read_json(path), str(path))
+
+
+def load_operator_script(path: str | Path) -> OperatorScript:
+    return operator_script_from_data(_read_json(path), str(path))
+
+
+class _Checker:
+    """Raises InputError naming the source, the entry and the rule."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, rule: str):
+        raise InputError(f"{where}: {rule}", file=self.source)
+
+    def object(self, value: Any, where: str, keys: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, f"must be a JSON object, got {_json_type(value)}")
+        for key in value:
+            if key not in keys:
+                self.fail(where, f"unknown key `{key}`; expected one of "
+                                 + ", ".join(f"`{k}`" for k in keys))
+        return value
+
+    def string(self, value: Any, where: str, non_empty: bool = False) -> str:
+        if not isinstance(value, str):
+            self.fail(where, f"must be a string, got {_json_type(value)}")
+        if non_empty and not value.strip():
+            self.fail(where, "must be a non-empty string")
+        return value
+
+    def delay(self, value: Any, where: str) -> float | None:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.fail(where, f"must be a number of seconds, got {_json_type(value)}")
+        if value < 0:
+            self.fail(where, f"must be a non-negative number of seconds, got {value}")
+        return value
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
+    data = check.object(data, where, _REPLY_KEYS + extra)
+    text = data.get("text")
+    if text is not None:
+        check.string(text, f"{where}.text")
+    calls = []
+    raw_calls = data.get("tool_calls")
+    if raw_calls is not None:
+        if not isinstance(raw_calls, list):
+            check.fail(f"{where}.tool_calls", f"must be an array, got {_json_type(raw_calls)}")
+        for j, raw in enumerate(raw_calls):
+            at = f"{where}.tool_calls[{j}]"
+            call = check.object(raw, at, _CALL_KEYS)
+            if "name" not in call:
+                check.fail(at, "a tool call needs a `name`")
+            name = check.string(call["name"], f"{at}.name", non_empty=True)
+            arguments = call.get("arguments", {})
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, dict):
+                check.fail(f"{at}.arguments", f"must be a JSON object, got {_json_type(arguments)}")
+            call_id = call.get("id")
+            if call_id is not None:
+                check.string(call_id, f"{at}.id", non_empty=True)
+            calls.append(ToolCallSpec(name, arguments, call_id, at))
+    finish = data.get("finish_reason", "stop")
+    if finish is not None:
+        check.string(finish, f"{where}.finish_reason", non_empty=True)
+    fail = data.get("fail")
+    if fail is not None:
+        check.string(fail, f"{where}.fail", non_empty=True)
+    overflow = data.get("overflow", False)
+    if not isinstance(overflow, bool):
+        check.fail(f"{where}.overflow", f"must be a boolean, got {_json_type(overflow)}")
+    if text is None and raw_calls is None and fail is None and not overflow:
+        check.fail(where, "a reply needs `text`, `tool_calls`, `fail` or `overflow`")
+    if (fail is not None or overflow) and (text is not None or raw_calls is not None):
+        check.fail(where, "a failed round (`fail` or `overflow`) carries no `text` or `tool_calls`")
+    return Reply(text, tuple(calls), finish, fail, overflow)
+
+
+def model_script_from_data(data: Any, source: str) -> ModelScript:
+    """A checked model script from decoded JSON; `source` names it in messages."""
+    check = _Checker(source)
+    data = check.object(data, "script", _TOP_KEYS)
+    model = check.object(data.get("model", {}), "model", _MODEL_KEYS)
+    model_id = check.string(model.get("id", DEFAULT_MODEL_ID), "model.id", non_empty=True)
+    context = model.get("context", DEFAULT_CONTEXT)
+    if isinstance(context, bool) or not isinstance(context, int) or not 1 <= context <= MAX_CONTEXT:
+        check.fail("model.context", f"must be a whole number of tokens from 1 to {MAX_CONTEXT}")
+    description = check.string(model.get("description", ""), "model.description")
+    raw_rounds = data.get("rounds", [])
+    if not isinstance(raw_rounds, list):
+        check.fail("rounds", f"must be an array, got {_json_type(raw_rounds)}")
+    rounds = []
+    for i, raw in enumerate(raw_rounds):
+        where = f"rounds[{i}]"
+        entry = check.object(raw, where, _ENTRY_KEYS)
+        if "reply" not in entry:
+            check.fail(where, "an entry needs a `reply`")
+        section = entry.get("section")
+        if section is not None:
+            section = check.string(section, f"{where}.section", non_empty=True)
+            if section.lstrip().startswith("#"):
+                check.fail(f"{where}.section", "is the heading text without `#` marks, "
+                                               f"such as `{section.lstrip().lstrip('#').strip()}`")
+        reply = _reply(check, entry["reply"], f"{where}.reply")
+        rounds.append(ScriptEntry(where, section, reply, check.delay(entry.get("delay"),
+                                                                     f"{where}.delay")))
+    default = None
+    if data.get("default") is not None:
+        raw = data["default"]
+        reply = _reply(check, raw, "default", extra=("delay",))
+        default = ScriptEntry("default", None, reply, check.delay(raw.get("delay"), "default.delay"))
+    return ModelScript(source, tuple(rounds), default, model_id, context, description)
+
+
+def operator_script_from_data(data: Any, source: str) -> OperatorScript:
+    """A checked operator script from decoded JSON."""
+    check = _Checker(source)
+    if not isinstance(data, list):
+        check.fail("script", f"must be a JSON array of answers, got {_json_type(data)}")
+    answers = []
+    for i, raw in enumerate(data):
+        where = f"[{i}]"
+        if isinstance(raw, str):
+            answers.append(OperatorAnswer(where, raw))
+            continue
+        entry = check.object(raw, where, ("text", "delay"))
+        if "text" not in entry:
+            check.fail(where, "an answer needs a `text`")
+        answers.append(OperatorAnswer(where, check.string(entry["text"], f"{where}.text"),
+                                      check.delay(entry.get("delay"), f"{where}.delay")))
+    return OperatorScript(source, tuple(answers))
+
+
+# -- taking entries at run time ------------------------------------------------------------
+
+class ScriptCursor:
+    """Which entries of one script a run has used."""
+
+    def __init__(self, model: ModelScript | None, operator: OperatorScript | None) -> None:
+        self.model = model
+        self.operator = operator
+        self._used = [False] * (len(model.rounds) if model else 0)
+        self._next_answer = 0
+
+    def take_round(self, section: str) -> ScriptEntry | None:
+        """The entry answering a round of `section`, or None when nothing matches."""
+        assert self.model is not None
+        for i, entry in enumerate(self.model.rounds):
+            if not self._used[i] and entry.section in (None, section):
+                self._used[i] = True
+                return entry
+        return self.model.default
+
+    def no_round_message(self, section: str, round_number: int, task: str) -> str:
+        model = self.model
+        used = sum(self._used)
+        return (
+            f"model script {model.source}: no reply for model round {round_number} of section "
+            f"`{section}` (task {task}): {used} of {len(model.rounds)} entries in `rounds` are "
+            f"used, none left matches section `{section}`, and the script has no `default`"
+        )
+
+    def take_answer(self) -> OperatorAnswer | None:
+        assert self.operator is not None
+        if self._next_answer >= len(self.operator.answers):
+            return None
+        answer = self.operator.answers[self._next_answer]
+        self._next_answer += 1
+        return answer
+
+    @property
+    def answers_given(self) -> int:
+        return self._next_answer
+
+
+__all__ = [
+    "ModelScript", "OperatorScript", "ScriptEntry", "Reply", "ToolCallSpec", "OperatorAnswer",
+    "ScriptCursor", "load_model_script", "load_operator_script", "model_script_from_data",
+    "operator_script_from_data",
+]

@@ -1,0 +1,156 @@
+"""`forge explore` and `forge replay`: many schedules of one prompt, and one
+recorded schedule again.
+
+`explore` runs the prompt under a strategy for many seeds, checks every run
+against the invariants in `sim.invariants` (and, with `--expect-result`,
+the result), shrinks the first failing schedule, and writes a replay file
+that `forge replay` (or `forge run --strategy replay:FILE`) reproduces byte
+for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+def register(main: click.Group) -> None:
+    main.add_command(explore)
+    main.add_command(replay)
+
+
+def _subject(prompt_path: str, args: str, concurrency: int, model_script, operator_script):
+    from forge.cli import _load_prompt, build_harness
+    from forge.engine.run import RunConfig, run_prompt
+
+    prompt = _load_prompt(prompt_path)
+    # Scripts are parsed once, so a bad one is reported before any run.
+    build_harness(None, concurrency, model_script, operator_script)
+
+    def subject(chooser):
+        harness = build_harness(None, concurrency, model_script, operator_script)
+        run = run_prompt(prompt, harness, chooser, RunConfig(args=args))
+        obs = run.observation()
+        return obs, obs["trace_sha256"]
+
+    return subject
+
+
+@click.command()
+@click.argument("prompt", type=click.Path(dir_okay=False))
+@click.option("--runs", type=click.IntRange(min=1), default=200, show_default=True,
+              help="How many schedules to try.")
+@click.option("--start-seed", type=int, default=0, show_default=True)
+@click.option("--strategy", type=click.Choice(["random", "pct", "exhaustive"]), default="random",
+              show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
+@click.option("--pct-depth", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--args", "args_text", default="")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--model-script", type=click.Path(dir_okay=False), default=None)
+@click.option("--operator-script", type=click.Path(dir_okay=False), default=None)
+@click.option("--expect-result", default=None, help="Also require this exact run result.")
+@click.option("--same-ids/--no-same-ids", default=True, show_default=True,
+              help="Require every schedule to start the same task ids as the canonical one.")
+@click.option("--replay-out", type=click.Path(dir_okay=False, writable=True),
+              default="forge-failure.replay.json", show_default=True,
+              help="Where to write the shrunk failing schedule.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrency, model_script,
+            operator_script, expect_result, same_ids, replay_out, as_json):
+    """Run PROMPT under many schedules and check invariants on every one.
+
+    \b
+    Checks: each task ends exactly once; status tables agree with events;
+    every abandon has one sound reason; task ids match the canonical
+    schedule (--same-ids); the result equals --expect-result if given.
+    A failure is shrunk to a minimal schedule and saved for `forge replay`.
+
+    \b
+    Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input.
+    """
+    from sim import invariants
+    from sim.chooser import Canonical, Chooser, Choice
+    from sim.explore import exhaustive
+    from sim.explore import explore as run_explore
+
+    subject = _subject(prompt, args_text, concurrency, model_script, operator_script)
+    canonical, _ = subject(Chooser(Canonical()))
+    checks = list(invariants.DEFAULT_CHECKS)
+    if same_ids:
+        checks.append(invariants.same_ids(canonical))
+    if expect_result is not None:
+        checks.append(lambda obs: [] if obs.get("result") == expect_result else
+                      [f"result {obs.get('result')!r} != {expect_result!r}"])
+    show = sys.stderr.isatty() and not as_json
+
+    def progress(n: int) -> None:
+        if show and (n % 10 == 0 or n == runs):
+            click.echo(f"\r{n}/{runs} schedules", nl=False, err=True)
+
+    if strategy == "exhaustive":
+        report = exhaustive(subject, checks, limit=runs)
+    else:
+        seeds = range(start_seed, start_seed + runs)
+        report = run_explore(subject, seeds, checks, strategy=strategy, pct_depth=pct_depth,
+                             progress=progress)
+    if show:
+        click.echo("", err=True)
+    finding = report.findings[0] if report.findings else None
+    if finding is not None:
+        choices = [Choice("replayed", max(v + 1, 1), v).to_json() for v in finding.shrunk]
+        with open(replay_out, "w", encoding="utf-8") as f:
+            json.dump({"prompt": prompt, "args": args_text, "seed": finding.seed,
+                       "choices": choices}, f, sort_keys=True)
+            f.write("\n")
+    if as_json:
+        click.echo(json.dumps({
+            "runs": report.runs,
+            "distinct_schedules": report.distinct_traces,
+            "outcomes": report.outcomes,
+            "failures": [{"seed": f.seed, "problems": list(f.problems),
+                          "choices": len(f.choices), "shrunk": list(f.shrunk)}
+                         for f in report.findings],
+            "replay": replay_out if finding else None,
+        }, sort_keys=True))
+    else:
+        click.echo(f"{report.runs} schedules, {report.distinct_traces} distinct, "
+                   f"outcomes {report.outcomes}")
+        if finding is not None:
+            click.echo(f"FAILED at seed {finding.seed}: " + "; ".join(finding.problems))
+            click.echo(f"shrunk from {len(finding.choices)} to {len(finding.shrunk)} choices; "
+                       f"reproduce with: forge replay {prompt} {replay_out}")
+    sys.exit(1 if finding else 0)
+
+
+@click.command()
+@click.argument("prompt", type=click.Path(dir_okay=False))
+@click.argument("replay_file", type=click.Path(dir_okay=False, exists=True))
+@click.option("--args", "args_text", default=None, help="Override the arguments in the replay file.")
+@click.option("--json", "as_json", is_flag=True)
+def replay(prompt, replay_file, args_text, as_json):
+    """Run PROMPT again under the schedule recorded in REPLAY_FILE."""
+    from forge.cli import _load_prompt, build_harness
+    from forge.engine.run import RunConfig, observation_json, run_prompt
+    from forge.errors import InputError
+    from sim.chooser import Chooser, ReplayProvider, load_replay
+
+    try:
+        choices = load_replay(replay_file)
+        with open(replay_file, encoding="utf-8") as f:
+            meta = json.load(f)
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    args = args_text if args_text is not None else meta.get("args", "")
+    provider = ReplayProvider(choices)
+    run = run_prompt(_load_prompt(prompt), build_harness(), Chooser(provider), RunConfig(args=args))
+    obs = run.observation()
+    if provider.misaligned_at is not None:
+        click.echo(f"warning: the replay drifted at choice {provider.misaligned_at} "
+                   "(the prompt changed since it was recorded?)", err=True)
+    if as_json:
+        click.echo(observation_json(obs))
+    else:
+        click.echo(f"{obs['outcome']}: {obs['result'] if obs['outcome'] == 'ok' else obs['error']}")
+    sys.exit(0 if obs["outcome"] == "ok" else 1)
