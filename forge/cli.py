@@ -167,7 +167,7 @@ def _register_optional_commands() -> None:
     """Subcommands that live beside their subsystems."""
     import importlib
 
-    for module in ("sim.cli", "conformance.cli", "spec.cli"):
+    for module in ("sim.cli", "conformance.cli", "conformance.mutants_cli", "spec.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

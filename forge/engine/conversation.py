@@ -1,0 +1,275 @@
+"""Message lists as `models.loop` sees them: checking, composing, measuring.
+
+What lives here: the checks a message list must pass at the `models.loop`
+call and before every round (the list as a whole, each record's own fields,
+then the rules across records, first failure only, with the conversation
+chapter's exact messages), the composition of the list into what a model
+receives (merging runs of records) as far as the precheck needs it, the
+precheck's token estimate, and the JSON form of a list for the observation.
+What does not: running rounds or appending records (`models`).
+
+Lists and records are Lua tables.  Everything here reads them raw (through
+`items()`), never through `__index`, so a record's metatable can neither
+answer for it nor run code during a check.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
+
+ROLES = ("system", "user", "assistant", "tool")
+_ROLE_LIST = "system, user, assistant, tool"
+
+
+@attrs.frozen
+class ListFault:
+    """The first broken rule: its message, and whether it spans records
+    (those are also reported as a failed round)."""
+
+    message: str
+    across: bool = False
+
+
+def raw_fields(table: LuaTable) -> dict:
+    return dict(table.items())
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
+def _is_array(fields: dict) -> bool:
+    keys = list(fields)
+    return all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(
+        range(1, len(keys) + 1))
+
+
+def _json_representable(value: Any) -> bool:
+    # from_lua_json refuses functions, userdata, non-finite numbers, keys
+    # JSON cannot hold, text that is not UTF-8, and (by depth) cycles.
+    try:
+        from_lua_json(value)
+    except NotJSON:
+        return False
+    return True
+
+
+def check_list(value: Any) -> ListFault | None:
+    """The first rule `value` breaks as a message list, or None."""
+    if not isinstance(value, LuaTable):
+        return ListFault(f"messages must be a table of message tables, got {typename(value)}")
+    if not _json_representable(value):
+        return ListFault("messages must be a JSON-representable table")
+    fields = raw_fields(value)
+    if not fields:
+        return ListFault("messages must not be empty")
+    if not _is_array(fields):
+        return ListFault("messages must be an array of message tables")
+    records = [fields[i] for i in range(1, len(fields) + 1)]
+    parsed = []
+    for index, record in enumerate(records, 1):
+        fault, rec = _check_record(index, record)
+        if fault:
+            return ListFault(fault)
+        parsed.append(rec)
+    fault = _check_across(parsed)
+    return ListFault(fault, across=True) if fault else None
+
+
+@attrs.frozen
+class _Record:
+    role: str
+    #: Plain text content, or None when the content is a parts array.
+    text: str | None
+    parts: tuple = ()
+    has_tool_calls: bool = False
+    call_ids: tuple[str, ...] = ()
+    calls_json: tuple[str, ...] = ()
+    tool_call_id: str | None = None
+    has_tool_call_id: bool = False
+
+
+def _check_record(index: int, record: Any) -> tuple[str | None, _Record | None]:
+    at = f"messages[{index}]"
+    if not isinstance(record, LuaTable):
+        return f"{at} must be a message table", None
+    fields = raw_fields(record)
+    role = fields.get(b"role")
+    if not isinstance(role, bytes):
+        return f"{at} role must be a string, one of: {_ROLE_LIST}", None
+    role_text = _text(role)
+    if role_text not in ROLES:
+        return f'{at} role "{role_text}" is unknown; known roles: {_ROLE_LIST}', None
+    content = fields.get(b"content")
+    text, parts = None, ()
+    content_rule = f"{at} content must be a string or a non-empty array of content parts"
+    if isinstance(content, bytes):
+        text = _text(content)
+    elif isinstance(content, LuaTable):
+        items = raw_fields(content)
+        if not items or not _is_array(items):
+            return content_rule, None
+        parsed_parts = []
+        for p in range(1, len(items) + 1):
+            fault, part = _check_part(at, p, items[p])
+            if fault:
+                return fault, None
+            parsed_parts.append(part)
+        parts = tuple(parsed_parts)
+    else:
+        return content_rule, None
+    has_id = b"tool_call_id" in fields
+    tool_call_id = fields.get(b"tool_call_id")
+    if has_id and not isinstance(tool_call_id, bytes):
+        return f"{at} tool_call_id must be a string", None
+    if role_text == "tool" and not has_id:
+        return f"{at} is a tool message and must set a string tool_call_id", None
+    calls = fields.get(b"tool_calls")
+    call_ids, calls_json = [], []
+    if calls is not None:
+        if not isinstance(calls, LuaTable):
+            return f"{at} tool_calls must be an array", None
+        items = raw_fields(calls)
+        if items and not _is_array(items):
+            return f"{at} tool_calls must be an array", None
+        for c in range(1, len(items) + 1):
+            call = items[c]
+            cat = f"{at} tool_calls[{c}]"
+            if not isinstance(call, LuaTable):
+                return f"{cat} must be a table", None
+            cf = raw_fields(call)
+            if not isinstance(cf.get(b"id"), bytes):
+                return f"{cat} must set a string id", None
+            if not isinstance(cf.get(b"name"), bytes):
+                return f"{cat} must set a string name", None
+            arguments = cf.get(b"arguments")
+            if arguments is not None:
+                if not isinstance(arguments, LuaTable) or not all(
+                        isinstance(k, bytes) for k in raw_fields(arguments)):
+                    return f"{cat} arguments must be a table", None
+            call_ids.append(_text(cf[b"id"]))
+            calls_json.append(json.dumps({
+                "id": _text(cf[b"id"]), "name": _text(cf[b"name"]),
+                "arguments": from_lua_json(arguments) if arguments is not None else {},
+            }, separators=(",", ":"), sort_keys=True, ensure_ascii=False))
+    return None, _Record(
+        role=role_text, text=text, parts=parts, has_tool_calls=calls is not None,
+        call_ids=tuple(call_ids), calls_json=tuple(calls_json),
+        tool_call_id=_text(tool_call_id) if has_id else None, has_tool_call_id=has_id,
+    )
+
+
+def _check_part(at: str, p: int, part: Any) -> tuple[str | None, tuple | None]:
+    pat = f"{at} content part {p}"
+    if not isinstance(part, LuaTable):
+        return f"{pat} must be a table with a string type field", None
+    pf = raw_fields(part)
+    kind = pf.get(b"type")
+    if not isinstance(kind, bytes):
+        return f"{pat} must be a table with a string type field", None
+    kind_text = _text(kind)
+    if kind_text == "text":
+        if not isinstance(pf.get(b"text"), bytes):
+            return f"{pat} is a text part and must set a string text field", None
+        return None, ("text", _text(pf[b"text"]))
+    if kind_text == "image_url":
+        image = pf.get(b"image_url")
+        if not isinstance(image, LuaTable) or not isinstance(raw_fields(image).get(b"url"), bytes):
+            return (f"{pat} is an image_url part and must set an image_url table with a string "
+                    "url field"), None
+        return None, ("image_url", "")
+    return f'{pat} has unknown type "{kind_text}"; known types: text, image_url', None
+
+
+def _check_across(records: list[_Record]) -> str | None:
+    leading = 0
+    while leading < len(records) and records[leading].role == "system":
+        leading += 1
+    if leading >= 2:
+        for n in range(leading):
+            if records[n].text is None:
+                return (f"messages[{n + 1}] is a system message with content parts; only plain "
+                        "text system messages can be composed")
+    seen_ids: set[str] = set()
+    pending: list[str] = []
+    batch_at = 0
+    for n, rec in enumerate(records, 1):
+        if rec.has_tool_calls and rec.role != "assistant":
+            return f"messages[{n}] sets tool_calls but is not an assistant message"
+        if rec.has_tool_call_id and rec.role != "tool":
+            return f"messages[{n}] sets a tool_call_id but is not a tool message"
+        if rec.role != "tool" and pending:
+            return f'messages[{batch_at}] tool call "{pending[0]}" has no tool result'
+        if rec.role == "system" and n > leading:
+            return f"messages[{n}] is a system message outside the leading system block"
+        if rec.role == "assistant" and rec.call_ids:
+            for call_id in rec.call_ids:
+                if call_id in seen_ids:
+                    return f'messages[{n}] tool call id "{call_id}" duplicates an earlier tool call'
+                seen_ids.add(call_id)
+            pending, batch_at = list(rec.call_ids), n
+        elif rec.role == "tool":
+            if rec.tool_call_id not in pending:
+                return (f"messages[{n}] is an orphan tool record: no pending assistant tool call "
+                        f'with id "{rec.tool_call_id}"')
+            pending.remove(rec.tool_call_id)
+    if pending:
+        return f'messages[{batch_at}] tool call "{pending[0]}" has no tool result'
+    return None
+
+
+# -- composition and the precheck ---------------------------------------------------------
+
+def estimate_tokens(value: LuaTable) -> int:
+    """The precheck's estimate for a checked list: the composed conversation's
+    UTF-8 bytes divided by 4, plus 4 per composed (merged) record."""
+    fields = raw_fields(value)
+    records = [_check_record(i, fields[i])[1] for i in range(1, len(fields) + 1)]
+    total = 0
+    merged = 0
+    previous: str | None = None
+    leading = True
+    for rec in records:
+        if rec.role == "system" and leading:
+            kind = "system"
+        else:
+            leading = False
+            if rec.role == "assistant":
+                kind = "assistant_calls" if rec.call_ids else "assistant_text"
+            else:
+                kind = rec.role
+        joins = (
+            (kind == previous and kind in ("system", "user", "assistant_text"))
+            or (previous == "assistant_text" and kind == "assistant_calls")
+        )
+        if not joins:
+            merged += 1
+        elif kind in ("system", "user") and (rec.text is None or rec.text):
+            total += 2      # the blank line that joins the two texts
+        total += _content_bytes(rec)
+        previous = kind
+    return total // 4 + 4 * merged
+
+
+def _content_bytes(rec: _Record) -> int:
+    size = len(rec.text.encode("utf-8")) if rec.text is not None else 0
+    size += sum(len(text.encode("utf-8")) for kind, text in rec.parts if kind == "text")
+    size += sum(len(c.encode("utf-8")) for c in rec.calls_json)
+    return size
+
+
+def list_json(value: LuaTable) -> list:
+    """The list as JSON data for the observation (records as they are)."""
+    try:
+        data = from_lua_json(value)
+    except NotJSON:
+        return []
+    return data if isinstance(data, list) else []
+
+
+__all__ = ["check_list", "estimate_tokens", "list_json", "ListFault", "raw_fields"]

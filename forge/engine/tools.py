@@ -1,0 +1,270 @@
+"""The `tools` namespace: local tools, script tool calls, scope, counts.
+
+What lives here: `tools.add_local` and the local tools a section registers,
+`tools.call` (a script call: the section's local tools run their handlers
+inside the calling chain; everything else is `unbound_tool`), `tools.always`
+and `tools.add`, `tools.allow_tasks` and its allowlist rules, the tool list a
+round offers the model (local tools in registration order, then the task
+built-ins when the section allowed tasks), and the `tools.calls` counts.
+
+What does not: running a model's tool calls inside a round (`models`), the
+task built-ins themselves (`modeltasks`).
+
+This kit has no capability catalogue and reads no `tools:` frontmatter slots,
+so no alias is ever a bound tool slot: `tools.always` and `tools.add` refuse
+every alias with the spec's not-a-bound-tool-slot message, `tools.call` of a
+name that is not a local tool is `unbound_tool` with an empty alias list, and
+no Tool objects exist.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from forge.lua.runtime import LuaFunction, LuaTable, NotJSON, decode, from_lua_json, typename
+
+if TYPE_CHECKING:
+    from forge.engine.chain import Chain
+    from forge.engine.models import ModelsAPI, SectionState
+
+#: The model's task built-ins, in the fixed order a round offers them.
+BUILTINS = ("task", "task_cancel", "task_status", "await_tasks")
+#: Engine tool names a script call can never reach, the current revision's
+#: `task_events` included, so no local tool under those names is callable.
+ENGINE_NAMES = BUILTINS + ("task_events",)
+
+ALIAS_GRAMMAR = "[A-Za-z][A-Za-z0-9_-]{0,63}"
+_ALIAS = re.compile(ALIAS_GRAMMAR)
+PARAM_TYPES = ("string", "integer", "number", "boolean")
+
+JUMP_REFUSAL = (
+    "jump is unavailable inside a local tool handler: return a value from the handler and call "
+    "jump from the block after the tool call returns"
+)
+
+
+def _t(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def alias_fault(value: Any, call: str) -> str | None:
+    """The grammar check every alias goes through first."""
+    if not isinstance(value, bytes):
+        return f"{call} alias must be a string, got {typename(value)}"
+    text = _t(value)
+    if not _ALIAS.fullmatch(text):
+        return f'invalid alias "{text}": expected {ALIAS_GRAMMAR}'
+    return None
+
+
+def debug_list(names) -> str:
+    """A list of names as the reference engine prints it: `["a", "b"]`."""
+    return "[" + ", ".join(f'"{n}"' for n in names) + "]"
+
+
+@attrs.frozen
+class LocalTool:
+    alias: str
+    description: str
+    #: (name, type, description or None), sorted bytewise by name.
+    params: tuple[tuple[str, str, str | None], ...]
+    handler: Any = attrs.field(eq=False, repr=False)
+
+    def schema(self) -> dict:
+        properties = {}
+        for name, kind, description in self.params:
+            prop = {"type": kind}
+            if description is not None:
+                prop["description"] = description
+            properties[name] = prop
+        return {"type": "object", "properties": properties,
+                "required": [name for name, _, _ in self.params]}
+
+
+@attrs.frozen
+class ToolSpec:
+    """One tool as a round offers it to the model."""
+
+    name: str
+    description: str
+    parameters: dict = attrs.field(eq=False)
+
+
+@attrs.frozen
+class AllowTasks:
+    """A section's `tools.allow_tasks` grant; `targets` None allows any section."""
+
+    targets: tuple[str, ...] | None
+
+
+class ToolsAPI:
+    def __init__(self, models: ModelsAPI) -> None:
+        self.models = models
+        self.run = models.run
+        self.lua = models.run.lua
+
+    def build(self, L) -> Any:
+        ns = self.lua.lua.table()
+        for name in ("always", "add", "add_local", "allow_tasks"):
+            ns[name.encode()] = self.lua.host(getattr(self, "_" + name))
+        ns[b"call"] = L.call
+        return ns
+
+    def _err(self, message: str, kind: str = "lua", **fields: str):
+        return self.models.err(message, kind, **fields)
+
+    def _state(self) -> SectionState:
+        return self.run.current.section_state
+
+    # ------------------------------------------------------------ scope
+    def _always(self, alias=None, description=None, *rest):
+        fault = alias_fault(alias, "tools.always")
+        if fault:
+            return self._err(fault)
+        return self._err(f'tools.always alias "{_t(alias)}" is not a bound tool slot')
+
+    def _add(self, *args):
+        if not args or args == (None,):
+            return (True,)
+        if len(args) > 2:
+            return self._err("tools.add takes one alias plus an optional override, got extra "
+                             f"{typename(args[2])}")
+        target, override = args[0], args[1] if len(args) > 1 else None
+        if override is not None and not isinstance(override, bytes):
+            return self._err(f"tools.add override must be a string, got {typename(override)}")
+        if isinstance(target, LuaTable):
+            if override is not None:
+                return self._err("tools.add array form takes no override")
+            entries = [target[i] for i in range(1, len(target) + 1)]
+        else:
+            entries = [target]
+        for entry in entries:
+            if not isinstance(entry, bytes):
+                return self._err("tools.add expects strings, Tool objects, or arrays of either, "
+                                 f"got {typename(entry)}")
+        for entry in entries:
+            fault = alias_fault(entry, "tools.add")
+            if fault:
+                return self._err(fault)
+        if entries:
+            return self._err(f'tools.add alias "{_t(entries[0])}" is not a bound tool slot')
+        return (True,)
+
+    def _add_local(self, alias=None, description=None, params=None, handler=None, *rest):
+        fault = alias_fault(alias, "tools.add_local")
+        if fault:
+            return self._err(fault)
+        name = _t(alias)
+        state = self._state()
+        if name in state.local_tools:
+            return self._err(f'tools.add_local alias "{name}" is already registered')
+        if not isinstance(description, bytes) or decode(description) is None:
+            return self._err(f"tools.add_local description must be a string, got {typename(description)}")
+        if not isinstance(params, LuaTable):
+            return self._err(f"tools.add_local params must be a table, got {typename(params)}")
+        parsed = []
+        for key, spec in sorted(params.items(), key=lambda kv: _t(kv[0]).encode()):
+            pname = _t(key)
+            if isinstance(spec, bytes):
+                kind, pdesc = _t(spec), None
+            elif isinstance(spec, LuaTable):
+                kind_raw, desc_raw = spec[1], spec[2]
+                if not isinstance(kind_raw, bytes) or (desc_raw is not None
+                                                       and not isinstance(desc_raw, bytes)):
+                    return self._err(f'tools.add_local param "{pname}" must be a type string or a '
+                                     "{type, description} array")
+                kind, pdesc = _t(kind_raw), _t(desc_raw) if desc_raw is not None else None
+            else:
+                return self._err(f'tools.add_local param "{pname}" must be a type string or a '
+                                 "{type, description} array")
+            if kind not in PARAM_TYPES:
+                return self._err(f'tools.add_local param "{pname}" has unsupported type "{kind}": '
+                                 'expected "string", "integer", "number", or "boolean"')
+            parsed.append((pname, kind, pdesc))
+        if not isinstance(handler, LuaFunction):
+            return self._err(f"tools.add_local handler must be a function, got {typename(handler)}")
+        state.local_tools[name] = LocalTool(name, _t(description), tuple(parsed), handler)
+        self.models.known_tools.add(name)
+        return (True,)
+
+    def _allow_tasks(self, targets=None, *rest):
+        state = self._state()
+        if targets is None:
+            state.allow = AllowTasks(None)
+            return (True,)
+        if not isinstance(targets, LuaTable):
+            return self._err("tools.allow_tasks targets must be a list of section headings, got "
+                             f"{typename(targets)}")
+        headings = []
+        # Only the list part is read: 1..#t.
+        for i in range(1, len(targets) + 1):
+            entry = targets[i]
+            if not isinstance(entry, bytes):
+                return self._err("tools.allow_tasks targets must be section heading strings, got "
+                                 f"{typename(entry)}")
+            text = _t(entry).strip()
+            if not text:
+                return self._err("tools.allow_tasks targets must be non-empty section headings")
+            headings.append(text)
+        if not headings:
+            return self._err("tools.allow_tasks targets must name at least one section; call it "
+                             "with no argument to allow any section")
+        state.allow = AllowTasks(tuple(headings))
+        return (True,)
+
+    # ------------------------------------------------------------ offered
+    def offered(self, state: SectionState) -> tuple[ToolSpec, ...]:
+        """What a round sent now offers: local tools, then the task built-ins."""
+        specs = [ToolSpec(t.alias, t.description, t.schema()) for t in state.local_tools.values()]
+        if state.allow is not None:
+            specs.extend(self.models.tasks.specs(state.allow))
+        return tuple(specs)
+
+    # ------------------------------------------------------------ counts
+    def count(self, chain: Chain, alias: str) -> None:
+        """Count one call attempt for the calling section (tools.calls)."""
+        state = chain.section_state
+        if state.calls is None:
+            state.calls = {}
+            calls = state.calls
+
+            def read(key=None, *rest):
+                name = _t(key) if isinstance(key, bytes) else str(key)
+                if isinstance(key, bytes) and name in calls:
+                    return (True, calls[name])
+                suffix = " - check for typos or add it via tools.add" if calls else ""
+                return self._err(f'tools.calls: "{name}" has no seeded count; seeded aliases: '
+                                 f"{debug_list(sorted(calls))}{suffix}")
+
+            if chain.env is not None:
+                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self.lua.host(read))
+        state.calls[alias] = state.calls.get(alias, 0) + 1
+
+    # ------------------------------------------------------------ script calls
+    def call(self, chain: Chain, count: int = 0, alias=None, args=None, *rest):
+        """`tools.call(alias, args?)`: a resume tuple, or a handler to run."""
+        if not isinstance(alias, bytes):
+            return self._err(f"tools.call alias must be a string or Tool object, got {typename(alias)}")
+        name = _t(alias)
+        if args is None:
+            data = {}
+        elif not isinstance(args, LuaTable):
+            return self._err(f"args must be a table, got {typename(args)}")
+        else:
+            try:
+                data = from_lua_json(args)
+            except NotJSON:
+                return self._err("args must be a JSON-representable table")
+            if data == []:
+                data = {}
+        state = chain.section_state
+        tool = state.local_tools.get(name)
+        if name in ENGINE_NAMES or tool is None:
+            self.run.emit(chain, "tool_call_failed")
+            return self._err(f'tool "{name}" is not bound in this run; bound aliases: []',
+                             "unbound_tool", name=name)
+        self.count(chain, name)
+        return self.models.start_script_call(chain, tool, data)

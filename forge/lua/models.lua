@@ -1,0 +1,140 @@
+-- The Lua side of models, conversations and tools, loaded once per run.
+--
+-- What lives here: message lists and their builder methods, model handles
+-- (sealed tables), the read-only `tools.calls` view, and the trampoline
+-- that lets a suspending call run Lua on the engine's behalf - a local tool
+-- handler or a compactor - inside the calling chain's own coroutine, so the
+-- handler's own suspending calls (store, tasks, models) park the chain like
+-- any other call.  What does not: any decision about rounds, tools or tasks;
+-- those are Python's (forge.engine.models), reached through `suspend`.
+--
+-- The trampoline protocol: every suspending call below resumes with
+-- (kind, value).  `done` returns value to the caller; `run` asks for
+-- value.fn(value.arg) to be called here, its outcome reported back with
+-- `models.handler_done`; `continue` just re-enters the engine with
+-- `models.continue` (used after the chain was parked on a round or a wait).
+
+local E = ...
+local suspend, make_error, host = E.suspend, E.make_error, E.host
+local pcall_raw, select, type, tostring, error = pcall, select, type, tostring, error
+local setmetatable, rawget, rawset, rawlen = setmetatable, rawget, rawset, rawlen
+
+local M = {}
+
+local function drive(kind, value)
+  while true do
+    if kind == 'done' then
+      return value
+    elseif kind == 'run' then
+      -- Only the first return value counts, as for any handler.
+      local ok, result = pcall_raw(value.fn, value.arg)
+      kind, value = suspend('models.handler_done', ok, result)
+    else
+      kind, value = suspend('models.continue')
+    end
+  end
+end
+
+M.loop = function(...)
+  drive(suspend('models.loop', select('#', ...), ...))
+end
+
+M.infer = function(...)
+  return suspend('models.infer', select('#', ...), ...)
+end
+
+M.call = function(...)
+  return drive(suspend('tools.call', select('#', ...), ...))
+end
+
+---------------------------------------------------------------------------
+-- Message lists: plain arrays whose builders live on a per-list metatable,
+-- so `#`, indexes and JSON see only the records.
+---------------------------------------------------------------------------
+local function push(list, record)
+  rawset(list, rawlen(list) + 1, record)
+  return list
+end
+M.append = push
+
+M.new_list = function()
+  local methods = {
+    system = function(self, content) return push(self, { role = 'system', content = content }) end,
+    user = function(self, content) return push(self, { role = 'user', content = content }) end,
+    assistant = function(self, content, tool_calls)
+      return push(self, { role = 'assistant', content = content, tool_calls = tool_calls })
+    end,
+    tool = function(self, content, tool_call_id)
+      return push(self, { role = 'tool', content = content, tool_call_id = tool_call_id })
+    end,
+    append = function(self, record) return push(self, record) end,
+  }
+  return setmetatable({}, { __index = methods })
+end
+
+---------------------------------------------------------------------------
+-- Model handles: sealed tables with nine read-only fields.  Python knows a
+-- handle by the key this weak map gives it.
+---------------------------------------------------------------------------
+local handle_keys = setmetatable({}, { __mode = 'k' })
+local HANDLE_FIELDS = {
+  name = true, label = true, description = true, capabilities = true, model_id = true,
+  context = true, thinking = true, temperature = true, max_tokens = true,
+}
+
+M.make_handle = function(key, fields, capabilities)
+  local h = setmetatable({}, {
+    __index = function(_, k)
+      if k == 'capabilities' then
+        local copy = {}
+        for i = 1, rawlen(capabilities) do copy[i] = rawget(capabilities, i) end
+        return copy
+      end
+      if not HANDLE_FIELDS[k] then
+        error(make_error('lua', "attempt to get an unknown field '" .. tostring(k) .. "'"), 2)
+      end
+      return rawget(fields, k)
+    end,
+    __newindex = function(_, k)
+      error(make_error('lua', 'model handles are read-only: cannot assign field "'
+        .. tostring(k) .. '"'), 2)
+    end,
+    __tostring = function() return 'model handle: ' .. rawget(fields, 'name') end,
+    __metatable = 'model handle',
+  })
+  handle_keys[h] = key
+  return h
+end
+
+M.handle_key = function(v)
+  if type(v) ~= 'table' then return nil end
+  return handle_keys[v]
+end
+
+---------------------------------------------------------------------------
+-- tools.calls: a live, read-only view; `get(key)` answers each read.
+---------------------------------------------------------------------------
+M.calls_view = function(get)
+  local read = host(get)
+  return setmetatable({}, {
+    __index = function(_, k) return read(k) end,
+    __newindex = function() error(make_error('lua', 'tools.calls is read-only'), 2) end,
+    __metatable = 'tools.calls is read-only',
+  })
+end
+
+-- Message lists are told apart by identity, which Python's wrappers do not
+-- keep; this gives each list one number for the run.
+local list_serials = setmetatable({}, { __mode = 'k' })
+local next_serial = 0
+M.list_serial = function(list)
+  local s = list_serials[list]
+  if s == nil then
+    next_serial = next_serial + 1
+    s = next_serial
+    list_serials[list] = s
+  end
+  return s
+end
+
+return M

@@ -1,0 +1,120 @@
+"""`forge spec`: list, search and render the clause catalogue; report coverage."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import sys
+
+import click
+
+
+def register(main: click.Group) -> None:
+    main.add_command(spec)
+
+
+def _catalogue() -> list[dict]:
+    from conformance.catalogue import default_catalogue_dir, load_catalogue
+    from forge.errors import InputError
+
+    directory = default_catalogue_dir()
+    if directory is None:
+        raise InputError("the clause catalogue (spec/*.toml) is not installed")
+    return load_catalogue(directory)
+
+
+@click.group(invoke_without_command=True)
+@click.option("--feature", multiple=True, help="Only clauses of this feature (repeatable).")
+@click.option("-k", "pattern", default=None, help="Only clauses whose id or statement matches this regex.")
+@click.option("--json", "as_json", is_flag=True, help="Print the clauses as JSON.")
+@click.pass_context
+def spec(ctx, feature, pattern, as_json):
+    """List the clauses of the specifications.
+
+    \b
+    forge spec                          every clause, one line each
+    forge spec --feature tasks-model    the model side of the Tasks chapter
+    forge spec -k timeout               clauses about timeouts
+    forge spec coverage                 clauses no conformance case checks
+    forge spec render DIR               the readable Markdown form
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    clauses = _catalogue()
+    if feature:
+        clauses = [c for c in clauses if c["feature"] in feature]
+    if pattern:
+        rx = re.compile(pattern)
+        clauses = [c for c in clauses if rx.search(c["id"]) or rx.search(c.get("statement", ""))]
+    if as_json:
+        click.echo(json.dumps(clauses, sort_keys=True, indent=1))
+        return
+    for c in clauses:
+        click.echo(f"{c['id']:58} {c.get('statement', '')}")
+    click.echo(f"{len(clauses)} clauses", err=True)
+
+
+@spec.command()
+@click.option("--cases", "cases_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="Case directory (default: the installed conformance cases).")
+@click.option("--json", "as_json", is_flag=True)
+def coverage(cases_dir, as_json):
+    """Report, feature by feature, the clauses no case covers.
+
+    Exit code 1 when a feature that has cases leaves a clause uncovered.
+    """
+    from conformance.case import DEFAULT_CASES_DIR, load_cases
+
+    clauses = _catalogue()
+    cases = load_cases(cases_dir or DEFAULT_CASES_DIR, {c["id"] for c in clauses})
+    covered = {cid for case in cases for cid in case.clauses}
+    by_feature: dict[str, dict] = {}
+    for c in clauses:
+        entry = by_feature.setdefault(c["feature"], {"total": 0, "covered": 0, "uncovered": []})
+        entry["total"] += 1
+        if c["id"] in covered:
+            entry["covered"] += 1
+        else:
+            entry["uncovered"].append(c["id"])
+    if as_json:
+        click.echo(json.dumps(by_feature, sort_keys=True, indent=1))
+    else:
+        for feature, entry in sorted(by_feature.items()):
+            click.echo(f"{feature:14} {entry['covered']:4}/{entry['total']:<4} covered")
+            for cid in entry["uncovered"]:
+                click.echo(f"    uncovered: {cid}")
+    case_features = {f for case in cases for f in case.features}
+    gaps = any(e["uncovered"] for f, e in by_feature.items() if f in case_features)
+    sys.exit(1 if gaps else 0)
+
+
+@spec.command()
+@click.argument("out_dir", type=click.Path(file_okay=False), default="docs/spec")
+def render(out_dir):
+    """Write the readable form of each catalogue file to OUT_DIR/<name>.md."""
+    from conformance.catalogue import default_catalogue_dir
+    from conformance._toml import read_toml
+
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(pathlib.Path(default_catalogue_dir()).glob("*.toml")):
+        _, data = read_toml(path)
+        meta = data.get("meta", {})
+        lines = [f"# {meta.get('chapter', path.stem)}: clause catalogue", "",
+                 f"Generated from `spec/{path.name}` by `forge spec render`; do not edit by hand.",
+                 ""]
+        section = None
+        for c in data.get("clause", []):
+            if c.get("section") != section:
+                section = c.get("section")
+                lines += [f"## {section}", ""]
+            span = c.get("lines")
+            where = f" (seed lines {span[0]}-{span[1]})" if span else ""
+            lines.append(f"- **`{c['id']}`** [{c['feature']}]{where}: {c.get('statement', '')}")
+            for s in c.get("strings", []):
+                lines.append(f"  - exact: `` {s} ``")
+        lines.append("")
+        target = out / f"{path.stem}.md"
+        target.write_text("\n".join(lines), encoding="utf-8")
+        click.echo(f"wrote {target}")
