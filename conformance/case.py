@@ -9,17 +9,20 @@ the harness it runs under, and what the observation must show:
     description = "..."
     prompt = '''...the whole prompt file...'''
 
-    [harness]          # all optional
-    args = ""                       concurrency = 8
-    store = { "notes.md" = "..." }  seeds = 20   # extra schedules for any-schedule
+    [harness]                       # every field optional
+    args = ""
+    concurrency = 8
+    store = { "notes.md" = "..." }
     model_script = { rounds = [...], default = {...} }
     operator_script = [...]
-    latency = { store = 0.01, model = 1.0, operator = 1.0, tool = 0.1 }
-    cancel_at = 2.5                 refuse = { write = ["out.md"] }
+    latency = { store = 0.01, model = 1.0 }   # pinned virtual seconds
+    cancel_at = 2.5                           # a host cancel at this instant
+    refuse = { write = ["out.md"] }           # store operations the host refuses
+    seeds = 20                                # random schedules for any-schedule
 
-    [expect]           # outcome, result, error, logs, tasks, events, messages,
-    outcome = "ok"     # store, virtual_time - see `conformance.matchers`
-    result = "alpha text + beta text"
+    [expect]     # any of outcome, result, error, logs, tasks, events,
+    outcome = "ok"                  # messages, store, virtual_time;
+    result = "alpha text + beta text"   # see `conformance.matchers`
 
 The id of a case is its path under the cases directory without `.toml`
 (`examples/two-tasks`).  `load_case` checks the file against

@@ -189,8 +189,8 @@ def _(stack):
 @mutant("double-delivery", "delivery", "a result can be taken by more than one wait")
 def _(stack):
     def make(original):
-        def _outcome(self, task):
-            result = original(self, task)
+        def _outcome(self, task, waiter):
+            result = original(self, task, waiter)
             task.delivered = False
             return result
         return _outcome
@@ -212,8 +212,8 @@ def _(stack):
 @mutant("cancelled-is-consumed", "delivery", "a wait on a cancelled task consumes it")
 def _(stack):
     def make(original):
-        def _outcome(self, task):
-            result = original(self, task)
+        def _outcome(self, task, waiter):
+            result = original(self, task, waiter)
             if task.state == "cancelled":
                 task.delivered = True
             return result

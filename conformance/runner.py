@@ -229,17 +229,27 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
                                         initargs=(factory,)) as executor:
                 futures = {executor.submit(_run_in_process, cases[i]): i for i in todo}
                 for future in cf.as_completed(futures):
-                    finish(futures[future], future.result())
+                    finish(futures[future], _outcome(future, cases[futures[future]]))
         else:
             with cf.ThreadPoolExecutor(workers) as executor:
                 futures = {executor.submit(pool.run, cases[i]): i for i in todo}
                 for future in cf.as_completed(futures):
-                    finish(futures[future], future.result())
+                    finish(futures[future], _outcome(future, cases[futures[future]]))
     finally:
         pool.close()
     final = tuple(r for r in results if r is not None)
     coverage = clause_coverage(final, catalogue) if catalogue is not None else None
     return Report(final, implementation, coverage)
+
+
+def _outcome(future: cf.Future, case: Case) -> CaseResult:
+    """A worker's result; a worker that died (a crash inside the engine's C
+    code kills a pool process) errors its case instead of the suite."""
+    try:
+        return future.result()
+    except Exception as e:  # noqa: BLE001 - see the docstring
+        return CaseResult(case.id, ERRORED, case.clauses, case.features,
+                          (f"the worker running this case died: {type(e).__name__}: {e}",))
 
 
 class _AdapterPool:

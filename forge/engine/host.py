@@ -201,6 +201,9 @@ class Host:
 
     def _jump(self, target=None, *rest):
         chain = self.run.current
+        refusal = self.run.models.jump_refusal(chain)
+        if refusal:
+            return self.err(refusal)
         if not isinstance(target, bytes):
             return self.err(f"section target must be a string, got {typename(target)}")
         chain.pending_jump = _t(target)

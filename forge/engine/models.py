@@ -1,26 +1,716 @@
-"""Models, conversations, tools, operator input, and model-started tasks.
+"""Models, conversations and operator input, on the scripted model harness.
 
-(Being written: see the hooks `install`, `enter_section`, `messages_json`.)
+What lives here: the `models` namespace (`default`, `use`, `get`, `infer`,
+`loop`), model handles and each section's model selection, `messages.new()`
+lists, `compactors`, `input.ask()`/`input.connected()`, the per-section-entry
+state (`SectionState`), and the `models.loop` state machine: every round
+gathers the section's task notices, checks the list, offers the section's
+tools, takes its reply from the model script on the virtual clock, and runs
+the model's tool calls in order (task built-ins, local tool handlers) before
+appending the batch.  It also keeps the round log and the message lists the
+`--json` observation shows.
+
+What does not: the `tools` namespace (`tools`), the task built-ins and
+notices (`modeltasks`), checking and measuring message lists
+(`conversation`), reading the script files (`forge.scripts`).
+
+A handler or compactor is Lua that must run inside the calling chain, so its
+own suspending calls park the chain like any other.  The Lua side
+(`forge/lua/models.lua`) is a trampoline: `models.loop` and `tools.call`
+yield to the engine, which answers `done` (return this), `run` (call this
+function here and report back with `models.handler_done`) or `continue`
+(re-enter with `models.continue` after a round or a wait parked the chain).
+Each section entry keeps a stack of such operations (`ops`), since a handler
+may itself call `models.loop` or `tools.call`.
+
+`models.loop` as a state machine (`LoopOp.phase`):
+
+    send ──round sent, chain parks (blocked chat)──> reply
+    reply ──text──> done                    reply ──tool calls──> calls
+    calls ──built-in answered at once──> calls (next call)
+    calls ──await_tasks parks (blocked tasks)──> await ──woken──> calls
+    calls ──local tool──> handler (Lua runs it) ──handler_done──> calls
+    calls ──batch appended──> send
+    send ──overflow with a compactor──> compactor ──> (always raises)
+
+Deviation: model handles are sealed tables, not userdata (this kit's Lua
+bridge cannot make userdata without exposing Python objects), so
+`type(handle)` reads `table`; every other handle rule holds.
 """
 
 from __future__ import annotations
 
+import importlib.resources
+import math
+import re
 from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from forge.engine.conversation import check_list, estimate_tokens, list_json
+from forge.engine.failures import Failure
+from forge.engine.modeltasks import ModelTasks
+from forge.engine.run import PARK
+from forge.engine.tasks import lua_number_text
+from forge.engine.tools import BUILTINS, ENGINE_NAMES, JUMP_REFUSAL, ToolsAPI, debug_list
+from forge.lua.runtime import LuaFunction, LuaTable, decode, typename
+from forge.scripts import ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
     from forge.engine.chain import Chain
     from forge.engine.run import Run
+    from forge.engine.tasks import Task
+    from forge.engine.tools import AllowTasks, LocalTool
+
+_MODELS_LUA = importlib.resources.files("forge.lua").joinpath("models.lua").read_text("utf-8")
+
+#: The round cap when the prompt sets no `max_tool_iterations`.
+DEFAULT_ROUND_CAP = 24
+UNAVAILABLE = "User input is unavailable in this host; continue without it."
+CONTEXT_MESSAGES = {
+    "precheck": "context exhausted: the request precheck overflowed the model's context window",
+    "provider": ("context exhausted: the provider rejected the request as exceeding the model's "
+                 "context window"),
+}
+_LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
+_MAX_TOKENS = 4294967295
+
+
+def _t(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+@attrs.frozen
+class Selection:
+    """A role and the sampling options rounds on it send."""
+
+    label: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+@attrs.frozen
+class RoundRecord:
+    """One round as it went out, for tests and the trace."""
+
+    task: str
+    section: str
+    origin: str               # "chat" (models.loop) or "infer"
+    records: int              # records in the list when the round was sent
+    tools: tuple[str, ...]    # the tools offered, in order
+    entry: str                # the script entry that answered it
+
+
+@attrs.frozen
+class RoundCall:
+    """One tool call of a round, with its id settled."""
+
+    id: str
+    name: str
+    arguments: dict = attrs.field(eq=False)
+
+
+@attrs.define(eq=False)
+class LoopOp:
+    msgs: Any
+    selection: Selection | None
+    compactor: Any
+    cap: int
+    phase: str = "send"
+    rounds: int = 0
+    #: Tool calls answered in this loop (the clean-exit rule needs one).
+    answered: int = 0
+    entry: ScriptEntry | None = None
+    offered: tuple[str, ...] = ()
+    allowed: bool = False
+    turn: int = 0
+    text: str = ""
+    calls: list[RoundCall] = attrs.field(factory=list)
+    index: int = 0
+    results: list[str] = attrs.field(factory=list)
+    await_text: str | None = None
+
+
+@attrs.define(eq=False)
+class ScriptCallOp:
+    """A script `tools.call` of a local tool whose handler is running."""
+
+    tool: LocalTool
+    turn: int
+
+
+@attrs.define(eq=False)
+class PendingAsk:
+    """An `input.ask()` the operator script has no answer for: it stays pending."""
+
+    number: int
+
+
+@attrs.define(eq=False)
+class SectionState:
+    """What one section entry owns on the model side."""
+
+    api: ModelsAPI
+    chain: Chain
+    name: str
+    is_h1: bool
+    selection: Selection | None = None
+    local_tools: dict[str, LocalTool] = attrs.field(factory=dict)
+    allow: AllowTasks | None = None
+    #: Tasks this section's model started, in start order.
+    model_tasks: list[Task] = attrs.field(factory=list)
+    #: Ids of model tasks the model cancelled itself (no notice for those).
+    silenced: set[str] = attrs.field(factory=set)
+    #: Task notices waiting for the next round or await_tasks, in arrival order.
+    notices: list[str] = attrs.field(factory=list)
+    awaiting: Any = None
+    ops: list = attrs.field(factory=list)
+    #: Local tool handlers running now: jump refuses while any does.
+    handler_depth: int = 0
+    #: Numbers the tool calls a script leaves without an id.
+    call_ids: int = 0
+    rounds_made: int = 0
+    #: tools.calls counts, None until the section's first tool call.
+    calls: dict[str, int] | None = None
+
+    def task_ended(self, task: Task) -> None:
+        self.api.tasks.task_ended(self, task)
+
+    def next_call_id(self) -> str:
+        self.call_ids += 1
+        return f"call_{self.call_ids}"
 
 
 class ModelsAPI:
     def __init__(self, run: Run) -> None:
         self.run = run
+        self.lua = run.lua
+        harness = run.harness
+        self.script = harness.model
+        self.cursor = ScriptCursor(harness.model, harness.operator)
+        # Every declared role is bound to the host's one current model; with
+        # no model script there is no current model and no role is bound.
+        self.roles = {r.label: r for r in run.prompt.roles} if self.script is not None else {}
+        self.default_label: str | None = None
+        self.handles: dict[int, Selection] = {}
+        self.known_tools: set[str] = set()
+        self.lists: dict[int, tuple[str, Any]] = {}
+        self.rounds: list[RoundRecord] = []
+        self.asks = 0
+        self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
+        self.tools = ToolsAPI(self)
+        self.tasks = ModelTasks(self)
+        self.L: Any = None
 
+    # ------------------------------------------------------------ hooks
     def install(self, lib: Any, suspending: dict) -> None:
-        """Add `models`, `messages`, `tools`, `input` to the host library."""
+        """Add `models`, `messages`, `compactors`, `tools`, `input` to the host library."""
+        L = self.lua
+        loader = L.lua.execute("return load")
+        self.L = loader(_MODELS_LUA.encode("utf-8"), b"=forge/models.lua")(L.E)
+        models = L.lua.table()
+        for name in ("default", "use", "get"):
+            models[name.encode()] = L.host(getattr(self, "_" + name))
+        models[b"infer"] = self.L.infer
+        models[b"loop"] = self.L.loop
+        lib[b"models"] = models
+        lib[b"messages"] = L.table_from({b"new": self.L.new_list})
+        lib[b"compactors"] = L.table_from({b"fail": L.host(self._compactors_fail)})
+        lib[b"tools"] = self.tools.build(self.L)
+        lib[b"input"] = L.table_from({
+            b"ask": L.suspender("input.ask"),
+            b"connected": L.host(lambda *a: (True, self.cursor.operator is not None)),
+        })
+        suspending.update({
+            "models.loop": self._loop,
+            "models.infer": self._infer,
+            "models.continue": self._continue,
+            "models.handler_done": self._handler_done,
+            "tools.call": self.tools.call,
+            "input.ask": self._ask,
+        })
 
     def enter_section(self, chain: Chain) -> None:
-        """A section entry starts: reset per-section model and tool state."""
+        """A section entry starts: fresh selection, local tools, allowlist."""
+        old = chain.section_state
+        state = SectionState(self, chain, chain.section_name, chain.in_h1)
+        if old is not None and old.is_h1 and not chain.in_h1:
+            self.tasks.hand_over(old, state)
+        chain.section_state = state
+        for label in self.roles:
+            chain.env[label.encode()] = self.handle(label)
 
     def messages_json(self) -> dict:
-        return {}
+        """Each section's message lists (those given to models.loop), by section name."""
+        out: dict[str, list] = {}
+        for section, table in self.lists.values():
+            out.setdefault(section, []).append(list_json(table))
+        return out
+
+    def jump_refusal(self, chain: Chain) -> str | None:
+        state = chain.section_state
+        return JUMP_REFUSAL if state is not None and state.handler_depth else None
+
+    def parked_detail(self, chain: Chain) -> str:
+        """Why a parked chain waits, for the deadlock report."""
+        if isinstance(chain.parked_on, PendingAsk):
+            operator = self.cursor.operator
+            return (f" (input.ask() number {chain.parked_on.number}: the operator script "
+                    f"{operator.source} has no answer left; it holds {len(operator.answers)})")
+        return ""
+
+    # ------------------------------------------------------------ helpers
+    def err(self, message: str, kind: str = "lua", **fields: str):
+        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+
+    def _error(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
+        return (False, self.run.error_value(kind, message, chain, **fields))
+
+    def emit(self, chain: Chain, kind: str, **fields: Any) -> None:
+        self.run.emit(chain, kind, **fields)
+
+    def _harness_failure(self, chain: Chain, message: str) -> tuple:
+        """End the run: the harness itself cannot go on (a script ran out)."""
+        self.run.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
+        # The run is over; this value is never sent to the chain.
+        return (True, b"done", None)
+
+    def _command(self, fn: Any, arg: Any) -> tuple:
+        cmd = self.lua.lua.table()
+        cmd[b"fn"] = fn
+        cmd[b"arg"] = arg
+        return (True, b"run", cmd)
+
+    # ------------------------------------------------------------ handles
+    def handle(self, label: str, selection: Selection | None = None) -> Any:
+        role = self.roles[label]
+        thinking = None
+        for word in role.keywords:          # the later hard keyword wins
+            if word in ("thinking", "no-thinking"):
+                thinking = word == "thinking"
+        selection = selection or Selection(label)
+        key = len(self.handles) + 1
+        self.handles[key] = selection
+        script = self.script
+        fields = {
+            "name": label, "label": label,
+            "description": role.description if role.description is not None else script.description,
+            "model_id": script.model_id, "context": script.context, "thinking": thinking,
+            "temperature": selection.temperature, "max_tokens": selection.max_tokens,
+        }
+        return self.L.make_handle(key, self.lua.table(fields), self.lua.seq(role.keywords))
+
+    def handle_of(self, value: Any) -> Selection | None:
+        key = self.L.handle_key(value)
+        return self.handles.get(key) if key is not None else None
+
+    def _label(self, call: str, value: Any) -> tuple[str | None, str | None]:
+        if not isinstance(value, bytes):
+            return None, f"{call} label must be a string, got {typename(value)}"
+        text = _t(value)
+        if not _LABEL.fullmatch(text):
+            return None, f'invalid alias "{text}": expected [A-Za-z][A-Za-z0-9_-]{{0,63}}'
+        if text not in self.roles:
+            noun = "alias" if call == "models.get" else "label"
+            return None, f'{call} {noun} "{text}" is not a bound model role'
+        return text, None
+
+    def _default(self, label=None, *rest):
+        text, fault = self._label("models.default", label)
+        if fault:
+            return self.err(fault)
+        if self.default_label is not None and self.default_label != text:
+            return self.err(f'models.default is already "{self.default_label}": the prompt-wide '
+                            "default cannot change mid-run")
+        self.default_label = text
+        return (True, self.handle(text))
+
+    def _get(self, label=None, *rest):
+        text, fault = self._label("models.get", label)
+        if fault:
+            return self.err(fault)
+        return (True, self.handle(text))
+
+    def _use(self, *args):
+        if len(args) > 2:
+            return self.err(f"models.use takes at most 2 arguments, got {len(args)}")
+        text, fault = self._label("models.use", args[0] if args else None)
+        if fault:
+            return self.err(fault)
+        selection, fault = self._options(text, args[1] if len(args) > 1 else None)
+        if fault:
+            return self.err(fault)
+        self.run.current.section_state.selection = selection
+        return (True, self.handle(text, selection))
+
+    def _options(self, label: str, opts: Any) -> tuple[Selection | None, str | None]:
+        if opts is None:
+            return Selection(label), None
+        if not isinstance(opts, LuaTable):
+            return None, f"models.use options must be a table, got {typename(opts)}"
+        items = list(opts.items())
+        odd = sorted(typename(k) for k, _ in items if not isinstance(k, bytes))
+        if odd:
+            return None, f"models.use option names must be strings, got {odd[0]}"
+        temperature = max_tokens = None
+        for key, value in sorted(items, key=lambda kv: kv[0]):
+            name = _t(key)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if name == "max_tokens":
+                whole = number and (isinstance(value, int) or (math.isfinite(value)
+                                                               and value.is_integer()))
+                if not whole or not 1 <= value <= _MAX_TOKENS:
+                    actual = lua_number_text(value) if number else typename(value)
+                    return None, ("models.use option max_tokens must be an integer in "
+                                  f"[1, {_MAX_TOKENS}], got {actual}")
+                max_tokens = int(value)
+            elif name == "temperature":
+                if not number:
+                    return None, f"models.use option temperature must be a number, got {typename(value)}"
+                if isinstance(value, float) and not math.isfinite(value):
+                    return None, f"models.use option temperature must be finite, got {lua_number_text(value)}"
+                if not 0 <= value <= 2:
+                    return None, (f"models.use option temperature {lua_number_text(value)} is "
+                                  "outside the supported range [0.0, 2.0]")
+                temperature = value
+            else:
+                return None, f'models.use option "{name}" is unknown: expected temperature or max_tokens'
+        return Selection(label, temperature, max_tokens), None
+
+    def _round_model(self, state: SectionState, pinned: Selection | None) -> Selection | None:
+        if pinned is not None:
+            return pinned
+        if state.selection is not None:
+            return state.selection
+        if self.default_label is not None:
+            return Selection(self.default_label)
+        return None
+
+    def _take_entry(self, chain: Chain, state: SectionState) -> ScriptEntry | None:
+        state.rounds_made += 1
+        entry = self.cursor.take_round(state.name)
+        if entry is None:
+            self._harness_failure(chain, self.cursor.no_round_message(
+                state.name, state.rounds_made, chain.task.id))
+        return entry
+
+    def _compactors_fail(self, tag=None, *rest):
+        text = _t(tag) if isinstance(tag, bytes) else str(tag)
+        if text not in CONTEXT_MESSAGES or not isinstance(tag, bytes):
+            return self.err(f'unknown overflow reason "{text}"; expected "precheck" or "provider"')
+        return self.err(CONTEXT_MESSAGES[text], "context_exhausted", reason=text)
+
+    # ------------------------------------------------------------ models.infer
+    def _infer(self, chain: Chain, count: int = 0, *args):
+        args = args[:count]
+        if count > 2:
+            return self.err("models.infer takes (handle?, prompt)")
+        pinned, prompt = None, None
+        if count == 2:
+            pinned = self.handle_of(args[0])
+            if pinned is None:
+                kind = typename(args[0])
+                suffix = "" if kind == "userdata" else f", got {kind}"
+                return self.err(f"models.infer handle must be a model handle{suffix}")
+            prompt = args[1]
+        elif count == 1 and self.handle_of(args[0]) is None:
+            prompt = args[0]
+        if not isinstance(prompt, bytes):
+            return self.err(f"prompt must be a string, got {typename(prompt)}")
+        if decode(prompt) is None:
+            return self.err("prompt must be a valid UTF-8 string")
+        state = chain.section_state
+        if self._round_model(state, pinned) is None:
+            return self.err(f"model binding required for section {state.name}", "internal")
+        if len(prompt) // 4 + 4 > self.script.context:
+            return self.err(CONTEXT_MESSAGES["precheck"], "context_exhausted", reason="precheck")
+        entry = self._take_entry(chain, state)
+        if entry is None:
+            return (True, b"")
+        self.rounds.append(RoundRecord(chain.task.id, state.name, "infer", 1, (), entry.where))
+        return self.run.harness_op(chain, "model", "chat", lambda: self._inferred(chain, entry),
+                                   pinned=entry.delay, detail={"entry": entry.where})
+
+    def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
+        reply = entry.reply
+        failed = self._round_failure(chain, reply)
+        if failed is not None:
+            self.run.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
+            return
+        turn = self._count_round(chain)
+        if reply.tool_calls:
+            self.run.make_ready(chain, self._error(
+                chain, "model inference received tool calls but no tools were advertised"))
+            return
+        text = reply.text or ""
+        self._reply_events(chain, turn, text, reply.finish_reason, "infer")
+        self.run.make_ready(chain, (True, text.encode("utf-8")))
+
+    def _round_failure(self, chain: Chain, reply) -> tuple | None:
+        """A failed round's error (message, kind) and fields, reported as failed."""
+        if reply.fail is not None:
+            self.emit(chain, "model_turn_failed")
+            return (reply.fail, "internal"), {}
+        if reply.overflow:
+            self.emit(chain, "model_turn_failed")
+            return (CONTEXT_MESSAGES["provider"], "context_exhausted"), {"reason": "provider"}
+        return None
+
+    def _count_round(self, chain: Chain) -> int:
+        task = chain.task
+        task.turns = min(task.turns + 1, 4294967295)
+        self.emit(chain, "model_turn_completed")
+        return task.turns
+
+    def _reply_events(self, chain: Chain, turn: int, text: str, finish: str | None,
+                      origin: str) -> None:
+        if finish == "length" and text.strip():
+            self.emit(chain, "model_turn_truncated")
+        fields = {"turn": turn, "text": text, "model": self.script.model_id, "origin": origin}
+        if finish is not None:
+            fields["finish_reason"] = finish
+        self.emit(chain, "assistant_reply", **fields)
+
+    # ------------------------------------------------------------ models.loop
+    def _loop(self, chain: Chain, count: int = 0, *args):
+        args = args[:count]
+        pinned = self.handle_of(args[0]) if args else None
+        if pinned is not None:
+            rest, most = args[1:], 3
+        elif args and typename(args[0]) == "userdata":
+            return self.err("models.loop handle must be a model handle")
+        else:
+            rest, most = args, 2
+        if count > most:
+            return self.err("models.loop takes (handle?, messages, compactor?)")
+        msgs = rest[0] if rest else None
+        compactor = rest[1] if len(rest) > 1 else None
+        if compactor is not None and not isinstance(compactor, LuaFunction):
+            return self.err(f"compactor must be a function, got {typename(compactor)}")
+        state = chain.section_state
+        fault = check_list(msgs)
+        if fault:
+            if fault.across:
+                self.emit(chain, "model_turn_failed")
+            return self.err(fault.message)
+        self.lists.setdefault(self.L.list_serial(msgs), (state.name, msgs))
+        op = LoopOp(msgs, pinned, compactor, self.cap)
+        state.ops.append(op)
+        return self._advance(chain, state, op)
+
+    def _continue(self, chain: Chain, *rest):
+        state = chain.section_state
+        return self._advance(chain, state, state.ops[-1])
+
+    def _fail(self, chain: Chain, state: SectionState, op: Any, message: str, kind: str = "lua",
+              **fields: str):
+        state.ops.remove(op)
+        return self._error(chain, message, kind, **fields)
+
+    def _advance(self, chain: Chain, state: SectionState, op: LoopOp):
+        """Run the loop until it needs the harness, Lua, or a wait."""
+        while True:
+            if op.phase == "send":
+                return self._send(chain, state, op)
+            if op.phase == "reply":
+                answer = self._replied(chain, state, op)
+            elif op.phase == "await":
+                self._served(chain, op, op.await_text, True)
+                op.await_text = None
+                op.phase = "calls"
+                continue
+            else:
+                answer = self._next_call(chain, state, op)
+            if answer is not None:
+                return answer
+            if op.phase == "done":
+                state.ops.remove(op)
+                return (True, b"done", None)
+
+    def _send(self, chain: Chain, state: SectionState, op: LoopOp):
+        if op.rounds >= op.cap:
+            return self._fail(chain, state, op, "tool-call loop did not converge",
+                              "tool_loop_exhausted")
+        fault = check_list(op.msgs)
+        if fault:
+            if fault.across:
+                self.emit(chain, "model_turn_failed")
+            return self._fail(chain, state, op, fault.message)
+        selection = self._round_model(state, op.selection)
+        if selection is None:
+            return self._fail(chain, state, op, f"model binding required for section {state.name}",
+                              "internal")
+        self.emit(chain, "tool_scope_validation_started")
+        offered = tuple(spec.name for spec in self.tools.offered(state))
+        self.emit(chain, "tool_scope_validation_succeeded")
+        before = len(op.msgs)
+        notices = self.tasks.gather(state)
+        for text in notices:
+            self.L.append(op.msgs, self.lua.table({"role": "user", "content": text}))
+        if estimate_tokens(op.msgs) > self.script.context:
+            # A refused round appends nothing: the notices wait for the next one.
+            self.L.truncate(op.msgs, before)
+            state.notices[:0] = notices
+            return self._overflow(chain, state, op, "precheck")
+        entry = self._take_entry(chain, state)
+        if entry is None:
+            return (True, b"done", None)
+        op.rounds += 1
+        op.entry, op.offered, op.allowed = entry, offered, state.allow is not None
+        op.phase = "reply"
+        self.rounds.append(RoundRecord(chain.task.id, state.name, "chat", len(op.msgs), offered,
+                                       entry.where))
+        return self.run.harness_op(
+            chain, "model", "chat", lambda: self.run.make_ready(chain, (True, b"continue", None)),
+            pinned=entry.delay, detail={"entry": entry.where})
+
+    def _overflow(self, chain: Chain, state: SectionState, op: LoopOp, reason: str):
+        if op.compactor is None:
+            return self._fail(chain, state, op, CONTEXT_MESSAGES[reason], "context_exhausted",
+                              reason=reason)
+        op.phase = "compactor"
+        return self._command(op.compactor, reason.encode())
+
+    def _replied(self, chain: Chain, state: SectionState, op: LoopOp):
+        """The round's reply arrived: record it, or set up its tool calls."""
+        reply = op.entry.reply
+        calls, seen = [], set()
+        for spec in reply.tool_calls:
+            if spec.name not in BUILTINS and spec.name not in self.known_tools:
+                return self._harness_failure(chain, (
+                    f"model script {self.script.source}: {spec.where}.name: `{spec.name}` is "
+                    "neither a task built-in nor a local tool this prompt has registered"))
+            call_id = spec.id or state.next_call_id()
+            if call_id in seen:
+                return self._fail(chain, state, op, (
+                    "the model backend sent a reply that could not be understood: tool call id "
+                    f'"{call_id}" repeats within one reply'), "internal")
+            seen.add(call_id)
+            calls.append(RoundCall(call_id, spec.name, spec.arguments))
+        failed = self._round_failure(chain, reply)
+        if failed is not None:
+            if failed[1].get("reason") == "provider":
+                return self._overflow(chain, state, op, "provider")
+            return self._fail(chain, state, op, *failed[0], **failed[1])
+        turn = self._count_round(chain)
+        if calls:
+            self.emit(chain, "assistant_tool_calls", turn=turn, model=self.script.model_id,
+                      calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls])
+            for call in calls:
+                in_scope = op.allowed if call.name in BUILTINS else call.name in op.offered
+                if not in_scope:
+                    self.emit(chain, "tool_call_failed")
+                    return self._fail(
+                        chain, state, op,
+                        f'tool "{call.name}" is not in this section\'s scope; in-scope aliases: '
+                        f"{debug_list(op.offered)}", "out_of_scope_tool", name=call.name)
+            op.turn, op.text, op.calls, op.index, op.results = turn, reply.text or "", calls, 0, []
+            op.phase = "calls"
+            return None
+        text = reply.text or ""
+        if not text.strip():
+            if reply.finish_reason == "stop" and op.answered:
+                self._reply_events(chain, turn, "", reply.finish_reason, "chat")
+                self.L.append(op.msgs, self.lua.table({"role": "assistant", "content": ""}))
+                op.phase = "done"
+                return None
+            fields = {"finish_reason": reply.finish_reason} if reply.finish_reason else {}
+            return self._fail(chain, state, op, "empty model reply", "empty_model_reply", **fields)
+        self._reply_events(chain, turn, text, reply.finish_reason, "chat")
+        self.L.append(op.msgs, self.lua.table({"role": "assistant", "content": text}))
+        op.phase = "done"
+        return None
+
+    def _next_call(self, chain: Chain, state: SectionState, op: LoopOp):
+        """Run the round's calls in order; append the batch once all are answered."""
+        while op.index < len(op.calls):
+            call = op.calls[op.index]
+            self.tools.count(chain, call.name)
+            if call.name in BUILTINS:
+                served = self.tasks.call(chain, state, op, call.name, call.arguments)
+                if served is None:
+                    op.phase = "await"
+                    return PARK
+                self._served(chain, op, *served)
+                continue
+            tool = state.local_tools[call.name]
+            state.handler_depth += 1
+            op.phase = "handler"
+            return self._command(tool.handler, self.lua.to_lua(call.arguments))
+        self.L.append(op.msgs, self.lua.table({
+            "role": "assistant", "content": op.text,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                           for c in op.calls],
+        }))
+        for call, content in zip(op.calls, op.results):
+            self.L.append(op.msgs, self.lua.table({"role": "tool", "content": content,
+                                                   "tool_call_id": call.id}))
+        op.answered += len(op.calls)
+        op.phase = "send"
+        return None
+
+    def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool) -> None:
+        """A call of the round has its answer (built-ins and handlers: trusted text)."""
+        call = op.calls[op.index]
+        self.emit(chain, "tool_call_succeeded" if ok else "tool_call_failed")
+        self.emit(chain, "tool_result", turn=op.turn, tool_call_id=call.id, alias=call.name,
+                  content=text, trusted=True)
+        op.results.append(text)
+        op.index += 1
+
+    # ------------------------------------------------------------ handlers
+    def start_script_call(self, chain: Chain, tool: LocalTool, arguments: dict):
+        state = chain.section_state
+        state.ops.append(ScriptCallOp(tool, chain.task.turns))
+        state.handler_depth += 1
+        return self._command(tool.handler, self.lua.to_lua(arguments))
+
+    def _handler_done(self, chain: Chain, ok: Any = None, value: Any = None, *rest):
+        state = chain.section_state
+        op = state.ops[-1]
+        if isinstance(op, LoopOp) and op.phase == "compactor":
+            if ok:
+                return self._fail(chain, state, op, "the compactor returned instead of raising: a "
+                                  "compactor must raise an error, as compactors.fail does")
+            state.ops.remove(op)
+            return (False, value)
+        state.handler_depth -= 1
+        text = self.run.scalar(value) if value is not None else ""
+        if not ok or text is None:
+            self.emit(chain, "tool_call_failed")
+            if not ok:
+                state.ops.remove(op)
+                return (False, value)
+            return self._fail(chain, state, op, f"cannot return a {typename(value)} as a result")
+        if isinstance(op, ScriptCallOp):
+            self.emit(chain, "tool_call_succeeded")
+            self.emit(chain, "tool_result", turn=op.turn, tool_call_id="", alias=op.tool.alias,
+                      content=text, trusted=True)
+            state.ops.remove(op)
+            return (True, b"done", text.encode("utf-8"))
+        self._served(chain, op, text, True)
+        op.phase = "calls"
+        return self._advance(chain, state, op)
+
+    # ------------------------------------------------------------ input.ask
+    def _ask(self, chain: Chain, *args):
+        if any(a is not None for a in args):
+            return self.err("input.ask takes no arguments")
+        self.emit(chain, "user_input_wait_started")
+        if self.cursor.operator is None:
+            return (True, UNAVAILABLE.encode("utf-8"), False)
+        self.asks += 1
+        answer = self.cursor.take_answer()
+        if answer is None:
+            # Like an operator who never answers: the ask stays pending.
+            return self.run.park(chain, "tool_call", PendingAsk(self.asks))
+
+        def answered() -> None:
+            self.emit(chain, "user_input", text=answer.text)
+            self.run.make_ready(chain, (True, answer.text.encode("utf-8"), True))
+
+        return self.run.harness_op(chain, "operator", "tool_call", answered, pinned=answer.delay,
+                                   detail={"answer": answer.where})
+
+
+__all__ = ["ModelsAPI", "SectionState", "Selection", "RoundRecord", "ENGINE_NAMES"]

@@ -130,7 +130,8 @@ class Run:
         """Run to the end and return self (read `observation()`)."""
         try:
             self._start()
-            self._loop()
+            if self.outcome is None:
+                self._loop()
         except ForgeInternalError:
             raise
         except LuaError as e:  # pragma: no cover - a bug in the bridge
@@ -140,6 +141,15 @@ class Run:
     # ------------------------------------------------------------ the loop
     def _start(self) -> None:
         self.trace.emit(0, "run_start", prompt=self.prompt.name, args=self.config.args)
+        version = self.prompt.promptforge
+        if version is None:
+            self._finish_run("failed", None, RunError(
+                "Parse", "not a promptforge prompt: no promptforge version"))
+            return
+        if version != 0:
+            self._finish_run("failed", None, RunError(
+                "Version", f"unsupported promptforge version: {version} (this build supports major 0)"))
+            return
         if self.harness.cancel_at is not None:
             self.kernel.schedule(seconds_to_ns(self.harness.cancel_at), FAULT, ("host_cancel",))
         root = Chain(
@@ -543,8 +553,9 @@ class Run:
         self.outcome = outcome
         self.result = result
         self.error = error
-        self.emit(self.root, "run_succeeded" if outcome == "ok" else "run_failed",
-                  section_override=self.prompt.title)
+        if self.root is not None:
+            self.emit(self.root, "run_succeeded" if outcome == "ok" else "run_failed",
+                      section_override=self.prompt.title)
         self.trace.emit(self.kernel.now, "run_end", outcome=outcome,
                         error=error.kind if error else None)
 
@@ -559,7 +570,8 @@ class Run:
         parked = []
         for chain in self._all_chains():
             if chain.live:
-                parked.append(f"chain {chain.id} waits on {chain.blocked or 'nothing'}")
+                parked.append(f"chain {chain.id} waits on {chain.blocked or 'nothing'}"
+                              f"{self.models.parked_detail(chain)}")
         detail = "; ".join(parked) if parked else "no chain is live"
         self._abort("Deadlock", f"deadlock: every chain is parked and nothing is scheduled: {detail}")
 

@@ -590,12 +590,15 @@ class TasksAPI:
         if isinstance(chain.parked_on, Wait):
             self._unregister(chain.parked_on)
 
-    def _outcome(self, task: Task):
+    def _outcome(self, task: Task, waiter: Chain):
         """(ok, result-or-error) for an ended member, marking a result taken."""
         if task.state == "cancelled":
             if task.cancelled_value is None:
                 task.cancelled_value = self.run.error_value(
                     "cancelled", f"task `{task.id}` was cancelled", None, task=task.id)
+            # Re-raising the value right after this wait is the prompt's own
+            # failure; after another suspending call it ends the run cancelled.
+            self.lua.E.stamp(task.cancelled_value, waiter.suspends)
             return False, task.cancelled_value
         task.delivered = True
         if task.ok:
@@ -611,7 +614,7 @@ class TasksAPI:
                 return (True, None, None, None)
             for t in wait.members:
                 if not t.live:
-                    ok, value = self._outcome(t)
+                    ok, value = self._outcome(t, wait.chain)
                     run.trace.emit(run.kernel.now, "deliver", chain=wait.chain.id, task=t.id)
                     return (True, self.handle(t.id), ok, value)
             raise AssertionError("a satisfied join_any has an ended member")
@@ -621,7 +624,7 @@ class TasksAPI:
             if t.live:
                 continue
             if t.id not in taken:
-                taken[t.id] = self._outcome(t)
+                taken[t.id] = self._outcome(t, wait.chain)
                 run.trace.emit(run.kernel.now, "deliver", chain=wait.chain.id, task=t.id)
             ok, value = taken[t.id]
             entry = self.lua.table({"task": t.id, "ok": ok})

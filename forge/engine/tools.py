@@ -218,7 +218,9 @@ class ToolsAPI:
     # ------------------------------------------------------------ offered
     def offered(self, state: SectionState) -> tuple[ToolSpec, ...]:
         """What a round sent now offers: local tools, then the task built-ins."""
-        specs = [ToolSpec(t.alias, t.description, t.schema()) for t in state.local_tools.values()]
+        # A local tool under an engine name is never reachable, so never offered.
+        specs = [ToolSpec(t.alias, t.description, t.schema()) for t in state.local_tools.values()
+                 if t.alias not in ENGINE_NAMES]
         if state.allow is not None:
             specs.extend(self.models.tasks.specs(state.allow))
         return tuple(specs)
@@ -240,7 +242,7 @@ class ToolsAPI:
                                  f"{debug_list(sorted(calls))}{suffix}")
 
             if chain.env is not None:
-                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self.lua.host(read))
+                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(read)
         state.calls[alias] = state.calls.get(alias, 0) + 1
 
     # ------------------------------------------------------------ script calls

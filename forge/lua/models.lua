@@ -57,6 +57,11 @@ local function push(list, record)
 end
 M.append = push
 
+-- Drops the records past position n (a refused round's notices).
+M.truncate = function(list, n)
+  for i = rawlen(list), n + 1, -1 do rawset(list, i, nil) end
+end
+
 M.new_list = function()
   local methods = {
     system = function(self, content) return push(self, { role = 'system', content = content }) end,

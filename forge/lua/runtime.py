@@ -230,3 +230,22 @@ def from_lua_json(value: Any, _depth: int = 0) -> Any:
             out[ks] = from_lua_json(value[k], _depth + 1)
         return dict(sorted(out.items()))
     raise NotJSON(typename(value))
+
+
+_compiler: lua55.LuaRuntime | None = None
+
+
+def compile_check(source: str, chunkname: str) -> str | None:
+    """Compile a block without running it: the diagnostic, or None.
+
+    One private runtime serves every check; compiling runs no prompt code,
+    so nothing leaks between prompts.
+    """
+    global _compiler
+    if _compiler is None:
+        _compiler = lua55.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
+                                     string_hash_seed=STRING_HASH_SEED)
+        _compiler.execute("compile = function(s, n) local f, e = load(s, n, 't', {}) "
+                          "if f then return nil end return e end")
+    message = _compiler.globals().compile(source.encode("utf-8"), chunkname.encode("utf-8"))
+    return None if message is None else message.decode("utf-8", "replace")

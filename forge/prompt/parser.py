@@ -64,7 +64,14 @@ class _Refusal(Exception):
 
 # -- entry points ----------------------------------------------------------------------------
 
-def load_prompt(path: str | Path, compile_check: CompileCheck | None = None) -> Prompt:
+def lua_compile_check(source: str, chunkname: str) -> str | None:
+    """The Lua 5.5 compiler's diagnostic for a block, or None when it compiles."""
+    from forge.lua.runtime import compile_check
+
+    return compile_check(source, chunkname)
+
+
+def load_prompt(path: str | Path, compile_check: CompileCheck | None = lua_compile_check) -> Prompt:
     """Read and parse the prompt file at `path`.
 
     Raises:
@@ -84,10 +91,11 @@ def load_prompt(path: str | Path, compile_check: CompileCheck | None = None) -> 
 
 
 def parse_prompt(text: str, path: str = "<prompt>",
-                 compile_check: CompileCheck | None = None) -> Prompt:
+                 compile_check: CompileCheck | None = lua_compile_check) -> Prompt:
     """Parse prompt text; `path` only labels errors and the result.
 
-    `compile_check`, when given, is called once per Lua block in file order
+    `compile_check` (by default the Lua 5.5 compiler; None skips it) is
+    called once per Lua block in file order
     with the block's source and its location label as chunkname; a message
     back refuses the prompt with kind `Lua`.  The source is not padded: the
     compiler's diagnostic passes through word for word, with lines counted in
