@@ -39,7 +39,7 @@ RUN_KIND = {
 
 #: Kinds that keep their run kind in the H1 pass instead of becoming
 #: RequirementsUnmet.
-H1_KEEPS = frozenset({"tasks_live", "task_not_owned", "task_consumed", "store", "tool",
+H1_KEEPS = frozenset({"tasks_live", "task_not_owned", "task_consumed", "cancelled", "store", "tool",
                       "tool_loop_exhausted", "out_of_scope_tool", "unbound_tool",
                       "empty_model_reply", "context_exhausted", "internal"})
 

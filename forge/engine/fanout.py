@@ -111,6 +111,11 @@ class Fanout:
             wait.items.append(original)
             task.waits.append(wait)
         wait.members = wait.arms
+        # A chain waiting on its arms gives its slot back, so arms that fan
+        # out again cannot starve each other into a deadlock.
+        if not chain.task.is_main and chain.task.holds_slot:
+            run.tasks_api.release_slot(chain.task)
+            run.tasks_api.admit()
         return run.park(chain, "tasks", wait)
 
     def arm_ended(self, wait: FanoutWait, task: Task) -> None:
@@ -139,6 +144,9 @@ class Fanout:
         run.tasks_api.wake(chain, (True, results))
 
     def _unregister(self, wait: FanoutWait) -> None:
+        # The fanout's return joins every arm, whatever became of it.
+        for arm in wait.arms:
+            self.run.tasks_api.joined(arm)
         for arm in wait.arms:
             if wait in arm.waits:
                 arm.waits.remove(wait)

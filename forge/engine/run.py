@@ -513,8 +513,9 @@ class Run:
         chain.parked_on = None
         if chain in self.ready:
             self.ready.remove(chain)
-        if chain.kind == "task":
-            self.claims.release(chain.claim_identity)
+        # A chain's end joins every task it owns.
+        for task in chain.owned:
+            self.tasks_api.joined(task)
 
     def settle_owned(self, chain: Chain, reason: str) -> None:
         """Abandon every live task a chain owns, nested ones first."""

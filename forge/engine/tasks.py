@@ -115,7 +115,8 @@ class Task:
             return None
         if chain.state == "ready":
             return None
-        return _innermost(chain).blocked
+        # Inside a called chain the task reads `call`, whatever the callee waits on.
+        return chain.blocked
 
     def _section(self) -> str | None:
         if not self.live or self.chain is None or self.chain.section is None:
@@ -143,14 +144,6 @@ class Task:
         if self.reason is not None:
             out["reason"] = self.reason
         return out
-
-
-def _innermost(chain: Chain) -> Chain:
-    while chain.callee is not None and chain.callee.live:
-        if chain.blocked != "call":
-            break
-        chain = chain.callee
-    return chain
 
 
 @attrs.define(eq=False)
@@ -250,9 +243,9 @@ class TasksAPI:
                 return None, self._err(f"item must be JSON data, got {kind}")
             try:
                 seeds["item_data"] = from_lua_json(item)
-            except NotJSON as e:
-                if e.typename in ("function", "userdata", "thread"):
-                    return None, self._err(f"item must be JSON data, got {e.typename}")
+            except NotJSON:
+                # Only a value that is itself a function, userdata or thread
+                # gets the "got {type}" form; anything nested is "representable".
                 return None, self._err("item must be a JSON-representable value")
             seeds["item"] = self.lua.deep_copy(item)
         index = opts[b"index"]
@@ -381,8 +374,6 @@ class TasksAPI:
         self.release_slot(task)
         if task in run.queue:
             run.queue.remove(task)
-        if task.chain is not None:
-            run.claims.release(task.chain.claim_identity)
         for wait in list(task.waits):
             if isinstance(wait, Wait):
                 self._maybe_wake(wait)
@@ -391,6 +382,12 @@ class TasksAPI:
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
         self.admit()
+
+    def joined(self, task: Task) -> None:
+        """A delivery (or the owner's end) joins the task: its store work is
+        now ordered before the joiner's next step, so its claims go."""
+        if task.chain is not None:
+            self.run.claims.release(task.chain.claim_identity)
 
     def cancel(self, task: Task) -> None:
         if not task.live:
@@ -553,11 +550,9 @@ class TasksAPI:
             f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
         if isinstance(seconds, float) and (math.isnan(seconds) or math.isinf(seconds)):
             return None, bad
-        if seconds < 0:
+        if seconds < 0 or seconds * NS_PER_SECOND > MAX_DURATION_NS:
             return None, bad
         ns = seconds * NS_PER_SECOND if isinstance(seconds, int) else round(seconds * NS_PER_SECOND)
-        if ns > MAX_DURATION_NS:
-            return None, bad
         return int(ns), None
 
     def _satisfied(self, wait: Wait) -> bool:
@@ -599,8 +594,10 @@ class TasksAPI:
             # Re-raising the value right after this wait is the prompt's own
             # failure; after another suspending call it ends the run cancelled.
             self.lua.E.stamp(task.cancelled_value, waiter.suspends)
+            self.joined(task)
             return False, task.cancelled_value
         task.delivered = True
+        self.joined(task)
         if task.ok:
             return True, (task.result or "").encode("utf-8")
         if task.failure is not None:

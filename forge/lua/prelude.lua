@@ -462,7 +462,7 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
   setmetatable(env, {
     __index = function(_, k)
       if k == 'prose' then
-        if prose_cache == nil then prose_cache = check(render_prose()) end
+        if prose_cache == nil then prose_cache = render_prose() end
         return prose_cache
       end
       if k == 'argv' then return argv end
