@@ -336,7 +336,15 @@ class ScriptCursor:
 
 
 __all__ = [
-    "ModelScript", "OperatorScript", "ScriptEntry", "Reply", "ToolCallSpec", "OperatorAnswer",
-    "ScriptCursor", "load_model_script", "load_operator_script", "model_script_from_data",
+    "ModelScript",
+    "OperatorAnswer",
+    "OperatorScript",
+    "Reply",
+    "ScriptCursor",
+    "ScriptEntry",
+    "ToolCallSpec",
+    "load_model_script",
+    "load_operator_script",
+    "model_script_from_data",
     "operator_script_from_data",
 ]

@@ -148,10 +148,10 @@ def _check_record(index: int, record: Any) -> tuple[str | None, _Record | None]:
             if not isinstance(cf.get(b"name"), bytes):
                 return f"{cat} must set a string name", None
             arguments = cf.get(b"arguments")
-            if arguments is not None:
-                if not isinstance(arguments, LuaTable) or not all(
-                        isinstance(k, bytes) for k in raw_fields(arguments)):
-                    return f"{cat} arguments must be a table", None
+            # A keyed table: `{}` passes, a non-empty sequence does not.
+            if arguments is not None and (not isinstance(arguments, LuaTable) or not all(
+                    isinstance(k, bytes) for k in raw_fields(arguments))):
+                return f"{cat} arguments must be a table", None
             call_ids.append(_text(cf[b"id"]))
             calls_json.append(json.dumps({
                 "id": _text(cf[b"id"]), "name": _text(cf[b"name"]),
@@ -269,7 +269,15 @@ def list_json(value: LuaTable) -> list:
         data = from_lua_json(value)
     except NotJSON:
         return []
-    return data if isinstance(data, list) else []
+    if not isinstance(data, list):
+        return []
+    # An empty Lua table reads as `[]`; a call's arguments are always an object.
+    for record in data:
+        if isinstance(record, dict) and isinstance(record.get("tool_calls"), list):
+            for call in record["tool_calls"]:
+                if isinstance(call, dict) and call.get("arguments", {}) == []:
+                    call["arguments"] = {}
+    return data
 
 
-__all__ = ["check_list", "estimate_tokens", "list_json", "ListFault", "raw_fields"]
+__all__ = ["ListFault", "check_list", "estimate_tokens", "list_json", "raw_fields"]

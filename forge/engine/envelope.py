@@ -58,4 +58,4 @@ def wrap(text: str, nonce: str) -> str:
     ))
 
 
-__all__ = ["wrap", "encode", "preface", "BRACKET_MARKERS"]
+__all__ = ["BRACKET_MARKERS", "encode", "preface", "wrap"]

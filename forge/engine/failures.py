@@ -37,6 +37,10 @@ RUN_KIND = {
     "internal": "Completion",
 }
 
+#: The missing-model error's message starts so; uncaught it ends the run as
+#: `Binding` rather than `Completion`.
+MISSING_MODEL = "model binding required for section "
+
 #: Kinds that keep their run kind in the H1 pass instead of becoming
 #: RequirementsUnmet.
 H1_KEEPS = frozenset({"tasks_live", "task_not_owned", "task_consumed", "cancelled", "store", "tool",
@@ -96,6 +100,8 @@ def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
         if kind == "cancelled" and failure.stale:
             return "cancelled", RunError("Cancelled", failure.message, fields)
         run_kind = RUN_KIND.get(kind, "Lua")
+        if kind == "internal" and failure.message.startswith(MISSING_MODEL):
+            run_kind = "Binding"      # the one internal failure that is not a model's
     if in_h1 and run_kind == "Lua" and kind not in H1_KEEPS:
         run_kind = "RequirementsUnmet"
     return "failed", RunError(run_kind, failure.message, fields)

@@ -1,8 +1,6 @@
 """Models, conversations and operator input, on the scripted model harness.
 
-What lives here: the `models` namespace (`default`, `use`, `get`, `infer`,
-`loop`), model handles and each section's model selection, `messages.new()`
-lists, `compactors`, `input.ask()`/`input.connected()`, the per-section-entry
+What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `compactors`, `input.ask()`/`input.connected()`, the per-section-entry
 state (`SectionState`), and the `models.loop` state machine: every round
 gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
@@ -10,9 +8,10 @@ the model's tool calls in order (task built-ins, local tool handlers) before
 appending the batch.  It also keeps the round log and the message lists the
 `--json` observation shows.
 
-What does not: the `tools` namespace (`tools`), the task built-ins and
-notices (`modeltasks`), checking and measuring message lists
-(`conversation`), reading the script files (`forge.scripts`).
+What does not: model roles, handles and selection (`roles`), the `tools`
+namespace (`tools`), the task built-ins and notices (`modeltasks`), checking
+and measuring message lists (`conversation`), reading the script files
+(`forge.scripts`).
 
 A handler or compactor is Lua that must run inside the calling chain, so its
 own suspending calls park the chain like any other.  The Lua side
@@ -32,28 +31,22 @@ may itself call `models.loop` or `tools.call`.
     calls ──local tool──> handler (Lua runs it) ──handler_done──> calls
     calls ──batch appended──> send
     send ──overflow with a compactor──> compactor ──> (always raises)
-
-Deviation: model handles are sealed tables, not userdata (this kit's Lua
-bridge cannot make userdata without exposing Python objects), so
-`type(handle)` reads `table`; every other handle rule holds.
 """
 
 from __future__ import annotations
 
 import importlib.resources
-import math
-import re
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from forge.engine.conversation import check_list, estimate_tokens, list_json
-from forge.engine.failures import Failure
+from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
+from forge.engine.roles import RolesAPI, Selection
 from forge.engine.run import PARK
-from forge.engine.tasks import lua_number_text
-from forge.engine.tools import BUILTINS, ENGINE_NAMES, JUMP_REFUSAL, ToolsAPI, debug_list
-from forge.lua.runtime import LuaFunction, LuaTable, decode, typename
+from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
+from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
@@ -72,21 +65,10 @@ CONTEXT_MESSAGES = {
     "provider": ("context exhausted: the provider rejected the request as exceeding the model's "
                  "context window"),
 }
-_LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
-_MAX_TOKENS = 4294967295
 
 
 def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-@attrs.frozen
-class Selection:
-    """A role and the sampling options rounds on it send."""
-
-    label: str
-    temperature: float | None = None
-    max_tokens: int | None = None
 
 
 @attrs.frozen
@@ -161,8 +143,9 @@ class SectionState:
     model_tasks: list[Task] = attrs.field(factory=list)
     #: Ids of model tasks the model cancelled itself (no notice for those).
     silenced: set[str] = attrs.field(factory=set)
-    #: Task notices waiting for the next round or await_tasks, in arrival order.
-    notices: list[str] = attrs.field(factory=list)
+    #: Task notices (modeltasks.Notice) waiting for the next round or
+    #: await_tasks, in arrival order.
+    notices: list = attrs.field(factory=list)
     awaiting: Any = None
     ops: list = attrs.field(factory=list)
     #: Local tool handlers running now: jump refuses while any does.
@@ -182,22 +165,20 @@ class SectionState:
 
 
 class ModelsAPI:
+    """The run's model side: one per run, hooked in by `Run` and `Host`."""
+
     def __init__(self, run: Run) -> None:
         self.run = run
         self.lua = run.lua
         harness = run.harness
         self.script = harness.model
         self.cursor = ScriptCursor(harness.model, harness.operator)
-        # Every declared role is bound to the host's one current model; with
-        # no model script there is no current model and no role is bound.
-        self.roles = {r.label: r for r in run.prompt.roles} if self.script is not None else {}
-        self.default_label: str | None = None
-        self.handles: dict[int, Selection] = {}
         self.known_tools: set[str] = set()
         self.lists: dict[int, tuple[str, Any]] = {}
         self.rounds: list[RoundRecord] = []
         self.asks = 0
         self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
+        self.roles = RolesAPI(self)
         self.tools = ToolsAPI(self)
         self.tasks = ModelTasks(self)
         self.L: Any = None
@@ -209,8 +190,7 @@ class ModelsAPI:
         loader = L.lua.execute("return load")
         self.L = loader(_MODELS_LUA.encode("utf-8"), b"=forge/models.lua")(L.E)
         models = L.lua.table()
-        for name in ("default", "use", "get"):
-            models[name.encode()] = L.host(getattr(self, "_" + name))
+        self.roles.install(models, self.L)
         models[b"infer"] = self.L.infer
         models[b"loop"] = self.L.loop
         lib[b"models"] = models
@@ -237,8 +217,7 @@ class ModelsAPI:
         if old is not None and old.is_h1 and not chain.in_h1:
             self.tasks.hand_over(old, state)
         chain.section_state = state
-        for label in self.roles:
-            chain.env[label.encode()] = self.handle(label)
+        self.roles.install_globals(chain.env)
 
     def messages_json(self) -> dict:
         """Each section's message lists (those given to models.loop), by section name."""
@@ -281,111 +260,6 @@ class ModelsAPI:
         cmd[b"arg"] = arg
         return (True, b"run", cmd)
 
-    # ------------------------------------------------------------ handles
-    def handle(self, label: str, selection: Selection | None = None) -> Any:
-        role = self.roles[label]
-        thinking = None
-        for word in role.keywords:          # the later hard keyword wins
-            if word in ("thinking", "no-thinking"):
-                thinking = word == "thinking"
-        selection = selection or Selection(label)
-        key = len(self.handles) + 1
-        self.handles[key] = selection
-        script = self.script
-        fields = {
-            "name": label, "label": label,
-            "description": role.description if role.description is not None else script.description,
-            "model_id": script.model_id, "context": script.context, "thinking": thinking,
-            "temperature": selection.temperature, "max_tokens": selection.max_tokens,
-        }
-        return self.L.make_handle(key, self.lua.table(fields), self.lua.seq(role.keywords))
-
-    def handle_of(self, value: Any) -> Selection | None:
-        key = self.L.handle_key(value)
-        return self.handles.get(key) if key is not None else None
-
-    def _label(self, call: str, value: Any) -> tuple[str | None, str | None]:
-        if not isinstance(value, bytes):
-            return None, f"{call} label must be a string, got {typename(value)}"
-        text = _t(value)
-        if not _LABEL.fullmatch(text):
-            return None, f'invalid alias "{text}": expected [A-Za-z][A-Za-z0-9_-]{{0,63}}'
-        if text not in self.roles:
-            noun = "alias" if call == "models.get" else "label"
-            return None, f'{call} {noun} "{text}" is not a bound model role'
-        return text, None
-
-    def _default(self, label=None, *rest):
-        text, fault = self._label("models.default", label)
-        if fault:
-            return self.err(fault)
-        if self.default_label is not None and self.default_label != text:
-            return self.err(f'models.default is already "{self.default_label}": the prompt-wide '
-                            "default cannot change mid-run")
-        self.default_label = text
-        return (True, self.handle(text))
-
-    def _get(self, label=None, *rest):
-        text, fault = self._label("models.get", label)
-        if fault:
-            return self.err(fault)
-        return (True, self.handle(text))
-
-    def _use(self, *args):
-        if len(args) > 2:
-            return self.err(f"models.use takes at most 2 arguments, got {len(args)}")
-        text, fault = self._label("models.use", args[0] if args else None)
-        if fault:
-            return self.err(fault)
-        selection, fault = self._options(text, args[1] if len(args) > 1 else None)
-        if fault:
-            return self.err(fault)
-        self.run.current.section_state.selection = selection
-        return (True, self.handle(text, selection))
-
-    def _options(self, label: str, opts: Any) -> tuple[Selection | None, str | None]:
-        if opts is None:
-            return Selection(label), None
-        if not isinstance(opts, LuaTable):
-            return None, f"models.use options must be a table, got {typename(opts)}"
-        items = list(opts.items())
-        odd = sorted(typename(k) for k, _ in items if not isinstance(k, bytes))
-        if odd:
-            return None, f"models.use option names must be strings, got {odd[0]}"
-        temperature = max_tokens = None
-        for key, value in sorted(items, key=lambda kv: kv[0]):
-            name = _t(key)
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if name == "max_tokens":
-                whole = number and (isinstance(value, int) or (math.isfinite(value)
-                                                               and value.is_integer()))
-                if not whole or not 1 <= value <= _MAX_TOKENS:
-                    actual = lua_number_text(value) if number else typename(value)
-                    return None, ("models.use option max_tokens must be an integer in "
-                                  f"[1, {_MAX_TOKENS}], got {actual}")
-                max_tokens = int(value)
-            elif name == "temperature":
-                if not number:
-                    return None, f"models.use option temperature must be a number, got {typename(value)}"
-                if isinstance(value, float) and not math.isfinite(value):
-                    return None, f"models.use option temperature must be finite, got {lua_number_text(value)}"
-                if not 0 <= value <= 2:
-                    return None, (f"models.use option temperature {lua_number_text(value)} is "
-                                  "outside the supported range [0.0, 2.0]")
-                temperature = value
-            else:
-                return None, f'models.use option "{name}" is unknown: expected temperature or max_tokens'
-        return Selection(label, temperature, max_tokens), None
-
-    def _round_model(self, state: SectionState, pinned: Selection | None) -> Selection | None:
-        if pinned is not None:
-            return pinned
-        if state.selection is not None:
-            return state.selection
-        if self.default_label is not None:
-            return Selection(self.default_label)
-        return None
-
     def _take_entry(self, chain: Chain, state: SectionState) -> ScriptEntry | None:
         state.rounds_made += 1
         entry = self.cursor.take_round(state.name)
@@ -407,21 +281,21 @@ class ModelsAPI:
             return self.err("models.infer takes (handle?, prompt)")
         pinned, prompt = None, None
         if count == 2:
-            pinned = self.handle_of(args[0])
+            pinned = self.roles.handle_of(args[0])
             if pinned is None:
                 kind = typename(args[0])
                 suffix = "" if kind == "userdata" else f", got {kind}"
                 return self.err(f"models.infer handle must be a model handle{suffix}")
             prompt = args[1]
-        elif count == 1 and self.handle_of(args[0]) is None:
+        elif count == 1 and self.roles.handle_of(args[0]) is None:
             prompt = args[0]
         if not isinstance(prompt, bytes):
             return self.err(f"prompt must be a string, got {typename(prompt)}")
         if decode(prompt) is None:
             return self.err("prompt must be a valid UTF-8 string")
         state = chain.section_state
-        if self._round_model(state, pinned) is None:
-            return self.err(f"model binding required for section {state.name}", "internal")
+        if self.roles.round_model(state, pinned) is None:
+            return self.err(f"{MISSING_MODEL}{state.name}", "internal")
         if len(prompt) // 4 + 4 > self.script.context:
             return self.err(CONTEXT_MESSAGES["precheck"], "context_exhausted", reason="precheck")
         entry = self._take_entry(chain, state)
@@ -474,7 +348,7 @@ class ModelsAPI:
     # ------------------------------------------------------------ models.loop
     def _loop(self, chain: Chain, count: int = 0, *args):
         args = args[:count]
-        pinned = self.handle_of(args[0]) if args else None
+        pinned = self.roles.handle_of(args[0]) if args else None
         if pinned is not None:
             rest, most = args[1:], 3
         elif args and typename(args[0]) == "userdata":
@@ -536,25 +410,22 @@ class ModelsAPI:
             if fault.across:
                 self.emit(chain, "model_turn_failed")
             return self._fail(chain, state, op, fault.message)
-        selection = self._round_model(state, op.selection)
-        if selection is None:
-            return self._fail(chain, state, op, f"model binding required for section {state.name}",
-                              "internal")
+        if self.roles.round_model(state, op.selection) is None:
+            return self._fail(chain, state, op, f"{MISSING_MODEL}{state.name}", "internal")
         self.emit(chain, "tool_scope_validation_started")
         offered = tuple(spec.name for spec in self.tools.offered(state))
         self.emit(chain, "tool_scope_validation_succeeded")
         before = len(op.msgs)
-        notices = self.tasks.gather(state)
-        for text in notices:
+        for text in self.tasks.waiting(state):
             self.L.append(op.msgs, self.lua.table({"role": "user", "content": text}))
         if estimate_tokens(op.msgs) > self.script.context:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
-            state.notices[:0] = notices
             return self._overflow(chain, state, op, "precheck")
         entry = self._take_entry(chain, state)
         if entry is None:
             return (True, b"done", None)
+        self.tasks.gather(state)
         op.rounds += 1
         op.entry, op.offered, op.allowed = entry, offered, state.allow is not None
         op.phase = "reply"
@@ -713,4 +584,4 @@ class ModelsAPI:
                                    detail={"answer": answer.where})
 
 
-__all__ = ["ModelsAPI", "SectionState", "Selection", "RoundRecord", "ENGINE_NAMES"]
+__all__ = ["ModelsAPI", "RoundRecord", "SectionState"]

@@ -64,6 +64,14 @@ class AwaitWait(Wait):
     sleep_text: str | None = None
 
 
+@attrs.frozen
+class Notice:
+    """A queued task notice: its sentence, and the task whose end it tells."""
+
+    task: Task = attrs.field(eq=False)
+    text: str
+
+
 class ModelTasks:
     def __init__(self, models: ModelsAPI) -> None:
         self.models = models
@@ -209,7 +217,7 @@ class ModelTasks:
         if task.id in state.silenced:
             return      # the model's own task_cancel: its confirmation was the word
         text = notice(task, self.run.nonce)
-        state.notices.append(text)
+        state.notices.append(Notice(task, text))
         owner = state.chain
         self.run.emit(owner, "task_notice", section_override=state.name, turn=owner.task.turns,
                       task=task.id, text=text)
@@ -222,16 +230,24 @@ class ModelTasks:
             self._resume(wait, self.take_notices(state))
 
     def _take(self, state: SectionState) -> list[str]:
+        """Take every waiting notice.  Delivering a notice to the model joins
+        its task: the task's store work is ordered before the owner's next step."""
         taken, state.notices = state.notices, []
-        return taken
+        for item in taken:
+            self.run.tasks_api.joined(item.task)
+        return [item.text for item in taken]
 
     def take_notices(self, state: SectionState) -> str:
         """Every notice waiting for the section, one per line, taken."""
         return "\n".join(self._take(state))
 
-    def gather(self, state: SectionState) -> list[str]:
-        """The notices a models.loop round appends, taken."""
-        return self._take(state)
+    def waiting(self, state: SectionState) -> list[str]:
+        """The notices a models.loop round would append now (not taken)."""
+        return [item.text for item in state.notices]
+
+    def gather(self, state: SectionState) -> None:
+        """A round went out with the waiting notices: they are taken."""
+        self._take(state)
 
     def hand_over(self, old: SectionState, new: SectionState) -> None:
         """The H1 pass's model tasks and notices move to the walk."""

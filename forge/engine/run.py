@@ -185,6 +185,10 @@ class Run:
                         "scheduling steps (unbounded spawning or waiting?)",
                     )
                     return
+                if self.lua.memory_tight():
+                    self._abort("Budget", "Lua memory exhausted: the run holds more than "
+                                          f"{self.lua.max_memory // 2**20} MiB of Lua state")
+                    return
                 self.trace.emit(self.kernel.now, "step", chain=chain.id, kind=chain.kind)
                 self._step(chain)
                 continue

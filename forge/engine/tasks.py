@@ -269,6 +269,9 @@ class TasksAPI:
             run._abort("Budget", f"task budget exhausted: the run started more than "
                                  f"{run.config.max_tasks:,} tasks (unbounded spawning?)")
             return self._err("task budget exhausted")
+        if self.lua.memory_tight():
+            run._abort("Budget", "Lua memory exhausted: too much state for one run")
+            return self._err("Lua memory exhausted")
         if run.harness.refuses("spawn", "*"):
             return self._err("store operation failed", "store", reason="refused")
         section = run.prompt.sections[index]

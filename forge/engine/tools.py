@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.lua.runtime import LuaFunction, LuaTable, NotJSON, decode, from_lua_json, typename
+from forge.lua.runtime import (
+    LuaFunction,
+    LuaTable,
+    NotJSON,
+    decode,
+    from_lua_json,
+    typename,
+)
 
 if TYPE_CHECKING:
     from forge.engine.chain import Chain

@@ -1,7 +1,7 @@
 -- The Lua side of models, conversations and tools, loaded once per run.
 --
--- What lives here: message lists and their builder methods, model handles
--- (sealed tables), the read-only `tools.calls` view, and the trampoline
+-- What lives here: message lists and their builder methods, sealing model
+-- handles' metatable, the read-only `tools.calls` view, and the trampoline
 -- that lets a suspending call run Lua on the engine's behalf - a local tool
 -- handler or a compactor - inside the calling chain's own coroutine, so the
 -- handler's own suspending calls (store, tasks, models) park the chain like
@@ -17,7 +17,7 @@
 local E = ...
 local suspend, make_error, host = E.suspend, E.make_error, E.host
 local pcall_raw, select, type, tostring, error = pcall, select, type, tostring, error
-local setmetatable, rawget, rawset, rawlen = setmetatable, rawget, rawset, rawlen
+local setmetatable, getmetatable, rawset, rawlen = setmetatable, getmetatable, rawset, rawlen
 
 local M = {}
 
@@ -78,42 +78,13 @@ M.new_list = function()
 end
 
 ---------------------------------------------------------------------------
--- Model handles: sealed tables with nine read-only fields.  Python knows a
--- handle by the key this weak map gives it.
+-- Model handles are Python objects, so userdata, read through the item
+-- protocol.  Their metatable is the bridge's own, shared by every Python
+-- object; sealing it keeps prompt code from reading or changing it.
 ---------------------------------------------------------------------------
-local handle_keys = setmetatable({}, { __mode = 'k' })
-local HANDLE_FIELDS = {
-  name = true, label = true, description = true, capabilities = true, model_id = true,
-  context = true, thinking = true, temperature = true, max_tokens = true,
-}
-
-M.make_handle = function(key, fields, capabilities)
-  local h = setmetatable({}, {
-    __index = function(_, k)
-      if k == 'capabilities' then
-        local copy = {}
-        for i = 1, rawlen(capabilities) do copy[i] = rawget(capabilities, i) end
-        return copy
-      end
-      if not HANDLE_FIELDS[k] then
-        error(make_error('lua', "attempt to get an unknown field '" .. tostring(k) .. "'"), 2)
-      end
-      return rawget(fields, k)
-    end,
-    __newindex = function(_, k)
-      error(make_error('lua', 'model handles are read-only: cannot assign field "'
-        .. tostring(k) .. '"'), 2)
-    end,
-    __tostring = function() return 'model handle: ' .. rawget(fields, 'name') end,
-    __metatable = 'model handle',
-  })
-  handle_keys[h] = key
-  return h
-end
-
-M.handle_key = function(v)
-  if type(v) ~= 'table' then return nil end
-  return handle_keys[v]
+M.seal_python_objects = function(sample)
+  local mt = getmetatable(sample)
+  if type(mt) == 'table' then mt.__metatable = 'model handle' end
 end
 
 ---------------------------------------------------------------------------

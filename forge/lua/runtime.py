@@ -62,6 +62,7 @@ class LuaRuntime:
             string_hash_seed=STRING_HASH_SEED,
             max_memory=max_memory,
         )
+        self.max_memory = max_memory
         g = self.lua.globals()
         g.python = None
         host = self.lua.table_from(
@@ -91,6 +92,15 @@ class LuaRuntime:
         self.ordered_keys = E.ordered_keys
         self._compile = E.compile
         self.table_from = self.lua.table_from
+
+    def memory_tight(self) -> bool:
+        """Whether Lua state is close to the cap.
+
+        The engine stops a run here, between steps: past the cap, an
+        allocation the engine makes from Python (outside Lua's protected
+        calls) would abort the whole process instead of failing the run.
+        """
+        return self.lua.get_memory_used() > self.max_memory * 0.75
 
     # -- building Lua values -------------------------------------------------
     def table(self, mapping: dict | None = None, **kw: Any):
