@@ -489,14 +489,25 @@ def _(stack):
 
 @mutant("waiting-task-keeps-slot", "concurrency", "a task parked on a wait keeps its slot")
 def _(stack):
-    def make(original):
+    keeping = []
+
+    def make_wait(original):
+        def _wait(self, chain, call, args):
+            keeping.append(True)
+            try:
+                return original(self, chain, call, args)
+            finally:
+                keeping.pop()
+        return _wait
+
+    def make_release(original):
         def release_slot(self, task):
-            chain = task.chain
-            if task.live and chain is not None and chain.blocked == "tasks":
+            if keeping:
                 return None
             return original(self, task)
         return release_slot
-    _wrap(stack, TasksAPI, "release_slot", make)
+    _wrap(stack, TasksAPI, "_wait", make_wait)
+    _wrap(stack, TasksAPI, "release_slot", make_release)
 
 
 @mutant("concurrency-not-clamped", "concurrency", "tasks.concurrency(n) is not clamped to the parent")

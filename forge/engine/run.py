@@ -493,8 +493,8 @@ class Run:
                 )
                 self.settle_owned(chain, "owner_returned")
                 self._close(chain)
-                failure = Failure("tasks_live", message, (("tasks", id_list),),
-                                  self.error_value("tasks_live", message, chain, tasks=id_list))
+                failure = self.failure_of(
+                    self.error_value("tasks_live", message, chain, tasks=id_list))
                 chain.failure = failure
                 chain.on_end(chain, False, failure)
                 return
