@@ -433,7 +433,7 @@ class ModelsAPI:
                                        entry.where))
         return self.run.harness_op(
             chain, "model", "chat", lambda: self.run.make_ready(chain, (True, b"continue", None)),
-            pinned=entry.delay, detail={"entry": entry.where})
+            pinned=entry.delay, detail={"entry": entry.where, "records": len(op.msgs)})
 
     def _overflow(self, chain: Chain, state: SectionState, op: LoopOp, reason: str):
         if op.compactor is None:

@@ -16,7 +16,7 @@
 
 local E = ...
 local suspend, make_error, host = E.suspend, E.make_error, E.host
-local pcall_raw, select, type, tostring, error = pcall, select, type, tostring, error
+local pcall_raw, select, type, error = pcall, select, type, error
 local setmetatable, getmetatable, rawset, rawlen = setmetatable, getmetatable, rawset, rawlen
 
 local M = {}
