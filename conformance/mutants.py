@@ -241,17 +241,29 @@ def _(stack):
     _wrap(stack, TasksAPI, "_wait", make)
 
 
-@mutant("spawn-runs-before-owner-parks", "races",
-        "a new task is scheduled ahead of chains that were already ready")
+@mutant("spawn-runs-task-at-once", "races",
+        "tasks.spawn runs the new task until it parks before returning to the owner")
 def _(stack):
     def make(original):
-        def make_ready(self, chain, value):
-            original(self, chain, value)
-            if chain.kind == "task" and chain.entry_counter == 0 and chain.state == "ready":
-                self.ready.remove(chain)
-                self.ready.insert(0, chain)
-        return make_ready
-    _wrap(stack, Run, "make_ready", make)
+        def _spawn(self, target=None, opts=None, *rest):
+            result = original(self, target, opts, *rest)
+            run = self.run
+            task = run.tasks.get(_decode_handle(result))
+            if task is not None and task.chain in run.ready:
+                owner = run.current
+                run.ready.remove(task.chain)
+                run._step(task.chain)
+                run.current = owner
+            return result
+        return _spawn
+    _wrap(stack, TasksAPI, "_spawn", make)
+
+
+def _decode_handle(result) -> str | None:
+    if not result[0]:
+        return None
+    value = result[1][b"task"]
+    return value.decode() if isinstance(value, bytes) else None
 
 
 @mutant("no-join-before-delivery", "races",
