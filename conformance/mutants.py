@@ -284,29 +284,9 @@ def _(stack):
 @mutant("tie-goes-to-timeout", "timeouts",
         "a timeout expiring at the same instant a task ends wins the tie")
 def _(stack):
+    # Timeouts sort before harness completions at the same instant.
     _set(stack, kernel_mod, "TIMEOUT", -10)
     _set(stack, tasks_mod, "TIMEOUT", -10)
-
-    def make(original):
-        def _loop(self):
-            # Pop a due timeout before running ready chains at its instant.
-            while self.outcome is None:
-                head = self.kernel._queue[0] if self.kernel.peek() is not None else None
-                if head is not None and head[1] < 0 and head[0] <= self.kernel.now:
-                    seq, event = self.kernel.pop()
-                    self._handle(event)
-                    continue
-                if self.ready:
-                    chain = self.ready.pop(self.chooser.choose("chain", tuple(c.label for c in self.ready)))
-                    self._step(chain)
-                    continue
-                if self.kernel.peek() is None:
-                    self._deadlock()
-                    return
-                seq, event = self.kernel.pop()
-                self._handle(event)
-        return _loop
-    _wrap(stack, Run, "_loop", make)
 
 
 @mutant("timeout-cancels-members", "timeouts", "an expired timeout cancels the members")
@@ -537,32 +517,10 @@ def _(stack):
 
 @mutant("admit-newest-first", "concurrency", "queued tasks are admitted newest first")
 def _(stack):
-    def make(original):
-        def admit(self):
-            self.run.queue.sort(key=lambda t: ids_mod.id_key(t.id), reverse=True)
-            return _admit_in_queue_order(self)
-        return admit
-    _wrap(stack, TasksAPI, "admit", make)
-
-
-def _admit_in_queue_order(api: TasksAPI) -> None:
-    run = api.run
-    for task in list(run.queue):
-        if not task.live:
-            run.queue.remove(task)
-            continue
-        if not api._slot_free(task):
-            continue
-        run.queue.remove(task)
-        task.holds_slot = True
-        run.running_tasks += 1
-        if not task.admitted:
-            task.admitted = True
-            run.make_ready(task.chain, None)
-        else:
-            chain, value = task.pending_resume
-            task.pending_resume = None
-            run.make_ready(chain, value)
+    def admit(self):
+        self.run.queue.sort(key=lambda t: ids_mod.id_key(t.id), reverse=True)
+        self.admit_in_queue_order()
+    _set(stack, TasksAPI, "admit", admit)
 
 
 @mutant("no-concurrency-limit", "concurrency", "the harness ceiling is ignored")

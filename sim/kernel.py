@@ -44,6 +44,17 @@ def seconds_to_ns(seconds: float | int) -> int:
     return round(seconds * NS_PER_SECOND)
 
 
+def duration_ns(seconds) -> int | None:
+    """A count of seconds as a duration in nanoseconds, or None when it is not
+    one: not a number (booleans included), negative, not finite, or past the
+    largest duration."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return None
+    if seconds != seconds or seconds < 0 or seconds * NS_PER_SECOND > MAX_DURATION_NS:
+        return None
+    return seconds_to_ns(seconds)
+
+
 def ns_to_seconds(ns: int) -> float:
     return ns / NS_PER_SECOND
 

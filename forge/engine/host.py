@@ -149,8 +149,10 @@ class Host:
         if argv is not None:
             err = self.lua.json_check_raw(argv, b"argv")
             if err is not None:
-                message = _t(err).replace("argv must be JSON data", "argv must be JSON data", 1)
-                self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {_t(err).rsplit(' ', 1)[-1]}", fatal_kind="Lua"))
+                # The H1 freeze names only the type found, wherever it sits.
+                found = _t(err).rsplit(" ", 1)[-1]
+                self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
+                                                   fatal_kind="Lua"))
                 return
         chain.argv = self.lua.deep_copy(argv)
         self.run.claims.release("h1")

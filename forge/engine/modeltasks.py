@@ -23,7 +23,6 @@ quietly when it ends.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -32,7 +31,7 @@ from forge.engine import envelope, ids
 from forge.engine.tasks import REASON_PHRASES, Task, Wait, lua_number_text
 from forge.engine.tools import AllowTasks, ToolSpec
 from forge.prompt.headings import HeadingError, resolve
-from sim.kernel import MAX_DURATION_NS, NS_PER_SECOND, TIMEOUT
+from sim.kernel import TIMEOUT, duration_ns
 
 if TYPE_CHECKING:
     from forge.engine.chain import Chain
@@ -167,12 +166,8 @@ class ModelTasks:
         timeout = arguments.get("timeout")
         timeout_ns = None
         if timeout is not None:
-            if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                    or not math.isfinite(timeout) or timeout < 0):
-                return BAD_TIMEOUT, False
-            timeout_ns = (timeout * NS_PER_SECOND if isinstance(timeout, int)
-                          else round(timeout * NS_PER_SECOND))
-            if timeout_ns > MAX_DURATION_NS:
+            timeout_ns = duration_ns(timeout)
+            if timeout_ns is None:
                 return BAD_TIMEOUT, False
         if state.notices:
             return self.take_notices(state), True

@@ -36,14 +36,14 @@ import attrs
 from forge.engine import ids
 from forge.engine.chain import Chain, Frame
 from forge.engine.failures import Failure, RunError, classify
-from forge.engine.store import READS, WRITES, Claims, StoreFailure
+from forge.engine.store import WRITES, Claims, StoreFailure
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, decode, typename
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
 from sim.chooser import Chooser
-from sim.kernel import COMPLETE, FAULT, TIMEOUT, Kernel, ns_to_seconds, seconds_to_ns
+from sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
 from sim.trace import Trace
 
 #: The depth cap call, spawn and fanout share.

@@ -31,7 +31,7 @@ from forge.engine import ids
 from forge.engine.chain import Chain, Frame
 from forge.engine.failures import Failure
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
-from sim.kernel import MAX_DURATION_NS, NS_PER_SECOND, TIMEOUT
+from sim.kernel import TIMEOUT, duration_ns
 
 if TYPE_CHECKING:
     from forge.engine.run import Run
@@ -317,8 +317,11 @@ class TasksAPI:
 
     def admit(self) -> None:
         """Admit queued tasks in spawn order while slots are free."""
+        self.run.queue.sort(key=lambda t: ids.id_key(t.id))
+        self.admit_in_queue_order()
+
+    def admit_in_queue_order(self) -> None:
         run = self.run
-        run.queue.sort(key=lambda t: ids.id_key(t.id))
         for task in list(run.queue):
             if not task.live:
                 run.queue.remove(task)
@@ -358,7 +361,6 @@ class TasksAPI:
     # ------------------------------------------------------------ endings
     def _chain_ended(self, chain: Chain, ok: bool, value: Any) -> None:
         task = chain.task
-        run = self.run
         if ok:
             task.state, task.ok, task.result = "done", True, value if value is not None else ""
             self._terminal_event(task, "task_succeeded")
@@ -549,14 +551,11 @@ class TasksAPI:
             return None, None
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
             return None, self._err(f"{call} timeout must be a number, got {typename(seconds)}")
-        bad = self._err(
-            f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
-        if isinstance(seconds, float) and (math.isnan(seconds) or math.isinf(seconds)):
-            return None, bad
-        if seconds < 0 or seconds * NS_PER_SECOND > MAX_DURATION_NS:
-            return None, bad
-        ns = seconds * NS_PER_SECOND if isinstance(seconds, int) else round(seconds * NS_PER_SECOND)
-        return int(ns), None
+        ns = duration_ns(seconds)
+        if ns is None:
+            return None, self._err(
+                f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
+        return ns, None
 
     def _satisfied(self, wait: Wait) -> bool:
         ended = [not t.live for t in wait.members]
