@@ -597,5 +597,75 @@ def _(stack):
     _wrap(stack, TasksAPI, "_cancel", make)
 
 
+# ---------------------------------------------------------------- model-started tasks
+
+@mutant("envelope-keeps-angle-brackets", "model", "the untrusted envelope does not escape `<`")
+def _(stack):
+    from forge.engine import envelope
+
+    def make(original):
+        def encode(text, nonce):
+            return original(text.replace("<", "\x00"), nonce).replace("\x00", "<")
+        return encode
+    _wrap(stack, envelope, "encode", make)
+
+
+@mutant("notice-cancel-spelling", "model", "a cancelled model task's notice says `was cancelled`")
+def _(stack):
+    from forge.engine import modeltasks
+
+    def make(original):
+        def notice(task, nonce):
+            return original(task, nonce).replace(" was canceled: ", " was cancelled: ")
+        return notice
+    _wrap(stack, modeltasks, "notice", make)
+
+
+@mutant("model-tasks-leak", "model", "a live model task makes its owner fail with tasks_live")
+def _(stack):
+    def make(original):
+        def end_chain(self, chain, ok, value):
+            if ok:
+                for t in chain.owned:
+                    if t.live and t.origin == "model":
+                        t.origin = "author"
+            return original(self, chain, ok, value)
+        return end_chain
+    _wrap(stack, Run, "end_chain", make)
+
+
+@mutant("model-cancel-queues-notice", "model", "the model's own task_cancel also queues a notice")
+def _(stack):
+    from forge.engine import modeltasks
+
+    def make(original):
+        def task_ended(self, state, task):
+            state.silenced.discard(task.id)
+            return original(self, state, task)
+        return task_ended
+    _wrap(stack, modeltasks.ModelTasks, "task_ended", make)
+
+
+@mutant("notices-delivered-twice", "model", "a notice taken by a round stays queued for the next")
+def _(stack):
+    from forge.engine import modeltasks
+
+    def make(original):
+        def _take(self, state):
+            kept = list(state.notices)
+            taken = original(self, state)
+            state.notices = kept
+            return taken
+        return _take
+    _wrap(stack, modeltasks.ModelTasks, "_take", make)
+
+
+@mutant("notice-head-without-marks", "model", "the notice head names the target without `## `")
+def _(stack):
+    from forge.engine import modeltasks
+
+    _set(stack, modeltasks, "_head", lambda task: f"Task id={task.id} ({task.target})")
+
+
 def by_id() -> dict[str, Mutant]:
     return {m.id: m for m in CATALOGUE}
