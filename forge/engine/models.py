@@ -35,7 +35,6 @@ may itself call `models.loop` or `tools.call`.
 
 from __future__ import annotations
 
-import importlib.resources
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -55,7 +54,6 @@ if TYPE_CHECKING:
     from forge.engine.tasks import Task
     from forge.engine.tools import AllowTasks, LocalTool
 
-_MODELS_LUA = importlib.resources.files("forge.lua").joinpath("models.lua").read_text("utf-8")
 
 #: The round cap when the prompt sets no `max_tool_iterations`.
 DEFAULT_ROUND_CAP = 24
@@ -187,8 +185,7 @@ class ModelsAPI:
     def install(self, lib: Any, suspending: dict) -> None:
         """Add `models`, `messages`, `compactors`, `tools`, `input` to the host library."""
         L = self.lua
-        loader = L.lua.execute("return load")
-        self.L = loader(_MODELS_LUA.encode("utf-8"), b"=forge/models.lua")(L.E)
+        self.L = L.load_engine_chunk("models.lua")(L.E)
         models = L.lua.table()
         self.roles.install(models, self.L)
         models[b"infer"] = self.L.infer

@@ -29,7 +29,23 @@ BUDGET_MESSAGE = (
     "(an endless loop?)"
 )
 
-_PRELUDE = importlib.resources.files("forge.lua").joinpath("prelude.lua").read_text("utf-8")
+_bytecode: dict[str, bytes] = {}
+
+
+def engine_chunk(name: str) -> bytes:
+    """The compiled bytecode of one of the engine's own Lua files.
+
+    Compiled once per process and loaded in binary form into every run's
+    runtime: parsing the source again for each run cost more than creating
+    the runtime itself.  Only the engine's own files load as bytecode;
+    prompt code is always loaded as text.
+    """
+    if name not in _bytecode:
+        source = importlib.resources.files("forge.lua").joinpath(name).read_bytes()
+        compiler = lua55.LuaRuntime(encoding=None, register_eval=False, register_builtins=False)
+        dump = compiler.execute("return function(s, n) return string.dump(assert(load(s, n))) end")
+        _bytecode[name] = dump(source, f"=forge/{name}".encode())
+    return _bytecode[name]
 
 LuaError = lua55.LuaError
 _probe = lua55.LuaRuntime()
@@ -71,9 +87,7 @@ class LuaRuntime:
                 b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
             }
         )
-        loader = self.lua.execute("return load")
-        chunk = loader(_PRELUDE.encode("utf-8"), b"=forge/prelude.lua")
-        self.E = chunk(host)
+        self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error
         self.is_host_error = E.is_host_error
@@ -101,6 +115,10 @@ class LuaRuntime:
         calls) would abort the whole process instead of failing the run.
         """
         return self.lua.get_memory_used() > self.max_memory * 0.75
+
+    def load_engine_chunk(self, name: str):
+        loader = self.lua.execute("return load")
+        return loader(engine_chunk(name), f"=forge/{name}".encode(), b"b")
 
     # -- building Lua values -------------------------------------------------
     def table(self, mapping: dict | None = None, **kw: Any):
