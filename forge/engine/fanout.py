@@ -106,7 +106,6 @@ class Fanout:
                 for arm in wait.arms:
                     run.tasks_api.cancel(arm)
                 return task
-            task.fanout_arm = True
             wait.arms.append(task)
             wait.items.append(original)
             task.waits.append(wait)

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from forge.engine.run import Run
 
 LOG_MAX_CHARS = 256
-LOG_EVENTS_PER_VM = 1024
 
 STORE_OPS = ("write", "append", "read", "read_numbered", "str_replace", "delete", "glob", "exists")
 

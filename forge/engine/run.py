@@ -103,7 +103,6 @@ class Run:
         self.lua = LuaRuntime(max_instructions=self.config.max_instructions)
         self.claims = Claims()
         self.ready: list[Chain] = []
-        self._ready_seq = 0
         self.current: Chain | None = None
         self.logs: list[str] = []
         self.events: list[dict] = []
@@ -270,10 +269,6 @@ class Run:
         return handler(chain, *args)
 
     # --------------------------------------------------------- the walk
-    def start_walk(self, chain: Chain, siblings: tuple[int, ...], pos: int) -> None:
-        chain.frames = [Frame(siblings, pos)]
-        chain.in_h1 = False
-
     def _next_block(self, chain: Chain) -> None:
         """Start the chain's next block, entering sections as the walk says."""
         if chain.section is None and not chain.in_h1:

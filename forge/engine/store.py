@@ -263,9 +263,8 @@ class MemoryStore:
         self.files[path] = text.replace(old, new, 1)
 
 
-#: Which operations write (W) and which read (R), for claims.
+#: Operations that take a write claim; every other operation reads.
 WRITES = frozenset({"write", "append", "delete", "str_replace"})
-READS = frozenset({"read", "read_numbered", "exists", "glob"})
 
 
 class Claims:

@@ -28,10 +28,6 @@ from typing import Any, Protocol
 
 __all__ = ["SubstitutionError", "Resolver", "render"]
 
-#: Built-in roots.  They are checked before globals, so a Lua global with one
-#: of these names is never reached by a placeholder.
-BUILTIN_ROOTS = ("args", "argv", "item", "var", "sys")
-
 #: Longest path (in characters) an error message quotes before cutting it.
 PATH_PREVIEW_CHARS = 80
 

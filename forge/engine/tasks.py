@@ -93,7 +93,6 @@ class Task:
     #: For a model-started task: the owner's section state that gets notices.
     model_owner: Any = None
     cancelled_value: Any = None
-    fanout_arm: bool = False
 
     @classmethod
     def main(cls, run: Run) -> Task:

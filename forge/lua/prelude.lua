@@ -508,12 +508,6 @@ E.stamp_of = function(e) if type(e) == 'table' then return stamps[e] end return 
 -- Compiling and running blocks.
 ---------------------------------------------------------------------------
 local load_raw = load
-E.compile = function(source, chunkname)
-  local f, err = load_raw(source, chunkname, 't', {})
-  if not f then return nil, err end
-  return f
-end
-
 -- Loads a block's source into env (a new closure per entry, so two chains
 -- running one section never share an _ENV) and runs it inside the current coroutine; returns
 -- (true, values...) or (false, error).  Installed as the body of every
@@ -524,13 +518,6 @@ E.run_block = function(source, chunkname, env)
   local bound, err = load_raw(source, chunkname, 't', env)
   if not bound then return false, err end
   return pcall_raw(bound)
-end
-
--- Runs a plain function (a tool handler, say) the same way.
-E.run_function = function(fn, ...)
-  sethook(hook, '', HOOK_EVERY)
-  if abort ~= nil then return false, abort end
-  return pcall_raw(fn, ...)
 end
 
 E.pack = tpack

@@ -91,10 +91,8 @@ class LuaRuntime:
         E = self.E
         self.make_error_raw = E.make_error
         self.is_host_error = E.is_host_error
-        self.typename_raw = E.typename
         self.new_env_raw = E.new_env
         self.run_block = E.run_block
-        self.run_function = E.run_function
         self.var_proxy_raw = E.var_proxy
         self.var_backing = E.var_backing
         self.json_check_raw = E.json_check
@@ -104,7 +102,6 @@ class LuaRuntime:
         self.abort_value = E.abort_value
         self.instructions_used = E.instructions_used
         self.ordered_keys = E.ordered_keys
-        self._compile = E.compile
         self.table_from = self.lua.table_from
 
     def memory_tight(self) -> bool:
@@ -160,20 +157,8 @@ class LuaRuntime:
     def new_env(self, globals_table=None):
         return self.new_env_raw(globals_table)
 
-    def compile_error(self, source: bytes, chunkname: bytes) -> str | None:
-        fn, err = self._compile(source, chunkname)
-        if fn is None:
-            return err.decode("utf-8", "replace")
-        return None
-
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
         return self.run_block.coroutine(source, chunkname, env)
-
-    def function_coroutine(self, fn, *args):
-        return self.run_function.coroutine(fn, *args)
-
-    def typename(self, value: Any) -> str:
-        return typename(value)
 
 
 def to_lua_key(k: Any) -> Any:

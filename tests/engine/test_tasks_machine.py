@@ -34,6 +34,9 @@ class TaskProgram(RuleBasedStateMachine):
         self.counter = 0
         self.handles: list[tuple[str, str]] = []      # (id, worker) by handle index
         self.live: list[int] = []
+        # Spawned since the owner last parked: certainly not started yet.
+        # Anything older may have ended during the park, on some schedule.
+        self.fresh: list[int] = []
         self.delivered: list[int] = []
         self.cancelled: list[int] = []
 
@@ -48,12 +51,14 @@ class TaskProgram(RuleBasedStateMachine):
         self.counter += 1
         self.handles.append((task_id, worker))
         self.live.append(index)
+        self.fresh.append(index)
         self.lines.append(f"t[{index}] = tasks.spawn('## {worker}')")
         self._say(f"'spawned ' .. t[{index}].task", f"spawned {task_id}")
 
     @rule()
     def call(self):
         self.counter += 1
+        self.fresh = []
         self.lines.append("local who = call('## Sub')")
         self._say("'called from ' .. who", "called from 0")
 
@@ -70,11 +75,13 @@ class TaskProgram(RuleBasedStateMachine):
         self.lines.append("end")
         self.delivered += self.live
         self.live = []
+        self.fresh = []
 
-    @precondition(lambda self: self.live)
+    @precondition(lambda self: self.fresh)
     @rule(data=st.data())
     def cancel(self, data):
-        i = data.draw(st.sampled_from(self.live))
+        i = data.draw(st.sampled_from(self.fresh))
+        self.fresh.remove(i)
         self.live.remove(i)
         self.cancelled.append(i)
         self.lines.append(f"tasks.cancel(t[{i}])")
@@ -87,6 +94,7 @@ class TaskProgram(RuleBasedStateMachine):
         self.lines.append(f"do local _, ok, e = tasks.join_any({{ t[{i}] }})")
         self.lines.append("log(tostring(ok) .. ' ' .. e.kind) end")
         self.expected.append("false cancelled")
+        self.fresh = []
 
     @precondition(lambda self: self.delivered)
     @rule(data=st.data())
@@ -97,6 +105,7 @@ class TaskProgram(RuleBasedStateMachine):
         self.lines.append("log(e.kind .. ' ' .. e.task) end")
         self.expected.append(f"task_consumed {task_id}")
 
+    @precondition(lambda self: self.live == self.fresh)
     @rule()
     def pending(self):
         ids = ",".join(self.handles[i - 1][0] for i in self.live)
