@@ -100,7 +100,8 @@ class Run:
         self.config = config or RunConfig()
         self.kernel = Kernel()
         self.trace = Trace()
-        self.lua = LuaRuntime(max_instructions=self.config.max_instructions)
+        self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
+                              random_seed=self.config.seed)
         self.claims = Claims()
         self.ready: list[Chain] = []
         self.current: Chain | None = None

@@ -160,8 +160,11 @@ local function key_less(a, b)
   if ca == 1 then return a == false and b == true end
   if ca == 2 then return num_less(a, b) end
   if ca == 3 then return a < b end
-  -- Trailing group: strings first (bytewise), then numbers, then objects
-  -- in order of first sight.  The spec leaves this order open; we fix it.
+  -- Trailing group: strings first (bytewise), then numbers, then objects.
+  -- The spec leaves the order of object keys (tables, functions, userdata)
+  -- open.  They get serials in order of first sight, and first sight
+  -- follows Lua's hash order, which depends on addresses: this is the one
+  -- order the kit cannot make reproducible across processes.
   local ta, tb = type(a), type(b)
   if ta ~= tb then
     local rank = { string = 1, number = 2 }
@@ -381,7 +384,62 @@ local function copy_lib(lib)
   return out
 end
 
+---------------------------------------------------------------------------
+-- Closing the doors to nondeterminism that standard Lua leaves open:
+-- addresses in tostring/string.format, and math.random's time-based seed.
+---------------------------------------------------------------------------
+local tostring_raw, debug_getmetatable = tostring, debug.getmetatable
+local format_raw = string.format
+local addresses = setmetatable({}, { __mode = 'k' })
+local next_address = 0
+
+-- Lua prints tables, functions, threads and userdata by address, which
+-- differs between processes.  A run prints them by a serial given in the
+-- order the run first prints them instead, so the text is reproducible.
+local function tostring_stable(v)
+  local s = tostring_raw(v)
+  local t = type(v)
+  if t == 'table' or t == 'function' or t == 'thread' or t == 'userdata' then
+    local mt = debug_getmetatable(v)
+    if not (mt and rawget(mt, '__tostring')) then
+      local serial = addresses[v]
+      if serial == nil then
+        next_address = next_address + 1
+        serial = next_address
+        addresses[v] = serial
+      end
+      s = s:gsub(': 0x%x+$', format_raw(': 0x%08x', serial))
+    end
+  end
+  return s
+end
+E.tostring = tostring_stable
+
+local function format_stable(fmt, ...)
+  if type(fmt) == 'string' and fmt:find('%%[-+ #0-9.]*p') then
+    error("bad argument #1 to 'format' (%p prints an address, which is not reproducible)", 2)
+  end
+  local args = tpack(...)
+  for i = 1, args.n do
+    local t = type(args[i])
+    if t == 'table' or t == 'function' or t == 'thread' or t == 'userdata' then
+      args[i] = tostring_stable(args[i])
+    end
+  end
+  return format_raw(fmt, tunpack(args, 1, args.n))
+end
+
+local randomseed_raw = math.randomseed
+randomseed_raw(H.random_seed)
+local math_lib = copy_lib(math)
+-- Without arguments Lua reseeds from the clock; a run reseeds from its seed.
+math_lib.randomseed = function(...)
+  if select('#', ...) == 0 then return randomseed_raw(H.random_seed) end
+  return randomseed_raw(...)
+end
+
 local string_lib = copy_lib(string)
+string_lib.format = format_stable
 -- The string metatable is shared by every string in the runtime; seal it so
 -- getmetatable('') cannot be used to reach or change it.
 local smt = getmetatable('')
@@ -393,9 +451,9 @@ local function new_env(globals)
     assert = assert, error = error, pcall = pcall_safe, xpcall = xpcall_safe,
     getmetatable = getmetatable, setmetatable = setmetatable,
     ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
-    tonumber = tonumber, tostring = tostring, type = type,
+    tonumber = tonumber, tostring = tostring_stable, type = type,
     _VERSION = _VERSION,
-    string = copy_lib(string_lib), table = copy_lib(table), math = copy_lib(math),
+    string = copy_lib(string_lib), table = copy_lib(table), math = copy_lib(math_lib),
   }
   env._G = env
   if globals then

@@ -68,6 +68,7 @@ class LuaRuntime:
         self,
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         max_memory: int = DEFAULT_MAX_MEMORY,
+        random_seed: int = 0,
     ) -> None:
         self.lua = lua55.LuaRuntime(
             encoding=None,
@@ -84,6 +85,7 @@ class LuaRuntime:
         host = self.lua.table_from(
             {
                 b"max_instructions": max_instructions,
+                b"random_seed": random_seed,
                 b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
             }
         )

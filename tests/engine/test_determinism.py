@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.conftest import EXAMPLES, ROOT
+from tests.conftest import EXAMPLES, ROOT, run_text
 
 
 def forge(*args: str, hashseed: str) -> subprocess.CompletedProcess:
@@ -42,8 +42,44 @@ def test_same_seed_same_bytes_across_processes(tmp_path, name, seed):
 
 def test_different_seeds_explore_different_schedules():
     """Random schedules really differ (the trace hash moves), results do not."""
-    from tests.conftest import run_text
-
     text = (EXAMPLES / "freeform.md").read_text()
     hashes = {run_text(text, seed=s)["trace_sha256"] for s in range(20)}
     assert len(hashes) > 1
+
+
+PROBES = """---
+name: probes
+description: What standard Lua would make vary between processes
+promptforge: 0
+---
+
+# Probes
+
+## A
+
+```lua
+local t, f = {}, function() end
+local keys = {}
+for k in pairs({ z = 1, a = 2, [3] = 'x', [true] = 1 }) do keys[#keys + 1] = tostring(k) end
+math.randomseed()
+return table.concat({ math.random(1, 10^9), tostring(t), tostring(f), string.format('%s', t),
+                      table.concat(keys, ',') }, ' ')
+```
+"""
+
+
+def test_addresses_and_random_numbers_are_reproducible(tmp_path):
+    path = tmp_path / "probes.md"
+    path.write_text(PROBES)
+    outs = {forge("run", str(path), "--seed", "9", hashseed=h).stdout for h in ("1", "2", "3")}
+    assert len(outs) == 1
+    (out,) = outs
+    assert "table: 0x00000001 function: 0x00000002 table: 0x00000001" in out
+    assert out.strip().endswith("true,3,a,z")
+
+
+def test_format_p_is_refused():
+    from tests.conftest import prompt_text, section
+
+    obs = run_text(prompt_text(section("A", "return string.format('%p', {})")))
+    assert "%p prints an address" in obs["error"]["message"]
