@@ -518,8 +518,7 @@ def _(stack):
 @mutant("admit-newest-first", "concurrency", "queued tasks are admitted newest first")
 def _(stack):
     def admit(self):
-        self.run.queue.sort(key=lambda t: ids_mod.id_key(t.id), reverse=True)
-        self.admit_in_queue_order()
+        self.admit_in_order(list(reversed(self.run.queue)))
     _set(stack, TasksAPI, "admit", admit)
 
 
@@ -530,6 +529,7 @@ def _(stack):
             return True
         return _slot_free
     _wrap(stack, TasksAPI, "_slot_free", make)
+    _set(stack, TasksAPI, "_ceiling_reached", lambda self: False)
 
 
 # ---------------------------------------------------------------- errors

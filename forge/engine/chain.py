@@ -65,6 +65,8 @@ class Chain:
     child_counter: int = 0
     entry_counter: int = 0
     owned: list = attrs.field(factory=list)     # Tasks this chain spawned, in spawn order
+    #: How many of `owned` hold a slot now (checked against `limit`).
+    busy: int = 0
     state: str = "new"
     blocked: str | None = None
     section: Section | None = None

@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 import attrs
+from sortedcontainers import SortedKeyList
 
 from forge.engine import ids
 from forge.engine.chain import Chain, Frame
@@ -54,7 +55,7 @@ DEFAULT_MAX_STEPS = 200_000
 #: Tasks one run may start; breadth is otherwise unbounded (depth is capped at 8).
 DEFAULT_MAX_TASKS = 10_000
 #: Section entries one run may make (an endless jump loop runs no Lua loop).
-DEFAULT_MAX_ENTRIES = 100_000
+DEFAULT_MAX_ENTRIES = 50_000
 
 PARK = object()
 
@@ -108,7 +109,8 @@ class Run:
         self.logs: list[str] = []
         self.events: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
-        self.queue: list[Any] = []               # tasks waiting for a slot
+        #: Tasks waiting for a slot, kept in spawn order.
+        self.queue = SortedKeyList(key=lambda t: ids.id_key(t.id))
         self.running_tasks = 0
         #: The most tasks ever running at once (checked against the ceiling).
         self.peak_running = 0

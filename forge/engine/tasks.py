@@ -301,34 +301,34 @@ class TasksAPI:
                  input=decode(input_) if input_ is not None else None,
                  item=seeds.get("item_data"), index=seeds.get("index"), var=var_data)
         run.trace.emit(run.kernel.now, "spawn", owner=owner.id, task=task_id, target=section.name)
-        run.queue.append(task)
+        run.queue.add(task)
         self.admit()
         return task
 
     # ------------------------------------------------------------ admission
+    def _ceiling_reached(self) -> bool:
+        return self.run.running_tasks >= self.run.harness.ceiling
+
     def _slot_free(self, task: Task) -> bool:
-        run = self.run
-        if run.running_tasks >= run.harness.ceiling:
-            return False
-        owner = task.owner
-        busy = sum(1 for t in owner.owned if t.holds_slot)
-        return busy < owner.limit
+        return not self._ceiling_reached() and task.owner.busy < task.owner.limit
 
     def admit(self) -> None:
-        """Admit queued tasks in spawn order while slots are free."""
-        self.run.queue.sort(key=lambda t: ids.id_key(t.id))
-        self.admit_in_queue_order()
+        """Admit queued tasks in spawn order (the queue's order) while slots are free."""
+        self.admit_in_order(list(self.run.queue))
 
-    def admit_in_queue_order(self) -> None:
+    def admit_in_order(self, candidates: list[Task]) -> None:
         run = self.run
-        for task in list(run.queue):
+        for task in candidates:
+            if self._ceiling_reached():
+                return      # nothing more can start; the rest stay queued in order
             if not task.live:
-                run.queue.remove(task)
+                run.queue.discard(task)
                 continue
             if not self._slot_free(task):
                 continue
-            run.queue.remove(task)
+            run.queue.discard(task)
             task.holds_slot = True
+            task.owner.busy += 1
             run.running_tasks += 1
             run.peak_running = max(run.peak_running, run.running_tasks)
             run.trace.emit(run.kernel.now, "admit", task=task.id)
@@ -343,6 +343,7 @@ class TasksAPI:
     def release_slot(self, task: Task) -> None:
         if task.holds_slot:
             task.holds_slot = False
+            task.owner.busy -= 1
             self.run.running_tasks -= 1
 
     def wake(self, chain: Chain, value: Any) -> None:
@@ -354,7 +355,7 @@ class TasksAPI:
         chain.parked_on = "slot"
         chain.blocked = "queued"
         task.pending_resume = (chain, value)
-        self.run.queue.append(task)
+        self.run.queue.add(task)
         self.admit()
 
     # ------------------------------------------------------------ endings
@@ -376,8 +377,7 @@ class TasksAPI:
     def task_ended(self, task: Task) -> None:
         run = self.run
         self.release_slot(task)
-        if task in run.queue:
-            run.queue.remove(task)
+        run.queue.discard(task)
         for wait in list(task.waits):
             if isinstance(wait, Wait):
                 self._maybe_wake(wait)

@@ -429,6 +429,17 @@ local function format_stable(fmt, ...)
   return format_raw(fmt, tunpack(args, 1, args.n))
 end
 
+-- A finalizer runs whenever the collector gets to it, a point no schedule
+-- controls, so a prompt may not install one.  (Lua only honours a __gc that
+-- is present when setmetatable is called.)
+local function setmetatable_safe(t, mt)
+  if type(mt) == 'table' and rawget(mt, '__gc') ~= nil then
+    error("setmetatable: __gc finalizers are not available in a prompt "
+          .. "(they would run at points no schedule controls)", 2)
+  end
+  return setmetatable(t, mt)
+end
+
 local randomseed_raw = math.randomseed
 randomseed_raw(H.random_seed)
 local math_lib = copy_lib(math)
@@ -449,7 +460,7 @@ smt.__index = string_lib
 local function new_env(globals)
   local env = {
     assert = assert, error = error, pcall = pcall_safe, xpcall = xpcall_safe,
-    getmetatable = getmetatable, setmetatable = setmetatable,
+    getmetatable = getmetatable, setmetatable = setmetatable_safe,
     ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
     tonumber = tonumber, tostring = tostring_stable, type = type,
     _VERSION = _VERSION,

@@ -31,6 +31,7 @@ ESCAPES = {
     "error-metatable": "local ok, e = pcall(tasks.spawn, 1) getmetatable(e).__tostring = nil return 'x'",
     "string-dump-load": "return load(string.dump(function() return 1 end))()",
     "require-via-G": "return _G['require']('io')",
+    "gc-finalizer": "setmetatable({}, { __gc = function() log('late') end }) return 'x'",
 }
 
 
