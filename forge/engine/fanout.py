@@ -80,13 +80,9 @@ class Fanout:
 
     def start(self, chain: Chain, target: Any = None, collection: Any = None, *rest):
         run = self.run
-        index, error = run.host.check_target(chain, target)
+        index, error = run.host.check_worker(chain, target)
         if error:
             return error
-        section = run.prompt.sections[index]
-        if section.is_list:
-            return run.tasks_api._err(
-                f"section `{section.name}` is a list section, not a worker template")
         members, error = self.members(collection)
         if error:
             return error

@@ -190,6 +190,16 @@ class Host:
         except HeadingError as e:
             return None, self.err(e.message)
 
+    def check_worker(self, chain: Chain, target: Any) -> tuple[int | None, Any]:
+        """Resolve a task or fanout target: a section that can run as a worker."""
+        index, error = self.check_target(chain, target)
+        if error:
+            return None, error
+        section = self.run.prompt.sections[index]
+        if section.is_list:
+            return None, self.err(f"section `{section.name}` is a list section, not a worker template")
+        return index, None
+
     def _list_from_section(self, target=None, *rest):
         chain = self.run.current
         index, error = self.check_target(chain, target)

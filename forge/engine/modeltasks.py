@@ -30,7 +30,6 @@ import attrs
 from forge.engine import envelope, ids
 from forge.engine.tasks import REASON_PHRASES, Task, Wait, lua_number_text
 from forge.engine.tools import AllowTasks, ToolSpec
-from forge.prompt.headings import HeadingError, resolve
 from sim.kernel import TIMEOUT, duration_ns
 
 if TYPE_CHECKING:
@@ -130,14 +129,10 @@ class ModelTasks:
         if allowed is not None and wanted not in allowed:
             return (f"task: target `{wanted}` is not allowed; allowed targets: "
                     f"{', '.join(allowed)}"), False
-        origin = None if chain.in_h1 or chain.section is None else chain.section.index
-        try:
-            index = resolve(self.run.prompt, origin, target)
-        except HeadingError as e:
-            return f"task: {e.message}", False
-        section = self.run.prompt.sections[index]
-        if section.is_list:
-            return f"task: section `{section.name}` is a list section, not a worker template", False
+        # A start failure is the message tasks.spawn would raise, behind `task: `.
+        index, error = self.run.host.check_worker(chain, target.encode("utf-8"))
+        if error:
+            return f"task: {_message(error[1])}", False
         if chain.depth + 1 > 8:
             return "task: call recursion exceeded cap of 8", False
         seeds = {} if input_ is None else {"input": input_.encode("utf-8")}

@@ -206,12 +206,9 @@ class TasksAPI:
     def _spawn(self, target=None, opts=None, *rest):
         run = self.run
         chain = run.current
-        index, error = run.host.check_target(chain, target)
+        index, error = run.host.check_worker(chain, target)
         if error:
             return error
-        section = run.prompt.sections[index]
-        if section.is_list:
-            return self._err(f"section `{section.name}` is a list section, not a worker template")
         if chain.depth + 1 > 8:
             return self._err("call recursion exceeded cap of 8")
         seeds, error = self.spawn_options(opts)

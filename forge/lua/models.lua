@@ -100,17 +100,7 @@ M.calls_view = function(get)
 end
 
 -- Message lists are told apart by identity, which Python's wrappers do not
--- keep; this gives each list one number for the run.
-local list_serials = setmetatable({}, { __mode = 'k' })
-local next_serial = 0
-M.list_serial = function(list)
-  local s = list_serials[list]
-  if s == nil then
-    next_serial = next_serial + 1
-    s = next_serial
-    list_serials[list] = s
-  end
-  return s
-end
+-- keep; the run's object serial gives each list one number.
+M.list_serial = E.serial
 
 return M

@@ -142,6 +142,8 @@ local function num_less(a, b)
   return a < b    -- Lua 5.4+ compares mixed integer/float exactly
 end
 
+-- One number per object for the whole run, given in order of first need:
+-- what stands in for an address wherever Lua would show or order by one.
 local serials = setmetatable({}, { __mode = 'k' })
 local next_serial = 0
 local function serial_of(k)
@@ -153,6 +155,7 @@ local function serial_of(k)
   end
   return s
 end
+E.serial = serial_of
 
 local function key_less(a, b)
   local ca, cb = key_class(a), key_class(b)
@@ -390,9 +393,6 @@ end
 ---------------------------------------------------------------------------
 local tostring_raw, debug_getmetatable = tostring, debug.getmetatable
 local format_raw = string.format
-local addresses = setmetatable({}, { __mode = 'k' })
-local next_address = 0
-
 -- Lua prints tables, functions, threads and userdata by address, which
 -- differs between processes.  A run prints them by a serial given in the
 -- order the run first prints them instead, so the text is reproducible.
@@ -402,13 +402,7 @@ local function tostring_stable(v)
   if t == 'table' or t == 'function' or t == 'thread' or t == 'userdata' then
     local mt = debug_getmetatable(v)
     if not (mt and rawget(mt, '__tostring')) then
-      local serial = addresses[v]
-      if serial == nil then
-        next_address = next_address + 1
-        serial = next_address
-        addresses[v] = serial
-      end
-      s = s:gsub(': 0x%x+$', format_raw(': 0x%08x', serial))
+      s = s:gsub(': 0x%x+$', format_raw(': 0x%08x', serial_of(v)))
     end
   end
   return s
