@@ -101,6 +101,13 @@ class Chain:
     var_proxy: Any = None
     #: The limit `tasks.concurrency` clamps to: the parent chain's limit.
     ceiling: int = 0
+    #: True while the section VM replays the shared library.
+    loading_library: bool = False
+    #: Whether the current section VM has not been torn down yet.
+    vm_open: bool = False
+    #: Log quota spent by the current section VM.
+    log_events: int = 0
+    log_bytes: int = 0
 
     def next_child(self) -> int:
         index = self.child_counter

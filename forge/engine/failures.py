@@ -83,6 +83,14 @@ class RunError:
         return out
 
 
+#: A refused log call caught by pcall reads as a budget; left uncaught it
+#: ends the run as a Quota failure with the quota's own wording.
+QUOTA_MESSAGES = {
+    "lua log event budget exceeded": "lua log event quota exceeded",
+    "lua log cumulative byte budget exceeded": "lua log byte quota exceeded",
+}
+
+
 def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
     """The run outcome and error for a failure that ends the main walk.
 
@@ -93,6 +101,8 @@ def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
     if failure.fatal_kind:
         return "failed", RunError(failure.fatal_kind, failure.message, fields)
     kind = failure.kind
+    if kind == "lua" and failure.message in QUOTA_MESSAGES:
+        return "failed", RunError("Quota", QUOTA_MESSAGES[failure.message])
     if kind is None:
         run_kind = "Lua"
     else:

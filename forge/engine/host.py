@@ -15,6 +15,7 @@ once are plain Python functions returning `(True, values...)` or
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from forge.engine.run import Run
 
 LOG_MAX_CHARS = 256
+#: Log quotas per section VM: events, and bytes (events x 256).
+LOG_EVENTS_PER_VM = 1024
+LOG_BYTES_PER_VM = LOG_EVENTS_PER_VM * LOG_MAX_CHARS
 
 STORE_OPS = ("write", "append", "read", "read_numbered", "str_replace", "delete", "glob", "exists")
 
@@ -58,7 +62,8 @@ class Host:
         self.suspending["fanout"] = self.run.fanout.start
         store = L.lua.table()
         for op in STORE_OPS:
-            store[op.encode()] = L.suspender(f"store.{op}")
+            store[op.encode()] = L.E.store_function(
+                f"store.{op}".encode(), L.host(self._direct_store(op)))
         lib[b"store"] = store
         lib[b"tasks"] = self.run.tasks_api.build_namespace(self.suspending)
         self.run.models.install(lib, self.suspending)
@@ -162,6 +167,10 @@ class Host:
         chain = self.run.current
         if len(args) != 1:
             return self.err("log expects exactly one argument")
+        # The event unit is spent before the message is checked.
+        chain.log_events += 1
+        if chain.log_events > LOG_EVENTS_PER_VM:
+            return self.err("lua log event budget exceeded")
         message = args[0]
         if not isinstance(message, bytes) or decode(message) is None:
             return self.err("log message must be a UTF-8 string")
@@ -170,6 +179,9 @@ class Host:
             return self.err(f"log message must be at most {LOG_MAX_CHARS} characters")
         if any(ord(c) < 0x20 or ord(c) == 0x7F or c in "\u2028\u2029" for c in text):
             return self.err("log message must not contain newline or control characters")
+        if chain.log_bytes + len(message) > LOG_BYTES_PER_VM:
+            return self.err("lua log cumulative byte budget exceeded")
+        chain.log_bytes += len(message)
         self.run.log(chain, text)
         return (True,)
 
@@ -212,6 +224,8 @@ class Host:
 
     def _jump(self, target=None, *rest):
         chain = self.run.current
+        if chain.loading_library:
+            return self.err("jump is not available during shared library load")
         refusal = self.run.models.jump_refusal(chain)
         if refusal:
             return self.err(refusal)
@@ -279,6 +293,15 @@ class Host:
 
         return handler
 
+    def _direct_store(self, op: str):
+        def direct(*args):
+            answer = self._store(self.run.current, op, args, direct=True)
+            if isinstance(answer, tuple):
+                return answer
+            return self.err("store operation failed")      # a claims conflict ended the run
+
+        return direct
+
     def _string_arg(self, name: str, value: Any, optional: bool = False):
         if value is None and optional:
             return None, None
@@ -300,14 +323,15 @@ class Host:
             value = int(value)
         return value, None
 
-    def _store(self, chain: Chain, op: str, args: tuple):
+    def _store(self, chain: Chain, op: str, args: tuple, direct: bool = False):
         store = self.run.harness.store
+        call = functools.partial(self.run.store_call, direct=direct)
         args = args + (None,) * (3 - len(args))
         if op == "glob":
             pattern, error = self._string_arg("pattern", args[0])
             if error:
                 return error
-            return self.run.store_call(chain, op, None, lambda: store.glob(pattern))
+            return call(chain, op, None, lambda: store.glob(pattern))
         path, error = self._string_arg("path", args[0])
         if error:
             return error
@@ -316,7 +340,7 @@ class Host:
             if error:
                 return error
             fn = getattr(store, op)
-            return self.run.store_call(chain, op, path, lambda: fn(path, contents))
+            return call(chain, op, path, lambda: fn(path, contents))
         if op in ("read", "read_numbered"):
             start, error = self._bound("start", args[1])
             if error:
@@ -325,7 +349,7 @@ class Host:
             if error:
                 return error
             fn = getattr(store, op)
-            return self.run.store_call(chain, op, path, lambda: fn(path, start, end))
+            return call(chain, op, path, lambda: fn(path, start, end))
         if op == "str_replace":
             old, error = self._string_arg("old", args[1])
             if error:
@@ -333,9 +357,9 @@ class Host:
             new, error = self._string_arg("new", args[2])
             if error:
                 return error
-            return self.run.store_call(chain, op, path, lambda: store.str_replace(path, old, new))
+            return call(chain, op, path, lambda: store.str_replace(path, old, new))
         fn = getattr(store, op)
-        return self.run.store_call(chain, op, path, lambda: fn(path))
+        return call(chain, op, path, lambda: fn(path))
 
     # ------------------------------------------------------------ observation
     def messages_json(self) -> dict:

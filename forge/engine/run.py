@@ -171,7 +171,8 @@ class Run:
         self.root = root
         self.emit(root, "run_started", section_override=self.prompt.title)
         self.host.begin_root(root)
-        self.make_ready(root, None)
+        if root.live:      # a shared library that fails in the H1 pass ends it at once
+            self.make_ready(root, None)
 
     def _loop(self) -> None:
         while self.outcome is None:
@@ -309,13 +310,52 @@ class Run:
         chain.block_index = 0
         chain.blocks = self.prompt.h1_blocks if section is None else section.blocks
         chain.env = self.host.section_env(chain, entry)
+        chain.vm_open = True
+        chain.log_events = chain.log_bytes = 0
         self.models.enter_section(chain)
         if section is not None:
             self.emit(chain, "section_started")
+        self._load_library(chain)
+
+    def _load_library(self, chain: Chain) -> None:
+        """Every section VM replays the shared library first (an empty one too)."""
+        self.emit(chain, "lua_shared_load_started")
+        shared = self.prompt.shared
+        if shared is None:
+            self.emit(chain, "lua_shared_load_succeeded")
+            return
+        source = ("\n" * (shared.first_line - 1) + shared.source).encode("utf-8")
+        previous, self.current = self.current, chain
+        chain.loading_library = True
+        try:
+            result = _tuple(self.lua.E.load_library(source, shared.location.encode("utf-8"),
+                                                    chain.env))
+        finally:
+            chain.loading_library = False
+            self.current = previous
+        failure = None
+        if not result[0]:
+            failure = self.failure_of(result[1] if len(result) > 1 else None)
+        elif len(result) > 1 and result[1] is not None and self.scalar(result[1]) is None:
+            failure = self.lua_failure(f"cannot return a {typename(result[1])} as a result")
+        if failure is None:
+            self.emit(chain, "lua_shared_load_succeeded")
+            return
+        self.emit(chain, "lua_shared_load_failed")
+        # A library that fails to load ends the run as Lua, even in the H1 pass.
+        self.fail_chain(chain, attrs.evolve(failure, fatal_kind=failure.fatal_kind or "Lua"))
+
+    def _teardown(self, chain: Chain) -> None:
+        """The section VM goes away: one teardown pair per VM, however it ends."""
+        if chain.vm_open:
+            chain.vm_open = False
+            self.emit(chain, "lua_teardown_started")
+            self.emit(chain, "lua_teardown_succeeded")
 
     def _section_finished(self, chain: Chain) -> None:
         if not self.host.read_back_var(chain):
             return
+        self._teardown(chain)
         if chain.in_h1:
             chain.in_h1 = False
             self.host.end_h1(chain)
@@ -351,6 +391,7 @@ class Run:
         ok = bool(result[0])
         if not ok:
             self.emit(chain, "lua_chunk_failed")
+            self._teardown(chain)
             self.fail_chain(chain, self.failure_of(result[1] if len(result) > 1 else None))
             return
         self.emit(chain, "lua_chunk_succeeded")
@@ -365,6 +406,7 @@ class Run:
                 return
             if not self.host.read_back_var(chain):
                 return
+            self._teardown(chain)
             if chain.section is not None:
                 self.emit(chain, "section_finished")
             self.end_chain(chain, True, text)
@@ -380,6 +422,7 @@ class Run:
         except HeadingError as e:
             self.fail_chain(chain, attrs.evolve(self.lua_failure(e.message), fatal_kind="Lua"))
             return
+        self._teardown(chain)
         if chain.section is not None:
             self.emit(chain, "section_finished")
         was_h1 = chain.in_h1
@@ -534,6 +577,7 @@ class Run:
             self.stop_chain(callee)
         self.tasks_api.drop_wait(chain)
         self.settle_owned(chain, "owner_aborted")
+        self._teardown(chain)
         self._close(chain)
 
     def _root_ended(self, chain: Chain, ok: bool, value: Any) -> None:
@@ -600,42 +644,51 @@ class Run:
                         duration=delay, **(detail or {}))
         return self.park(chain, blocked, token)
 
-    def store_call(self, chain: Chain, op: str, path: str | None, run_op) -> Any:
-        """Issue a store operation through the harness, with claims."""
+    def store_call(self, chain: Chain, op: str, path: str | None, run_op, direct: bool = False) -> Any:
+        """Issue a store operation through the harness, with claims.
+
+        `direct` performs it at once and returns the answer: the shared
+        library's top level runs store calls directly, outside any wait.
+        """
+        if direct:
+            return self._store_now(chain, op, path, run_op)
 
         def finish() -> None:
-            identity = chain.claim_identity
-            claim = "write" if op in WRITES else "read"
-            if path is not None:
-                conflict = self.claims.conflict(identity, claim, path, self._exempt(chain))
-                if conflict is not None:
-                    other, other_claim = conflict
-                    message = (
-                        f"store determinism violation: {claim} on /_promptforge/store/{path} "
-                        f"by ExecId({identity}) conflicts with a {other_claim} claim by "
-                        f"ExecId({other})"
-                    )
-                    self._abort("Determinism", message)
-                    return
-            try:
-                if self.harness.refuses(op, path):
-                    raise StoreFailure("store operation failed", "refused", path)
-                value = run_op()
-            except StoreFailure as f:
-                self.emit(chain, f"store_{_event_op(op)}_failed")
-                err = self.error_value("store", f.message, chain, **f.fields())
-                self.make_ready(chain, (False, err))
-                return
-            if path is not None:
-                self.claims.take(identity, claim, path)
-            if op == "glob":
-                for p in value:
-                    self.claims.take(identity, "read", p)
-            if op != "exists":
-                self.emit(chain, f"store_{_event_op(op)}_succeeded")
-            self.make_ready(chain, (True, self.lua.to_lua(value)) if value is not None else (True,))
+            answer = self._store_now(chain, op, path, run_op)
+            if answer is not PARK:
+                self.make_ready(chain, answer)
 
         return self.harness_op(chain, "store", "store", finish, detail={"store": op, "path": path})
+
+    def _store_now(self, chain: Chain, op: str, path: str | None, run_op) -> Any:
+        """Perform a store operation: the resume tuple, or PARK when a claims
+        conflict ended the run."""
+        identity = chain.claim_identity
+        claim = "write" if op in WRITES else "read"
+        if path is not None:
+            conflict = self.claims.conflict(identity, claim, path, self._exempt(chain))
+            if conflict is not None:
+                other, other_claim = conflict
+                self._abort("Determinism", (
+                    f"store determinism violation: {claim} on /_promptforge/store/{path} "
+                    f"by ExecId({identity}) conflicts with a {other_claim} claim by "
+                    f"ExecId({other})"))
+                return PARK
+        try:
+            if self.harness.refuses(op, path):
+                raise StoreFailure("store operation failed", "refused", path)
+            value = run_op()
+        except StoreFailure as f:
+            self.emit(chain, f"store_{_event_op(op)}_failed")
+            return (False, self.error_value("store", f.message, chain, **f.fields()))
+        if path is not None:
+            self.claims.take(identity, claim, path)
+        if op == "glob":
+            for p in value:
+                self.claims.take(identity, "read", p)
+        if op != "exists":
+            self.emit(chain, f"store_{_event_op(op)}_succeeded")
+        return (True, self.lua.to_lua(value)) if value is not None else (True,)
 
     def _exempt(self, chain: Chain):
         """Claims by a chain's owners taken before it was spawned are visible to it."""

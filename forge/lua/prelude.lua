@@ -360,7 +360,15 @@ local function check(ok, ...)
   error((...), 0)
 end
 
+-- True while a section VM replays the shared library, which runs at top
+-- level, outside any coroutine: there suspending calls cannot wait, and the
+-- store's calls run directly.
+local loading_library = false
+
 local function suspend(op, ...)
+  if loading_library then
+    error('attempt to yield from outside a coroutine', 0)
+  end
   if not isyieldable() then
     error(make_error('lua', op .. ' cannot wait here: a suspending call is not allowed inside a metamethod, a sort comparator or a gsub callback'), 0)
   end
@@ -374,6 +382,15 @@ end
 E.host = host
 E.suspender = function(op)
   return function(...) return suspend(op, ...) end
+end
+
+-- A store function: it waits on the harness, except during the shared
+-- library's load, where it runs directly.
+E.store_function = function(op, direct)
+  return function(...)
+    if loading_library then return direct(...) end
+    return suspend(op, ...)
+  end
 end
 
 ---------------------------------------------------------------------------
@@ -571,6 +588,18 @@ E.stamp_of = function(e) if type(e) == 'table' then return stamps[e] end return 
 -- Compiling and running blocks.
 ---------------------------------------------------------------------------
 local load_raw = load
+-- Replays the shared library into a fresh section VM: (true, values...) or
+-- (false, error).  Runs on whatever thread calls it, under the budget hook.
+E.load_library = function(source, chunkname, env)
+  local f, err = load_raw(source, chunkname, 't', env)
+  if not f then return false, err end
+  sethook(hook, '', HOOK_EVERY)
+  loading_library = true
+  local r = tpack(pcall_raw(f))
+  loading_library = false
+  return tunpack(r, 1, r.n)
+end
+
 -- Loads a block's source into env (a new closure per entry, so two chains
 -- running one section never share an _ENV) and runs it inside the current coroutine; returns
 -- (true, values...) or (false, error).  Installed as the body of every

@@ -228,3 +228,65 @@ def test_events_carry_execution_section_and_provenance():
     seqs = [e["provenance"]["seq"] for e in obs["events"] if e["provenance"]["task"] == "0"]
     assert seqs == sorted(seqs) and len(seqs) == len(set(seqs))
     assert all(e["execution"] == "run-1" and e["section"] for e in obs["events"])
+
+
+SHARED = """---
+name: shared
+description: The shared library replays into every section VM
+promptforge: 0
+---
+
+# Shared
+
+```lua shared
+counter = 0
+function greet(name) return 'hello ' .. name end
+```
+
+## First
+
+```lua
+counter = counter + 1
+counter = counter + 1
+var.first = counter
+```
+
+## Second
+
+```lua
+counter = counter + 1
+return greet('x') .. ' ' .. var.first .. ' ' .. counter
+```
+"""
+
+
+def test_the_shared_library_replays_into_every_section_vm():
+    obs = run_text(SHARED)
+    assert obs["result"] == "hello x 2 1"
+    kinds = [e["kind"] for e in obs["events"]]
+    assert kinds.count("lua_shared_load_started") == 2
+    assert kinds.count("lua_teardown_succeeded") == 2
+
+
+@pytest.mark.parametrize("library, message", [
+    ("error('shared boom')", "shared boom"),
+    ("call('## A')", "attempt to yield from outside a coroutine"),
+    ("jump('## A')", "jump is not available during shared library load"),
+    ("do return {} end", "cannot return a table as a result"),
+])
+def test_a_failing_shared_library_ends_the_run_as_lua(library, message):
+    text = SHARED.replace("counter = 0", library, 1)
+    obs = run_text(text)
+    assert obs["error"]["kind"] == "Lua" and message in obs["error"]["message"]
+
+
+def test_log_event_quota():
+    caught = run_text(prompt_text(section("A", """
+local ok, err
+for i = 1, 2000 do ok, err = pcall(log, 'x') if not ok then break end end
+return tostring(err)
+""")))
+    assert caught["result"] == "lua log event budget exceeded"
+    assert len(caught["logs"]) == 1024
+    uncaught = run_text(prompt_text(section("A", "for i = 1, 2000 do log('x') end")))
+    assert (uncaught["error"]["kind"], uncaught["error"]["message"]) == ("Quota", "lua log event quota exceeded")
