@@ -241,29 +241,27 @@ def _(stack):
     _wrap(stack, TasksAPI, "_wait", make)
 
 
-@mutant("spawn-runs-task-at-once", "races",
-        "tasks.spawn runs the new task until it parks before returning to the owner")
+@mutant("writes-land-late", "races",
+        "a store write answers at once and lands later, so a delivery does not join it")
 def _(stack):
     def make(original):
-        def _spawn(self, target=None, opts=None, *rest):
-            result = original(self, target, opts, *rest)
-            run = self.run
-            task = run.tasks.get(_decode_handle(result))
-            if task is not None and task.chain in run.ready:
-                owner = run.current
-                run.ready.remove(task.chain)
-                run._step(task.chain)
-                run.current = owner
-            return result
-        return _spawn
-    _wrap(stack, TasksAPI, "_spawn", make)
+        def store_call(self, chain, op, path, run_op, direct=False):
+            if op in ("write", "append") and not direct:
+                delay = self.harness.latency.draw(self.chooser, "store") + 1
+                self.kernel.schedule(delay, kernel_mod.COMPLETE, ("late_write", run_op))
+                return (True,)
+            return original(self, chain, op, path, run_op, direct)
+        return store_call
+    _wrap(stack, Run, "store_call", make)
 
-
-def _decode_handle(result) -> str | None:
-    if not result[0]:
-        return None
-    value = result[1][b"task"]
-    return value.decode() if isinstance(value, bytes) else None
+    def make_handle(original):
+        def _handle(self, event):
+            if event[0] == "late_write":
+                event[1]()
+                return None
+            return original(self, event)
+        return _handle
+    _wrap(stack, Run, "_handle", make_handle)
 
 
 @mutant("no-join-before-delivery", "races",
