@@ -178,14 +178,11 @@ class Chooser:
         n = len(options)
         if n == 0:
             raise ValueError(f"choice {kind!r} offered no options")
-        if n == 1:
-            # A forced choice is still recorded so that replay stays aligned
-            # with the step structure, but it costs the provider nothing.
-            value = 0
-        else:
-            value = self.provider.draw(kind, options)
-            if not 0 <= value < n:
-                raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
+        # Forced choices (one option) go through the provider too, so that a
+        # recorded sequence and a replay count positions the same way.
+        value = self.provider.draw(kind, options)
+        if not 0 <= value < n:
+            raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
         self.choices.append(Choice(kind, n, value))
         return value
 

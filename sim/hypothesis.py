@@ -21,4 +21,6 @@ class HypothesisProvider(Provider):
         self.data = data
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
+        if len(options) == 1:
+            return 0        # nothing to decide, nothing for the shrinker to shrink
         return self.data.draw(st.integers(0, len(options) - 1), label=kind)

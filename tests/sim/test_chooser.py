@@ -60,10 +60,13 @@ def test_replay_records_the_first_misalignment():
     assert provider.misaligned_at == 1
 
 
-def test_single_option_choices_are_recorded_without_asking():
+def test_single_option_choices_are_recorded_and_keep_replay_aligned():
     chooser = Chooser(RandomProvider(1))
     assert chooser.choose("chain", ("only",)) == 0
     assert chooser.values() == [0]
+    replay = Chooser(ReplayProvider([0, 2]))
+    assert replay.choose("chain", ("only",)) == 0
+    assert replay.choose("chain", OPTIONS) == 2
 
 
 def test_replay_files_round_trip(tmp_path):

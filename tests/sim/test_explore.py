@@ -50,6 +50,7 @@ def test_exhaustive_visits_every_interleaving_of_a_small_prompt():
     report = exhaustive(subject_for("checked-join.md"), invariants.DEFAULT_CHECKS)
     assert report.findings == ()
     assert report.runs == 2          # Alpha first or Beta first
+    assert report.distinct_traces == 2
 
 
 def test_explore_command_reports_and_replay_reproduces(tmp_path):
