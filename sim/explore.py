@@ -78,9 +78,11 @@ def shrink(subject: Subject, choices: Sequence[int], fails: Callable[[dict], boo
         tries += 1
         obs, _, used = run_once(subject, ReplayProvider(candidate))
         if fails(obs):
-            trimmed = used[: len(used)]
-            if (len(trimmed), trimmed) < (len(best), best):
-                best = trimmed
+            # Trailing zeros are what a replay supplies anyway: compare without them.
+            while used and used[-1] == 0:
+                used.pop()
+            if (len(used), used) < (len(best), best):
+                best = used
             return True
         return False
 

@@ -67,3 +67,63 @@ def test_explore_command_reports_and_replay_reproduces(tmp_path):
                              str(replay), "--json"], capture_output=True, text=True, cwd=ROOT)
     assert first.stdout == second.stdout
     assert json.loads(first.stdout)["result"] == "alpha\n\nbeta"
+
+
+RACE = """---
+name: race
+description: Which of two writers ends first depends on the schedule
+promptforge: 0
+---
+
+# Race
+
+## Main
+
+```lua
+local a = tasks.spawn('## Alpha')
+local b = tasks.spawn('## Beta')
+local first = tasks.join_any({ a, b })
+tasks.join(tasks.pending())
+return first.task
+```
+
+## Alpha
+
+```lua
+store.write('a', 'x')
+```
+
+## Beta
+
+```lua
+store.write('b', 'x')
+```
+"""
+
+
+def test_a_schedule_dependent_result_is_found_and_shrunk_to_a_replayable_minimum():
+    from forge.prompt import parse_prompt
+
+    prompt = parse_prompt(RACE, "race.md")
+
+    def subject(chooser):
+        obs = run_prompt(prompt, Harness(), chooser, RunConfig()).observation()
+        return obs, obs["trace_sha256"]
+
+    def expect_alpha(obs):
+        return [] if obs["result"] == "0.0" else [f"beta ended first: {obs['result']}"]
+
+    report = explore(subject, range(50), [expect_alpha])
+    assert report.findings, "some schedule lets Beta end first"
+    finding = report.findings[0]
+    key = (len(finding.shrunk), list(finding.shrunk))
+    assert key <= (len(finding.choices), list(finding.choices))
+    replayed, _ = subject(Chooser(ReplayProvider(finding.shrunk)))
+    assert replayed["result"] == "0.1"
+    # Shrinking leaves no choice that could be lowered and still fail.
+    for i, value in enumerate(finding.shrunk):
+        if value:
+            lower = list(finding.shrunk)
+            lower[i] = 0
+            assert subject(Chooser(ReplayProvider(lower)))[0]["result"] == "0.0" or \
+                (len(lower), lower) >= key
