@@ -259,8 +259,16 @@ class Run:
                 if value is PARK:
                     chain.state = "parked"
                     break
+        except (ForgeInternalError, LuaError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug ends the run as Internal, never a traceback
+            self.lua.internal_error = self.lua.internal_error or e
         finally:
             self.current = None
+        if self.lua.internal_error is not None and self.outcome is None:
+            e = self.lua.internal_error
+            self._abort("Internal", f"internal invariant violated: {type(e).__name__}: {e} "
+                                    "(a bug in the forge kit: please report it with the prompt and seed)")
 
     def dispatch(self, chain: Chain, op: str, args: tuple) -> Any:
         """Answer one suspending call: a resume tuple, or PARK."""
@@ -475,7 +483,8 @@ class Run:
         chain = self.current
         abort = self.lua.abort_value()
         if abort is not None:
-            return Failure("lua", _text(abort[b"message"]), (), abort, fatal_kind="Budget")
+            kind = "Internal" if self.lua.internal_error is not None else "Budget"
+            return Failure("lua", _text(abort[b"message"]), (), abort, fatal_kind=kind)
         if self.lua.is_host_error(value):
             kind = _text(value[b"kind"])
             message = _text(value[b"message"])
@@ -508,6 +517,8 @@ class Run:
         return self.lua.error("lua", failure.message)
 
     def _check_abort(self, chain: Chain) -> None:
+        if self.lua.internal_error is not None:
+            return      # _step reports it as Internal
         abort = self.lua.abort_value()
         if abort is not None and self.outcome is None:
             self._abort("Budget", _text(abort[b"message"]))

@@ -70,6 +70,11 @@ E.is_host_error = function(v) return type(v) == 'table' and host_errors[v] == tr
 ---------------------------------------------------------------------------
 local abort = nil
 E.abort_value = function() return abort end
+-- The engine aborts the run itself (an internal error): set the value once.
+E.abort_with = function(e)
+  if abort == nil then abort = e end
+  return abort
+end
 local function check_abort()
   if abort ~= nil then error(abort, 0) end
 end

@@ -80,6 +80,8 @@ class LuaRuntime:
             max_memory=max_memory,
         )
         self.max_memory = max_memory
+        #: The first Python exception a host function raised, if any.
+        self.internal_error: Exception | None = None
         g = self.lua.globals()
         g.python = None
         host = self.lua.table_from(
@@ -150,8 +152,22 @@ class LuaRuntime:
         return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
 
     def host(self, fn):
-        """Wrap a Python function answering (ok, *values) as a raising Lua function."""
-        return self.host_raw(fn)
+        """Wrap a Python function answering (ok, *values) as a raising Lua function.
+
+        A Python exception inside `fn` is a bug in the engine, not the
+        prompt's error: it is kept in `internal_error` (the run ends as
+        `Internal`) and reaches Lua as an abort no `pcall` can swallow.
+        """
+        def guarded(*args):
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001 - every bug must end the run, loudly
+                if self.internal_error is None:
+                    self.internal_error = e
+                return (False, self.E.abort_with(self.error("internal", f"internal invariant "
+                                                                  f"violated: {type(e).__name__}: {e}")))
+
+        return self.host_raw(guarded)
 
     def suspender(self, op: str):
         return self.suspender_raw(op.encode())

@@ -121,3 +121,37 @@ def test_unbounded_recursion_ends():
     obs = run_text(prompt_text(section("Main", "local function f(n) return f(n + 1) + 1 end return f(1)")))
     assert obs["outcome"] == "failed"
     assert "stack overflow" in obs["error"]["message"]
+
+
+def test_a_bug_in_a_host_function_ends_the_run_as_internal(monkeypatch):
+    """No pcall can swallow it, and it is reported, not raised as a traceback."""
+    from forge.engine.tasks import TasksAPI
+
+    def broken(self, *args):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(TasksAPI, "_note", broken)
+    obs = run_text(prompt_text(section("Main", "pcall(tasks.note, 'x') return 'swallowed'")))
+    assert obs["outcome"] == "failed"
+    assert obs["error"]["kind"] == "Internal"
+    assert "ZeroDivisionError: boom" in obs["error"]["message"]
+
+
+def test_a_bug_in_a_suspending_call_ends_the_run_as_internal(monkeypatch):
+    from forge.engine.host import Host
+
+    def broken(self, chain, *args):
+        raise KeyError("lost")
+
+    monkeypatch.setattr(Host, "_call", broken)
+    monkeypatch.setattr(Host, "__init__", _patched_init(Host.__init__))
+    obs = run_text(prompt_text(section("Main", "pcall(call, '## B') return 'swallowed'"),
+                               section("B", "return 1")))
+    assert obs["error"]["kind"] == "Internal"
+
+
+def _patched_init(original):
+    def init(self, run):
+        original(self, run)
+        self.suspending["call"] = lambda chain, *a: self._call(chain, *a)
+    return init
