@@ -15,11 +15,13 @@ State machine (the `state` field):
 time.  A chain parks on a suspending call (store, model round, wait, call);
 whoever answers that call makes it ready again with the resume value.
 
-The walk itself lives here: entering a section builds a fresh VM
-environment, blocks run in order, a scalar return ends the chain, `jump`
-moves the walk (a sibling continues there; a child starts a child walk whose
-end resumes the parent level after the jumper), and running off the last
-section ends the chain with no result.
+What lives here: a chain's state - its ids and counters, its walk position
+(a stack of `Frame`s: a sibling list and a position; a jump into children
+pushes one, and its end resumes the parent level after the jumper), its
+current section VM and block coroutine, and what it is parked on.  What does
+not: the steps of the walk (entering sections, running blocks, the scalar
+return rule, jump and call), which `run` drives, since they interleave with
+scheduling.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ from forge.engine.failures import Failure, RunError, classify
 from forge.engine.store import WRITES, Claims, StoreFailure
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
-from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, decode, typename
+from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, typename
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
 from sim.chooser import Chooser
@@ -763,4 +763,4 @@ def observation_json(obs: dict) -> str:
     return json.dumps(obs, sort_keys=True, ensure_ascii=False, indent=None, separators=(",", ":"))
 
 
-__all__ = ["Run", "RunConfig", "run_prompt", "observation_json", "DEPTH_CAP", "decode"]
+__all__ = ["DEPTH_CAP", "Run", "RunConfig", "observation_json", "run_prompt"]
