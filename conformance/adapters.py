@@ -38,9 +38,9 @@ from typing import Any, Self
 from conformance.case import Case, HarnessSpec
 
 PROTOCOL_VERSION = 1
-#: What the reference engine implements.  The lifecycle manager has no
-#: adapter yet, so lifecycle cases are skipped against it.
-REFERENCE_FEATURES = ("fanout", "tasks", "tasks-model")
+#: What the reference engine implements; `lifecycle` cases (operations, not
+#: prompts) run on the reference lifecycle manager (`lifecycle_adapter`).
+REFERENCE_FEATURES = ("fanout", "lifecycle", "tasks", "tasks-model")
 LIFECYCLE = "lifecycle"
 
 
@@ -193,6 +193,10 @@ class InProcessAdapter(Adapter):
         return frozenset(REFERENCE_FEATURES)
 
     def run(self, case: Case, seed: int | None) -> dict:
+        if case.operations is not None:
+            from conformance.lifecycle_adapter import reference_lifecycle_observation
+
+            return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
         return reference_observation(case.prompt, case.harness, seed, case.path)

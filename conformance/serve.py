@@ -26,6 +26,7 @@ from conformance.adapters import (
     reference_observation,
 )
 from conformance.case import HarnessSpec
+from conformance.lifecycle_adapter import reference_lifecycle_observation
 
 NAME = "forge-reference"
 
@@ -70,7 +71,11 @@ def _run(message: dict) -> dict:
     if not isinstance(case_id, str):
         return _error(None, "a run needs a string `id`")
     if "operations" in message:
-        return _error(case_id, "this implementation has no lifecycle manager")
+        try:
+            observation = reference_lifecycle_observation(message["operations"], harness, case_id)
+        except AdapterError as e:
+            return _error(case_id, e.render())
+        return {"type": "observation", "id": case_id, "observation": observation}
     if not isinstance(prompt, str):
         return _error(case_id, "a run needs a string `prompt`")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):

@@ -30,7 +30,7 @@ def test_hello_run_bye():
                        {"type": "bye"},
                        {"type": "run", "id": "never", "prompt": "", "harness": {}, "seed": None})
     assert answers[0] == {"type": "hello", "protocol": 1, "name": "forge-reference",
-                          "features": ["fanout", "tasks", "tasks-model"]}
+                          "features": ["fanout", "lifecycle", "tasks", "tasks-model"]}
     assert answers[1]["type"] == "observation" and answers[1]["id"] == "x/two"
     assert answers[1]["observation"]["result"] == "alpha text + beta text"
     assert len(answers) == 2
@@ -47,7 +47,8 @@ def test_bad_messages_get_error_answers_and_serving_goes_on():
         ("error", None), ("error", "q"), ("error", "x/a"), ("error", "x/b"), ("error", "x/c"),
         ("hello", None)]
     assert answers[1]["message"] == "unknown message type 'dance'"
-    assert answers[3]["message"] == "this implementation has no lifecycle manager"
+    assert answers[3]["message"].endswith("operations: operations: is a non-empty list of "
+                                          "operation tables")
 
 
 def test_a_prompt_the_parser_refuses_is_a_parse_failure_observation():
