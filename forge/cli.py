@@ -160,6 +160,9 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
         for line in obs["logs"]:
             click.echo(f"log: {line}", err=True)
         click.echo(f"{obs['outcome']}: {error.get('kind')}: {error.get('message')}", err=True)
+        if model_script is None and "is not a bound model role" in str(error.get("message")):
+            click.echo("hint: this run has no model; give it one with --model-script FILE "
+                       "(see examples/*.model.json)", err=True)
     sys.exit(EXIT_OK if obs["outcome"] == "ok" else EXIT_FAILED)
 
 

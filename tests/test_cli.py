@@ -82,3 +82,9 @@ def test_trace_file_is_json_lines(tmp_path):
     forge("run", str(EXAMPLES / "freeform.md"), "--trace", str(trace), "--seed", "4")
     lines = trace.read_text().splitlines()
     assert lines and all(json.loads(line)["what"] for line in lines)
+
+
+def test_a_run_without_a_model_script_gets_a_hint():
+    result = forge("run", str(EXAMPLES / "delegator.md"))
+    assert result.exit_code == 1
+    assert "hint: this run has no model; give it one with --model-script FILE" in result.output
