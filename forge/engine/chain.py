@@ -111,11 +111,6 @@ class Chain:
     log_events: int = 0
     log_bytes: int = 0
 
-    def next_child(self) -> int:
-        index = self.child_counter
-        self.child_counter += 1
-        return index
-
     @property
     def label(self) -> str:
         """A stable name for scheduling choices and traces."""

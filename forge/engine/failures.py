@@ -42,10 +42,39 @@ RUN_KIND = {
 MISSING_MODEL = "model binding required for section "
 
 #: Kinds that keep their run kind in the H1 pass instead of becoming
-#: RequirementsUnmet.
+#: RequirementsUnmet, when they end the run as they were first raised.
 H1_KEEPS = frozenset({"tasks_live", "task_not_owned", "task_consumed", "cancelled", "store", "tool",
                       "tool_loop_exhausted", "out_of_scope_tool", "unbound_tool",
                       "empty_model_reply", "context_exhausted", "internal"})
+
+#: A value raised again after another suspending call is rebuilt from its
+#: kind: these kinds keep a run kind of their own; every other kind
+#: (`out_of_scope_tool`, `unbound_tool`, `tasks_live`, `lua`, `internal`)
+#: is rebuilt as `Lua`.  `cancelled` is the cancelled outcome instead.
+REBUILT_KIND = {
+    "tool_loop_exhausted": "Tool",
+    "tool": "Tool",
+    "empty_model_reply": "Completion",
+    "context_exhausted": "ContextExhausted",
+    "store": "Vfs",
+    "task_not_owned": "Lua",
+    "task_consumed": "Lua",
+}
+
+#: Rebuilt kinds that stay `Lua` in the H1 pass too (task misuse with its task).
+REBUILT_H1_KEEPS = frozenset({"task_not_owned", "task_consumed"})
+
+#: The fields a value of each kind carries; a rebuilt value missing one is
+#: rebuilt as `Lua` whatever its kind.
+KIND_FIELDS = {
+    "context_exhausted": ("reason",),
+    "store": ("reason",),
+    "tasks_live": ("tasks",),
+    "task_not_owned": ("task",),
+    "task_consumed": ("task",),
+    "out_of_scope_tool": ("name",),
+    "unbound_tool": ("name",),
+}
 
 
 @attrs.frozen
@@ -94,8 +123,11 @@ QUOTA_MESSAGES = {
 def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
     """The run outcome and error for a failure that ends the main walk.
 
-    Returns ("cancelled", error) for a cancelled value raised again after
-    another suspending call, else ("failed", error).
+    A value raised as it was first raised ends the run by `RUN_KIND` (and the
+    H1 gate turns the plain Lua failures into `RequirementsUnmet`).  A value
+    raised again after another suspending call (`stale`) is rebuilt from its
+    kind (`REBUILT_KIND`), and the H1 gate applies to what is rebuilt as
+    `Lua`, except task misuse that still names its task.
     """
     fields = dict(failure.fields)
     if failure.fatal_kind:
@@ -104,14 +136,20 @@ def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
     if kind == "lua" and failure.message in QUOTA_MESSAGES:
         return "failed", RunError("Quota", QUOTA_MESSAGES[failure.message])
     if kind is None:
-        run_kind = "Lua"
+        run_kind, gated = "Lua", True
+    elif failure.stale:
+        fields["value_kind"] = kind
+        if kind == "cancelled":
+            return "cancelled", RunError("Cancelled", failure.message, fields)
+        complete = all(name in fields for name in KIND_FIELDS.get(kind, ()))
+        run_kind = REBUILT_KIND.get(kind, "Lua") if complete else "Lua"
+        gated = run_kind == "Lua" and not (complete and kind in REBUILT_H1_KEEPS)
     else:
         fields["value_kind"] = kind
-        if kind == "cancelled" and failure.stale:
-            return "cancelled", RunError("Cancelled", failure.message, fields)
         run_kind = RUN_KIND.get(kind, "Lua")
         if kind == "internal" and failure.message.startswith(MISSING_MODEL):
             run_kind = "Binding"      # the one internal failure that is not a model's
-    if in_h1 and run_kind == "Lua" and kind not in H1_KEEPS:
+        gated = run_kind == "Lua" and kind not in H1_KEEPS
+    if in_h1 and gated:
         run_kind = "RequirementsUnmet"
     return "failed", RunError(run_kind, failure.message, fields)

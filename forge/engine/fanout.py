@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
 
 if TYPE_CHECKING:
@@ -91,8 +92,9 @@ class Fanout:
                 from_lua_json(value)
             except NotJSON:
                 return run.tasks_api._err("item must be a JSON-representable value")
-        if chain.depth + 1 > 8:
-            return run.tasks_api._err("fanout recursion exceeded cap of 8")
+        refusal = ids.depth_refusal(chain, "fanout")
+        if refusal:
+            return run.tasks_api._err(refusal)
         wait = FanoutWait(chain, [], [])
         for position, (item, original) in enumerate(members, 1):
             seeds = {"item": self.lua.deep_copy(item), "item_data": from_lua_json(item),
@@ -108,9 +110,7 @@ class Fanout:
         wait.members = wait.arms
         # A chain waiting on its arms gives its slot back, so arms that fan
         # out again cannot starve each other into a deadlock.
-        if not chain.task.is_main and chain.task.holds_slot:
-            run.tasks_api.release_slot(chain.task)
-            run.tasks_api.admit()
+        run.admission.waiting(chain.task)
         return run.park(chain, "tasks", wait)
 
     def arm_ended(self, wait: FanoutWait, task: Task) -> None:
@@ -124,7 +124,7 @@ class Fanout:
             for arm in wait.arms:
                 if arm.live:
                     run.tasks_api.cancel(arm)
-            run.tasks_api.wake(chain, (False, run.as_error_value(failure)))
+            run.admission.wake(chain, (False, run.as_error_value(failure, chain)))
             return
         if any(arm.live for arm in wait.arms):
             return
@@ -136,7 +136,7 @@ class Fanout:
             entry = self.lua.E.fanout_result(
                 (text or "").encode("utf-8"), bool(arm.ok), original, exhausted)
             results[position] = entry
-        run.tasks_api.wake(chain, (True, results))
+        run.admission.wake(chain, (True, results))
 
     def _unregister(self, wait: FanoutWait) -> None:
         # The fanout's return joins every arm, whatever became of it.

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from forge.engine.chain import Chain, Frame
 from forge.engine.failures import Failure
+from forge.engine.parking import PARK
+from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, decode, typename
 from forge.prompt.headings import HeadingError, resolve
 
@@ -91,7 +93,7 @@ class Host:
         if prompt.h1_has_pass:
             self.run.enter_section(root, None)
         else:
-            root.entry_counter = 1        # the H1 pass always takes entry 0
+            root.entry_counter = ids.first_walk_entry()
             root.claim_identity = "0"
             if not top:
                 root.in_h1 = False
@@ -100,7 +102,7 @@ class Host:
         run = self.run
         fields = {
             "id": entry,
-            "taskid": chain.task.id,
+            "taskid": ids.taskid(chain),
             "section_name": chain.section_name,
             "execution": run.config.execution,
             "section_count": len(run.prompt.top_level),
@@ -249,15 +251,15 @@ class Host:
             if decode(input_) is None:
                 return self.err("input must be a valid UTF-8 string")
             args, argv = input_, self.initial_argv(decode(input_))
-        if chain.depth + 1 > run_depth_cap():
-            return self.err("call recursion exceeded cap of 8")
+        refusal = ids.depth_refusal(chain, "call")
+        if refusal:
+            return self.err(refusal)
         if not self.read_back_var(chain):
-            from forge.engine.run import PARK
             return PARK
         section = run.prompt.sections[index]
         child = Chain(
             run=run,
-            id=f"{chain.id}.{chain.next_child()}",
+            id=ids.take_for_call(chain),
             kind="call",
             task=chain.task,
             parent=chain,
@@ -279,7 +281,7 @@ class Host:
             if ok:
                 run.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
             else:
-                run.make_ready(chain, (False, run.as_error_value(value)))
+                run.make_ready(chain, (False, run.as_error_value(value, chain)))
 
         child.on_end = ended
         run.trace.emit(run.kernel.now, "call_start", chain=chain.id, callee=child.id)
@@ -366,12 +368,6 @@ class Host:
         return self.run.models.messages_json()
 
 
-def run_depth_cap() -> int:
-    from forge.engine.run import DEPTH_CAP
-
-    return DEPTH_CAP
-
-
 class _Resolver:
     """Looks up the roots a `{{ }}` placeholder may name, for substitution."""
 
@@ -390,7 +386,7 @@ class _Resolver:
     def sys(self) -> dict:
         run, chain = self.host.run, self.chain
         out = {
-            "taskid": chain.task.id,
+            "taskid": ids.taskid(chain),
             "section_name": chain.section_name,
             "execution": run.config.execution,
             "section_count": len(run.prompt.top_level),

@@ -43,7 +43,7 @@ from forge.engine.conversation import check_list, estimate_tokens, list_json
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
 from forge.engine.roles import RolesAPI, Selection
-from forge.engine.run import PARK
+from forge.engine.parking import PARK
 from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ScriptCursor, ScriptEntry

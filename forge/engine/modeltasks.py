@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.engine import envelope, ids
-from forge.engine.tasks import REASON_PHRASES, Task, Wait, lua_number_text
+from forge.engine import envelope
+from forge.engine.rules import ids
+from forge.variation import declare
+from forge.engine.tasks import Task, Wait, lua_number_text
 from forge.engine.tools import AllowTasks, ToolSpec
-from sim.kernel import TIMEOUT, duration_ns
+from forge.engine.rules import timeouts
 
 if TYPE_CHECKING:
     from forge.engine.chain import Chain
@@ -41,6 +43,16 @@ ANY_TARGET = ("`target` must be any section of this prompt, named by its heading
 BAD_TARGET = "task: `target` must be a string naming a section heading, such as `## Research`"
 BAD_INPUT = "task: `input` must be a string when given"
 BAD_TIMEOUT = "await_tasks: `timeout` must be a non-negative number of seconds when given"
+
+
+CANCEL_SPELLING = declare("model.notice-cancel-spelling", "model",
+                          "a cancelled model task's notice says `was cancelled`")
+CANCEL_QUEUES_NOTICE = declare("model.cancel-queues-notice", "model",
+                               "the model's own task_cancel also queues a notice")
+NOTICES_DELIVERED_TWICE = declare("model.notices-delivered-twice", "model",
+                                  "a notice taken by a round stays queued for the next")
+HEAD_WITHOUT_MARKS = declare("model.notice-head-without-marks", "model",
+                             "the notice head names the target without `## `")
 
 
 def one_of_targets(targets: tuple[str, ...]) -> str:
@@ -133,8 +145,9 @@ class ModelTasks:
         index, error = self.run.host.check_worker(chain, target.encode("utf-8"))
         if error:
             return f"task: {_message(error[1])}", False
-        if chain.depth + 1 > 8:
-            return "task: call recursion exceeded cap of 8", False
+        refusal = ids.depth_refusal(chain, "call")
+        if refusal:
+            return f"task: {refusal}", False
         seeds = {} if input_ is None else {"input": input_.encode("utf-8")}
         task = self.run.tasks_api.start_task(chain, index, "model", seeds)
         if isinstance(task, tuple):
@@ -161,7 +174,7 @@ class ModelTasks:
         timeout = arguments.get("timeout")
         timeout_ns = None
         if timeout is not None:
-            timeout_ns = duration_ns(timeout)
+            timeout_ns = timeouts.duration(timeout)
             if timeout_ns is None:
                 return BAD_TIMEOUT, False
         if state.notices:
@@ -173,15 +186,12 @@ class ModelTasks:
         wait = AwaitWait(chain, "await_tasks", [], every=False, op=op)
         if not live:
             wait.sleep_text = f"slept {lua_number_text(timeout)} seconds"
+        ids.wait_parks(chain, timed=timeout_ns is not None)
         if timeout_ns is not None:
-            chain.next_child()      # a timed wait that waits takes one child index
-            wait.timer = run.kernel.schedule(
-                timeout_ns, TIMEOUT, ("complete", chain, wait, lambda: self._expired(state, wait)))
+            wait.timer = timeouts.schedule(run.kernel, timeout_ns, chain, wait,
+                                           lambda: self._expired(state, wait))
         task = chain.task
-        if not task.is_main and task.holds_slot:
-            # A chain parked on a wait gives its slot back, as tasks.join_any does.
-            run.tasks_api.release_slot(task)
-            run.tasks_api.admit()
+        run.admission.waiting(task)
         state.awaiting = wait
         run.trace.emit(run.kernel.now, "wait", chain=chain.id, call="await_tasks",
                        members=[t.id for t in live], timeout=timeout_ns)
@@ -199,12 +209,12 @@ class ModelTasks:
 
     def _resume(self, wait: AwaitWait, text: str) -> None:
         wait.op.await_text = text
-        self.run.tasks_api.wake(wait.chain, (True, b"continue", None))
+        self.run.admission.wake(wait.chain, (True, b"continue", None))
 
     # ------------------------------------------------------------ notices
     def task_ended(self, state: SectionState, task: Task) -> None:
         """A model task ended: queue its notice for the owner section."""
-        if task.id in state.silenced:
+        if task.id in state.silenced and not CANCEL_QUEUES_NOTICE.on:
             return      # the model's own task_cancel: its confirmation was the word
         text = notice(task, self.run.nonce)
         state.notices.append(Notice(task, text))
@@ -222,7 +232,8 @@ class ModelTasks:
     def _take(self, state: SectionState) -> list[str]:
         """Take every waiting notice.  Delivering a notice to the model joins
         its task: the task's store work is ordered before the owner's next step."""
-        taken, state.notices = state.notices, []
+        taken = state.notices
+        state.notices = list(taken) if NOTICES_DELIVERED_TWICE.on else []
         for item in taken:
             self.run.tasks_api.joined(item.task)
         return [item.text for item in taken]
@@ -255,7 +266,8 @@ def _message(value: Any) -> str:
 
 
 def _head(task: Task) -> str:
-    return f"Task id={task.id} (## {task.target})"
+    marks = "" if HEAD_WITHOUT_MARKS.on else "## "
+    return f"Task id={task.id} ({marks}{task.target})"
 
 
 def notice(task: Task, nonce: str) -> str:
@@ -265,8 +277,9 @@ def notice(task: Task, nonce: str) -> str:
     if task.state == "done":
         return f"{_head(task)} failed: {task.failure.message}"
     if task.state == "cancelled":
-        return f"{_head(task)} was canceled: the author cancelled it"
-    return f"{_head(task)} was abandoned: {REASON_PHRASES[task.reason]}"
+        spelling = "cancelled" if CANCEL_SPELLING.on else "canceled"
+        return f"{_head(task)} was {spelling}: the author cancelled it"
+    return f"{_head(task)} was abandoned: {task.reason.phrase}"
 
 
 def status_line(task: Task) -> str:

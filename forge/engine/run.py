@@ -32,13 +32,17 @@ import re
 from typing import Any
 
 import attrs
-from sortedcontainers import SortedKeyList
 
-from forge.engine import ids
+from forge.engine.rules import endings, ids
+from forge.engine.rules.endings import AbandonReason
+from forge.engine.rules.admission import Admission
+from forge.engine import fanout, host, models, tasks
+from forge.engine.parking import PARK
 from forge.engine.chain import Chain, Frame
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.store import WRITES, Claims, StoreFailure
 from forge.errors import ForgeInternalError
+from forge.variation import declare
 from forge.harness import Harness
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, typename
 from forge.prompt.headings import HeadingError, resolve
@@ -47,8 +51,6 @@ from sim.chooser import Chooser
 from sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
 from sim.trace import Trace
 
-#: The depth cap call, spawn and fanout share.
-DEPTH_CAP = 8
 #: Scheduling steps after which a run is declared runaway (a prompt that
 #: spawns or waits forever without ever ending).
 DEFAULT_MAX_STEPS = 200_000
@@ -57,7 +59,10 @@ DEFAULT_MAX_TASKS = 10_000
 #: Section entries one run may make (an endless jump loop runs no Lua loop).
 DEFAULT_MAX_ENTRIES = 50_000
 
-PARK = object()
+
+WRITES_LAND_LATE = declare("races.writes-land-late", "races",
+                           "a store write answers at once and lands later, so a delivery does "
+                           "not join it")
 
 _POSITION = re.compile(r'\[string "(?P<loc>[^"]*)"\]:(?P<line>\d+):')
 
@@ -93,8 +98,6 @@ class Run:
         chooser: Chooser | None = None,
         config: RunConfig | None = None,
     ) -> None:
-        from forge.engine import fanout, host, models, tasks
-
         self.prompt = prompt
         self.harness = harness or Harness()
         self.chooser = chooser or Chooser()
@@ -109,11 +112,7 @@ class Run:
         self.logs: list[str] = []
         self.events: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
-        #: Tasks waiting for a slot, kept in spawn order.
-        self.queue = SortedKeyList(key=lambda t: ids.id_key(t.id))
-        self.running_tasks = 0
-        #: The most tasks ever running at once (checked against the ceiling).
-        self.peak_running = 0
+        self.admission = Admission(self, self.harness.ceiling)
         self.outcome: str | None = None
         self.result: str | None = None
         self.error: RunError | None = None
@@ -209,9 +208,11 @@ class Run:
             if chain.parked_on is token and chain.live:
                 finish()
         elif what == "timeout":
-            _, chain, wait = event
+            _, chain, wait, expire = event
             if chain.parked_on is wait and chain.live:
-                self.tasks_api.timeout_fired(chain, wait)
+                expire()
+        elif what == "late":
+            event[1]()          # only the writes-land-late variation schedules these
         elif what == "host_cancel":
             self._host_cancel()
         else:  # pragma: no cover
@@ -224,6 +225,10 @@ class Run:
         chain.blocked = None
         chain.parked_on = None
         self.ready.append(chain)
+
+    def note(self, what: str, **fields: Any) -> None:
+        """A trace record at the current instant."""
+        self.trace.emit(self.kernel.now, what, **fields)
 
     def park(self, chain: Chain, blocked: str, on: Any) -> Any:
         chain.blocked = blocked
@@ -313,6 +318,7 @@ class Run:
             return
         chain.section = section
         chain.in_h1 = index is None
+        ids.section_entered(chain)
         entry = f"{chain.id}.{chain.entry_counter}"
         chain.entry_counter += 1
         chain.block_index = 0
@@ -510,11 +516,16 @@ class Run:
             return message
         return f"{m.group('loc')}:{m.group('line')}: {message}"
 
-    def as_error_value(self, failure: Failure):
-        """The error value a caller or a wait receives for a chain failure."""
+    def as_error_value(self, failure: Failure, receiver: Chain):
+        """The error value `receiver` gets for a chain failure (through call, a
+        wait or a fanout).  It is stamped with the receiver's suspending calls,
+        so raising it right away counts as raising it fresh, and raising it
+        after the receiver's next suspending call counts as raising it again."""
         if failure.kind is not None and failure.value is not None:
-            return failure.value
-        return self.lua.error("lua", failure.message)
+            value = failure.value
+        else:
+            value = self.lua.error("lua", failure.message)
+        return self.lua.E.stamp(value, receiver.suspends)
 
     def _check_abort(self, chain: Chain) -> None:
         if self.lua.internal_error is not None:
@@ -527,7 +538,7 @@ class Run:
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
         if failure.fatal_kind and self.outcome is None and chain is not self.root:
             # Uncatchable: the run ends whoever would have caught it.
-            self.settle_owned(chain, "owner_failed")
+            self.settle_owned(chain, endings.reason_for_failure(failure.kind))
             self._finish_run("failed", None, RunError(failure.fatal_kind, failure.message,
                                                       dict(failure.fields)))
             return
@@ -536,26 +547,19 @@ class Run:
     def end_chain(self, chain: Chain, ok: bool, value: Any) -> None:
         """A chain ends by itself: settle what it owns, then tell its starter."""
         if ok:
-            leaked = [t for t in chain.owned if t.live and t.origin == "author"]
+            leaked = endings.leaked(chain.owned)
             if leaked:
-                id_list = ", ".join(t.id for t in leaked)
-                message = (
-                    f"chain ended with author tasks still live: {id_list}; "
-                    "wait on or cancel every task a chain spawns before it ends"
-                )
-                self.settle_owned(chain, "owner_returned")
+                id_list, message = endings.tasks_live([t.id for t in leaked])
+                self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
                 self._close(chain)
                 failure = self.failure_of(
                     self.error_value("tasks_live", message, chain, tasks=id_list))
                 chain.failure = failure
                 chain.on_end(chain, False, failure)
                 return
-            self.settle_owned(chain, "owner_returned")
+            self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
         else:
-            reason = "owner_failed"
-            if value.kind == "tool_loop_exhausted":
-                reason = "tool_loop_exhausted"
-            self.settle_owned(chain, reason)
+            self.settle_owned(chain, endings.reason_for_failure(value.kind))
         self._close(chain)
         if ok:
             chain.result = value
@@ -573,7 +577,7 @@ class Run:
         for task in chain.owned:
             self.tasks_api.joined(task)
 
-    def settle_owned(self, chain: Chain, reason: str) -> None:
+    def settle_owned(self, chain: Chain, reason: AbandonReason) -> None:
         """Abandon every live task a chain owns, nested ones first."""
         for task in list(chain.owned):
             if task.live:
@@ -587,7 +591,7 @@ class Run:
         if callee is not None:
             self.stop_chain(callee)
         self.tasks_api.drop_wait(chain)
-        self.settle_owned(chain, "owner_aborted")
+        self.settle_owned(chain, endings.reason_when_stopped())
         self._teardown(chain)
         self._close(chain)
 
@@ -607,7 +611,7 @@ class Run:
         # recorded exactly once.
         for task in sorted(self.tasks.values(), key=lambda t: ids.id_key(t.id)):
             if task.live:
-                self.tasks_api.abandon(task, "run_terminated")
+                self.tasks_api.abandon(task, AbandonReason.RUN_TERMINATED)
         self.outcome = outcome
         self.result = result
         self.error = error
@@ -663,6 +667,10 @@ class Run:
         """
         if direct:
             return self._store_now(chain, op, path, run_op)
+        if WRITES_LAND_LATE.on and op in ("write", "append"):
+            delay = self.harness.latency.draw(self.chooser, "store") + 1
+            self.kernel.schedule(delay, COMPLETE, ("late", run_op))
+            return (True,)
 
         def finish() -> None:
             answer = self._store_now(chain, op, path, run_op)
@@ -763,4 +771,4 @@ def observation_json(obs: dict) -> str:
     return json.dumps(obs, sort_keys=True, ensure_ascii=False, indent=None, separators=(",", ":"))
 
 
-__all__ = ["DEPTH_CAP", "Run", "RunConfig", "observation_json", "run_prompt"]
+__all__ = ["Run", "RunConfig", "observation_json", "run_prompt"]

@@ -27,23 +27,49 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.engine import ids
+from forge.engine.rules import endings, ids, timeouts
+from forge.engine.rules.endings import AbandonReason
 from forge.engine.chain import Chain, Frame
 from forge.engine.failures import Failure
+from forge.variation import declare
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
-from sim.kernel import TIMEOUT, duration_ns
 
 if TYPE_CHECKING:
     from forge.engine.run import Run
 
-#: The phrase the model is told for each abandon reason.
-REASON_PHRASES = {
-    "owner_returned": "the section ended",
-    "owner_failed": "the owner failed",
-    "tool_loop_exhausted": "the tool loop was exhausted",
-    "owner_aborted": "the owner was aborted",
-    "run_terminated": "the run ended",
-}
+
+
+# Variation sites of the rules still written in this module: status
+# tables, delivery of results, and the tasks functions' own errors.
+OK_FALSE_WHILE_RUNNING = declare("status.ok-false-while-running", "status",
+                                 "a running task reads ok = false")
+MAIN_WALK_HAS_STATUS = declare("status.main-walk-has-status", "status",
+                               "tasks.status(sys.taskid) works on the main walk")
+READY_FALSE_WHEN_CANCELLED = declare("status.ready-false-when-cancelled", "status",
+                                     "tasks.ready is false for a cancelled task")
+PENDING_INCLUDES_ENDED = declare("status.pending-includes-ended", "status",
+                                 "tasks.pending lists tasks that already ended")
+NOTE_LANDS_ON_OWNER = declare("status.note-lands-on-owner", "status",
+                              "tasks.note sets the owner's note, not the task's own")
+DOUBLE_DELIVERY = declare("delivery.double-delivery", "delivery",
+                          "a result can be taken by more than one wait")
+JOIN_ANY_LAST_ENDED = declare("delivery.join-any-last-ended", "delivery",
+                              "join_any delivers the last ended member in set order, not the first")
+CANCELLED_IS_CONSUMED = declare("delivery.cancelled-is-consumed", "delivery",
+                                "a wait on a cancelled task consumes it")
+JOIN_DUPLICATES_CONSUME = declare("delivery.join-duplicates-consume", "delivery",
+                                  "a task named twice in one join set is refused as already delivered")
+NO_JOIN_BEFORE_DELIVERY = declare("delivery.no-join-before-delivery", "delivery",
+                                  "a finished task keeps its store claims after delivery")
+SPAWN_ERRORS_INTERNAL = declare("errors.spawn-errors-internal", "errors",
+                                "tasks function argument errors have kind internal, not lua")
+WAIT_RAISES_CANCELLED = declare("errors.wait-raises-cancelled", "errors",
+                                "a wait raises a cancelled task's error instead of returning it")
+UNKNOWN_ID_MESSAGE = declare("errors.unknown-id-message", "errors",
+                             "an id naming no task is refused with a different message than an "
+                             "unowned one")
+CANCEL_NOT_IDEMPOTENT = declare("errors.cancel-not-idempotent", "errors",
+                                "cancelling an ended task raises an error")
 
 
 def _t(value: Any) -> str:
@@ -78,7 +104,8 @@ class Task:
     ok: bool | None = None
     result: str | None = None
     failure: Failure | None = None
-    reason: str | None = None
+    #: Set exactly when the task is abandoned.
+    reason: AbandonReason | None = None
     note: str | None = None
     turns: int = 0
     delivered: bool = False
@@ -136,12 +163,13 @@ class Task:
             "tasks": [t.id for t in self.live_children()],
             "depth": self.depth,
         }
-        for key, value in (("ok", self.ok), ("section", self._section()),
+        ok = False if (OK_FALSE_WHILE_RUNNING.on and self.live) else self.ok
+        for key, value in (("ok", ok), ("section", self._section()),
                            ("blocked", self._blocked()), ("note", self.note)):
             if value is not None:
                 out[key] = value
         if self.reason is not None:
-            out["reason"] = self.reason
+            out["reason"] = self.reason.value
         return out
 
 
@@ -164,14 +192,29 @@ class TasksAPI:
         L = self.lua
         ns = L.lua.table()
         for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel"):
-            ns[name.encode()] = L.host(getattr(self, "_" + name))
+            ns[name.encode()] = L.host(self._counted(getattr(self, "_" + name)))
         ns[b"join_any"] = L.suspender("tasks.join_any")
         ns[b"join"] = L.suspender("tasks.join")
         suspending["tasks.join_any"] = lambda c, *a: self._wait(c, "tasks.join_any", a)
         suspending["tasks.join"] = lambda c, *a: self._wait(c, "tasks.join", a)
         return ns
 
+    def _counted(self, fn):
+        """An immediate tasks function, counted as a suspending call.
+
+        "Every tasks function is a suspending call", even those answered at
+        once: a caught error value raised again after one of them counts as
+        raised again later, exactly as after a store call or a wait.
+        """
+        def counted(*args):
+            self.run.current.suspends += 1
+            return fn(*args)
+
+        return counted
+
     def _err(self, message: str, kind: str = "lua", **fields: str):
+        if SPAWN_ERRORS_INTERNAL.on and kind == "lua":
+            kind = "internal"
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
 
     def handle(self, task_id: str):
@@ -199,6 +242,11 @@ class TasksAPI:
             return task, None
         if allow_self and task is not None and task is chain.task and not task.is_main:
             return task, None
+        if MAIN_WALK_HAS_STATUS.on and allow_self and task_id == "0":
+            return self.run.main_task, None
+        if UNKNOWN_ID_MESSAGE.on and task is None:
+            return None, self._err(f"task `{task_id}` does not exist", "task_not_owned",
+                                   task=task_id)
         return None, self._err(f"task `{task_id}` is not a task this chain owns",
                                "task_not_owned", task=task_id)
 
@@ -209,8 +257,9 @@ class TasksAPI:
         index, error = run.host.check_worker(chain, target)
         if error:
             return error
-        if chain.depth + 1 > 8:
-            return self._err("call recursion exceeded cap of 8")
+        refusal = ids.depth_refusal(chain, "call")
+        if refusal:
+            return self._err(refusal)
         seeds, error = self.spawn_options(opts)
         if error:
             return error
@@ -271,7 +320,7 @@ class TasksAPI:
         if run.harness.refuses("spawn", "*"):
             return self._err("store operation failed", "store", reason="refused")
         section = run.prompt.sections[index]
-        task_id = ids.child(owner.id, owner.next_child())
+        task_id = ids.take(owner)
         task = Task(run=run, id=task_id, target=section.name, origin=origin,
                     depth=owner.depth + 1, owner=owner)
         input_ = seeds.get("input")
@@ -284,7 +333,7 @@ class TasksAPI:
         )
         chain.ceiling = owner.limit
         siblings = run.prompt.siblings(index)
-        chain.frames = [Frame(siblings, siblings.index(index), once=True)]
+        chain.frames = [Frame(siblings, siblings.index(index))]
         if "item" in seeds:
             chain.first_item, chain.has_item = seeds["item"], True
         chain.first_index = seeds.get("index")
@@ -298,62 +347,8 @@ class TasksAPI:
                  input=decode(input_) if input_ is not None else None,
                  item=seeds.get("item_data"), index=seeds.get("index"), var=var_data)
         run.trace.emit(run.kernel.now, "spawn", owner=owner.id, task=task_id, target=section.name)
-        run.queue.add(task)
-        self.admit()
+        run.admission.enqueue(task)
         return task
-
-    # ------------------------------------------------------------ admission
-    def _ceiling_reached(self) -> bool:
-        return self.run.running_tasks >= self.run.harness.ceiling
-
-    def _slot_free(self, task: Task) -> bool:
-        return not self._ceiling_reached() and task.owner.busy < task.owner.limit
-
-    def admit(self) -> None:
-        """Admit queued tasks in spawn order (the queue's order) while slots are free."""
-        self.admit_in_order(list(self.run.queue))
-
-    def admit_in_order(self, candidates: list[Task]) -> None:
-        run = self.run
-        for task in candidates:
-            if self._ceiling_reached():
-                return      # nothing more can start; the rest stay queued in order
-            if not task.live:
-                run.queue.discard(task)
-                continue
-            if not self._slot_free(task):
-                continue
-            run.queue.discard(task)
-            task.holds_slot = True
-            task.owner.busy += 1
-            run.running_tasks += 1
-            run.peak_running = max(run.peak_running, run.running_tasks)
-            run.trace.emit(run.kernel.now, "admit", task=task.id)
-            if not task.admitted:
-                task.admitted = True
-                run.make_ready(task.chain, None)
-            else:
-                chain, value = task.pending_resume
-                task.pending_resume = None
-                run.make_ready(chain, value)
-
-    def release_slot(self, task: Task) -> None:
-        if task.holds_slot:
-            task.holds_slot = False
-            task.owner.busy -= 1
-            self.run.running_tasks -= 1
-
-    def wake(self, chain: Chain, value: Any) -> None:
-        """Resume a chain parked on a wait, re-taking its task's slot first."""
-        task = chain.task
-        if task.is_main or task.holds_slot:
-            self.run.make_ready(chain, value)
-            return
-        chain.parked_on = "slot"
-        chain.blocked = "queued"
-        task.pending_resume = (chain, value)
-        self.run.queue.add(task)
-        self.admit()
 
     # ------------------------------------------------------------ endings
     def _chain_ended(self, chain: Chain, ok: bool, value: Any) -> None:
@@ -373,8 +368,7 @@ class TasksAPI:
 
     def task_ended(self, task: Task) -> None:
         run = self.run
-        self.release_slot(task)
-        run.queue.discard(task)
+        run.admission.ended(task)
         for wait in list(task.waits):
             if isinstance(wait, Wait):
                 self._maybe_wake(wait)
@@ -382,12 +376,12 @@ class TasksAPI:
                 run.fanout.arm_ended(wait, task)
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
-        self.admit()
+        run.admission.admit()
 
     def joined(self, task: Task) -> None:
         """A delivery (or the owner's end) joins the task: its store work is
         now ordered before the joiner's next step, so its claims go."""
-        if task.chain is not None:
+        if task.chain is not None and not NO_JOIN_BEFORE_DELIVERY.on:
             self.run.claims.release(task.chain.claim_identity)
 
     def cancel(self, task: Task) -> None:
@@ -397,17 +391,19 @@ class TasksAPI:
         if task.chain is not None:
             run.stop_chain(task.chain)
         task.state, task.ok = "cancelled", False
-        self._terminal_event(task, "task_cancelled")
+        for kind in endings.terminal_events("cancelled"):
+            self._terminal_event(task, kind)
         self.task_ended(task)
 
-    def abandon(self, task: Task, reason: str) -> None:
+    def abandon(self, task: Task, reason: AbandonReason) -> None:
         if not task.live:
             return
         run = self.run
         if task.chain is not None:
             run.stop_chain(task.chain)
-        task.state, task.ok, task.reason = "abandoned", False, reason
-        self._terminal_event(task, "task_abandoned", reason=reason)
+        task.state, task.ok, task.reason = endings.abandoned_state(), False, reason
+        for kind in endings.terminal_events("abandoned"):
+            self._terminal_event(task, kind, reason=reason.value)
         self.task_ended(task)
 
     # ------------------------------------------------------------ immediate calls
@@ -421,8 +417,8 @@ class TasksAPI:
             whole, n = True, int(n) if n < 2**62 else 2**62
         if not whole:
             return self._err(f"tasks.concurrency limit must be a positive whole number, got {typename(n)}")
-        chain.limit = min(n, ceiling)
-        self.admit()
+        chain.limit = self.run.admission.clamp(n, ceiling)
+        self.run.admission.admit()
         return (True, chain.limit)
 
     def _parent_limit(self, chain: Chain) -> int:
@@ -437,6 +433,8 @@ class TasksAPI:
         t, error = self.owned(chain, task_id, allow_self=True)
         if error:
             return error
+        if READY_FALSE_WHEN_CANCELLED.on and t.state == "cancelled":
+            return (True, False)
         return (True, not t.live)
 
     def _status(self, task=None, *rest):
@@ -468,7 +466,9 @@ class TasksAPI:
                     return self._err("pending filter origin must be a valid UTF-8 string")
                 if origin not in ("author", "model"):
                     return self._err(f"pending filter origin must be `author` or `model`, got `{origin}`")
-        live = [t for t in chain.owned if t.live and (origin is None or t.origin == origin)]
+        live = sorted((t for t in chain.owned
+                       if (t.live or PENDING_INCLUDES_ENDED.on) and (origin is None or t.origin == origin)),
+                      key=lambda t: ids.id_key(t.id))
         return (True, self.lua.seq([{"task": t.id} for t in live]))
 
     def _note(self, text=None, *rest):
@@ -478,8 +478,11 @@ class TasksAPI:
         value = decode(text)
         if value is None:
             return self._err("text must be a valid UTF-8 string")
-        if not chain.task.is_main:
-            chain.task.note = value
+        noted = chain.task
+        if NOTE_LANDS_ON_OWNER.on and not noted.is_main:
+            noted = noted.owner.task
+        if not noted.is_main:
+            noted.note = value
         return (True,)
 
     def _cancel(self, task=None, *rest):
@@ -490,6 +493,8 @@ class TasksAPI:
         t, error = self.owned(chain, task_id)
         if error:
             return error
+        if CANCEL_NOT_IDEMPOTENT.on and not t.live:
+            return self._err(f"task `{task_id}` already ended")
         self.cancel(t)
         return (True,)
 
@@ -507,6 +512,9 @@ class TasksAPI:
             task_id, error = self.task_arg(call, members_arg[i])
             if error:
                 return error
+            if JOIN_DUPLICATES_CONSUME.on and call == "tasks.join" and task_id in member_ids:
+                return self._err(f"task `{task_id}` was already delivered: a task's result "
+                                 "is taken by one wait", "task_consumed", task=task_id)
             member_ids.append(task_id)
         timeout_ns, error = self._timeout(call, opts)
         if error:
@@ -525,14 +533,13 @@ class TasksAPI:
         if self._satisfied(wait):
             return self._deliver(wait, timed_out=False)
         run = self.run
+        ids.wait_parks(chain, timed=timeout_ns is not None)
         if timeout_ns is not None:
-            chain.next_child()     # a timed wait that waits takes one child index
-            wait.timer = run.kernel.schedule(timeout_ns, TIMEOUT, ("timeout", chain, wait))
+            wait.timer = timeouts.schedule(run.kernel, timeout_ns, chain, wait,
+                                           lambda: self.timeout_fired(chain, wait))
         for t in dict.fromkeys(members):
             t.waits.append(wait)
-        if not chain.task.is_main and chain.task.holds_slot:
-            self.release_slot(chain.task)
-            self.admit()
+        run.admission.waiting(chain.task)
         run.trace.emit(run.kernel.now, "wait", chain=chain.id, call=call,
                        members=[t.id for t in members], timeout=timeout_ns)
         return run.park(chain, "tasks", wait)
@@ -547,7 +554,7 @@ class TasksAPI:
             return None, None
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
             return None, self._err(f"{call} timeout must be a number, got {typename(seconds)}")
-        ns = duration_ns(seconds)
+        ns = timeouts.duration(seconds)
         if ns is None:
             return None, self._err(
                 f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
@@ -564,7 +571,7 @@ class TasksAPI:
         if not self._satisfied(wait):
             return
         self._unregister(wait)
-        self.wake(chain, self._deliver(wait, timed_out=False))
+        self.run.admission.wake(chain, self._deliver(wait, timed_out=False))
 
     def _unregister(self, wait: Wait) -> None:
         if wait.timer is not None:
@@ -574,9 +581,12 @@ class TasksAPI:
                 t.waits.remove(wait)
 
     def timeout_fired(self, chain: Chain, wait: Wait) -> None:
+        if timeouts.EXPIRY_CANCELS_MEMBERS.on:
+            for t in wait.members:
+                self.cancel(t)
         self._unregister(wait)
         self.run.trace.emit(self.run.kernel.now, "timeout", chain=chain.id)
-        self.wake(chain, self._deliver(wait, timed_out=True))
+        self.run.admission.wake(chain, self._deliver(wait, timed_out=True))
 
     def drop_wait(self, chain: Chain) -> None:
         """A stopped chain's wait goes away with its timer."""
@@ -593,13 +603,15 @@ class TasksAPI:
             # failure; after another suspending call it ends the run cancelled.
             self.lua.E.stamp(task.cancelled_value, waiter.suspends)
             self.joined(task)
+            if CANCELLED_IS_CONSUMED.on:
+                task.delivered = True
             return False, task.cancelled_value
-        task.delivered = True
+        task.delivered = not DOUBLE_DELIVERY.on
         self.joined(task)
         if task.ok:
             return True, (task.result or "").encode("utf-8")
         if task.failure is not None:
-            return False, self.run.as_error_value(task.failure)
+            return False, self.run.as_error_value(task.failure, waiter)
         return False, self.run.error_value("lua", f"task `{task.id}` was abandoned")
 
     def _deliver(self, wait: Wait, timed_out: bool):
@@ -607,16 +619,19 @@ class TasksAPI:
         if not wait.every:
             if timed_out:
                 return (True, None, None, None)
-            for t in wait.members:
+            members = reversed(wait.members) if JOIN_ANY_LAST_ENDED.on else wait.members
+            for t in members:
                 if not t.live:
                     ok, value = self._outcome(t, wait.chain)
                     run.trace.emit(run.kernel.now, "deliver", chain=wait.chain.id, task=t.id)
+                    if WAIT_RAISES_CANCELLED.on and t.state == "cancelled":
+                        return (False, value)
                     return (True, self.handle(t.id), ok, value)
             raise AssertionError("a satisfied join_any has an ended member")
         results = self.lua.lua.table()
         taken: dict[str, tuple] = {}
         for position, t in enumerate(wait.members, 1):
-            if t.live:
+            if t.live or (timed_out and timeouts.TIMED_JOIN_DROPS_FINISHED.on):
                 continue
             if t.id not in taken:
                 taken[t.id] = self._outcome(t, wait.chain)

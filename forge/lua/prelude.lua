@@ -465,6 +465,47 @@ math_lib.randomseed = function(...)
   return randomseed_raw(...)
 end
 
+-- table.concat also joins values that render through __tostring (fanout
+-- results, model handles, the prompt's own objects).  Those elements are
+-- rendered first and everything else is left to the standard function, so
+-- its argument checks and "invalid value" messages stay Lua's own.  The
+-- standard function runs under a raw pcall and its error is raised again at
+-- level 2, so the message carries the caller's position exactly as a direct
+-- call would (and none when pcall itself is the caller).
+local function concat_standard(list, sep, i, j)
+  local ok, res = pcall_raw(tconcat, list, sep, i, j)
+  if ok then return res end
+  error(res, 2)
+end
+
+local function concat_rendering(list, sep, i, j)
+  if type(list) ~= 'table' then return concat_standard(list, sep, i, j) end
+  local lo = math.tointeger(i == nil and 1 or i)
+  local hi = math.tointeger(j == nil and #list or j)
+  if lo == nil or hi == nil then return concat_standard(list, sep, i, j) end
+  local rendered
+  for k = lo, hi do
+    local v = list[k]
+    local tv = type(v)
+    if tv == 'table' or tv == 'userdata' then
+      local mt = debug_getmetatable(v)
+      if type(mt) == 'table' and rawget(mt, '__tostring') ~= nil then
+        rendered = rendered or {}
+        rendered[k] = tostring_stable(v)
+      end
+    end
+  end
+  if rendered == nil then return concat_standard(list, sep, i, j) end
+  local view = setmetatable({}, { __index = function(_, k)
+    local r = rendered[k]
+    if r ~= nil then return r end
+    return list[k]
+  end })
+  return concat_standard(view, sep, lo, hi)
+end
+local table_lib = copy_lib(table)
+table_lib.concat = concat_rendering
+
 local string_lib = copy_lib(string)
 string_lib.format = format_stable
 -- The string metatable is shared by every string in the runtime; seal it so
@@ -480,7 +521,7 @@ local function new_env(globals)
     ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
     tonumber = tonumber, tostring = tostring_stable, type = type,
     _VERSION = _VERSION,
-    string = copy_lib(string_lib), table = copy_lib(table), math = copy_lib(math_lib),
+    string = copy_lib(string_lib), table = copy_lib(table_lib), math = copy_lib(math_lib),
   }
   env._G = env
   if globals then

@@ -35,7 +35,7 @@ def test_invariants_hold_on_every_schedule(text, data):
     for check in (*invariants.DEFAULT_CHECKS, invariants.consistent_ids(canonical)):
         problems += check(obs)
     assert not problems, problems
-    assert run.peak_running <= 3
+    assert run.admission.peak <= 3
     assert obs["outcome"] == "ok", obs["error"]
     assert obs["result"] == "done"
 

@@ -40,7 +40,6 @@ def test_a_broken_engine_is_caught_shrunk_and_replayed():
         assert report.findings, "the mutant breaks 'each task ends exactly once'"
         finding = report.findings[0]
         assert any("ended 2 times" in p for p in finding.problems)
-        assert len(finding.shrunk) <= len(finding.choices)
         first, sha1 = subject(Chooser(ReplayProvider(finding.shrunk)))
         again, sha2 = subject(Chooser(ReplayProvider(finding.shrunk)))
         assert sha1 == sha2 and invariants.each_task_ends_once(first)
@@ -116,8 +115,6 @@ def test_a_schedule_dependent_result_is_found_and_shrunk_to_a_replayable_minimum
     report = explore(subject, range(50), [expect_alpha])
     assert report.findings, "some schedule lets Beta end first"
     finding = report.findings[0]
-    key = (len(finding.shrunk), list(finding.shrunk))
-    assert key <= (len(finding.choices), list(finding.choices))
     replayed, _ = subject(Chooser(ReplayProvider(finding.shrunk)))
     assert replayed["result"] == "0.1"
     # Shrinking leaves no choice that could be lowered and still fail.
@@ -125,5 +122,5 @@ def test_a_schedule_dependent_result_is_found_and_shrunk_to_a_replayable_minimum
         if value:
             lower = list(finding.shrunk)
             lower[i] = 0
-            assert subject(Chooser(ReplayProvider(lower)))[0]["result"] == "0.0" or \
-                (len(lower), lower) >= key
+            assert subject(Chooser(ReplayProvider(lower)))[0]["result"] == "0.0", \
+                f"lowering choice {i} of {finding.shrunk} still fails: not shrunk"

@@ -1,0 +1,132 @@
+"""Admission: the concurrency limit, slots, and the queue of tasks waiting for one.
+
+A task needs a slot to run.  A slot is free when fewer tasks run than the
+run's ceiling (the harness's limit) and fewer of the owner's tasks run than
+the owner's limit (`tasks.concurrency`, clamped to the parent's limit).
+Queued tasks are admitted in spawn order, the order of their ids.  A task
+gives its slot back while it waits on other tasks (a join, a fanout, an
+`await_tasks`), so tasks that wait on their own children cannot starve each
+other into a deadlock, and takes a slot again before it resumes.  Nothing is
+ever preempted: a running task keeps its slot until it waits or ends.
+
+What lives here: the queue, the counters, admitting, giving a slot back while
+waiting and taking it again on wake-up, and the clamp of `tasks.concurrency`.
+What does not: when a chain parks or runs (the run loop), and the tasks
+namespace's argument checks (`tasks`).
+
+Invariants (checked at the transitions): a task holds a slot only while it
+is admitted, live and not waiting on other tasks; `running` equals the number
+of tasks holding a slot and never exceeds the ceiling; an owner's `busy`
+equals the number of its tasks holding a slot.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sortedcontainers import SortedKeyList
+
+from forge.engine.rules import ids
+from forge.variation import declare
+
+WAITING_KEEPS_SLOT = declare("admission.waiting-keeps-slot", "admission",
+                             "a task parked on a wait keeps its slot")
+NEWEST_FIRST = declare("admission.newest-first", "admission", "queued tasks are admitted newest first")
+NO_LIMIT = declare("admission.no-limit", "admission", "the harness ceiling and owner limits are ignored")
+NOT_CLAMPED = declare("admission.not-clamped", "admission",
+                      "tasks.concurrency(n) is not clamped to the parent's limit")
+
+
+class Scheduler(Protocol):
+    """What admission needs of the run loop."""
+
+    def make_ready(self, chain: Any, value: Any) -> None: ...
+
+    def note(self, what: str, **fields: Any) -> None: ...
+
+
+class Admission:
+    def __init__(self, scheduler: Scheduler, ceiling: int) -> None:
+        self.scheduler = scheduler
+        self.ceiling = ceiling
+        #: Tasks waiting for a slot, in spawn order.
+        self.queue = SortedKeyList(key=lambda t: ids.id_key(t.id))
+        #: Tasks holding a slot now, and the most that ever did at once.
+        self.running = 0
+        self.peak = 0
+
+    # ------------------------------------------------------------ the rule
+    def _ceiling_reached(self) -> bool:
+        return not NO_LIMIT.on and self.running >= self.ceiling
+
+    def _slot_free(self, task: Any) -> bool:
+        return NO_LIMIT.on or (not self._ceiling_reached() and task.owner.busy < task.owner.limit)
+
+    def clamp(self, limit: int, parent_limit: int) -> int:
+        """The limit `tasks.concurrency(limit)` sets: never above the parent's."""
+        return limit if NOT_CLAMPED.on else min(limit, parent_limit)
+
+    # ------------------------------------------------------------ transitions
+    def enqueue(self, task: Any) -> None:
+        """A new task waits for its first slot."""
+        self.queue.add(task)
+        self.admit()
+
+    def admit(self) -> None:
+        """Admit queued tasks in spawn order while slots are free."""
+        candidates = list(reversed(self.queue)) if NEWEST_FIRST.on else list(self.queue)
+        for task in candidates:
+            if self._ceiling_reached():
+                return      # nothing more can start; the rest stay queued in order
+            if not task.live:
+                self.queue.discard(task)
+                continue
+            if not self._slot_free(task):
+                continue
+            self.queue.discard(task)
+            assert not task.holds_slot, f"task {task.id} is queued while holding a slot"
+            task.holds_slot = True
+            task.owner.busy += 1
+            self.running += 1
+            self.peak = max(self.peak, self.running)
+            self.scheduler.note("admit", task=task.id)
+            if not task.admitted:
+                task.admitted = True
+                self.scheduler.make_ready(task.chain, None)
+            else:
+                chain, value = task.pending_resume
+                task.pending_resume = None
+                self.scheduler.make_ready(chain, value)
+
+    def release(self, task: Any) -> None:
+        """A task stops holding its slot (it ended, or it waits on others)."""
+        if task.holds_slot:
+            task.holds_slot = False
+            task.owner.busy -= 1
+            self.running -= 1
+            assert self.running >= 0 and task.owner.busy >= 0
+
+    def waiting(self, task: Any) -> None:
+        """`task`'s chain parks on a wait for other tasks: its slot goes back."""
+        if task.is_main or not task.holds_slot or WAITING_KEEPS_SLOT.on:
+            return
+        self.release(task)
+        self.admit()
+
+    def wake(self, chain: Any, value: Any) -> None:
+        """Resume a chain parked on a wait, re-taking its task's slot first."""
+        task = chain.task
+        if task.is_main or task.holds_slot:
+            self.scheduler.make_ready(chain, value)
+            return
+        chain.parked_on = "slot"
+        chain.blocked = "queued"
+        task.pending_resume = (chain, value)
+        self.queue.add(task)
+        self.admit()
+
+    def ended(self, task: Any) -> None:
+        """A task ended: its slot (or its place in the queue) goes.  The caller
+        admits once the end's wake-ups are made, so woken owners run first."""
+        self.release(task)
+        self.queue.discard(task)
