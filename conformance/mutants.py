@@ -60,6 +60,8 @@ _ROWS = [
     ("taskid-in-call-is-chain", "ids", "ids.taskid-in-call-is-chain"),
     ("h1-takes-no-entry", "ids", "ids.h1-takes-no-entry"),
     ("depth-cap-off-by-one", "ids", "ids.depth-cap-off-by-one"),
+    # the walk
+    ("task-runs-target-only", "walk", "walk.task-runs-target-only"),
     # races and delivery
     ("double-delivery", "delivery", "delivery.double-delivery"),
     ("join-any-last-ended", "delivery", "delivery.join-any-last-ended"),
@@ -96,6 +98,8 @@ _ROWS = [
     ("wait-raises-cancelled", "errors", "errors.wait-raises-cancelled"),
     ("unknown-id-message", "errors", "errors.unknown-id-message"),
     ("cancel-not-idempotent", "errors", "errors.cancel-not-idempotent"),
+    ("reraise-not-rebuilt", "errors", "errors.reraise-not-rebuilt"),
+    ("immediate-calls-not-suspending", "errors", "errors.immediate-calls-not-suspending"),
     # model-started tasks
     ("envelope-keeps-angle-brackets", "model", "model.envelope-keeps-angle-brackets"),
     ("notice-cancel-spelling", "model", "model.notice-cancel-spelling"),

@@ -1,10 +1,12 @@
 """The reference engine: running a parsed prompt on the simulator.
 
-Modules: `run` (the run and its one scheduler loop), `chain` (a walk over
-sections and its block coroutines), `tasks` (the tasks namespace and task
-lifetimes), `host` (the globals a section VM sees), `store` (the store's
-rules), `ids` (task id paths), `failures` (error values and run error kinds),
-`observation` (what a run reports).
+Modules: `run` (a run and its walk), `kernel` (the run loop and the chain
+states), `requests` (what a chain parks on), `state` (chains, walk levels,
+tasks), `rules/` (ids, admission, timeouts, endings: each rule written
+once), `tasks` (the tasks namespace, waits and delivery), `fanout`, `host`
+(the globals a section VM sees), `models`, `modeltasks`, `tools`, `roles`,
+`conversation` (the model side), `store` (the store's rules), `failures`
+(error values and run error kinds), `substitution`, `envelope`.
 """
 
 from forge.engine.run import Run, RunConfig, run_prompt

@@ -20,6 +20,8 @@ from typing import Any
 
 import attrs
 
+from forge.variation import declare
+
 #: Error value kind -> run error kind when it ends the run uncaught.
 RUN_KIND = {
     "lua": "Lua",
@@ -75,6 +77,11 @@ KIND_FIELDS = {
     "out_of_scope_tool": ("name",),
     "unbound_tool": ("name",),
 }
+
+
+REBUILT_IGNORED = declare("errors.reraise-not-rebuilt", "errors",
+                          "a value raised again after another suspending call keeps the kind it "
+                          "had when first raised (only cancelled is told apart)")
 
 
 @attrs.frozen
@@ -137,13 +144,16 @@ def classify(failure: Failure, in_h1: bool) -> tuple[str, RunError | None]:
         return "failed", RunError("Quota", QUOTA_MESSAGES[failure.message])
     if kind is None:
         run_kind, gated = "Lua", True
-    elif failure.stale:
+    elif failure.stale and not REBUILT_IGNORED.on:
         fields["value_kind"] = kind
         if kind == "cancelled":
             return "cancelled", RunError("Cancelled", failure.message, fields)
         complete = all(name in fields for name in KIND_FIELDS.get(kind, ()))
         run_kind = REBUILT_KIND.get(kind, "Lua") if complete else "Lua"
         gated = run_kind == "Lua" and not (complete and kind in REBUILT_H1_KEEPS)
+    elif kind == "cancelled" and failure.stale:
+        fields["value_kind"] = kind           # (only under errors.reraise-not-rebuilt)
+        return "cancelled", RunError("Cancelled", failure.message, fields)
     else:
         fields["value_kind"] = kind
         run_kind = RUN_KIND.get(kind, "Lua")

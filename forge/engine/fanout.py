@@ -16,27 +16,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import attrs
 
+from forge.engine.requests import FanoutArms
 from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
 
 if TYPE_CHECKING:
-    from forge.engine.chain import Chain
+    from forge.engine.state import Chain
     from forge.engine.run import Run
-    from forge.engine.tasks import Task
-
-
-@attrs.define(eq=False)
-class FanoutWait:
-    chain: Chain
-    arms: list
-    items: list
-    members: list = attrs.field(factory=list)
-    failed: Any = None
-    timer: Any = None
-    every: bool = True
-    call: str = "fanout"
+    from forge.engine.state import Task
 
 
 class Fanout:
@@ -95,42 +83,42 @@ class Fanout:
         refusal = ids.depth_refusal(chain, "fanout")
         if refusal:
             return run.tasks_api._err(refusal)
-        wait = FanoutWait(chain, [], [])
+        arms: list[Task] = []
         for position, (item, original) in enumerate(members, 1):
             seeds = {"item": self.lua.deep_copy(item), "item_data": from_lua_json(item),
                      "index": position}
             task = run.tasks_api.start_task(chain, index, "author", seeds)
             if isinstance(task, tuple):
-                for arm in wait.arms:
+                for arm in arms:
                     run.tasks_api.cancel(arm)
                 return task
-            wait.arms.append(task)
-            wait.items.append(original)
-            task.waits.append(wait)
-        wait.members = wait.arms
+            arms.append(task)
+        # No arm has run yet (admission only makes them ready), so none can
+        # have ended before the chain waits on them.
+        request = FanoutArms(tuple(arms), tuple(original for _, original in members))
+        for arm in arms:
+            arm.waiters.append(chain)
         # A chain waiting on its arms gives its slot back, so arms that fan
         # out again cannot starve each other into a deadlock.
         run.admission.waiting(chain.task)
-        return run.park(chain, "tasks", wait)
+        return run.scheduler.park(chain, request)
 
-    def arm_ended(self, wait: FanoutWait, task: Task) -> None:
+    def arm_ended(self, chain: Chain, request: FanoutArms, task: Task) -> None:
         run = self.run
-        chain = wait.chain
-        if chain.parked_on is not wait or not chain.live:
-            return
+        assert chain.live and chain.parked_on is request
         failure = task.failure if task.state == "done" and task.ok is False else None
         if failure is not None and failure.kind != "tool_loop_exhausted":
-            self._unregister(wait)
-            for arm in wait.arms:
+            self._unregister(chain, request)
+            for arm in request.arms:
                 if arm.live:
                     run.tasks_api.cancel(arm)
             run.admission.wake(chain, (False, run.as_error_value(failure, chain)))
             return
-        if any(arm.live for arm in wait.arms):
+        if any(arm.live for arm in request.arms):
             return
-        self._unregister(wait)
+        self._unregister(chain, request)
         results = self.lua.lua.table()
-        for position, (arm, original) in enumerate(zip(wait.arms, wait.items), 1):
+        for position, (arm, original) in enumerate(zip(request.arms, request.items), 1):
             exhausted = arm.failure is not None and arm.failure.kind == "tool_loop_exhausted"
             text = arm.result if arm.ok else ""
             entry = self.lua.E.fanout_result(
@@ -138,13 +126,11 @@ class Fanout:
             results[position] = entry
         run.admission.wake(chain, (True, results))
 
-    def _unregister(self, wait: FanoutWait) -> None:
+    def _unregister(self, chain: Chain, request: FanoutArms) -> None:
         # The fanout's return joins every arm, whatever became of it.
-        for arm in wait.arms:
+        for arm in request.arms:
             self.run.tasks_api.joined(arm)
-        for arm in wait.arms:
-            if wait in arm.waits:
-                arm.waits.remove(wait)
+        self.run.tasks_api.unregister(chain)
 
 
 def _tuple(value: Any) -> tuple:

@@ -19,9 +19,10 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any
 
-from forge.engine.chain import Chain, Frame
+from forge.engine.state import Chain, Frame
 from forge.engine.failures import Failure
 from forge.engine.parking import PARK
+from forge.engine.requests import CalledChain
 from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, decode, typename
 from forge.prompt.headings import HeadingError, resolve
@@ -272,21 +273,19 @@ class Host:
         )
         siblings = run.prompt.siblings(index)
         child.frames = [Frame(siblings, siblings.index(section.index))]
-        chain.callee = child
 
         def ended(c: Chain, ok: bool, value: Any) -> None:
-            chain.callee = None
             if not chain.live:
                 return
             if ok:
-                run.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
+                run.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
             else:
-                run.make_ready(chain, (False, run.as_error_value(value, chain)))
+                run.scheduler.make_ready(chain, (False, run.as_error_value(value, chain)))
 
         child.on_end = ended
-        run.trace.emit(run.kernel.now, "call_start", chain=chain.id, callee=child.id)
-        run.make_ready(child, None)
-        return run.park(chain, "call", child)
+        run.trace.emit(run.clock.now, "call_start", chain=chain.id, callee=child.id)
+        run.scheduler.make_ready(child, None)
+        return run.scheduler.park(chain, CalledChain(child))
 
     # ------------------------------------------------------------ store
     def _store_handler(self, op: str):

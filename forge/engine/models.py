@@ -44,14 +44,16 @@ from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
 from forge.engine.roles import RolesAPI, Selection
 from forge.engine.parking import PARK
+from forge.engine.requests import ModelRound, OperatorQuestion
+from forge.engine.rules.notices import NoticeQueue
 from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
-    from forge.engine.chain import Chain
+    from forge.engine.state import Chain
     from forge.engine.run import Run
-    from forge.engine.tasks import Task
+    from forge.engine.state import Task
     from forge.engine.tools import AllowTasks, LocalTool
 
 
@@ -120,13 +122,6 @@ class ScriptCallOp:
 
 
 @attrs.define(eq=False)
-class PendingAsk:
-    """An `input.ask()` the operator script has no answer for: it stays pending."""
-
-    number: int
-
-
-@attrs.define(eq=False)
 class SectionState:
     """What one section entry owns on the model side."""
 
@@ -139,11 +134,9 @@ class SectionState:
     allow: AllowTasks | None = None
     #: Tasks this section's model started, in start order.
     model_tasks: list[Task] = attrs.field(factory=list)
-    #: Ids of model tasks the model cancelled itself (no notice for those).
-    silenced: set[str] = attrs.field(factory=set)
-    #: Task notices (modeltasks.Notice) waiting for the next round or
-    #: await_tasks, in arrival order.
-    notices: list = attrs.field(factory=list)
+    #: Task notices waiting for the next round or await_tasks.
+    notices: NoticeQueue = attrs.field(factory=NoticeQueue)
+    #: The await_tasks this entry's chain is parked on, if any.
     awaiting: Any = None
     ops: list = attrs.field(factory=list)
     #: Local tool handlers running now: jump refuses while any does.
@@ -229,7 +222,7 @@ class ModelsAPI:
 
     def parked_detail(self, chain: Chain) -> str:
         """Why a parked chain waits, for the deadlock report."""
-        if isinstance(chain.parked_on, PendingAsk):
+        if isinstance(chain.parked_on, OperatorQuestion) and chain.parked_on.answer is None:
             operator = self.cursor.operator
             return (f" (input.ask() number {chain.parked_on.number}: the operator script "
                     f"{operator.source} has no answer left; it holds {len(operator.answers)})")
@@ -299,23 +292,24 @@ class ModelsAPI:
         if entry is None:
             return (True, b"")
         self.rounds.append(RoundRecord(chain.task.id, state.name, "infer", 1, (), entry.where))
-        return self.run.harness_op(chain, "model", "chat", lambda: self._inferred(chain, entry),
+        return self.run.harness_op(chain, "model", ModelRound("infer", entry.where),
+                                   lambda: self._inferred(chain, entry),
                                    pinned=entry.delay, detail={"entry": entry.where})
 
     def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
         reply = entry.reply
         failed = self._round_failure(chain, reply)
         if failed is not None:
-            self.run.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
+            self.run.scheduler.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
             return
         turn = self._count_round(chain)
         if reply.tool_calls:
-            self.run.make_ready(chain, self._error(
+            self.run.scheduler.make_ready(chain, self._error(
                 chain, "model inference received tool calls but no tools were advertised"))
             return
         text = reply.text or ""
         self._reply_events(chain, turn, text, reply.finish_reason, "infer")
-        self.run.make_ready(chain, (True, text.encode("utf-8")))
+        self.run.scheduler.make_ready(chain, (True, text.encode("utf-8")))
 
     def _round_failure(self, chain: Chain, reply) -> tuple | None:
         """A failed round's error (message, kind) and fields, reported as failed."""
@@ -429,7 +423,7 @@ class ModelsAPI:
         self.rounds.append(RoundRecord(chain.task.id, state.name, "chat", len(op.msgs), offered,
                                        entry.where))
         return self.run.harness_op(
-            chain, "model", "chat", lambda: self.run.make_ready(chain, (True, b"continue", None)),
+            chain, "model", ModelRound("chat", entry.where), lambda: self.run.scheduler.make_ready(chain, (True, b"continue", None)),
             pinned=entry.delay, detail={"entry": entry.where, "records": len(op.msgs)})
 
     def _overflow(self, chain: Chain, state: SectionState, op: LoopOp, reason: str):
@@ -571,13 +565,14 @@ class ModelsAPI:
         answer = self.cursor.take_answer()
         if answer is None:
             # Like an operator who never answers: the ask stays pending.
-            return self.run.park(chain, "tool_call", PendingAsk(self.asks))
+            return self.run.scheduler.park(chain, OperatorQuestion(self.asks, None))
 
         def answered() -> None:
             self.emit(chain, "user_input", text=answer.text)
-            self.run.make_ready(chain, (True, answer.text.encode("utf-8"), True))
+            self.run.scheduler.make_ready(chain, (True, answer.text.encode("utf-8"), True))
 
-        return self.run.harness_op(chain, "operator", "tool_call", answered, pinned=answer.delay,
+        return self.run.harness_op(chain, "operator", OperatorQuestion(self.asks, answer.where),
+                                   answered, pinned=answer.delay,
                                    detail={"answer": answer.where})
 
 

@@ -1,12 +1,11 @@
-"""Tasks the model starts: the four task built-ins and the task notices.
+"""Tasks the model starts: the four task built-ins.
 
 What lives here: the built-ins a round offers after `tools.allow_tasks`
 (`task`, `task_cancel`, `task_status`, `await_tasks`, in that order, with
 their descriptions), every refusal text they answer with, status lines and
-cancel confirmations, the model's wait (with and without a timeout), and the
-task notice queue: one notice per ended model task, in one of four shapes,
-queued for the owner section and taken exactly once, by a `models.loop`
-round or by `await_tasks`.
+cancel confirmations, and the model's wait (with and without a timeout),
+which wakes when a notice is queued.  The notices themselves and their queue
+are `rules.notices`.
 
 What does not: starting, cancelling and ending tasks (`tasks`, which calls
 `task_ended` here through `Task.model_owner`), running rounds and appending
@@ -25,17 +24,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import attrs
 
-from forge.engine import envelope
-from forge.engine.rules import ids
-from forge.variation import declare
-from forge.engine.tasks import Task, Wait, lua_number_text
+from forge.engine.rules import ids, notices
+from forge.engine.requests import AwaitTasks
+from forge.engine.state import Task
+from forge.engine.tasks import lua_number_text
 from forge.engine.tools import AllowTasks, ToolSpec
 from forge.engine.rules import timeouts
 
 if TYPE_CHECKING:
-    from forge.engine.chain import Chain
+    from forge.engine.state import Chain
     from forge.engine.models import LoopOp, ModelsAPI, SectionState
 
 ANY_TARGET = ("`target` must be any section of this prompt, named by its heading (for example "
@@ -45,41 +43,8 @@ BAD_INPUT = "task: `input` must be a string when given"
 BAD_TIMEOUT = "await_tasks: `timeout` must be a non-negative number of seconds when given"
 
 
-CANCEL_SPELLING = declare("model.notice-cancel-spelling", "model",
-                          "a cancelled model task's notice says `was cancelled`")
-CANCEL_QUEUES_NOTICE = declare("model.cancel-queues-notice", "model",
-                               "the model's own task_cancel also queues a notice")
-NOTICES_DELIVERED_TWICE = declare("model.notices-delivered-twice", "model",
-                                  "a notice taken by a round stays queued for the next")
-HEAD_WITHOUT_MARKS = declare("model.notice-head-without-marks", "model",
-                             "the notice head names the target without `## `")
-
-
 def one_of_targets(targets: tuple[str, ...]) -> str:
     return "`target` must be one of: " + ", ".join(targets)
-
-
-@attrs.define(eq=False)
-class AwaitWait(Wait):
-    """The model's `await_tasks` parked on the owner chain.
-
-    A `Wait` so that stopping the chain (`TasksAPI.drop_wait`) also drops its
-    timer; it is never registered on a task, so no task end delivers into it
-    and no result is taken: the prompt can still collect every task later.
-    """
-
-    #: The loop whose tool call waits; it gets the wait's text.
-    op: Any = None
-    #: `slept {seconds} seconds`, when there was nothing to wait on.
-    sleep_text: str | None = None
-
-
-@attrs.frozen
-class Notice:
-    """A queued task notice: its sentence, and the task whose end it tells."""
-
-    task: Task = attrs.field(eq=False)
-    text: str
 
 
 class ModelTasks:
@@ -125,7 +90,7 @@ class ModelTasks:
             return refusal, False
         if name == "task_status":
             return status_line(task), True
-        state.silenced.add(task.id)
+        state.notices.silence(task.id)
         self.run.tasks_api.cancel(task)
         return f"Task id={task.id} cancelled", True
 
@@ -177,66 +142,57 @@ class ModelTasks:
             timeout_ns = timeouts.duration(timeout)
             if timeout_ns is None:
                 return BAD_TIMEOUT, False
-        if state.notices:
+        if state.notices.waiting:
             return self.take_notices(state), True
         live = [t for t in state.model_tasks if t.live]
         if not live and timeout_ns is None:
             return "nothing to wait for", True
         run = self.run
-        wait = AwaitWait(chain, "await_tasks", [], every=False, op=op)
-        if not live:
-            wait.sleep_text = f"slept {lua_number_text(timeout)} seconds"
-        ids.wait_parks(chain, timed=timeout_ns is not None)
-        if timeout_ns is not None:
-            wait.timer = timeouts.schedule(run.kernel, timeout_ns, chain, wait,
-                                           lambda: self._expired(state, wait))
-        task = chain.task
-        run.admission.waiting(task)
+        # Never registered on a task: no task end delivers into it and no
+        # result is taken, so the prompt can still collect every task later.
+        sleep_text = None if live else f"slept {lua_number_text(timeout)} seconds"
+        wait = AwaitTasks(op, sleep_text, timed=timeout_ns is not None)
+        ids.wait_parks(chain, timed=wait.timed)
+        run.admission.waiting(chain.task)
         state.awaiting = wait
-        run.trace.emit(run.kernel.now, "wait", chain=chain.id, call="await_tasks",
+        run.trace.emit(run.clock.now, "wait", chain=chain.id, call="await_tasks",
                        members=[t.id for t in live], timeout=timeout_ns)
-        run.park(chain, "tasks", wait)
+        run.scheduler.park(chain, wait, timeout_ns, lambda: self._expired(state, chain, wait))
         return None
 
-    def _expired(self, state: SectionState, wait: AwaitWait) -> None:
+    def _expired(self, state: SectionState, chain: Chain, wait: AwaitTasks) -> None:
         state.awaiting = None
+        chain.timer = None              # it fired
         if wait.sleep_text is not None:
             text = wait.sleep_text
         else:
             running = ", ".join(t.id for t in state.model_tasks if t.live)
             text = "\n".join([*self._take(state), f"timed out; tasks {running} still running"])
-        self._resume(wait, text)
+        self._resume(chain, wait, text)
 
-    def _resume(self, wait: AwaitWait, text: str) -> None:
+    def _resume(self, chain: Chain, wait: AwaitTasks, text: str) -> None:
         wait.op.await_text = text
-        self.run.admission.wake(wait.chain, (True, b"continue", None))
+        self.run.admission.wake(chain, (True, b"continue", None))
 
     # ------------------------------------------------------------ notices
     def task_ended(self, state: SectionState, task: Task) -> None:
         """A model task ended: queue its notice for the owner section."""
-        if task.id in state.silenced and not CANCEL_QUEUES_NOTICE.on:
+        queued = state.notices.offer(task, self.run.nonce)
+        if queued is None:
             return      # the model's own task_cancel: its confirmation was the word
-        text = notice(task, self.run.nonce)
-        state.notices.append(Notice(task, text))
         owner = state.chain
         self.run.emit(owner, "task_notice", section_override=state.name, turn=owner.task.turns,
-                      task=task.id, text=text)
+                      task=task.id, text=queued.text)
         wait = state.awaiting
         if (wait is not None and task.state == "done" and owner.live
                 and owner.parked_on is wait):
             state.awaiting = None
-            if wait.timer is not None:
-                self.run.kernel.cancel(wait.timer)
-            self._resume(wait, self.take_notices(state))
+            self.run.tasks_api.unregister(owner)
+            self._resume(owner, wait, self.take_notices(state))
 
     def _take(self, state: SectionState) -> list[str]:
-        """Take every waiting notice.  Delivering a notice to the model joins
-        its task: the task's store work is ordered before the owner's next step."""
-        taken = state.notices
-        state.notices = list(taken) if NOTICES_DELIVERED_TWICE.on else []
-        for item in taken:
-            self.run.tasks_api.joined(item.task)
-        return [item.text for item in taken]
+        """Take every waiting notice, joining their tasks."""
+        return state.notices.take(self.run.tasks_api.joined)
 
     def take_notices(self, state: SectionState) -> str:
         """Every notice waiting for the section, one per line, taken."""
@@ -244,7 +200,7 @@ class ModelTasks:
 
     def waiting(self, state: SectionState) -> list[str]:
         """The notices a models.loop round would append now (not taken)."""
-        return [item.text for item in state.notices]
+        return state.notices.texts()
 
     def gather(self, state: SectionState) -> None:
         """A round went out with the waiting notices: they are taken."""
@@ -253,11 +209,10 @@ class ModelTasks:
     def hand_over(self, old: SectionState, new: SectionState) -> None:
         """The H1 pass's model tasks and notices move to the walk."""
         new.model_tasks.extend(old.model_tasks)
-        new.notices.extend(old.notices)
-        new.silenced |= old.silenced
+        old.notices.hand_over(new.notices)
         for task in old.model_tasks:
             task.model_owner = new
-        old.model_tasks, old.notices = [], []
+        old.model_tasks = []
 
 
 def _message(value: Any) -> str:
@@ -265,28 +220,11 @@ def _message(value: Any) -> str:
     return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
 
 
-def _head(task: Task) -> str:
-    marks = "" if HEAD_WITHOUT_MARKS.on else "## "
-    return f"Task id={task.id} ({marks}{task.target})"
-
-
-def notice(task: Task, nonce: str) -> str:
-    """The task notice sentence for an ended model task."""
-    if task.state == "done" and task.ok:
-        return f"{_head(task)} completed: {envelope.wrap(task.result or '', nonce)}"
-    if task.state == "done":
-        return f"{_head(task)} failed: {task.failure.message}"
-    if task.state == "cancelled":
-        spelling = "cancelled" if CANCEL_SPELLING.on else "canceled"
-        return f"{_head(task)} was {spelling}: the author cancelled it"
-    return f"{_head(task)} was abandoned: {task.reason.phrase}"
-
-
 def status_line(task: Task) -> str:
     """`Task id={task} (## {target}): {state}[, ok | , failed][, in ## {section}]
     [, waiting on {blocked}], turns {n}[, tasks {id, id}][, note: {note}]`"""
     status = task.status_json()
-    parts = [f"{_head(task)}: {status['state']}"]
+    parts = [f"{notices.head(task)}: {status['state']}"]
     if status["state"] == "done":
         parts.append("ok" if status.get("ok") else "failed")
     if status.get("section") is not None:

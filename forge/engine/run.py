@@ -1,27 +1,17 @@
-"""A run: the root chain, every chain it starts, and the one scheduler loop.
+"""A run: the root chain, every chain it starts, and the walk they take.
 
-The loop (`Run._loop`) is the whole scheduler:
+A run owns the prompt, the harness, the chooser, the virtual clock and the
+trace; it builds the root chain, hands the loop to the kernel
+(`forge.engine.kernel`), and answers what the kernel asks while it steps a
+chain: start the next block (entering sections as the walk says), finish a
+block (the scalar return rule, jump, a failure), and end a chain.
 
-    ┌─> any chain ready? ── yes ──> chooser picks one ──> step it until it
-    │        │                      parks or ends (spawns, status reads and
-    │        no                     other immediate calls never leave `step`)
-    │        v
-    │   admit queued tasks while slots are free
-    │        v
-    │   next event in the kernel? ── no ──> run over (or deadlock)
-    │        │ yes
-    │        v
-    └── advance the clock, handle the event (a harness answer, a timeout,
-        a host fault), which makes chains ready
-
-Because every ready chain runs before the next event is popped, and timeouts
-sort last among events at one instant, a task that ends at the same instant a
-wait's timeout expires is always delivered before the timeout fires.
-
-What lives here: the loop, stepping a chain's coroutine, the walk (sections,
-blocks, jump, the scalar return rule), call, harness operations, events, and
-the observation.  What does not: the tasks namespace and task lifetimes
-(`tasks`), the section VM globals (`host`), the store's rules (`store`).
+What lives here: the walk (sections, blocks, jump, the H1 pass's hand-over,
+the scalar return rule), how a chain ends and what it settles, harness
+operations and the store calls behind them, events, and the observation.
+What does not: the loop and the chain states (`kernel`), the requests a chain
+parks on (`requests`), the tasks namespace (`tasks`), the section VM globals
+(`host`), and the rules (`rules/`).
 """
 
 from __future__ import annotations
@@ -33,20 +23,22 @@ from typing import Any
 
 import attrs
 
-from forge.engine.rules import endings, ids
-from forge.engine.rules.endings import AbandonReason
-from forge.engine.rules.admission import Admission
 from forge.engine import fanout, host, models, tasks
-from forge.engine.parking import PARK
-from forge.engine.chain import Chain, Frame
+from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
+from forge.engine.kernel import Scheduler
+from forge.engine.parking import PARK
+from forge.engine.requests import Request, StoreOp
+from forge.engine.rules import endings, ids
+from forge.engine.rules.admission import Admission
+from forge.engine.rules.endings import AbandonReason
 from forge.engine.store import WRITES, Claims, StoreFailure
 from forge.errors import ForgeInternalError
-from forge.variation import declare
 from forge.harness import Harness
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, typename
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
+from forge.variation import declare
 from sim.chooser import Chooser
 from sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
 from sim.trace import Trace
@@ -60,6 +52,9 @@ DEFAULT_MAX_TASKS = 10_000
 DEFAULT_MAX_ENTRIES = 50_000
 
 
+TASK_RUNS_TARGET_ONLY = declare("walk.task-runs-target-only", "walk",
+                                "a task or fanout arm runs its target section only and never "
+                                "falls through to the following siblings")
 WRITES_LAND_LATE = declare("races.writes-land-late", "races",
                            "a store write answers at once and lands later, so a delivery does "
                            "not join it")
@@ -102,28 +97,27 @@ class Run:
         self.harness = harness or Harness()
         self.chooser = chooser or Chooser()
         self.config = config or RunConfig()
-        self.kernel = Kernel()
+        self.clock = Kernel()
         self.trace = Trace()
         self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
                               random_seed=self.config.seed)
         self.claims = Claims()
-        self.ready: list[Chain] = []
-        self.current: Chain | None = None
         self.logs: list[str] = []
         self.events: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
-        self.admission = Admission(self, self.harness.ceiling)
         self.outcome: str | None = None
         self.result: str | None = None
         self.error: RunError | None = None
-        self.steps = 0
         self.entries = 0
         self.nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
         self.fanout = fanout.Fanout(self)
         self.host = host.Host(self)
-        self.main_task = tasks.Task.main(self)
+        self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
+                                   self.host.suspending, self.config.max_steps)
+        self.admission = Admission(self.scheduler, self.harness.ceiling)
+        self.main_task = Task.main(self)
         self.root: Chain | None = None
 
     # ------------------------------------------------------------------ API
@@ -132,7 +126,7 @@ class Run:
         try:
             self._start()
             if self.outcome is None:
-                self._loop()
+                self.scheduler.loop()
         except ForgeInternalError:
             raise
         except LuaError as e:  # pragma: no cover - a bug in the bridge
@@ -152,7 +146,7 @@ class Run:
                 "Version", f"unsupported promptforge version: {version} (this build supports major 0)"))
             return
         if self.harness.cancel_at is not None:
-            self.kernel.schedule(seconds_to_ns(self.harness.cancel_at), FAULT, ("host_cancel",))
+            self.clock.schedule(seconds_to_ns(self.harness.cancel_at), FAULT, ("host_cancel",))
         root = Chain(
             run=self,
             id="0",
@@ -171,122 +165,36 @@ class Run:
         self.emit(root, "run_started", section_override=self.prompt.title)
         self.host.begin_root(root)
         if root.live:      # a shared library that fails in the H1 pass ends it at once
-            self.make_ready(root, None)
+            self.scheduler.make_ready(root, None)
 
-    def _loop(self) -> None:
-        while self.outcome is None:
-            if self.ready:
-                labels = tuple(c.label for c in self.ready)
-                pick = self.chooser.choose("chain", labels)
-                chain = self.ready.pop(pick)
-                self.steps += 1
-                if self.steps > self.config.max_steps:
-                    self._abort(
-                        "Budget",
-                        f"step budget exhausted: the run took more than {self.config.max_steps:,} "
-                        "scheduling steps (unbounded spawning or waiting?)",
-                    )
-                    return
-                if self.lua.memory_tight():
-                    self._abort("Budget", "Lua memory exhausted: the run holds more than "
-                                          f"{self.lua.max_memory // 2**20} MiB of Lua state")
-                    return
-                self.trace.emit(self.kernel.now, "step", chain=chain.id, kind=chain.kind)
-                self._step(chain)
-                continue
-            if self.kernel.peek() is None:
-                self._deadlock()
-                return
-            seq, event = self.kernel.pop()
-            self.trace.emit(self.kernel.now, "event", event=event[0], seq=seq)
-            self._handle(event)
+    # ------------------------------------------------ what the kernel asks
+    @property
+    def current(self) -> Chain | None:
+        """The chain being stepped, if any."""
+        return self.scheduler.current
 
-    def _handle(self, event: tuple) -> None:
-        what = event[0]
-        if what == "complete":
-            _, chain, token, finish = event
-            if chain.parked_on is token and chain.live:
-                finish()
-        elif what == "timeout":
-            _, chain, wait, expire = event
-            if chain.parked_on is wait and chain.live:
-                expire()
-        elif what == "late":
-            event[1]()          # only the writes-land-late variation schedules these
-        elif what == "host_cancel":
-            self._host_cancel()
-        else:  # pragma: no cover
-            raise ForgeInternalError(f"unknown event {what!r}")
+    def check_resources(self) -> bool:
+        """Between steps: is there Lua memory left to go on?"""
+        if self.lua.memory_tight():
+            self.abort("Budget", "Lua memory exhausted: the run holds more than "
+                                 f"{self.lua.max_memory // 2**20} MiB of Lua state")
+            return False
+        return True
 
-    def make_ready(self, chain: Chain, value: Any) -> None:
-        assert chain.live
-        chain.resume_value = value
-        chain.state = "ready"
-        chain.blocked = None
-        chain.parked_on = None
-        self.ready.append(chain)
+    def internal_error(self) -> BaseException | None:
+        return self.lua.internal_error
 
-    def note(self, what: str, **fields: Any) -> None:
-        """A trace record at the current instant."""
-        self.trace.emit(self.kernel.now, what, **fields)
+    def note_internal_error(self, error: BaseException) -> None:
+        self.lua.internal_error = self.lua.internal_error or error
 
-    def park(self, chain: Chain, blocked: str, on: Any) -> Any:
-        chain.blocked = blocked
-        chain.parked_on = on
-        return PARK
+    def live_chains(self) -> list[Chain]:
+        return [c for c in self._all_chains() if c.live]
 
-    # --------------------------------------------------------- stepping
-    def _step(self, chain: Chain) -> None:
-        """Resume a chain and run it until it parks or ends."""
-        self.current = chain
-        chain.state = "running"
-        value = chain.resume_value
-        chain.resume_value = None
-        try:
-            while chain.state == "running" and self.outcome is None:
-                if chain.co is None:
-                    self._next_block(chain)
-                    value = None
-                    continue
-                # A yield starts with the op name (a string); the block's
-                # end starts with pcall's boolean.  lupa returns both from
-                # send(), raising StopIteration only on a send after the end.
-                request = _tuple(chain.co.send(value))
-                if isinstance(request[0], bool):
-                    chain.co = None
-                    self._block_done(chain, request)
-                    value = None
-                    continue
-                op = _text(request[0])
-                chain.suspends += 1
-                self.trace.emit(self.kernel.now, "call", chain=chain.id, op=op)
-                value = self.dispatch(chain, op, request[1:])
-                if value is PARK:
-                    chain.state = "parked"
-                    break
-        except (ForgeInternalError, LuaError):
-            raise
-        except Exception as e:  # noqa: BLE001 - a bug ends the run as Internal, never a traceback
-            self.lua.internal_error = self.lua.internal_error or e
-        finally:
-            self.current = None
-        if self.lua.internal_error is not None and self.outcome is None:
-            e = self.lua.internal_error
-            self._abort("Internal", f"internal invariant violated: {type(e).__name__}: {e} "
-                                    "(a bug in the forge kit: please report it with the prompt and seed)")
-
-    def dispatch(self, chain: Chain, op: str, args: tuple) -> Any:
-        """Answer one suspending call: a resume tuple, or PARK."""
-        handler = self.host.suspending.get(op)
-        if handler is None:  # pragma: no cover - prelude and host disagree
-            raise ForgeInternalError(
-                f"a chain yielded unknown request {op!r}; the Lua bridge and the host "
-                "table disagree about the set of suspending calls"
-            )
-        return handler(chain, *args)
+    def parked_detail(self, chain: Chain) -> str:
+        return self.models.parked_detail(chain)
 
     # --------------------------------------------------------- the walk
-    def _next_block(self, chain: Chain) -> None:
+    def next_block(self, chain: Chain) -> None:
         """Start the chain's next block, entering sections as the walk says."""
         if chain.section is None and not chain.in_h1:
             self._enter_current(chain)
@@ -312,9 +220,9 @@ class Run:
         section = None if index is None else self.prompt.sections[index]
         self.entries += 1
         if self.entries > self.config.max_entries:
-            self._abort("Budget", f"section entry budget exhausted: the run entered more than "
+            self.abort("Budget", f"section entry budget exhausted: the run entered more than "
                                   f"{self.config.max_entries:,} sections (an endless jump loop?)")
-            chain.state = "ended"
+            self.scheduler.end(chain)
             return
         chain.section = section
         chain.in_h1 = index is None
@@ -339,14 +247,14 @@ class Run:
             self.emit(chain, "lua_shared_load_succeeded")
             return
         source = ("\n" * (shared.first_line - 1) + shared.source).encode("utf-8")
-        previous, self.current = self.current, chain
+        previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
             result = _tuple(self.lua.E.load_library(source, shared.location.encode("utf-8"),
                                                     chain.env))
         finally:
             chain.loading_library = False
-            self.current = previous
+            self.scheduler.current = previous
         failure = None
         if not result[0]:
             failure = self.failure_of(result[1] if len(result) > 1 else None)
@@ -384,15 +292,18 @@ class Run:
         self._advance_walk(chain)
 
     def _advance_walk(self, chain: Chain) -> None:
+        """The section ended without returning: on to the next sibling, or up a
+        level when this one ran out.  Every walk does this, a task's included."""
         while chain.frames:
             frame = chain.frames[-1]
             frame.pos += 1
-            if not frame.once and frame.pos < len(frame.siblings):
+            at_task_level = chain.kind == "task" and len(chain.frames) == 1
+            if frame.pos < len(frame.siblings) and not (TASK_RUNS_TARGET_ONLY.on and at_task_level):
                 return
             chain.frames.pop()
         self.end_chain(chain, True, None)
 
-    def _block_done(self, chain: Chain, result: tuple) -> None:
+    def block_done(self, chain: Chain, result: tuple) -> None:
         self._check_abort(chain)
         if chain.state != "running":
             return
@@ -532,7 +443,7 @@ class Run:
             return      # _step reports it as Internal
         abort = self.lua.abort_value()
         if abort is not None and self.outcome is None:
-            self._abort("Budget", _text(abort[b"message"]))
+            self.abort("Budget", _text(abort[b"message"]))
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
@@ -568,11 +479,7 @@ class Run:
         chain.on_end(chain, ok, value)
 
     def _close(self, chain: Chain) -> None:
-        chain.state = "ended"
-        chain.co = None
-        chain.parked_on = None
-        if chain in self.ready:
-            self.ready.remove(chain)
+        self.scheduler.end(chain)
         # A chain's end joins every task it owns.
         for task in chain.owned:
             self.tasks_api.joined(task)
@@ -590,7 +497,7 @@ class Run:
         callee = chain.callee
         if callee is not None:
             self.stop_chain(callee)
-        self.tasks_api.drop_wait(chain)
+        self.tasks_api.unregister(chain)
         self.settle_owned(chain, endings.reason_when_stopped())
         self._teardown(chain)
         self._close(chain)
@@ -618,24 +525,15 @@ class Run:
         if self.root is not None:
             self.emit(self.root, "run_succeeded" if outcome == "ok" else "run_failed",
                       section_override=self.prompt.title)
-        self.trace.emit(self.kernel.now, "run_end", outcome=outcome,
+        self.trace.emit(self.clock.now, "run_end", outcome=outcome,
                         error=error.kind if error else None)
 
-    def _abort(self, kind: str, message: str) -> None:
+    def abort(self, kind: str, message: str) -> None:
         self._finish_run("failed", None, RunError(kind, message))
 
-    def _host_cancel(self) -> None:
+    def host_cancel(self) -> None:
         self._finish_run("cancelled", None, RunError("Cancelled", "interrupted by Ctrl-C",
                                                      {"value_kind": "cancelled"}))
-
-    def _deadlock(self) -> None:
-        parked = []
-        for chain in self._all_chains():
-            if chain.live:
-                parked.append(f"chain {chain.id} waits on {chain.blocked or 'nothing'}"
-                              f"{self.models.parked_detail(chain)}")
-        detail = "; ".join(parked) if parked else "no chain is live"
-        self._abort("Deadlock", f"deadlock: every chain is parked and nothing is scheduled: {detail}")
 
     def _all_chains(self) -> list[Chain]:
         chains = [self.root]
@@ -645,19 +543,18 @@ class Run:
         return chains
 
     # --------------------------------------------------------- harness ops
-    def harness_op(self, chain: Chain, kind: str, blocked: str, finish, pinned: float | None = None,
-                   detail: dict | None = None) -> Any:
+    def harness_op(self, chain: Chain, kind: str, request: Request, finish,
+                   pinned: float | None = None, detail: dict | None = None) -> Any:
         """Park `chain` on a harness operation that completes after a drawn duration.
 
-        `finish()` runs at completion time, while the chain is still parked,
-        and must make the chain ready (with its answer) or fail it.
+        `finish()` runs at completion time, while the chain is still parked
+        on `request`, and must make the chain ready (with its answer) or fail it.
         """
-        token = object()
         delay = self.harness.latency.draw(self.chooser, kind, pinned)
-        self.kernel.schedule(delay, COMPLETE, ("complete", chain, token, finish))
-        self.trace.emit(self.kernel.now, "harness", chain=chain.id, op=kind,
+        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, finish))
+        self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
                         duration=delay, **(detail or {}))
-        return self.park(chain, blocked, token)
+        return self.scheduler.park(chain, request)
 
     def store_call(self, chain: Chain, op: str, path: str | None, run_op, direct: bool = False) -> Any:
         """Issue a store operation through the harness, with claims.
@@ -669,15 +566,16 @@ class Run:
             return self._store_now(chain, op, path, run_op)
         if WRITES_LAND_LATE.on and op in ("write", "append"):
             delay = self.harness.latency.draw(self.chooser, "store") + 1
-            self.kernel.schedule(delay, COMPLETE, ("late", run_op))
+            self.clock.schedule(delay, COMPLETE, ("late", run_op))
             return (True,)
 
         def finish() -> None:
             answer = self._store_now(chain, op, path, run_op)
             if answer is not PARK:
-                self.make_ready(chain, answer)
+                self.scheduler.make_ready(chain, answer)
 
-        return self.harness_op(chain, "store", "store", finish, detail={"store": op, "path": path})
+        return self.harness_op(chain, "store", StoreOp(op, path), finish,
+                               detail={"store": op, "path": path})
 
     def _store_now(self, chain: Chain, op: str, path: str | None, run_op) -> Any:
         """Perform a store operation: the resume tuple, or PARK when a claims
@@ -688,7 +586,7 @@ class Run:
             conflict = self.claims.conflict(identity, claim, path, self._exempt(chain))
             if conflict is not None:
                 other, other_claim = conflict
-                self._abort("Determinism", (
+                self.abort("Determinism", (
                     f"store determinism violation: {claim} on /_promptforge/store/{path} "
                     f"by ExecId({identity}) conflicts with a {other_claim} claim by "
                     f"ExecId({other})"))
@@ -753,7 +651,7 @@ class Run:
             "tasks": tasks,
             "messages": self.host.messages_json(),
             "store": self.harness.store.snapshot(),
-            "virtual_time": ns_to_seconds(self.kernel.now),
+            "virtual_time": ns_to_seconds(self.clock.now),
             "trace_sha256": self.trace.sha256(),
         }
 

@@ -1,12 +1,15 @@
-"""Tasks: the `tasks` namespace, waits, admission, and how tasks end.
+"""Tasks: the `tasks` namespace, waits on tasks and delivery, and task endings.
 
-What lives here: the `Task` record and its status table, the nine functions
-of the `tasks` namespace (`spawn`, `join_any`, `join`, `concurrency`,
-`ready`, `status`, `pending`, `note`, `cancel`), waits with and without
-timeouts, admission under the concurrency limit, and the four endings of a
-task (done, failed, cancelled, abandoned with a reason).  What does not: the
-scheduler loop and chain stepping (`run`), and model-started tasks' notices
-(`models`, which hooks into `task_ended` through `Task.model_owner`).
+What lives here: the nine functions of the `tasks` namespace (`spawn`,
+`join_any`, `join`, `concurrency`, `ready`, `status`, `pending`, `note`,
+`cancel`) with their argument checks and errors, parking a chain on a `Join`
+and waking it when its members end or its timeout fires, delivery (a result
+is taken by one wait; a cancelled task's value is not consumed), and the
+state changes of a task's end (done, failed, cancelled, abandoned).  What
+does not: the Task record and its status table (`state`), the rules the
+namespace applies (`rules.ids`, `rules.timeouts`, `rules.admission`,
+`rules.endings`), the loop (`kernel`), and model-started tasks' notices
+(`modeltasks`, told through `Task.model_owner`).
 
 Task lifecycle (the `state` field, with `ok` beside it):
 
@@ -14,10 +17,6 @@ Task lifecycle (the `state` field, with `ok` beside it):
                                                                    ├─> done, ok=false  (failed)
                                                                    ├─> cancelled, ok=false
                                                                    └─> abandoned, ok=false (+reason)
-
-Invariant: a task ends exactly once; `delivered` is set only on a `done`
-task, by exactly one wait; a task holds a slot only while admitted, live
-and not parked on a wait.
 """
 
 from __future__ import annotations
@@ -25,12 +24,11 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import attrs
 
 from forge.engine.rules import endings, ids, timeouts
 from forge.engine.rules.endings import AbandonReason
-from forge.engine.chain import Chain, Frame
-from forge.engine.failures import Failure
+from forge.engine.state import Chain, Frame, Task
+from forge.engine.requests import FanoutArms, Join
 from forge.variation import declare
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
 
@@ -41,8 +39,6 @@ if TYPE_CHECKING:
 
 # Variation sites of the rules still written in this module: status
 # tables, delivery of results, and the tasks functions' own errors.
-OK_FALSE_WHILE_RUNNING = declare("status.ok-false-while-running", "status",
-                                 "a running task reads ok = false")
 MAIN_WALK_HAS_STATUS = declare("status.main-walk-has-status", "status",
                                "tasks.status(sys.taskid) works on the main walk")
 READY_FALSE_WHEN_CANCELLED = declare("status.ready-false-when-cancelled", "status",
@@ -68,6 +64,9 @@ WAIT_RAISES_CANCELLED = declare("errors.wait-raises-cancelled", "errors",
 UNKNOWN_ID_MESSAGE = declare("errors.unknown-id-message", "errors",
                              "an id naming no task is refused with a different message than an "
                              "unowned one")
+IMMEDIATE_NOT_SUSPENDING = declare("errors.immediate-calls-not-suspending", "errors",
+                                   "tasks functions answered at once do not count as suspending "
+                                   "calls")
 CANCEL_NOT_IDEMPOTENT = declare("errors.cancel-not-idempotent", "errors",
                                 "cancelling an ended task raises an error")
 
@@ -88,98 +87,6 @@ def lua_number_text(value: int | float) -> str:
     if "." not in text and "e" not in text and "n" not in text:
         text += ".0"
     return text
-
-
-@attrs.define(eq=False)
-class Task:
-    run: Run
-    id: str
-    target: str
-    origin: str
-    depth: int
-    owner: Chain | None
-    is_main: bool = False
-    chain: Chain | None = None
-    state: str = "running"
-    ok: bool | None = None
-    result: str | None = None
-    failure: Failure | None = None
-    #: Set exactly when the task is abandoned.
-    reason: AbandonReason | None = None
-    note: str | None = None
-    turns: int = 0
-    delivered: bool = False
-    admitted: bool = False
-    holds_slot: bool = False
-    #: Provenance counter for events this task reports.
-    seq: int = 0
-    spawned_at_claim: int = 0
-    waits: list = attrs.field(factory=list)
-    #: A wake-up that waits for a slot: the resume value to hand over.
-    pending_resume: Any = None
-    #: For a model-started task: the owner's section state that gets notices.
-    model_owner: Any = None
-    cancelled_value: Any = None
-
-    @classmethod
-    def main(cls, run: Run) -> Task:
-        return cls(run=run, id="0", target=run.prompt.title, origin="author", depth=0,
-                   owner=None, is_main=True)
-
-    @property
-    def live(self) -> bool:
-        return self.state == "running"
-
-    # ------------------------------------------------------------ status
-    def _blocked(self) -> str | None:
-        if not self.live:
-            return None
-        if not self.admitted or self.pending_resume is not None:
-            return "queued"
-        chain = self.chain
-        if chain is None or chain.state in ("new", "running"):
-            return None
-        if chain.state == "ready":
-            return None
-        # Inside a called chain the task reads `call`, whatever the callee waits on.
-        return chain.blocked
-
-    def _section(self) -> str | None:
-        if not self.live or self.chain is None or self.chain.section is None:
-            return None
-        return self.chain.section.name
-
-    def live_children(self) -> list[Task]:
-        if self.chain is None:
-            return []
-        return [t for t in self.chain.owned if t.live]
-
-    def status_json(self) -> dict:
-        out = {
-            "target": self.target,
-            "origin": self.origin,
-            "state": self.state,
-            "turns": self.turns,
-            "tasks": [t.id for t in self.live_children()],
-            "depth": self.depth,
-        }
-        ok = False if (OK_FALSE_WHILE_RUNNING.on and self.live) else self.ok
-        for key, value in (("ok", ok), ("section", self._section()),
-                           ("blocked", self._blocked()), ("note", self.note)):
-            if value is not None:
-                out[key] = value
-        if self.reason is not None:
-            out["reason"] = self.reason.value
-        return out
-
-
-@attrs.define(eq=False)
-class Wait:
-    chain: Chain
-    call: str
-    members: list[Task]
-    every: bool
-    timer: Any = None
 
 
 class TasksAPI:
@@ -207,7 +114,8 @@ class TasksAPI:
         raised again later, exactly as after a store call or a wait.
         """
         def counted(*args):
-            self.run.current.suspends += 1
+            if not IMMEDIATE_NOT_SUSPENDING.on:
+                self.run.current.suspends += 1
             return fn(*args)
 
         return counted
@@ -311,11 +219,11 @@ class TasksAPI:
         if not run.host.read_back_var(owner):
             return self._err("the `var` global was reassigned; write `var.<field>` instead")
         if len(run.tasks) >= run.config.max_tasks:
-            run._abort("Budget", f"task budget exhausted: the run started more than "
+            run.abort("Budget", f"task budget exhausted: the run started more than "
                                  f"{run.config.max_tasks:,} tasks (unbounded spawning?)")
             return self._err("task budget exhausted")
         if self.lua.memory_tight():
-            run._abort("Budget", "Lua memory exhausted: too much state for one run")
+            run.abort("Budget", "Lua memory exhausted: too much state for one run")
             return self._err("Lua memory exhausted")
         if run.harness.refuses("spawn", "*"):
             return self._err("store operation failed", "store", reason="refused")
@@ -346,13 +254,14 @@ class TasksAPI:
         run.emit(owner, "task_started", task=task_id, target=section.name, origin=origin,
                  input=decode(input_) if input_ is not None else None,
                  item=seeds.get("item_data"), index=seeds.get("index"), var=var_data)
-        run.trace.emit(run.kernel.now, "spawn", owner=owner.id, task=task_id, target=section.name)
+        run.trace.emit(run.clock.now, "spawn", owner=owner.id, task=task_id, target=section.name)
         run.admission.enqueue(task)
         return task
 
     # ------------------------------------------------------------ endings
     def _chain_ended(self, chain: Chain, ok: bool, value: Any) -> None:
         task = chain.task
+        assert task.live, f"task {task.id} ends twice"
         if ok:
             task.state, task.ok, task.result = "done", True, value if value is not None else ""
             self._terminal_event(task, "task_succeeded")
@@ -364,16 +273,17 @@ class TasksAPI:
     def _terminal_event(self, task: Task, kind: str, **fields: Any) -> None:
         chain = task.chain
         self.run.emit(chain, kind, section_override=task.target, task=task.id, **fields)
-        self.run.trace.emit(self.run.kernel.now, "task_end", task=task.id, end=kind)
+        self.run.trace.emit(self.run.clock.now, "task_end", task=task.id, end=kind)
 
     def task_ended(self, task: Task) -> None:
         run = self.run
         run.admission.ended(task)
-        for wait in list(task.waits):
-            if isinstance(wait, Wait):
-                self._maybe_wake(wait)
+        for waiter in list(task.waiters):
+            request = waiter.parked_on
+            if isinstance(request, Join):
+                self._maybe_wake(waiter, request)
             else:
-                run.fanout.arm_ended(wait, task)
+                run.fanout.arm_ended(waiter, request, task)
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
         run.admission.admit()
@@ -390,6 +300,7 @@ class TasksAPI:
         run = self.run
         if task.chain is not None:
             run.stop_chain(task.chain)
+        assert task.result is None and task.failure is None
         task.state, task.ok = "cancelled", False
         for kind in endings.terminal_events("cancelled"):
             self._terminal_event(task, kind)
@@ -401,6 +312,7 @@ class TasksAPI:
         run = self.run
         if task.chain is not None:
             run.stop_chain(task.chain)
+        assert task.result is None and task.failure is None and task.reason is None
         task.state, task.ok, task.reason = endings.abandoned_state(), False, reason
         for kind in endings.terminal_events("abandoned"):
             self._terminal_event(task, kind, reason=reason.value)
@@ -529,20 +441,18 @@ class TasksAPI:
                     f"task `{task_id}` was already delivered: a task's result is taken by one wait",
                     "task_consumed", task=task_id)
             members.append(t)
-        wait = Wait(chain, call, members, every=(call == "tasks.join"))
-        if self._satisfied(wait):
-            return self._deliver(wait, timed_out=False)
+        join = Join(call, tuple(members), every=(call == "tasks.join"),
+                    timed=timeout_ns is not None)
+        if self._satisfied(join):
+            return self._deliver(chain, join, timed_out=False)
         run = self.run
-        ids.wait_parks(chain, timed=timeout_ns is not None)
-        if timeout_ns is not None:
-            wait.timer = timeouts.schedule(run.kernel, timeout_ns, chain, wait,
-                                           lambda: self.timeout_fired(chain, wait))
+        ids.wait_parks(chain, timed=join.timed)
         for t in dict.fromkeys(members):
-            t.waits.append(wait)
+            t.waiters.append(chain)
         run.admission.waiting(chain.task)
-        run.trace.emit(run.kernel.now, "wait", chain=chain.id, call=call,
+        run.trace.emit(run.clock.now, "wait", chain=chain.id, call=call,
                        members=[t.id for t in members], timeout=timeout_ns)
-        return run.park(chain, "tasks", wait)
+        return run.scheduler.park(chain, join, timeout_ns, lambda: self.timeout_fired(chain, join))
 
     def _timeout(self, call: str, opts: Any) -> tuple[int | None, Any]:
         if opts is None:
@@ -560,38 +470,37 @@ class TasksAPI:
                 f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
         return ns, None
 
-    def _satisfied(self, wait: Wait) -> bool:
-        ended = [not t.live for t in wait.members]
-        return all(ended) if wait.every else any(ended)
+    def _satisfied(self, join: Join) -> bool:
+        ended = [not t.live for t in join.members]
+        return all(ended) if join.every else any(ended)
 
-    def _maybe_wake(self, wait: Wait) -> None:
-        chain = wait.chain
-        if chain.parked_on is not wait or not chain.live:
+    def _maybe_wake(self, chain: Chain, join: Join) -> None:
+        assert chain.live and chain.parked_on is join
+        if not self._satisfied(join):
             return
-        if not self._satisfied(wait):
-            return
-        self._unregister(wait)
-        self.run.admission.wake(chain, self._deliver(wait, timed_out=False))
+        self.unregister(chain)
+        self.run.admission.wake(chain, self._deliver(chain, join, timed_out=False))
 
-    def _unregister(self, wait: Wait) -> None:
-        if wait.timer is not None:
-            self.run.kernel.cancel(wait.timer)
-        for t in wait.members:
-            if wait in t.waits:
-                t.waits.remove(wait)
+    def unregister(self, chain: Chain) -> None:
+        """`chain` stops waiting on its request's members, and its timer goes."""
+        if chain.timer is not None:
+            self.run.clock.cancel(chain.timer)
+            chain.timer = None
+        request = chain.parked_on
+        members = (request.members if isinstance(request, Join)
+                   else request.arms if isinstance(request, FanoutArms) else ())
+        for t in members:
+            if chain in t.waiters:
+                t.waiters.remove(chain)
 
-    def timeout_fired(self, chain: Chain, wait: Wait) -> None:
+    def timeout_fired(self, chain: Chain, join: Join) -> None:
         if timeouts.EXPIRY_CANCELS_MEMBERS.on:
-            for t in wait.members:
+            for t in join.members:
                 self.cancel(t)
-        self._unregister(wait)
-        self.run.trace.emit(self.run.kernel.now, "timeout", chain=chain.id)
-        self.run.admission.wake(chain, self._deliver(wait, timed_out=True))
-
-    def drop_wait(self, chain: Chain) -> None:
-        """A stopped chain's wait goes away with its timer."""
-        if isinstance(chain.parked_on, Wait):
-            self._unregister(chain.parked_on)
+        chain.timer = None          # it fired
+        self.unregister(chain)
+        self.run.trace.emit(self.run.clock.now, "timeout", chain=chain.id)
+        self.run.admission.wake(chain, self._deliver(chain, join, timed_out=True))
 
     def _outcome(self, task: Task, waiter: Chain):
         """(ok, result-or-error) for an ended member, marking a result taken."""
@@ -606,6 +515,8 @@ class TasksAPI:
             if CANCELLED_IS_CONSUMED.on:
                 task.delivered = True
             return False, task.cancelled_value
+        assert task.state == "done" and (not task.delivered or DOUBLE_DELIVERY.on), \
+            f"task {task.id} delivered twice"
         task.delivered = not DOUBLE_DELIVERY.on
         self.joined(task)
         if task.ok:
@@ -614,28 +525,28 @@ class TasksAPI:
             return False, self.run.as_error_value(task.failure, waiter)
         return False, self.run.error_value("lua", f"task `{task.id}` was abandoned")
 
-    def _deliver(self, wait: Wait, timed_out: bool):
+    def _deliver(self, chain: Chain, join: Join, timed_out: bool):
         run = self.run
-        if not wait.every:
+        if not join.every:
             if timed_out:
                 return (True, None, None, None)
-            members = reversed(wait.members) if JOIN_ANY_LAST_ENDED.on else wait.members
+            members = reversed(join.members) if JOIN_ANY_LAST_ENDED.on else join.members
             for t in members:
                 if not t.live:
-                    ok, value = self._outcome(t, wait.chain)
-                    run.trace.emit(run.kernel.now, "deliver", chain=wait.chain.id, task=t.id)
+                    ok, value = self._outcome(t, chain)
+                    run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
                     if WAIT_RAISES_CANCELLED.on and t.state == "cancelled":
                         return (False, value)
                     return (True, self.handle(t.id), ok, value)
             raise AssertionError("a satisfied join_any has an ended member")
         results = self.lua.lua.table()
         taken: dict[str, tuple] = {}
-        for position, t in enumerate(wait.members, 1):
+        for position, t in enumerate(join.members, 1):
             if t.live or (timed_out and timeouts.TIMED_JOIN_DROPS_FINISHED.on):
                 continue
             if t.id not in taken:
-                taken[t.id] = self._outcome(t, wait.chain)
-                run.trace.emit(run.kernel.now, "deliver", chain=wait.chain.id, task=t.id)
+                taken[t.id] = self._outcome(t, chain)
+                run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
             ok, value = taken[t.id]
             entry = self.lua.table({"task": t.id, "ok": ok})
             entry[b"result"] = value

@@ -34,7 +34,7 @@ from forge.lua.runtime import (
 )
 
 if TYPE_CHECKING:
-    from forge.engine.chain import Chain
+    from forge.engine.state import Chain
     from forge.engine.models import ModelsAPI, SectionState
 
 #: The model's task built-ins, in the fixed order a round offers them.

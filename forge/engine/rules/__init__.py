@@ -4,6 +4,7 @@
 - `admission`: the queue, slots, the concurrency limit and its ceiling.
 - `timeouts`: a wait's timeout option, its timer and the tie with a member's end.
 - `endings`: how a task ends: cancel, abandon reasons and their phrases, tasks_live.
+- `notices`: the notices a model gets for its ended tasks, and their queue.
 
 Each module declares its variation sites (`forge.variation`), the places a
 mutant may switch to make exactly that rule wrong.

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from sortedcontainers import SortedKeyList
 
+from forge.engine.requests import Slot
 from forge.engine.rules import ids
 from forge.variation import declare
 
@@ -41,6 +42,8 @@ class Scheduler(Protocol):
     """What admission needs of the run loop."""
 
     def make_ready(self, chain: Any, value: Any) -> None: ...
+
+    def park(self, chain: Any, request: Any) -> Any: ...
 
     def note(self, what: str, **fields: Any) -> None: ...
 
@@ -94,9 +97,10 @@ class Admission:
                 task.admitted = True
                 self.scheduler.make_ready(task.chain, None)
             else:
-                chain, value = task.pending_resume
-                task.pending_resume = None
-                self.scheduler.make_ready(chain, value)
+                chain = task.waking
+                task.waking = None
+                assert isinstance(chain.parked_on, Slot)
+                self.scheduler.make_ready(chain, chain.parked_on.resume)
 
     def release(self, task: Any) -> None:
         """A task stops holding its slot (it ended, or it waits on others)."""
@@ -119,9 +123,9 @@ class Admission:
         if task.is_main or task.holds_slot:
             self.scheduler.make_ready(chain, value)
             return
-        chain.parked_on = "slot"
-        chain.blocked = "queued"
-        task.pending_resume = (chain, value)
+        assert task.waking is None, f"task {task.id} wakes twice"
+        task.waking = chain
+        self.scheduler.park(chain, Slot(value))
         self.queue.add(task)
         self.admit()
 

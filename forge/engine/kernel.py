@@ -1,0 +1,236 @@
+"""The engine's kernel: the run loop, and the only code that moves a chain
+between ready, running, parked and ended.
+
+    ┌─> any chain ready? ── yes ──> the chooser picks one ──> step it until
+    │        │                      it parks or ends (spawns, status reads
+    │        no                     and other immediate calls never leave it)
+    │        v
+    │   next event? ── no ──> the run is over (or deadlocked)
+    │        │ yes
+    │        v
+    └── advance the virtual clock and handle the event (a harness answer, a
+        wait's timeout, a host fault), which makes chains ready
+
+Every ready chain runs before the next event is popped, and timers sort last
+among the events of their instant (`rules.timeouts`), so a task that ends at
+the same instant a wait's timeout expires always wins the tie.
+
+Chain states:
+
+    new ──make_ready──> ready ──step──> running ──park──> parked ──make_ready──> ready
+                                           │                 │
+                                           └──────end────────┴──end──> ended
+
+A chain parks on exactly one request of the closed set in `requests`; the
+event that answers a request is dropped when the chain no longer waits on
+that very request (it was stopped, or another answer came first).
+
+What lives here: the ready list, the transitions, stepping a chain's block
+coroutine and dispatching its suspending calls to their handlers, event
+handling, the step budget and deadlock detection.  What does not: what a
+block or a section does (the walk, in `run`), and what each suspending call
+means (the handlers, in `host`, `tasks`, `fanout`, `models`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from forge.engine.state import Chain
+from forge.engine.parking import PARK
+from forge.engine.requests import Request, blocked_of
+from forge.engine.rules import timeouts
+from forge.errors import ForgeInternalError
+from forge.lua.runtime import LuaError
+from sim.chooser import Chooser
+from sim.kernel import Kernel as EventQueue
+from sim.trace import Trace
+
+
+class Walk(Protocol):
+    """What the kernel asks of the run while it steps a chain."""
+
+    outcome: str | None
+
+    def next_block(self, chain: Chain) -> None: ...
+
+    def block_done(self, chain: Chain, result: tuple) -> None: ...
+
+    def abort(self, kind: str, message: str) -> None: ...
+
+    def host_cancel(self) -> None: ...
+
+    def check_resources(self) -> bool: ...
+
+    def internal_error(self) -> BaseException | None: ...
+
+    def note_internal_error(self, error: BaseException) -> None: ...
+
+    def live_chains(self) -> list[Chain]: ...
+
+    def parked_detail(self, chain: Chain) -> str: ...
+
+
+def _tuple(value: Any) -> tuple:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+class Scheduler:
+    def __init__(self, walk: Walk, events: EventQueue, chooser: Chooser, trace: Trace,
+                 handlers: dict[str, Callable[..., Any]], max_steps: int) -> None:
+        self.walk = walk
+        self.events = events
+        self.chooser = chooser
+        self.trace = trace
+        #: Suspending call name -> handler(chain, *args): a resume tuple or PARK.
+        self.handlers = handlers
+        self.max_steps = max_steps
+        #: Ready chains, in the order they became ready.
+        #: Invariant: exactly the chains whose state is "ready".
+        self.ready: list[Chain] = []
+        #: The chain being stepped, if any (one at a time).
+        self.current: Chain | None = None
+        self.steps = 0
+
+    # ------------------------------------------------------------ transitions
+    def make_ready(self, chain: Chain, value: Any) -> None:
+        """`chain` resumes with `value` when it is next picked."""
+        assert chain.live and chain.state != "ready", f"chain {chain.id} is made ready twice"
+        chain.resume_value = value
+        chain.state = "ready"
+        chain.parked_on = None
+        chain.timer = None
+        self.ready.append(chain)
+
+    def park(self, chain: Chain, request: Request, timeout_ns: int | None = None,
+             expire: Callable[[], None] | None = None) -> Any:
+        """Park `chain` on `request`; a handler returns what this returns.
+
+        With `timeout_ns`, the wait's timer is scheduled too, and `expire()`
+        runs if it fires while the chain still waits on `request`.
+        """
+        blocked_of(request)         # refuses anything outside the closed set
+        assert chain.live
+        chain.parked_on = request
+        chain.timer = None
+        if timeout_ns is not None:
+            assert expire is not None
+            chain.timer = timeouts.schedule(self.events, timeout_ns, chain, request, expire)
+        return PARK
+
+    def end(self, chain: Chain) -> None:
+        """`chain` is over: it never runs or waits again."""
+        if chain.timer is not None:
+            self.events.cancel(chain.timer)
+        chain.state = "ended"
+        chain.co = None
+        chain.parked_on = None
+        chain.timer = None
+        if chain in self.ready:
+            self.ready.remove(chain)
+
+    def note(self, what: str, **fields: Any) -> None:
+        """A trace record at the current instant."""
+        self.trace.emit(self.events.now, what, **fields)
+
+    # ------------------------------------------------------------ the loop
+    def loop(self) -> None:
+        walk = self.walk
+        while walk.outcome is None:
+            if self.ready:
+                labels = tuple(c.label for c in self.ready)
+                chain = self.ready.pop(self.chooser.choose("chain", labels))
+                self.steps += 1
+                if self.steps > self.max_steps:
+                    walk.abort("Budget", f"step budget exhausted: the run took more than "
+                                         f"{self.max_steps:,} scheduling steps "
+                                         "(unbounded spawning or waiting?)")
+                    return
+                if not walk.check_resources():
+                    return
+                self.trace.emit(self.events.now, "step", chain=chain.id, kind=chain.kind)
+                self.step(chain)
+                continue
+            if self.events.peek() is None:
+                self._deadlock()
+                return
+            seq, event = self.events.pop()
+            self.trace.emit(self.events.now, "event", event=event[0], seq=seq)
+            self._handle(event)
+
+    def _handle(self, event: tuple) -> None:
+        what = event[0]
+        if what in ("complete", "timeout"):
+            _, chain, request, answer = event
+            if chain.live and chain.parked_on is request:
+                answer()
+        elif what == "late":
+            event[1]()          # only the races.writes-land-late variation schedules these
+        elif what == "host_cancel":
+            self.walk.host_cancel()
+        else:
+            raise ForgeInternalError(f"the event queue held an unknown event {what!r}")
+
+    def step(self, chain: Chain) -> None:
+        """Resume `chain` and run it until it parks or ends."""
+        walk = self.walk
+        self.current = chain
+        chain.state = "running"
+        value = chain.resume_value
+        chain.resume_value = None
+        try:
+            while chain.state == "running" and walk.outcome is None:
+                if chain.co is None:
+                    walk.next_block(chain)
+                    value = None
+                    continue
+                # A yield starts with the call's name (a string); the block's
+                # end starts with pcall's boolean.  lupa returns both from
+                # send(), raising StopIteration only on a send after the end.
+                yielded = _tuple(chain.co.send(value))
+                if isinstance(yielded[0], bool):
+                    chain.co = None
+                    walk.block_done(chain, yielded)
+                    value = None
+                    continue
+                call = _text(yielded[0])
+                chain.suspends += 1
+                self.trace.emit(self.events.now, "call", chain=chain.id, op=call)
+                value = self._dispatch(chain, call, yielded[1:])
+                if value is PARK:
+                    assert chain.parked_on is not None, f"chain {chain.id} parked on nothing"
+                    chain.state = "parked"
+                    break
+        except (ForgeInternalError, LuaError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a bug ends the run as Internal, never a traceback
+            walk.note_internal_error(e)
+        finally:
+            self.current = None
+        error = walk.internal_error()
+        if error is not None and walk.outcome is None:
+            walk.abort("Internal", f"internal invariant violated: {type(error).__name__}: {error} "
+                                   "(a bug in the forge kit: please report it with the prompt "
+                                   "and seed)")
+
+    def _dispatch(self, chain: Chain, call: str, args: tuple) -> Any:
+        handler = self.handlers.get(call)
+        if handler is None:
+            raise ForgeInternalError(
+                f"a chain yielded unknown suspending call {call!r}; the Lua bridge and the "
+                "host table disagree about the set of suspending calls")
+        return handler(chain, *args)
+
+    def _deadlock(self) -> None:
+        parked = [f"chain {c.id} waits on {c.blocked or 'nothing'}{self.walk.parked_detail(c)}"
+                  for c in self.walk.live_chains()]
+        detail = "; ".join(parked) if parked else "no chain is live"
+        self.walk.abort("Deadlock",
+                        f"deadlock: every chain is parked and nothing is scheduled: {detail}")
