@@ -27,6 +27,7 @@ from forge.lifecycle.records import (
     Task,
     TaskStatus,
 )
+from forge.lifecycle.clock import Clock, VirtualClock
 from forge.lifecycle.store import KEEP, Store
 
 SUMMARY_LIMIT = 300
@@ -67,9 +68,16 @@ class Config:
     on_finished: Callable[[Task], None] = _none
     on_result_delivered: Callable[[Task], None] = _none
     continue_hook: Callable[[Task, RunOutcome], Continuation | None] | None = None
-    # The stop's "brief wait" for an outcome after StopAlreadyFinished; a test
-    # delivers (or withholds) the late outcome here instead of sleeping.
-    await_outcome: Callable[[Task], None] = _none
+    # Both bounded waits (the stop's look-again, task_status) run on this clock;
+    # the default is virtual, so a wait costs no wall time and what arrives
+    # "meanwhile" is whatever was scheduled on it.
+    clock: Clock = attrs.field(factory=VirtualClock)
+    # How long a stop that heard StopAlreadyFinished waits for the outcome
+    # before looking again (lifecycle.stop.already-finished-waits).
+    stop_settle_wait: float = 2.0
+    # Observer called as that wait begins (a test places a racing party here).
+    await_outcome: Callable[[Task], None] | None = None
+    summary_limit: int = SUMMARY_LIMIT
     max_continuations: int = 50
     max_attempts_per_task: int = 3
     max_depth: int = 1
@@ -95,6 +103,7 @@ class Manager:
                 result: str, state: Any = KEEP) -> Task | None:
         snap = self.store.finalize(task_id, run_id, status, summary, result, state)
         if snap is not None:
+            self.c.clock.notify()
             self._report(snap)
         return snap
 
@@ -173,21 +182,24 @@ class Manager:
         summary, result = self._texts(status, out)
         asks = (self.c.continue_hook is not None
                 and status in (TaskStatus.COMPLETED, TaskStatus.FAILED)
+                and not out.graceful_stop  # lifecycle.stop.ends-task-over-continue
                 and bool(out.run_id) and row.status is TaskStatus.WORKING
                 and row.run_id == out.run_id)  # lifecycle.continuation.when-asked
         if not asks:
             return self._finish(row.id, run_id, status, summary, result)
         return self._continue(row, out, status, summary, result)
 
-    @staticmethod
-    def _texts(status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
+    def _sum(self, text: str) -> str:
+        return summarize(text, self.c.summary_limit)
+
+    def _texts(self, status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
         if status is TaskStatus.CANCELLED:
             text = out.text or STOPPED_AFTER_TURN
         elif status is TaskStatus.FAILED:
             text = out.err or out.text or "the run failed"
         else:
             text = out.text
-        return summarize(text), text
+        return self._sum(text), text
 
     def _continue(self, row: Task, out: RunOutcome, status: TaskStatus, summary: str,
                   result: str) -> Task | None:
@@ -195,12 +207,12 @@ class Manager:
         try:
             cont = self.c.continue_hook(row, out)
         except Exception as exc:  # noqa: BLE001 - lifecycle.continuation.error-fails
-            return self._finish(row.id, out.run_id, fail, summarize(str(exc)), str(exc))
+            return self._finish(row.id, out.run_id, fail, self._sum(str(exc)), str(exc))
         if cont is None:  # lifecycle.continuation.nil-ends
             return self._finish(row.id, out.run_id, status, summary, result)
         if not cont.input:  # lifecycle.continuation.no-input-ends
             if cont.err:
-                return self._finish(row.id, out.run_id, fail, summarize(cont.err), cont.err,
+                return self._finish(row.id, out.run_id, fail, self._sum(cont.err), cont.err,
                                     cont.state)
             return self._finish(row.id, out.run_id, status, summary, result, cont.state)
         if row.continuations >= self.c.max_continuations:  # .ceiling / .ceiling-keeps-state
@@ -246,7 +258,7 @@ class Manager:
                 if answer is StopOutcome.AFTER_TURN and graceful:
                     return self.store.get(task_id)  # lifecycle.stop.after-turn-finishes-call
                 if answer is StopOutcome.ALREADY_FINISHED:
-                    self.c.await_outcome(row)  # lifecycle.stop.already-finished-waits
+                    self._settle(row)  # lifecycle.stop.already-finished-waits
                     now = self.store.get(task_id)
                     if now.run_id != row.run_id or now.status is not TaskStatus.WORKING:
                         if now.status.terminal:
@@ -261,6 +273,18 @@ class Manager:
             if row.status.terminal:
                 return row
         return row
+
+    def _settle(self, row: Task) -> None:
+        """Give a run that "already finished" its moment: wait until the row leaves
+        this attempt (an ending, a retry) or the settle wait passes."""
+        if self.c.await_outcome is not None:
+            self.c.await_outcome(row)
+
+        def moved() -> bool:
+            now = self.store.get(row.id)
+            return now.run_id != row.run_id or now.status is not TaskStatus.WORKING
+
+        self.c.clock.wait_for(moved, self.c.stop_settle_wait)
 
     def stop_tree(self, session_id: str) -> list[Task]:
         """Stop every live task of a session; deletes nothing."""
@@ -294,7 +318,7 @@ class Manager:
                                           inherit=claimed.inherit, retry=True))
         except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
             msg = f"retry could not start: {exc}"
-            snap = self.store.release_retry_claim(task_id, new_run, summarize(msg), msg)
+            snap = self.store.release_retry_claim(task_id, new_run, self._sum(msg), msg)
             if snap is None:
                 return self.store.get(task_id)
             if via_tool:  # lifecycle.retry.launch-failure-tool
