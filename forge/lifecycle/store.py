@@ -1,14 +1,17 @@
-"""Task store: the ``Store`` protocol and a deterministic in-memory ``MemoryStore``.
+"""Task store: the ``Store`` protocol and the in-memory ``MemoryStore``.
 
 Lives here: every row transition as one compare-and-set (create, finalize,
-retry claim and its release, advance, pause, the restart sweep) plus reads and
-the delete cascade a session repository owes. Each method mutates at most one
-snapshot swap, so a caller that interleaves calls sees atomic transitions.
-Does not live here: when to call them (``manager``), hooks, id generation.
+retry claim and its release, advance, pause and its reclaim, the restart
+sweep), reads, deleting a row, and the task-tree cascade a session repository
+owes. ``MemoryStore`` holds one re-entrant lock over every method, so each
+transition is atomic under real threads as well as under interleaved calls.
+Does not live here: when to call them (``manager``), hooks, id generation,
+the SQLite store (``sqlite_store``), the contract both pass (``contract``).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import attrs
@@ -40,10 +43,49 @@ class Store(Protocol):
     def advance(self, task_id: str, run_id: str, next_run_id: str,
                 state: Any = KEEP) -> Task | None: ...
     def mark_input_required(self, task_id: str, run_id: str) -> Task | None: ...
+    def reclaim_working(self, task_id: str, run_id: str) -> Task | None: ...
     def fail_orphans(self) -> list[Task]: ...
+    def list_non_terminal(self, parent_session_id: str) -> list[Task]: ...
+    def delete(self, task_id: str) -> None: ...
+    def session_tree(self, session_id: str) -> list[Task]: ...
     def delete_session_tree(self, session_id: str) -> list[str]: ...
 
 
+def tree_of(rows: list[Task], session_id: str) -> list[Task]:
+    """The rows a deleted session takes with it, in both roles, at any depth:
+    rows whose parent or child session it is, then the rows under each of
+    their child sessions, breadth first in creation order."""
+    doomed: list[Task] = []
+    seen: set[str] = set()
+    frontier = [session_id]
+    while frontier:
+        sid = frontier.pop(0)
+        for row in rows:
+            if row.id in seen:
+                continue
+            if row.parent_session_id == sid or row.child_session_id == sid:
+                seen.add(row.id)
+                doomed.append(row)
+                if row.child_session_id != sid:
+                    frontier.append(row.child_session_id)
+    return doomed
+
+
+def _atomic(cls: type) -> type:
+    """Wrap every public method of ``cls`` in ``self.lock`` (one rule, one place)."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not callable(fn):
+            continue
+
+        def locked(self: Any, *args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
+            with self.lock:
+                return _fn(self, *args, **kwargs)
+        locked.__name__, locked.__doc__ = fn.__name__, fn.__doc__
+        setattr(cls, name, locked)
+    return cls
+
+
+@_atomic
 class MemoryStore:
     """Rows in a dict plus a creation counter; listings are ordered by ``seq``.
 
@@ -53,6 +95,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self._rows: dict[str, Task] = {}
         self._seq = 0
+        # Re-entrant: a session repository holds it across a whole cascade.
+        self.lock = threading.RLock()
 
     # -- reads -----------------------------------------------------------
     def get(self, task_id: str) -> Task:
@@ -138,6 +182,26 @@ class MemoryStore:
             return None
         return self._swap(row, status=TaskStatus.INPUT_REQUIRED)
 
+    def reclaim_working(self, task_id, run_id):
+        """An approval resumes the paused run: input_required -> working, only while
+        the row still names ``run_id`` (a stop that claimed first wins)."""
+        row = self.get(task_id)
+        if row.status is not TaskStatus.INPUT_REQUIRED or row.run_id != run_id:
+            return None
+        return self._swap(row, status=TaskStatus.WORKING)
+
+    def list_non_terminal(self, parent_session_id):
+        """The parent's live rows (working or paused), oldest first."""
+        return [t for t in self.list_all()
+                if t.parent_session_id == parent_session_id and not t.status.terminal]
+
+    def delete(self, task_id):
+        """Remove one row; an unknown id is not an error."""
+        self._rows.pop(task_id, None)
+
+    def session_tree(self, session_id):
+        return tree_of(self.list_all(), session_id)
+
     def fail_orphans(self):
         """lifecycle.restart.fails-working / .keeps-paused / .fails-at-step."""
         out = []
@@ -150,17 +214,7 @@ class MemoryStore:
     def delete_session_tree(self, session_id):
         """The cascade a repository owes on deleting a parent (lifecycle.delete.tree-must-go):
         its rows in both roles and every task row below them at any depth."""
-        doomed: list[str] = []
-        frontier = [session_id]
-        while frontier:
-            sid = frontier.pop(0)
-            for row in self.list_all():
-                if row.id in doomed:
-                    continue
-                if row.parent_session_id == sid or row.child_session_id == sid:
-                    doomed.append(row.id)
-                    if row.child_session_id != sid:
-                        frontier.append(row.child_session_id)
+        doomed = [t.id for t in tree_of(self.list_all(), session_id)]
         for tid in doomed:
             del self._rows[tid]
         return doomed

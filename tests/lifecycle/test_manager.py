@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lifecycle_host import FakeHost
 
-from forge.lifecycle.manager import TaskError
+from forge.lifecycle.manager import LookupFailed, TaskError
 from forge.lifecycle.notices import format_notification
 from forge.lifecycle.records import (
     Continuation,
@@ -94,10 +94,12 @@ def test_meta_for_lookup_error_propagates():
     def broken(_sid):
         raise OSError("db down")
     h.store.by_child_session = broken
-    with pytest.raises(OSError):
+    # an error, never "not a task", and one that names the session and the cause
+    with pytest.raises(LookupFailed, match='^tasks: looking up session "x": db down$'):
         h.mgr.meta_for("x")
-    with pytest.raises(OSError):
+    with pytest.raises(LookupFailed):
         spawn(h)
+    assert h.launches == []
 
 
 def test_completion_reports_claimed_snapshot_once(h):
