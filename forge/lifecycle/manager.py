@@ -34,6 +34,7 @@ from forge.lifecycle.records import (
     TaskStatus,
 )
 from forge.lifecycle.clock import Clock, VirtualClock
+from forge.lifecycle.errors import LookupFailed, TaskError
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, NotFound, Store
 
@@ -41,22 +42,6 @@ SUMMARY_LIMIT = 300
 STOPPED = "stopped"
 STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
-
-
-class TaskError(Exception):
-    """A refused Manager operation; ``str`` is the exact user-facing text.
-
-    ``task`` is the row as it stands when the refusal concerns an existing
-    task (a retry refused or lost, a stop of a finished task), else None."""
-
-    def __init__(self, text: str, task: Task | None = None) -> None:
-        super().__init__(text)
-        self.task = task
-
-
-class LookupFailed(TaskError):
-    """The store could not say whether a session is a task's: not "not a task"
-    (lifecycle.depth.lookup-error-refuses)."""
 
 
 def summarize(text: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -205,7 +190,7 @@ class Manager:
         with self._parent_lock(req.parent_session_id):
             self._check_slot(req.parent_session_id)
             spec = self.c.resolver(req.parent_session_id, req.agent_name)
-            label = req.label or spec.display_name
+            label = req.label or spec.display_name or req.input[:60]
             child = self.c.new_id("s")
             self.sessions.create(Session(id=child, title=f"{req.kind or 'task'}: {label}",
                                          hidden=True, parent_id=req.parent_session_id))
@@ -499,6 +484,20 @@ class Manager:
         snap = self.store.reclaim_working(task_id, run_id or row.run_id)
         self._update(snap)
         return snap
+
+    # -- the model's tools -------------------------------------------------------
+    def tools(self) -> list:
+        """spawn_task, then task_status, task_retry, task_stop (lifecycle.tools.order)."""
+        from forge.lifecycle.tools import tools
+        return tools(self)
+
+    def spawn_tool(self) -> Any:
+        from forge.lifecycle.tools import spawn_tool
+        return spawn_tool(self)
+
+    def task_tools(self) -> list:
+        from forge.lifecycle.tools import task_tools
+        return task_tools(self)
 
     # -- restart -----------------------------------------------------------
     def recover(self) -> list[Task]:
