@@ -141,3 +141,14 @@ class Info:
         return cls(task_id=task.id, status=task.status, attempt=max(task.attempt, 1),
                    label=task.label, kind=task.kind, agent=agent, summary=task.summary,
                    result=task.result, state=task.state)
+
+
+@attrs.frozen
+class Debt:
+    """A wake-up the parent is owed: written by the store in the same step as the
+    ending that creates it (lifecycle.durable.debt-atomic), bound to that run."""
+
+    task_id: str
+    run_id: str
+    status: TaskStatus
+    summary: str = ""

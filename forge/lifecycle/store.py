@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from forge.lifecycle.records import Task, TaskStatus
+from forge.lifecycle.records import Debt, Task, TaskStatus
 
 KEEP = object()  # sentinel: "leave State as recorded"
 ORPHAN_SUMMARY = "the process restarted while the task was running"
@@ -49,6 +49,32 @@ class Store(Protocol):
     def delete(self, task_id: str) -> None: ...
     def session_tree(self, session_id: str) -> list[Task]: ...
     def delete_session_tree(self, session_id: str) -> list[str]: ...
+    def owed(self) -> list[Debt]: ...
+    def settle(self, task_id: str, run_id: str) -> bool: ...
+
+
+def owes(status: TaskStatus) -> bool:
+    """Which endings leave a wake-up owed: every terminal one but a cancellation,
+    which is reported as delivered (lifecycle.report.cancel-is-delivered)."""
+    return status.terminal and status is not TaskStatus.CANCELLED
+
+
+def check_create(task: Task) -> None:
+    if not task.id:
+        raise ValueError("tasks: Create requires an ID")
+
+
+def check_final(status: Any) -> TaskStatus:
+    status = TaskStatus(status)
+    if not status.terminal:
+        raise ValueError(f"finalize needs a terminal status, got {status.value}")
+    return status
+
+
+def under_ceiling(attempt: int, max_attempts: int) -> bool:
+    """The retry ceiling as a store predicate; attempt 0 reads as the first, and a
+    ceiling of 0 or less means none."""
+    return max_attempts <= 0 or max(attempt, 1) < max_attempts
 
 
 def tree_of(rows: list[Task], session_id: str) -> list[Task]:
@@ -94,6 +120,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._rows: dict[str, Task] = {}
+        self._debts: dict[str, Debt] = {}  # task id -> owed wake-up, in owing order
         self._seq = 0
         # Re-entrant: a session repository holds it across a whole cascade.
         self.lock = threading.RLock()
@@ -121,6 +148,7 @@ class MemoryStore:
 
     # -- writes ----------------------------------------------------------
     def create(self, task: Task) -> Task:
+        check_create(task)
         if task.id in self._rows:
             raise ValueError(f"tasks: duplicate id {task.id}")
         self._seq += 1
@@ -136,32 +164,39 @@ class MemoryStore:
     def finalize(self, task_id, run_id, status, summary, result, state=KEEP):
         """lifecycle.finalize.cas / .run-bound / lifecycle.store.finalize-takes-state:
         status, result (and State) in one write, only while non-terminal on ``run_id``."""
-        if not TaskStatus(status).terminal:
-            raise ValueError(f"finalize needs a terminal status, got {status}")
+        status = check_final(status)
         row = self.get(task_id)
         if row.status.terminal or row.run_id != run_id:
             return None
-        changes: dict[str, Any] = {"status": TaskStatus(status), "summary": summary,
-                                   "result": result}
+        changes: dict[str, Any] = {"status": status, "summary": summary, "result": result}
         if state is not KEEP:
             changes["state"] = state
-        return self._swap(row, **changes)
+        return self._owe(self._swap(row, **changes))
+
+    def _owe(self, snap: Task) -> Task:
+        if owes(snap.status):
+            self._debts.pop(snap.id, None)
+            self._debts[snap.id] = Debt(snap.id, snap.run_id, snap.status, snap.summary)
+        return snap
 
     def retry_claim(self, task_id, new_run_id, max_attempts):
         """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the cap."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.FAILED or row.attempt >= max_attempts:
+        if row.status is not TaskStatus.FAILED or not under_ceiling(row.attempt, max_attempts):
             return None
+        self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,
-                          attempt=row.attempt + 1, summary="", result="", continuations=0)
+                          attempt=max(row.attempt, 1) + 1, summary="", result="",
+                          continuations=0)
 
     def release_retry_claim(self, task_id, run_id, summary, result):
         """Undo a won claim whose run never started: back to failed, attempt rolled down."""
         row = self.get(task_id)
         if row.status is not TaskStatus.WORKING or row.run_id != run_id:
             return None
-        return self._swap(row, status=TaskStatus.FAILED, attempt=max(1, row.attempt - 1),
-                          summary=summary, result=result)
+        return self._owe(self._swap(row, status=TaskStatus.FAILED,
+                                    attempt=max(1, row.attempt - 1), summary=summary,
+                                    result=result))
 
     def advance(self, task_id, run_id, next_run_id, state=KEEP):
         """lifecycle.continuation.advance-cas / .same-run-rewrites-state / .attempt-untouched."""
@@ -196,8 +231,22 @@ class MemoryStore:
                 if t.parent_session_id == parent_session_id and not t.status.terminal]
 
     def delete(self, task_id):
-        """Remove one row; an unknown id is not an error."""
+        """Remove one row (and what it owes); an unknown id is not an error."""
         self._rows.pop(task_id, None)
+        self._debts.pop(task_id, None)
+
+    def owed(self):
+        """Every wake-up still owed, oldest first."""
+        return list(self._debts.values())
+
+    def settle(self, task_id, run_id):
+        """The model has the result of ``run_id``: drop that debt (only that one -
+        a delivery of an older attempt settles nothing newer)."""
+        debt = self._debts.get(task_id)
+        if debt is None or debt.run_id != run_id:
+            return False
+        del self._debts[task_id]
+        return True
 
     def session_tree(self, session_id):
         return tree_of(self.list_all(), session_id)
@@ -207,8 +256,9 @@ class MemoryStore:
         out = []
         for row in self.list_all():
             if row.status is TaskStatus.WORKING:
-                out.append(self._swap(row, status=TaskStatus.FAILED, summary=ORPHAN_SUMMARY,
-                                      result=ORPHAN_SUMMARY))
+                out.append(self._owe(self._swap(row, status=TaskStatus.FAILED,
+                                                summary=ORPHAN_SUMMARY,
+                                                result=ORPHAN_SUMMARY)))
         return out
 
     def delete_session_tree(self, session_id):
@@ -217,4 +267,5 @@ class MemoryStore:
         doomed = [t.id for t in tree_of(self.list_all(), session_id)]
         for tid in doomed:
             del self._rows[tid]
+            self._debts.pop(tid, None)
         return doomed
