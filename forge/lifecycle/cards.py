@@ -71,7 +71,7 @@ def refusal(error: str, info: Info, progress: str = "", is_error: bool = True) -
                       details=_details(info))
 
 
-def listing(tasks: Sequence[Task], progress: Any, summary_limit: int) -> str:
+def listing(tasks: Sequence[Task], progress: Any) -> str:
     """task_status without an id: one line per task, newest first as given,
     each live one flagged (lifecycle.status.listing). ``progress(info)`` is the
     host's progress line for a task, or "" (lifecycle.status.progress)."""
@@ -89,8 +89,8 @@ def listing(tasks: Sequence[Task], progress: Any, summary_limit: int) -> str:
         step = progress(info)
         if step:
             line += f" · {flatten(step)}"
-        if t.summary:
-            line += f" — {flatten(t.summary[:summary_limit])}"
+        if t.summary:  # already cut to the summary limit when it was recorded
+            line += f" — {flatten(t.summary)}"
         if not t.status.terminal:
             line += f" {STILL_WORKING}"
         lines.append(line)

@@ -173,8 +173,8 @@ def status_tool(mgr: Manager) -> Tool:
         if not task_id:
             if not ctx.session_id:
                 return ToolResult.error("task_status: no session in the run context")
-            return ToolResult(text=listing(mgr.list(ctx.session_id), mgr.progress,
-                                           mgr.c.summary_limit), display="tasks")
+            return ToolResult(text=listing(mgr.list(ctx.session_id), mgr.progress),
+                              display="tasks")
         try:
             _owned(mgr, ctx, task_id)
             row = mgr.status(task_id, args.get("wait_seconds", 0))
