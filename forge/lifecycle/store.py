@@ -119,7 +119,12 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
+        # Insertion-ordered, and a transition replaces a row in place, so the
+        # dict's order is creation order (the listings' order) without a sort.
         self._rows: dict[str, Task] = {}
+        self._by_child: dict[str, list[str]] = {}  # child session -> task ids
+        self._by_parent: dict[str, list[str]] = {}  # parent session -> task ids
+        self._live: dict[str, dict[str, None]] = {}  # parent session -> live task ids
         self._debts: dict[str, Debt] = {}  # task id -> owed wake-up, in owing order
         self._seq = 0
         # Re-entrant: a session repository holds it across a whole cascade.
@@ -133,18 +138,15 @@ class MemoryStore:
             raise NotFound(task_id) from None
 
     def by_child_session(self, session_id: str) -> Task | None:
-        for row in self.list_all():
-            if row.child_session_id == session_id:
-                return row
-        return None
+        ids = self._by_child.get(session_id)
+        return self._rows[ids[0]] if ids else None
 
     def list_all(self) -> list[Task]:
-        return sorted(self._rows.values(), key=lambda t: t.seq)
+        return list(self._rows.values())
 
     def list_by_parent(self, parent_session_id: str) -> list[Task]:
         """Newest first (lifecycle.status.listing)."""
-        rows = [t for t in self.list_all() if t.parent_session_id == parent_session_id]
-        return rows[::-1]
+        return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
 
     # -- writes ----------------------------------------------------------
     def create(self, task: Task) -> Task:
@@ -154,11 +156,35 @@ class MemoryStore:
         self._seq += 1
         row = attrs.evolve(task, seq=self._seq)
         self._rows[row.id] = row
+        self._by_child.setdefault(row.child_session_id, []).append(row.id)
+        self._by_parent.setdefault(row.parent_session_id, []).append(row.id)
+        self._track(row)
         return row
+
+    def _track(self, row: Task) -> None:
+        """Keep the per-parent set of live rows (the cap's count) up to date."""
+        live = self._live.setdefault(row.parent_session_id, {})
+        if row.status.terminal:
+            live.pop(row.id, None)
+        else:
+            live[row.id] = None
+
+    def _forget(self, task_id: str) -> None:
+        row = self._rows.pop(task_id, None)
+        self._debts.pop(task_id, None)
+        if row is None:
+            return
+        self._live.get(row.parent_session_id, {}).pop(task_id, None)
+        for index, key in ((self._by_child, row.child_session_id),
+                           (self._by_parent, row.parent_session_id)):
+            index[key].remove(task_id)
+            if not index[key]:
+                del index[key]
 
     def _swap(self, row: Task, **changes: Any) -> Task:
         new = attrs.evolve(row, **changes)
         self._rows[row.id] = new
+        self._track(new)
         return new
 
     def finalize(self, task_id, run_id, status, summary, result, state=KEEP):
@@ -227,13 +253,12 @@ class MemoryStore:
 
     def list_non_terminal(self, parent_session_id):
         """The parent's live rows (working or paused), oldest first."""
-        return [t for t in self.list_all()
-                if t.parent_session_id == parent_session_id and not t.status.terminal]
+        rows = [self._rows[i] for i in self._live.get(parent_session_id, {})]
+        return sorted(rows, key=lambda t: t.seq)
 
     def delete(self, task_id):
         """Remove one row (and what it owes); an unknown id is not an error."""
-        self._rows.pop(task_id, None)
-        self._debts.pop(task_id, None)
+        self._forget(task_id)
 
     def owed(self):
         """Every wake-up still owed, oldest first."""
@@ -266,6 +291,5 @@ class MemoryStore:
         its rows in both roles and every task row below them at any depth."""
         doomed = [t.id for t in tree_of(self.list_all(), session_id)]
         for tid in doomed:
-            del self._rows[tid]
-            self._debts.pop(tid, None)
+            self._forget(tid)
         return doomed
