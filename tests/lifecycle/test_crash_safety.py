@@ -159,7 +159,8 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path) -> Non
             in_flight_committed += 1
         assert got == expected, f"kill {kill}: the database is not the replay of what committed"
     assert calls_total > KILLS  # the kills landed amid real work
-    print(f"{KILLS} kills, {calls_total} calls returned, {in_flight_committed} committed in flight")
+    print(f"{KILLS} kills, {calls_total} calls returned, "
+          f"{in_flight_committed} committed in flight")
 
     # recovery after the last kill: every interrupted task failed and reported once
     store = SqliteStore(db)

@@ -104,7 +104,8 @@ def machine_for(make_store):
                                             RunOutcome(status=status, run_id=run_id, **kw))
 
         # -- rules ---------------------------------------------------------
-        @rule(parent=st.sampled_from(PARENTS + ("p",)), launch=st.sampled_from(["ok", "fail", "stop"]))
+        @rule(parent=st.sampled_from(PARENTS + ("p",)),
+              launch=st.sampled_from(["ok", "fail", "stop"]))
         def spawn(self, parent, launch):
             if launch == "fail":
                 self.host.launch_error = "no worker"
@@ -168,7 +169,8 @@ def machine_for(make_store):
         def stop(self, i, graceful, answer):
             tid, t, row = self._pick(i)
             h = self.host
-            if answer == "late_outcome":  # lifecycle.race.stop-already-finished-outcome-late-or-lost
+            # lifecycle.race.stop-already-finished-outcome-late-or-lost
+            if answer == "late_outcome":
                 h.stop_answer = StopOutcome.ALREADY_FINISHED
                 self.clock.call_later(0.5, lambda: self._end(row, TaskStatus.FAILED, row.run_id,
                                                              err="crashed"))

@@ -139,4 +139,5 @@ def test_marker_only_on_a_result_that_was_cut():
     over = spawn(h)
     snap = end(h, over, C, text="x" * 11)
     assert snap.summary == "x" * 10 + "…"
-    assert task_line(snap).endswith(f" [truncated — call task_status({over.id}) for the full result]")
+    assert task_line(snap).endswith(
+        f" [truncated — call task_status({over.id}) for the full result]")

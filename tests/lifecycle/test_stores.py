@@ -60,8 +60,8 @@ def test_the_threaded_checks_catch_a_store_without_its_lock():
 
 
 def _row(tid="t1", parent="p", child=""):
-    return Task(id=tid, run_id="r1", parent_session_id=parent, child_session_id=child or f"s-{tid}",
-                label=tid)
+    return Task(id=tid, run_id="r1", parent_session_id=parent,
+                child_session_id=child or f"s-{tid}", label=tid)
 
 
 def test_two_connections_on_one_file_have_one_winner(tmp_path):

@@ -87,7 +87,8 @@ def test_argument_schemas_are_strict():
 
 @pytest.mark.parametrize("name,args,line", [
     ("task_status", {"wait_seconds": -1}, "task_status: `wait_seconds` is a non-negative integer"),
-    ("task_status", {"wait_seconds": True}, "task_status: `wait_seconds` is a non-negative integer"),
+    ("task_status", {"wait_seconds": True},
+     "task_status: `wait_seconds` is a non-negative integer"),
     ("task_stop", {"task_id": "x", "graceful": "yes"}, "task_stop: `graceful` is true or false"),
     ("spawn_task", {"input": 3}, "spawn_task: `input` is a string"),
     ("task_retry", {"id": "x"}, "task_retry: unknown argument `id`; known: task_id"),
