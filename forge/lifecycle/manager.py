@@ -140,10 +140,14 @@ class Manager:
                 result: str, state: Any = KEEP) -> Task | None:
         snap = self.store.finalize(task_id, run_id, status, summary, result, state)
         if snap is not None:
-            self.c.clock.notify()
-            self._update(snap)
-            self._report(snap)
+            self._announce(snap)
         return snap
+
+    def _announce(self, snap: Task) -> None:
+        """A won ending: wake waiters, update the card, report it."""
+        self.c.clock.notify()
+        self._update(snap)
+        self._report(snap)
 
     # -- lookups -----------------------------------------------------------
     def meta_for(self, session_id: str) -> tuple[Task | None, bool]:
@@ -349,8 +353,16 @@ class Manager:
                         row = now
                         continue
                     # still this attempt, still running: the outcome was lost
-                snap = self._finish(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED, STOPPED)
+                snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
+                                           STOPPED)
                 if snap is not None:
+                    # Unless the host said it cancelled the run, the first ask may have
+                    # missed a run still being launched (lifecycle.stop.unknown-run); it
+                    # is reachable now, so ask again - with the launch's own check after
+                    # it starts a run, this closes the window from both sides.
+                    if answer is not StopOutcome.CANCELLED:
+                        self._ask_stopper(row.run_id, False)
+                    self._announce(snap)
                     return snap
             row = self.store.get(task_id)
             if row.status.terminal:

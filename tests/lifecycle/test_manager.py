@@ -158,7 +158,15 @@ def test_stop_unknown_run_claims(h):
     t = spawn(h)
     h.stop_answer = StopOutcome.UNKNOWN_RUN
     snap = h.mgr.stop(t.id)
-    assert snap.status is X and h.delivered == [snap] and h.stops == [(t.run_id, False)]
+    assert snap.status is X and h.delivered == [snap]
+    # asked, claimed, asked again: a run still being launched is reachable now
+    assert h.stops == [(t.run_id, False), (t.run_id, False)]
+
+
+def test_stop_that_was_told_cancelled_does_not_ask_again(h):
+    # lifecycle.stop.reports-what-it-did
+    t = spawn(h)
+    assert h.mgr.stop(t.id).status is X and h.stops == [(t.run_id, False)]
 
 
 def test_stop_already_finished_late_outcome_kept(h):
@@ -218,7 +226,7 @@ def test_stop_lost_claim_gets_one_more_pass(h):
     snap = h.mgr.stop(t.id)
     cur = h.store.get(t.id)
     assert snap == cur and cur.status is X and cur.attempt == 2
-    assert [r for r, _ in h.stops] == [t.run_id, cur.run_id]
+    assert [r for r, _ in h.stops] == [t.run_id, cur.run_id, cur.run_id]
 
 
 def test_stop_paused_claims_first(h):
@@ -238,7 +246,8 @@ def test_stop_in_launch_window_stops_started_run(h):
     h.on_launch = lambda req: h.mgr.stop(req.task_id)
     t = spawn(h)
     assert t.status is X and len(h.delivered) == 1
-    assert h.stops == [(t.run_id, False), (t.run_id, False)]
+    # the stop asks, claims and asks again; the spawn stops the run it started
+    assert h.stops == [(t.run_id, False)] * 3
 
 
 def test_fast_finish_in_launch_window_not_cancelled(h):
