@@ -38,12 +38,18 @@ from forge.errors import InputError
 
 #: Config keys (only in a `config` operation, which must come first).
 CONFIG_KEYS = ("max_attempts_per_task", "max_concurrent_per_parent", "max_depth",
-               "max_continuations")
+               "max_continuations", "max_status_wait", "stop_settle_wait", "summary_limit")
+#: Config keys naming the fake host's choices rather than the Manager's numbers.
+HOST_KEYS = ("agents", "continue_hook", "store", "sessions", "describe_state",
+             "record_updates")
+STORES = ("memory", "sqlite")
+SESSION_REPOS = ("plain", "cascading")
+TOOL_SETS = ("all", "spawn_tool", "task_tools")
 STOP_ANSWERS = ("cancelled", "after_turn", "already_finished", "unknown_run", "raises")
 
 # op -> (required keys, optional keys)
 _OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "config": ((), CONFIG_KEYS + ("agents", "continue_hook")),
+    "config": ((), CONFIG_KEYS + HOST_KEYS),
     "spawn": (("as",), ("parent", "from_task", "agent", "input", "label", "kind", "state",
                         "parent_run_id", "launch_error", "during_launch")),
     "run_completes": (("task",), ("result", "run", "graceful_stop", "launch_error",
@@ -63,11 +69,29 @@ _OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "delete_tree": ((), ("parent", "from_task")),
     "store_retry_claim": (("task",), ("max_attempts",)),
     "store_rewrite_state": (("task",), ("state",)),
+    "tools": ((), ("only",)),
+    "tool": (("name",), ("args", "parent", "from_task", "no_session", "tool_call_id",
+                         "parent_run_id", "as")),
+    "card": (("task",), ("agent",)),
+    "status": (("task",), ("wait",)),
+    "later": (("seconds", "operations"), ()),
+    "advance": (("seconds",), ()),
+    "clock": ((), ()),
+    "model_has_result": (("task",), ("status", "attempt")),
+    "resume": (("task",), ("run",)),
+    "delete_row": (("task",), ()),
+    "sessions": ((), ("include_hidden",)),
+    "delete_session": ((), ("parent", "from_task")),
+    "owed": ((), ()),
+    "break_lookup": (("error",), ()),
 }
-_NESTED = ("during_launch", "during_stop", "during_wait", "during")
+_NESTED = ("during_launch", "during_stop", "during_wait", "during", "operations")
 _STRINGS = ("as", "parent", "from_task", "agent", "input", "label", "kind", "parent_run_id",
-            "launch_error", "task", "result", "error", "err", "raise")
-_BOOLS = ("graceful_stop", "graceful", "continue_hook")
+            "launch_error", "task", "result", "error", "err", "raise", "name", "tool_call_id",
+            "agent", "status")
+_BOOLS = ("graceful_stop", "graceful", "continue_hook", "describe_state", "record_updates",
+          "no_session", "include_hidden")
+_SECONDS = ("seconds", "wait")
 
 
 def _bad(where: str, rule: str) -> InputError:
@@ -108,6 +132,22 @@ def validate(operations: Any, where: str = "operations", top: bool = True) -> No
         for key in _BOOLS:
             if key in op and not isinstance(op[key], bool):
                 raise _bad(at, f"`{key}` is a boolean")
+        for key in _SECONDS:
+            if key in op and (isinstance(op[key], bool) or not isinstance(op[key], (int, float))
+                              or op[key] < 0):
+                raise _bad(at, f"`{key}` is a non-negative number of seconds")
+        for key, allowed in (("store", STORES), ("sessions", SESSION_REPOS),
+                             ("only", TOOL_SETS)):
+            if key in op and op[key] not in allowed:
+                raise _bad(at, f"`{key}` is one of {', '.join(allowed)}")
+        if op.get("op") == "model_has_result" and "status" in op and op["status"] not in (
+                "working", "input_required", "completed", "failed", "cancelled"):
+            raise _bad(at, "`status` is a task status")
+        if "args" in op and not isinstance(op["args"], dict):
+            raise _bad(at, "`args` is a table of the tool's arguments")
+        if "attempt" in op and (isinstance(op["attempt"], bool)
+                                or not isinstance(op["attempt"], int) or op["attempt"] < 1):
+            raise _bad(at, "`attempt` is a positive integer")
         for key in CONFIG_KEYS + ("max_attempts",):
             if key in op and (isinstance(op[key], bool) or not isinstance(op[key], int)
                               or op[key] < 0):
@@ -166,13 +206,35 @@ class _Run:
             return Spec(display_name=agent.get("display_name", name),
                         inherit=agent.get("inherit"))
 
+        from forge.lifecycle.clock import VirtualClock
+        from forge.lifecycle.sessions import MemorySessions
+        from forge.lifecycle.sqlite_store import SqliteStore
+
         kwargs = {k: config[k] for k in CONFIG_KEYS if k in config}
-        self.store = MemoryStore()
+        self.store = SqliteStore(":memory:") if config.get("store") == "sqlite" else MemoryStore()
+        cascading = config.get("sessions") == "cascading"
+        if isinstance(self.store, SqliteStore):
+            self.repo = self.store.sessions() if cascading else MemorySessions()
+        else:
+            self.repo = MemorySessions(self.store if cascading else None)
+        self.clock = VirtualClock()
+        self.record_updates = bool(config.get("record_updates"))
+        self.lookup_error: str | None = None
         self.mgr = Manager(Config(
             store=self.store, launcher=self._launch, resolver=resolver, stopper=self._stop,
             on_finished=self._on_finished, on_result_delivered=self._on_delivered,
             continue_hook=self._continue if config.get("continue_hook") else None,
-            await_outcome=self._await, new_id=self._new_id, **kwargs))
+            await_outcome=self._await, new_id=self._new_id, clock=self.clock,
+            sessions=self.repo, on_task_update=self._on_update,
+            describe_state=self._describe if config.get("describe_state") else None,
+            **kwargs))
+        real_lookup = self.store.by_child_session
+
+        def lookup(session_id: str) -> Any:
+            if self.lookup_error is not None:
+                raise RuntimeError(self.lookup_error)
+            return real_lookup(session_id)
+        self.store.by_child_session = lookup
 
     # -- naming ------------------------------------------------------------------
     def _new_id(self, prefix: str) -> str:
@@ -279,6 +341,49 @@ class _Run:
     def _on_delivered(self, snap: Any) -> None:
         self.reports.append(self._snapshot_report("on_result_delivered", snap))
         self.owed.pop(snap.id, None)
+        self.store.settle(snap.id, snap.run_id)  # a durable host drops the debt row
+
+    def _on_update(self, snap: Any) -> None:
+        if self.record_updates:
+            report = self._snapshot_report("on_task_update", snap)
+            report["label"] = snap.label
+            self.reports.append(report)
+
+    @staticmethod
+    def _describe(kind: str, state: Any) -> str:
+        # The fake host's DescribeState: a job's State may carry its own progress line.
+        return str(state.get("progress", "")) if isinstance(state, dict) else ""
+
+    def ensure_session(self, session_id: str) -> None:
+        """Parent sessions the case names exist in the repository (visible)."""
+        from forge.lifecycle.sessions import Session, SessionNotFound
+
+        if session_id in self._child.values():
+            return
+        try:
+            self.repo.get(session_id)
+        except SessionNotFound:
+            self.repo.create(Session(id=session_id, title=session_id))
+
+    def names(self, text: str) -> str:
+        """A text with the implementation's task and session ids as the case's names."""
+        import re
+
+        def swap(m: Any) -> str:
+            word = m.group(0)
+            if word in self.alias:
+                return self.alias[word]
+            named = self.session(word)
+            return named if named != word else word
+        return re.sub(r"\b[ts]\d+\b", swap, text)
+
+    def tool_view(self, r: Any) -> dict:
+        details = r.details
+        if isinstance(details, dict):
+            details = {k: (self.alias.get(v, v) if k == "task_id" else v)
+                       for k, v in details.items()}
+        return {"text": self.names(r.text), "is_error": r.is_error, "display": r.display,
+                "details": details}
 
     def _continue(self, task: Any, out: Any) -> Any:
         from forge.lifecycle.records import Continuation
@@ -341,6 +446,7 @@ class _Run:
         if op["as"] in self.ids:
             raise _bad(where, f"alias {op['as']!r} is already bound")
         parent = self.parent_of(op, where)
+        self.ensure_session(parent)
         self.pending_alias = op["as"]
         try:
             row = self.mgr.spawn(SpawnRequest(
@@ -446,6 +552,105 @@ class _Run:
         row = self.store.get(task_id)
         snap = self.store.advance(task_id, row.run_id, row.run_id, op.get("state"))
         return None if snap is None else self.view(snap)
+
+
+    # -- tools, reads, the clock, sessions and debts ------------------------------
+    def op_tools(self, op: dict, where: str) -> list:
+        chosen = {"all": self.mgr.tools, "task_tools": self.mgr.task_tools,
+                  "spawn_tool": lambda: [self.mgr.spawn_tool()]}[op.get("only", "all")]()
+        return [{"name": t.name, "summary": t.summary, "description": t.description,
+                 "parameters": t.parameters} for t in chosen]
+
+    def op_tool(self, op: dict, where: str) -> dict:
+        from forge.lifecycle.tools import ToolContext
+
+        session = "" if op.get("no_session") else self.parent_of(op, where)
+        if op["name"] == "spawn_task" and session:
+            self.ensure_session(session)
+        args = dict(op.get("args", {}))
+        if isinstance(args.get("task_id"), str) and args["task_id"] in self.ids:
+            args["task_id"] = self.ids[args["task_id"]]
+        tool = {t.name: t for t in self.mgr.tools()}.get(op["name"])
+        if tool is None:
+            raise _bad(where, f"unknown tool {op['name']!r}")
+        if "as" in op:
+            if op["as"] in self.ids:
+                raise _bad(where, f"alias {op['as']!r} is already bound")
+            self.pending_alias = op["as"]
+        try:
+            result = tool.call(ToolContext(session_id=session,
+                                           tool_call_id=op.get("tool_call_id", ""),
+                                           parent_run_id=op.get("parent_run_id", "")), args)
+        finally:
+            self.pending_alias = None
+        return self.tool_view(result)
+
+    def op_card(self, op: dict, where: str) -> dict:
+        from forge.lifecycle.cards import tool_result
+        from forge.lifecycle.records import Info
+
+        info = Info.of(self.store.get(self.task_id(op["task"], where)), op.get("agent", ""))
+        return self.tool_view(tool_result(info, self.mgr.progress(info)))
+
+    def op_status(self, op: dict, where: str) -> dict:
+        return self.view(self.mgr.status(self.task_id(op["task"], where), op.get("wait", 0)))
+
+    def op_later(self, op: dict, where: str) -> None:
+        def fire() -> None:
+            report = {"hook": "clock", "at": self.clock.now()}
+            self.reports.append(report)
+            report["during"] = self.apply_all(op["operations"], where + ".operations")
+        self.clock.call_later(op["seconds"], fire)
+
+    def op_advance(self, op: dict, where: str) -> float:
+        self.clock.advance(op["seconds"])
+        return self.clock.now()
+
+    def op_clock(self, op: dict, where: str) -> float:
+        return self.clock.now()
+
+    def op_model_has_result(self, op: dict, where: str) -> None:
+        from forge.lifecycle.records import Info, TaskStatus
+
+        row = self.store.get(self.task_id(op["task"], where))
+        info = Info.of(row)
+        if "status" in op:
+            info = attrs.evolve(info, status=TaskStatus(op["status"]))
+        if "attempt" in op:
+            info = attrs.evolve(info, attempt=op["attempt"])
+        self.mgr.model_has_result(info)
+
+    def op_resume(self, op: dict, where: str) -> dict | None:
+        task_id = self.task_id(op["task"], where)
+        run = op.get("run")
+        run_id = ""
+        if isinstance(run, int):
+            runs = self.runs.get(task_id, [])
+            if run > len(runs):
+                raise _bad(where, f"task {op['task']!r} has no run {run}")
+            run_id = runs[run - 1]
+        snap = self.mgr.resume_after_approval(task_id, run_id)
+        return None if snap is None else self.view(snap)
+
+    def op_delete_row(self, op: dict, where: str) -> None:
+        self.store.delete(self.task_id(op["task"], where))
+
+    def op_sessions(self, op: dict, where: str) -> list:
+        return [{"id": self.session(s.id), "hidden": s.hidden,
+                 "parent": self.session(s.parent_id) if s.parent_id else "",
+                 "title": s.title}
+                for s in self.repo.list(include_hidden=op.get("include_hidden", False))]
+
+    def op_delete_session(self, op: dict, where: str) -> list:
+        return [self.session(sid) for sid in self.repo.delete(self.parent_of(op, where))]
+
+    def op_owed(self, op: dict, where: str) -> list:
+        return [{"task": self.alias.get(d.task_id, d.task_id),
+                 "run": self.run_no(d.task_id, d.run_id), "status": d.status.value,
+                 "summary": d.summary} for d in self.store.owed()]
+
+    def op_break_lookup(self, op: dict, where: str) -> None:
+        self.lookup_error = op["error"]
 
 
 class _LaunchError(RuntimeError):

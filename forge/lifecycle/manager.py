@@ -1,24 +1,30 @@
-"""The Manager: spawn, run endings, continuations, stop, retry, restart sweep.
+"""The Manager: spawn, run endings, continuations, stop, retry, restart sweep,
+task_status's bounded wait, ModelHasResult and resuming an approval.
 
 Lives here: the policy that sequences store CASes and calls the injected host
-functions (resolver, launcher, stopper, continue hook, report hooks). Racing
-parties of the seed (a run ending while a stop is in flight, a stop reading a
-row just before a retry, ...) are ordinary calls: a test orders them, e.g. by
-calling back into the Manager from inside a launcher or stopper.
-Does not live here: tools, task_status waiting, notification delivery (the
-Manager REPORTS endings), deleting anything (lifecycle.delete.manager-deletes-nothing).
+functions (resolver, launcher, stopper, continue hook, report hooks,
+OnTaskUpdate). Racing parties are ordinary calls: a test orders them, e.g. by
+calling back into the Manager from inside a launcher or stopper, or by
+scheduling them on the clock a wait runs on.
+Does not live here: the model's tools (``tools``) and their texts (``cards``),
+notification delivery (the Manager REPORTS endings), deleting anything
+(lifecycle.delete.manager-deletes-nothing; the cascade is the session
+repository's).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
 
 from forge.lifecycle.records import (
     Continuation,
+    Info,
     LaunchRequest,
     RunOutcome,
     SpawnRequest,
@@ -27,16 +33,15 @@ from forge.lifecycle.records import (
     Task,
     TaskStatus,
 )
-from forge.lifecycle.store import KEEP, Store
+from forge.lifecycle.clock import Clock, VirtualClock
+from forge.lifecycle.errors import LookupFailed, TaskError
+from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
+from forge.lifecycle.store import KEEP, NotFound, Store
 
 SUMMARY_LIMIT = 300
 STOPPED = "stopped"
 STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
-
-
-class TaskError(Exception):
-    """A refused Manager operation; ``str`` is the exact user-facing text."""
 
 
 def summarize(text: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -67,9 +72,21 @@ class Config:
     on_finished: Callable[[Task], None] = _none
     on_result_delivered: Callable[[Task], None] = _none
     continue_hook: Callable[[Task, RunOutcome], Continuation | None] | None = None
-    # The stop's "brief wait" for an outcome after StopAlreadyFinished; a test
-    # delivers (or withholds) the late outcome here instead of sleeping.
-    await_outcome: Callable[[Task], None] = _none
+    # Both bounded waits (the stop's look-again, task_status) run on this clock;
+    # the default is virtual, so a wait costs no wall time and what arrives
+    # "meanwhile" is whatever was scheduled on it.
+    clock: Clock = attrs.field(factory=VirtualClock)
+    # How long a stop that heard StopAlreadyFinished waits for the outcome
+    # before looking again (lifecycle.stop.already-finished-waits).
+    stop_settle_wait: float = 2.0
+    # Observer called as that wait begins (a test places a racing party here).
+    await_outcome: Callable[[Task], None] | None = None
+    summary_limit: int = SUMMARY_LIMIT
+    # task_status(wait_seconds) never blocks longer (lifecycle.status.wait-bounded).
+    max_status_wait: float = 120.0
+    sessions: SessionRepo | None = None  # None: a repository of the Manager's own
+    on_task_update: Callable[[Task], None] = _none
+    describe_state: Callable[[str, Any], str] | None = None
     max_continuations: int = 50
     max_attempts_per_task: int = 3
     max_depth: int = 1
@@ -81,7 +98,35 @@ class Manager:
     def __init__(self, config: Config) -> None:
         self.c = config
         self.store = config.store
+        self.sessions = config.sessions if config.sessions is not None else MemorySessions()
         self.recovered = False
+        # Runs between their claim and the end of their launch: True once the run
+        # reported its own ending (a fast finish, never to be stopped).
+        self._launching: dict[str, bool] = {}
+        # Per-parent locks, reference-counted so the table empties itself.
+        self._table = threading.Lock()
+        self._parents: dict[str, list] = {}
+
+    @contextmanager
+    def _parent_lock(self, parent_session_id: str) -> Iterator[None]:
+        """Serialize cap checks per parent (the cap holds under concurrent spawns
+        and retries within this Manager)."""
+        with self._table:
+            entry = self._parents.setdefault(parent_session_id, [threading.RLock(), 0])
+            entry[1] += 1
+        try:
+            with entry[0]:
+                yield
+        finally:
+            with self._table:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    del self._parents[parent_session_id]
+
+    def _update(self, snap: Task | None) -> None:
+        """lifecycle.update.on-task-update: every public change, as the new row."""
+        if snap is not None:
+            self.c.on_task_update(snap)
 
     # -- reports -----------------------------------------------------------
     def _report(self, snap: Task) -> None:
@@ -95,56 +140,99 @@ class Manager:
                 result: str, state: Any = KEEP) -> Task | None:
         snap = self.store.finalize(task_id, run_id, status, summary, result, state)
         if snap is not None:
-            self._report(snap)
+            self._announce(snap)
         return snap
+
+    def _announce(self, snap: Task) -> None:
+        """A won ending: wake waiters, update the card, report it."""
+        self.c.clock.notify()
+        self._update(snap)
+        self._report(snap)
 
     # -- lookups -----------------------------------------------------------
     def meta_for(self, session_id: str) -> tuple[Task | None, bool]:
         """(row, is_task). Store errors propagate: an error is not "not a task"
         (lifecycle.depth.lookup-error-refuses)."""
-        row = self.store.by_child_session(session_id)
+        try:
+            row = self.store.by_child_session(session_id)
+        except Exception as exc:  # noqa: BLE001 - any store failure is "could not tell"
+            raise LookupFailed(f'tasks: looking up session "{session_id}": {exc}') from exc
         return row, row is not None
 
-    def _live(self, parent_session_id: str) -> int:
-        return sum(1 for t in self.store.list_by_parent(parent_session_id)
-                   if not t.status.terminal)
+    def info(self, task: Task, agent: str = "") -> Info:
+        return Info.of(task, agent)
 
-    def _check_slot(self, parent_session_id: str) -> None:
+    def progress(self, info: Info) -> str:
+        """lifecycle.status.progress: the host's one-line account of where a job
+        stands; only for a task with a kind, never read by the Manager itself."""
+        if self.c.describe_state is None or not info.kind:
+            return ""
+        return self.c.describe_state(info.kind, info.state)
+
+    def _live(self, parent_session_id: str) -> int:
+        return len(self.store.list_non_terminal(parent_session_id))
+
+    def _check_slot(self, parent_session_id: str, row: Task | None = None) -> None:
         """lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot."""
         n = self.c.max_concurrent_per_parent
         if self._live(parent_session_id) >= n:
             raise TaskError(f"tasks: this conversation already has {n} tasks running; "
-                            "wait for one to finish")
+                            "wait for one to finish", row)
 
     # -- spawn -------------------------------------------------------------
     def spawn(self, req: SpawnRequest) -> Task:
+        return self.spawn_resolved(req)[0]
+
+    def spawn_resolved(self, req: SpawnRequest) -> tuple[Task, Spec]:
+        """Spawn, also answering what the resolver said (the spawn card's agent)."""
+        if not req.parent_session_id:
+            raise TaskError("tasks: Spawn requires a parent session")
         parent, is_task = self.meta_for(req.parent_session_id)
         depth = parent.depth + 1 if is_task else 1
         if depth > self.c.max_depth:  # lifecycle.depth.spawn-max-depth
             raise TaskError(f"tasks: cannot spawn from a task at depth {depth - 1}")
-        self._check_slot(req.parent_session_id)
-        spec = self.c.resolver(req.parent_session_id, req.agent_name)
-        row = self.store.create(Task(
-            id=self.c.new_id("t"), run_id=self.c.new_id("r"),
-            parent_session_id=req.parent_session_id, child_session_id=self.c.new_id("s"),
-            label=req.label or spec.display_name, kind=req.kind, state=req.state,
-            parent_run_id=req.parent_run_id, depth=depth, inherit=spec.inherit))
-        try:
-            self.c.launcher(LaunchRequest(task_id=row.id, run_id=row.run_id,
-                                          session_id=row.child_session_id, input=req.input,
-                                          kind=row.kind, state=row.state,
-                                          inherit=row.inherit))
-        except Exception:
-            # lifecycle.spawn.rollback-detached: the row goes with the failed spawn.
-            self.store.delete_session_tree(row.child_session_id)
-            raise
-        return self._reconcile(row.id, row.run_id)
+        with self._parent_lock(req.parent_session_id):
+            self._check_slot(req.parent_session_id)
+            spec = self.c.resolver(req.parent_session_id, req.agent_name)
+            label = req.label or spec.display_name or req.input[:60]
+            child = self.c.new_id("s")
+            self.sessions.create(Session(id=child, title=f"{req.kind or 'task'}: {label}",
+                                         hidden=True, parent_id=req.parent_session_id))
+            try:
+                row = self.store.create(Task(
+                    id=self.c.new_id("t"), run_id=self.c.new_id("r"),
+                    parent_session_id=req.parent_session_id, child_session_id=child,
+                    label=label, kind=req.kind, state=req.state,
+                    parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
+                    depth=depth, inherit=spec.inherit))
+            except BaseException:
+                self.sessions.delete(child)
+                raise
+            self._launching[row.run_id] = False
+            try:
+                self.c.launcher(LaunchRequest(task_id=row.id, run_id=row.run_id,
+                                              session_id=child, input=req.input,
+                                              kind=row.kind, state=row.state,
+                                              inherit=row.inherit))
+            except BaseException:
+                # lifecycle.spawn.rollback-detached: whatever ended the launch - its
+                # own failure or the caller being cancelled - the half-made task goes.
+                self._launching.pop(row.run_id, None)
+                self.store.delete(row.id)
+                self.sessions.delete(child)
+                raise
+            settled = self._reconcile(row.id, row.run_id)
+        self._update(settled)
+        return settled, spec
 
     def _reconcile(self, task_id: str, run_id: str) -> Task:
-        """After a launch: a stop that landed in the claim->launch window cancelled
-        the row; stop the run just started. A fast finish is left alone."""
+        """After a launch: a terminator that landed in the claim->launch window
+        (stop, stop-tree, sweep) left the row off this run; stop the run just
+        started - unless the run itself reported its ending meanwhile."""
+        reported = self._launching.pop(run_id, False)
         row = self.store.get(task_id)
-        if row.status is TaskStatus.CANCELLED and row.run_id == run_id and self.c.stopper:
+        moved_on = row.run_id != run_id or row.status.terminal
+        if moved_on and not reported and self.c.stopper is not None:
             self._ask_stopper(run_id, False)
         return row
 
@@ -165,29 +253,36 @@ class Manager:
         run_id = out.run_id or row.run_id  # lifecycle.outcome.run-id
         status = TaskStatus(out.status)
         if status is TaskStatus.INPUT_REQUIRED:
-            return self.store.mark_input_required(row.id, run_id)
+            snap = self.store.mark_input_required(row.id, run_id)
+            self._update(snap)
+            return snap
         if status is TaskStatus.WORKING:
             raise ValueError("a run outcome must be an ending or a pause")
+        if run_id in self._launching:
+            self._launching[run_id] = True  # it ended on its own: never stop it
         if status is TaskStatus.COMPLETED and out.graceful_stop:
             status = TaskStatus.CANCELLED
         summary, result = self._texts(status, out)
         asks = (self.c.continue_hook is not None
                 and status in (TaskStatus.COMPLETED, TaskStatus.FAILED)
+                and not out.graceful_stop  # lifecycle.stop.ends-task-over-continue
                 and bool(out.run_id) and row.status is TaskStatus.WORKING
                 and row.run_id == out.run_id)  # lifecycle.continuation.when-asked
         if not asks:
             return self._finish(row.id, run_id, status, summary, result)
         return self._continue(row, out, status, summary, result)
 
-    @staticmethod
-    def _texts(status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
+    def _sum(self, text: str) -> str:
+        return summarize(text, self.c.summary_limit)
+
+    def _texts(self, status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
         if status is TaskStatus.CANCELLED:
             text = out.text or STOPPED_AFTER_TURN
         elif status is TaskStatus.FAILED:
             text = out.err or out.text or "the run failed"
         else:
             text = out.text
-        return summarize(text), text
+        return self._sum(text), text
 
     def _continue(self, row: Task, out: RunOutcome, status: TaskStatus, summary: str,
                   result: str) -> Task | None:
@@ -195,12 +290,12 @@ class Manager:
         try:
             cont = self.c.continue_hook(row, out)
         except Exception as exc:  # noqa: BLE001 - lifecycle.continuation.error-fails
-            return self._finish(row.id, out.run_id, fail, summarize(str(exc)), str(exc))
+            return self._finish(row.id, out.run_id, fail, self._sum(str(exc)), str(exc))
         if cont is None:  # lifecycle.continuation.nil-ends
             return self._finish(row.id, out.run_id, status, summary, result)
         if not cont.input:  # lifecycle.continuation.no-input-ends
             if cont.err:
-                return self._finish(row.id, out.run_id, fail, summarize(cont.err), cont.err,
+                return self._finish(row.id, out.run_id, fail, self._sum(cont.err), cont.err,
                                     cont.state)
             return self._finish(row.id, out.run_id, status, summary, result, cont.state)
         if row.continuations >= self.c.max_continuations:  # .ceiling / .ceiling-keeps-state
@@ -217,22 +312,26 @@ class Manager:
         if moved is None:  # lifecycle.continuation.advance-lost-fails
             msg = "the task was moved before the next run could start"
             return self._finish(row.id, out.run_id, fail, msg, msg)
+        self._launching[next_run] = False
         try:
             self.c.launcher(LaunchRequest(task_id=moved.id, run_id=next_run,
                                           session_id=moved.child_session_id, input=cont.input,
                                           kind=moved.kind, state=moved.state,
                                           inherit=moved.inherit))
         except Exception as exc:  # noqa: BLE001 - lifecycle.continuation.launch-failure-fails
+            self._launching.pop(next_run, None)
             msg = f"could not start the next run: {exc}"
             return self._finish(moved.id, next_run, fail, msg, msg)
-        return self._reconcile(moved.id, next_run)
+        settled = self._reconcile(moved.id, next_run)
+        self._update(settled)
+        return settled
 
     # -- stop --------------------------------------------------------------
     def stop(self, task_id: str, graceful: bool = False) -> Task:
         """Chase the current run (lifecycle.stop.chases-current-run)."""
         row = self.store.get(task_id)
         if row.status.terminal:
-            raise TaskError(f"tasks: task already {row.status.value}")
+            raise TaskError(f"tasks: task already {row.status.value}", row)
         for _pass in range(2):  # a lost claim earns one more pass on the new attempt
             if row.status is TaskStatus.INPUT_REQUIRED:
                 # claim first, then tell the host (lifecycle.race.stop-vs-approval)
@@ -246,7 +345,7 @@ class Manager:
                 if answer is StopOutcome.AFTER_TURN and graceful:
                     return self.store.get(task_id)  # lifecycle.stop.after-turn-finishes-call
                 if answer is StopOutcome.ALREADY_FINISHED:
-                    self.c.await_outcome(row)  # lifecycle.stop.already-finished-waits
+                    self._settle(row)  # lifecycle.stop.already-finished-waits
                     now = self.store.get(task_id)
                     if now.run_id != row.run_id or now.status is not TaskStatus.WORKING:
                         if now.status.terminal:
@@ -254,13 +353,33 @@ class Manager:
                         row = now
                         continue
                     # still this attempt, still running: the outcome was lost
-                snap = self._finish(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED, STOPPED)
+                snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
+                                           STOPPED)
                 if snap is not None:
+                    # Unless the host said it cancelled the run, the first ask may have
+                    # missed a run still being launched (lifecycle.stop.unknown-run); it
+                    # is reachable now, so ask again - with the launch's own check after
+                    # it starts a run, this closes the window from both sides.
+                    if answer is not StopOutcome.CANCELLED:
+                        self._ask_stopper(row.run_id, False)
+                    self._announce(snap)
                     return snap
             row = self.store.get(task_id)
             if row.status.terminal:
                 return row
         return row
+
+    def _settle(self, row: Task) -> None:
+        """Give a run that "already finished" its moment: wait until the row leaves
+        this attempt (an ending, a retry) or the settle wait passes."""
+        if self.c.await_outcome is not None:
+            self.c.await_outcome(row)
+
+        def moved() -> bool:
+            now = self.store.get(row.id)
+            return now.run_id != row.run_id or now.status is not TaskStatus.WORKING
+
+        self.c.clock.wait_for(moved, self.c.stop_settle_wait)
 
     def stop_tree(self, session_id: str) -> list[Task]:
         """Stop every live task of a session; deletes nothing."""
@@ -269,46 +388,135 @@ class Manager:
 
     # -- retry -------------------------------------------------------------
     def retry(self, task_id: str, via_tool: bool = False) -> Task:
-        """failed -> working on the same session with a new run (lifecycle.retry.*)."""
+        """failed -> working on the same session with a new run (lifecycle.retry.*).
+
+        A refusal is a TaskError carrying the row as it stands. ``via_tool``:
+        the model asked (task_retry), so a launch failure it is told about in
+        the tool's result counts as delivered; over a host API only a person
+        heard, so the ending is reported as owed."""
         if not self.recovered:  # lifecycle.restart.before-retry
             raise TaskError("tasks: recovery has not run; retries are not accepted yet")
         row = self.store.get(task_id)
+        with self._parent_lock(row.parent_session_id):
+            row = self.store.get(task_id)
+            self._retryable(row)
+            self._check_slot(row.parent_session_id, row)
+            prompt = self.retry_prompt(row)  # before the claim clears the failure
+            new_run = self.c.new_id("r")
+            claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task)
+            if claimed is None:
+                now = self.store.get(task_id)
+                self._retryable(now)
+                raise TaskError("tasks: another writer claimed this task first; try again", now)
+            self._launching[new_run] = False
+            try:
+                self.c.launcher(LaunchRequest(task_id=claimed.id, run_id=new_run,
+                                              session_id=claimed.child_session_id,
+                                              input=prompt, kind=row.kind, state=row.state,
+                                              inherit=row.inherit, retry=True))
+            except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
+                self._launching.pop(new_run, None)
+                return self._release(task_id, new_run, f"retry could not start: {exc}",
+                                     via_tool)
+            settled = self._reconcile(task_id, new_run)
+        self._update(settled)
+        return settled
+
+    def _retryable(self, row: Task) -> None:
+        """lifecycle.retry.only-failed / lifecycle.retry.attempt-limit."""
         if row.status is not TaskStatus.FAILED:
             raise TaskError(f"tasks: cannot retry a task that is {row.status.value}; "
-                            "only a failed task can be retried")
+                            "only a failed task can be retried", row)
         cap = self.c.max_attempts_per_task
         if row.attempt >= cap:
             raise TaskError(f"tasks: this task has already used its {cap} attempts; "
-                            "start a new task instead")
-        self._check_slot(row.parent_session_id)
-        new_run = self.c.new_id("r")
-        claimed = self.store.retry_claim(task_id, new_run, cap)
-        if claimed is None:
-            raise TaskError("tasks: another writer claimed this task first; try again")
-        prompt = (f"A previous attempt at this task failed: {row.summary or 'unknown reason'}. "
-                  "Resume from the progress already made in this session.")
+                            "start a new task instead", row)
+
+    def retry_prompt(self, row: Task) -> str:
+        """The retry run's input: why the last attempt failed, and to resume."""
+        reason = self._sum(row.result.strip() or row.summary.strip()) or "no reason was recorded"
+        return (f"A previous attempt at this task failed: {reason}. The conversation above is "
+                "the progress made so far. Review it and continue the task to completion; "
+                "avoid repeating work that already succeeded.")
+
+    def _release(self, task_id: str, run_id: str, msg: str, via_tool: bool) -> Task:
+        snap = self.store.release_retry_claim(task_id, run_id, self._sum(msg), msg)
+        if snap is None:
+            return self.store.get(task_id)
+        self.c.clock.notify()
+        self._update(snap)
+        if via_tool:  # lifecycle.retry.launch-failure-tool
+            self.c.on_result_delivered(snap)
+        else:  # lifecycle.retry.launch-failure-host-api
+            self.c.on_finished(snap)
+        return snap
+
+    # -- reading -------------------------------------------------------------
+    def list(self, parent_session_id: str) -> list[Task]:
+        """The conversation's tasks, newest first; settles no debt
+        (lifecycle.status.listing-no-debt)."""
+        return self.store.list_by_parent(parent_session_id)
+
+    def status(self, task_id: str, wait: float = 0.0) -> Task:
+        """Read one task, waiting up to ``wait`` seconds (capped by max_status_wait)
+        for it to finish. A finished task read here is the model's: delivered."""
+        wait = max(0.0, min(float(wait), self.c.max_status_wait))
+        row = self.store.get(task_id)
+        if not row.status.terminal and wait > 0:
+            self.c.clock.wait_for(lambda: self._gone_or_done(task_id), wait)
+            row = self.store.get(task_id)
+        if row.status.terminal:
+            self.c.on_result_delivered(row)
+        return row
+
+    def _gone_or_done(self, task_id: str) -> bool:
         try:
-            self.c.launcher(LaunchRequest(task_id=claimed.id, run_id=new_run,
-                                          session_id=claimed.child_session_id, input=prompt,
-                                          kind=claimed.kind, state=claimed.state,
-                                          inherit=claimed.inherit, retry=True))
-        except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
-            msg = f"retry could not start: {exc}"
-            snap = self.store.release_retry_claim(task_id, new_run, summarize(msg), msg)
-            if snap is None:
-                return self.store.get(task_id)
-            if via_tool:  # lifecycle.retry.launch-failure-tool
-                self.c.on_result_delivered(snap)
-            else:  # lifecycle.retry.launch-failure-host-api
-                self.c.on_finished(snap)
-            return snap
-        return self._reconcile(task_id, new_run)
+            return self.store.get(task_id).status.terminal
+        except NotFound:
+            return True
+
+    def model_has_result(self, info: Info) -> None:
+        """The model was handed ``info``: if that is this attempt's ending, the debt
+        is settled (lifecycle.tools.model-has-result). A working view, or the
+        view of an attempt a retry has since replaced, settles nothing."""
+        if not info.status.terminal:
+            return
+        try:
+            row = self.store.get(info.task_id)
+        except NotFound:
+            return
+        if row.status.terminal and max(row.attempt, 1) == info.attempt:
+            self.c.on_result_delivered(row)
+
+    # -- approvals -----------------------------------------------------------
+    def resume_after_approval(self, task_id: str, run_id: str = "") -> Task | None:
+        """The approval a paused task waited on came back: the same run goes on
+        (input_required -> working), unless a stop claimed the row first."""
+        row = self.store.get(task_id)
+        snap = self.store.reclaim_working(task_id, run_id or row.run_id)
+        self._update(snap)
+        return snap
+
+    # -- the model's tools -------------------------------------------------------
+    def tools(self) -> list:
+        """spawn_task, then task_status, task_retry, task_stop (lifecycle.tools.order)."""
+        from forge.lifecycle.tools import tools
+        return tools(self)
+
+    def spawn_tool(self) -> Any:
+        from forge.lifecycle.tools import spawn_tool
+        return spawn_tool(self)
+
+    def task_tools(self) -> list:
+        from forge.lifecycle.tools import task_tools
+        return task_tools(self)
 
     # -- restart -----------------------------------------------------------
     def recover(self) -> list[Task]:
         """lifecycle.restart.recover-at-startup: fail every working row, report each."""
         failed = self.store.fail_orphans()
         for snap in failed:
+            self._update(snap)
             self.c.on_finished(snap)
         self.recovered = True
         return failed

@@ -56,6 +56,7 @@ class Task:
     kind: str = ""
     state: Any = None
     parent_run_id: str = ""
+    tool_call_id: str = ""  # the spawn_task call, key of the UI card
     depth: int = 1
     inherit: Any = None
     continuations: int = 0  # runs chained by Continue since spawn or last retry
@@ -115,3 +116,39 @@ class SpawnRequest:
     parent_run_id: str = ""
     kind: str = ""
     state: Any = None
+    tool_call_id: str = ""
+
+
+@attrs.frozen
+class Info:
+    """The public view of a task the Manager's callers and tools get.
+
+    ``agent`` is the resolver's display name, known only to the spawn that
+    resolved it; every other view leaves it empty."""
+
+    task_id: str
+    status: TaskStatus
+    attempt: int = 1
+    label: str = ""
+    kind: str = ""
+    agent: str = ""
+    summary: str = ""
+    result: str = ""
+    state: Any = None
+
+    @classmethod
+    def of(cls, task: Task, agent: str = "") -> Info:
+        return cls(task_id=task.id, status=task.status, attempt=max(task.attempt, 1),
+                   label=task.label, kind=task.kind, agent=agent, summary=task.summary,
+                   result=task.result, state=task.state)
+
+
+@attrs.frozen
+class Debt:
+    """A wake-up the parent is owed: written by the store in the same step as the
+    ending that creates it (lifecycle.durable.debt-atomic), bound to that run."""
+
+    task_id: str
+    run_id: str
+    status: TaskStatus
+    summary: str = ""

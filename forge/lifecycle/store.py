@@ -1,19 +1,22 @@
-"""Task store: the ``Store`` protocol and a deterministic in-memory ``MemoryStore``.
+"""Task store: the ``Store`` protocol and the in-memory ``MemoryStore``.
 
 Lives here: every row transition as one compare-and-set (create, finalize,
-retry claim and its release, advance, pause, the restart sweep) plus reads and
-the delete cascade a session repository owes. Each method mutates at most one
-snapshot swap, so a caller that interleaves calls sees atomic transitions.
-Does not live here: when to call them (``manager``), hooks, id generation.
+retry claim and its release, advance, pause and its reclaim, the restart
+sweep), reads, deleting a row, and the task-tree cascade a session repository
+owes. ``MemoryStore`` holds one re-entrant lock over every method, so each
+transition is atomic under real threads as well as under interleaved calls.
+Does not live here: when to call them (``manager``), hooks, id generation,
+the SQLite store (``sqlite_store``), the contract both pass (``contract``).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Protocol
 
 import attrs
 
-from forge.lifecycle.records import Task, TaskStatus
+from forge.lifecycle.records import Debt, Task, TaskStatus
 
 KEEP = object()  # sentinel: "leave State as recorded"
 ORPHAN_SUMMARY = "the process restarted while the task was running"
@@ -40,10 +43,75 @@ class Store(Protocol):
     def advance(self, task_id: str, run_id: str, next_run_id: str,
                 state: Any = KEEP) -> Task | None: ...
     def mark_input_required(self, task_id: str, run_id: str) -> Task | None: ...
+    def reclaim_working(self, task_id: str, run_id: str) -> Task | None: ...
     def fail_orphans(self) -> list[Task]: ...
+    def list_non_terminal(self, parent_session_id: str) -> list[Task]: ...
+    def delete(self, task_id: str) -> None: ...
+    def session_tree(self, session_id: str) -> list[Task]: ...
     def delete_session_tree(self, session_id: str) -> list[str]: ...
+    def owed(self) -> list[Debt]: ...
+    def settle(self, task_id: str, run_id: str) -> bool: ...
 
 
+def owes(status: TaskStatus) -> bool:
+    """Which endings leave a wake-up owed: every terminal one but a cancellation,
+    which is reported as delivered (lifecycle.report.cancel-is-delivered)."""
+    return status.terminal and status is not TaskStatus.CANCELLED
+
+
+def check_create(task: Task) -> None:
+    if not task.id:
+        raise ValueError("tasks: Create requires an ID")
+
+
+def check_final(status: Any) -> TaskStatus:
+    status = TaskStatus(status)
+    if not status.terminal:
+        raise ValueError(f"finalize needs a terminal status, got {status.value}")
+    return status
+
+
+def under_ceiling(attempt: int, max_attempts: int) -> bool:
+    """The retry ceiling as a store predicate; attempt 0 reads as the first, and a
+    ceiling of 0 or less means none."""
+    return max_attempts <= 0 or max(attempt, 1) < max_attempts
+
+
+def tree_of(rows: list[Task], session_id: str) -> list[Task]:
+    """The rows a deleted session takes with it, in both roles, at any depth:
+    rows whose parent or child session it is, then the rows under each of
+    their child sessions, breadth first in creation order."""
+    doomed: list[Task] = []
+    seen: set[str] = set()
+    frontier = [session_id]
+    while frontier:
+        sid = frontier.pop(0)
+        for row in rows:
+            if row.id in seen:
+                continue
+            if row.parent_session_id == sid or row.child_session_id == sid:
+                seen.add(row.id)
+                doomed.append(row)
+                if row.child_session_id != sid:
+                    frontier.append(row.child_session_id)
+    return doomed
+
+
+def _atomic(cls: type) -> type:
+    """Wrap every public method of ``cls`` in ``self.lock`` (one rule, one place)."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not callable(fn):
+            continue
+
+        def locked(self: Any, *args: Any, _fn: Any = fn, **kwargs: Any) -> Any:
+            with self.lock:
+                return _fn(self, *args, **kwargs)
+        locked.__name__, locked.__doc__ = fn.__name__, fn.__doc__
+        setattr(cls, name, locked)
+    return cls
+
+
+@_atomic
 class MemoryStore:
     """Rows in a dict plus a creation counter; listings are ordered by ``seq``.
 
@@ -51,8 +119,16 @@ class MemoryStore:
     """
 
     def __init__(self) -> None:
+        # Insertion-ordered, and a transition replaces a row in place, so the
+        # dict's order is creation order (the listings' order) without a sort.
         self._rows: dict[str, Task] = {}
+        self._by_child: dict[str, list[str]] = {}  # child session -> task ids
+        self._by_parent: dict[str, list[str]] = {}  # parent session -> task ids
+        self._live: dict[str, dict[str, None]] = {}  # parent session -> live task ids
+        self._debts: dict[str, Debt] = {}  # task id -> owed wake-up, in owing order
         self._seq = 0
+        # Re-entrant: a session repository holds it across a whole cascade.
+        self.lock = threading.RLock()
 
     # -- reads -----------------------------------------------------------
     def get(self, task_id: str) -> Task:
@@ -62,62 +138,91 @@ class MemoryStore:
             raise NotFound(task_id) from None
 
     def by_child_session(self, session_id: str) -> Task | None:
-        for row in self.list_all():
-            if row.child_session_id == session_id:
-                return row
-        return None
+        ids = self._by_child.get(session_id)
+        return self._rows[ids[0]] if ids else None
 
     def list_all(self) -> list[Task]:
-        return sorted(self._rows.values(), key=lambda t: t.seq)
+        return list(self._rows.values())
 
     def list_by_parent(self, parent_session_id: str) -> list[Task]:
         """Newest first (lifecycle.status.listing)."""
-        rows = [t for t in self.list_all() if t.parent_session_id == parent_session_id]
-        return rows[::-1]
+        return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
 
     # -- writes ----------------------------------------------------------
     def create(self, task: Task) -> Task:
+        check_create(task)
         if task.id in self._rows:
             raise ValueError(f"tasks: duplicate id {task.id}")
         self._seq += 1
         row = attrs.evolve(task, seq=self._seq)
         self._rows[row.id] = row
+        self._by_child.setdefault(row.child_session_id, []).append(row.id)
+        self._by_parent.setdefault(row.parent_session_id, []).append(row.id)
+        self._track(row)
         return row
+
+    def _track(self, row: Task) -> None:
+        """Keep the per-parent set of live rows (the cap's count) up to date."""
+        live = self._live.setdefault(row.parent_session_id, {})
+        if row.status.terminal:
+            live.pop(row.id, None)
+        else:
+            live[row.id] = None
+
+    def _forget(self, task_id: str) -> None:
+        row = self._rows.pop(task_id, None)
+        self._debts.pop(task_id, None)
+        if row is None:
+            return
+        self._live.get(row.parent_session_id, {}).pop(task_id, None)
+        for index, key in ((self._by_child, row.child_session_id),
+                           (self._by_parent, row.parent_session_id)):
+            index[key].remove(task_id)
+            if not index[key]:
+                del index[key]
 
     def _swap(self, row: Task, **changes: Any) -> Task:
         new = attrs.evolve(row, **changes)
         self._rows[row.id] = new
+        self._track(new)
         return new
 
     def finalize(self, task_id, run_id, status, summary, result, state=KEEP):
         """lifecycle.finalize.cas / .run-bound / lifecycle.store.finalize-takes-state:
         status, result (and State) in one write, only while non-terminal on ``run_id``."""
-        if not TaskStatus(status).terminal:
-            raise ValueError(f"finalize needs a terminal status, got {status}")
+        status = check_final(status)
         row = self.get(task_id)
         if row.status.terminal or row.run_id != run_id:
             return None
-        changes: dict[str, Any] = {"status": TaskStatus(status), "summary": summary,
-                                   "result": result}
+        changes: dict[str, Any] = {"status": status, "summary": summary, "result": result}
         if state is not KEEP:
             changes["state"] = state
-        return self._swap(row, **changes)
+        return self._owe(self._swap(row, **changes))
+
+    def _owe(self, snap: Task) -> Task:
+        if owes(snap.status):
+            self._debts.pop(snap.id, None)
+            self._debts[snap.id] = Debt(snap.id, snap.run_id, snap.status, snap.summary)
+        return snap
 
     def retry_claim(self, task_id, new_run_id, max_attempts):
         """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the cap."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.FAILED or row.attempt >= max_attempts:
+        if row.status is not TaskStatus.FAILED or not under_ceiling(row.attempt, max_attempts):
             return None
+        self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,
-                          attempt=row.attempt + 1, summary="", result="", continuations=0)
+                          attempt=max(row.attempt, 1) + 1, summary="", result="",
+                          continuations=0)
 
     def release_retry_claim(self, task_id, run_id, summary, result):
         """Undo a won claim whose run never started: back to failed, attempt rolled down."""
         row = self.get(task_id)
         if row.status is not TaskStatus.WORKING or row.run_id != run_id:
             return None
-        return self._swap(row, status=TaskStatus.FAILED, attempt=max(1, row.attempt - 1),
-                          summary=summary, result=result)
+        return self._owe(self._swap(row, status=TaskStatus.FAILED,
+                                    attempt=max(1, row.attempt - 1), summary=summary,
+                                    result=result))
 
     def advance(self, task_id, run_id, next_run_id, state=KEEP):
         """lifecycle.continuation.advance-cas / .same-run-rewrites-state / .attempt-untouched."""
@@ -138,29 +243,53 @@ class MemoryStore:
             return None
         return self._swap(row, status=TaskStatus.INPUT_REQUIRED)
 
+    def reclaim_working(self, task_id, run_id):
+        """An approval resumes the paused run: input_required -> working, only while
+        the row still names ``run_id`` (a stop that claimed first wins)."""
+        row = self.get(task_id)
+        if row.status is not TaskStatus.INPUT_REQUIRED or row.run_id != run_id:
+            return None
+        return self._swap(row, status=TaskStatus.WORKING)
+
+    def list_non_terminal(self, parent_session_id):
+        """The parent's live rows (working or paused), oldest first."""
+        rows = [self._rows[i] for i in self._live.get(parent_session_id, {})]
+        return sorted(rows, key=lambda t: t.seq)
+
+    def delete(self, task_id):
+        """Remove one row (and what it owes); an unknown id is not an error."""
+        self._forget(task_id)
+
+    def owed(self):
+        """Every wake-up still owed, oldest first."""
+        return list(self._debts.values())
+
+    def settle(self, task_id, run_id):
+        """The model has the result of ``run_id``: drop that debt (only that one -
+        a delivery of an older attempt settles nothing newer)."""
+        debt = self._debts.get(task_id)
+        if debt is None or debt.run_id != run_id:
+            return False
+        del self._debts[task_id]
+        return True
+
+    def session_tree(self, session_id):
+        return tree_of(self.list_all(), session_id)
+
     def fail_orphans(self):
         """lifecycle.restart.fails-working / .keeps-paused / .fails-at-step."""
         out = []
         for row in self.list_all():
             if row.status is TaskStatus.WORKING:
-                out.append(self._swap(row, status=TaskStatus.FAILED, summary=ORPHAN_SUMMARY,
-                                      result=ORPHAN_SUMMARY))
+                out.append(self._owe(self._swap(row, status=TaskStatus.FAILED,
+                                                summary=ORPHAN_SUMMARY,
+                                                result=ORPHAN_SUMMARY)))
         return out
 
     def delete_session_tree(self, session_id):
         """The cascade a repository owes on deleting a parent (lifecycle.delete.tree-must-go):
         its rows in both roles and every task row below them at any depth."""
-        doomed: list[str] = []
-        frontier = [session_id]
-        while frontier:
-            sid = frontier.pop(0)
-            for row in self.list_all():
-                if row.id in doomed:
-                    continue
-                if row.parent_session_id == sid or row.child_session_id == sid:
-                    doomed.append(row.id)
-                    if row.child_session_id != sid:
-                        frontier.append(row.child_session_id)
+        doomed = [t.id for t in tree_of(self.list_all(), session_id)]
         for tid in doomed:
-            del self._rows[tid]
+            self._forget(tid)
         return doomed

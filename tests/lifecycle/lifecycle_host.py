@@ -12,7 +12,7 @@ from forge.lifecycle.store import MemoryStore
 
 
 class FakeHost:
-    def __init__(self, **config):
+    def __init__(self, store=None, **config):
         self.launches = []
         self.stops = []
         self.finished = []
@@ -22,7 +22,7 @@ class FakeHost:
         self.on_launch = None  # one-shot callable(req), runs inside the launcher
         self.on_stop = None  # one-shot callable(run_id), runs inside the stopper
         self.on_await = None  # one-shot callable(task), the stop's brief wait
-        self.store = MemoryStore()
+        self.store = MemoryStore() if store is None else store
         self.mgr = Manager(Config(store=self.store, launcher=self._launch, stopper=self._stop,
                                   on_finished=self.finished.append,
                                   on_result_delivered=self.delivered.append,

@@ -122,8 +122,9 @@ class LifecycleMachine(RuleBasedStateMachine):
             self.ids.append(t.id)
             if launch == "stop-in-window":
                 assert t.status is X  # lifecycle.race.stop-in-launch-window
-                # the stop told the host, then the spawn stopped the run it had started
-                assert h.stops[n_stops:] == [(t.run_id, False)] * 2
+                # the stop told the host, claimed and told it again (it had answered
+                # unknown_run), then the spawn stopped the run it had started
+                assert h.stops[n_stops:] == [(t.run_id, False)] * 3
             if launch == "fast-finish":
                 assert t.status is not X  # lifecycle.race.fast-finish-in-launch-window
         finally:

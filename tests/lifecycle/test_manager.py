@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from lifecycle_host import FakeHost
 
-from forge.lifecycle.manager import TaskError
+from forge.lifecycle.manager import LookupFailed, TaskError
 from forge.lifecycle.notices import format_notification
 from forge.lifecycle.records import (
     Continuation,
@@ -94,10 +94,12 @@ def test_meta_for_lookup_error_propagates():
     def broken(_sid):
         raise OSError("db down")
     h.store.by_child_session = broken
-    with pytest.raises(OSError):
+    # an error, never "not a task", and one that names the session and the cause
+    with pytest.raises(LookupFailed, match='^tasks: looking up session "x": db down$'):
         h.mgr.meta_for("x")
-    with pytest.raises(OSError):
+    with pytest.raises(LookupFailed):
         spawn(h)
+    assert h.launches == []
 
 
 def test_completion_reports_claimed_snapshot_once(h):
@@ -156,7 +158,15 @@ def test_stop_unknown_run_claims(h):
     t = spawn(h)
     h.stop_answer = StopOutcome.UNKNOWN_RUN
     snap = h.mgr.stop(t.id)
-    assert snap.status is X and h.delivered == [snap] and h.stops == [(t.run_id, False)]
+    assert snap.status is X and h.delivered == [snap]
+    # asked, claimed, asked again: a run still being launched is reachable now
+    assert h.stops == [(t.run_id, False), (t.run_id, False)]
+
+
+def test_stop_that_was_told_cancelled_does_not_ask_again(h):
+    # lifecycle.stop.reports-what-it-did
+    t = spawn(h)
+    assert h.mgr.stop(t.id).status is X and h.stops == [(t.run_id, False)]
 
 
 def test_stop_already_finished_late_outcome_kept(h):
@@ -216,7 +226,7 @@ def test_stop_lost_claim_gets_one_more_pass(h):
     snap = h.mgr.stop(t.id)
     cur = h.store.get(t.id)
     assert snap == cur and cur.status is X and cur.attempt == 2
-    assert [r for r, _ in h.stops] == [t.run_id, cur.run_id]
+    assert [r for r, _ in h.stops] == [t.run_id, cur.run_id, cur.run_id]
 
 
 def test_stop_paused_claims_first(h):
@@ -236,7 +246,8 @@ def test_stop_in_launch_window_stops_started_run(h):
     h.on_launch = lambda req: h.mgr.stop(req.task_id)
     t = spawn(h)
     assert t.status is X and len(h.delivered) == 1
-    assert h.stops == [(t.run_id, False), (t.run_id, False)]
+    # the stop asks, claims and asks again; the spawn stops the run it started
+    assert h.stops == [(t.run_id, False)] * 3
 
 
 def test_fast_finish_in_launch_window_not_cancelled(h):

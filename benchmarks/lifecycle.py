@@ -1,0 +1,196 @@
+"""Lifecycle benchmarks: store transitions and whole task lives, ratios in one run.
+
+    python benchmarks/lifecycle.py [--seconds S] [--json]
+
+Measures, in-process:
+- store transitions/s (a create, a finalize, a retry claim and its release,
+  a settle: one "cycle" of five transactions) on the SQLite store, on a file
+  in WAL mode (synchronous FULL, the default, and NORMAL) and in memory,
+  against the memory store as the baseline;
+- whole task lives/s through the Manager (spawn, a failed run, a retry, a
+  completion, the model reading the result) on each store;
+- race steps/s: random stop/retry/finish races applied to the Manager on the
+  memory store, against a plain spawn-and-complete loop as the baseline;
+- interleavings/s of the exhaustive race explorer (forge.lifecycle.explore)
+  over its six two-actor races, on the memory store.
+Each figure is the median of five timed rounds; ratios compare numbers taken
+in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import pathlib
+import random
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from forge.lifecycle.explore import RACES, explore  # noqa: E402
+from forge.lifecycle.manager import Config, Manager  # noqa: E402
+from forge.lifecycle.records import (  # noqa: E402
+    RunOutcome,
+    SpawnRequest,
+    StopOutcome,
+    Task,
+    TaskStatus,
+)
+from forge.lifecycle.sqlite_store import SqliteStore  # noqa: E402
+from forge.lifecycle.store import MemoryStore  # noqa: E402
+
+
+def rate(fn, seconds: float) -> float:
+    """Calls per second: the median over five rounds of ~seconds/5 each."""
+    rounds = []
+    for _ in range(5):
+        n, start = 0, time.perf_counter()
+        deadline = start + seconds / 5
+        while True:
+            fn()
+            n += 1
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+        rounds.append(n / (now - start))
+    return statistics.median(rounds)
+
+
+def store_cycle(store):
+    ids = itertools.count()
+
+    def cycle():
+        n = next(ids)
+        tid, run = f"t{n}", f"r{n}"
+        store.create(Task(id=tid, run_id=run, parent_session_id="p",
+                          child_session_id=f"s{n}", label="job"))
+        store.finalize(tid, run, TaskStatus.FAILED, "boom", "boom")
+        store.retry_claim(tid, run + "b", 3)
+        store.release_retry_claim(tid, run + "b", "no start", "no start")
+        store.settle(tid, run + "b")
+    return cycle
+
+
+def manager_life(store):
+    mgr = Manager(Config(store=store, sessions=getattr(store, "sessions", lambda: None)(),
+                         launcher=lambda req: None,
+                         stopper=lambda run, graceful: StopOutcome.CANCELLED))
+    mgr.recover()
+
+    def life():
+        t = mgr.spawn(SpawnRequest(parent_session_id="p", agent_name="a", input="go"))
+        mgr.on_run_finished(t.child_session_id, RunOutcome(status=TaskStatus.FAILED,
+                                                           run_id=t.run_id, err="boom"))
+        r = mgr.retry(t.id)
+        mgr.on_run_finished(t.child_session_id, RunOutcome(status=TaskStatus.COMPLETED,
+                                                           run_id=r.run_id, text="done"))
+        mgr.status(t.id)
+    return life
+
+
+def interleavings():
+    """One random race per call, as the model machine's rules apply them."""
+    rng = random.Random(7)
+    stop_answer = [StopOutcome.CANCELLED]
+
+    def stopper(run, graceful):
+        return stop_answer[0]
+    mgr = Manager(Config(store=MemoryStore(), launcher=lambda req: None, stopper=stopper,
+                         max_concurrent_per_parent=10**9))
+    mgr.recover()
+
+    def step():
+        t = mgr.spawn(SpawnRequest(parent_session_id="p", agent_name="a", input="go"))
+        end = lambda st, run=t.run_id: mgr.on_run_finished(  # noqa: E731
+            t.child_session_id, RunOutcome(status=st, run_id=run, text="x", err="e"))
+        race = rng.randrange(4)
+        if race == 0:  # stop vs completion
+            stop_answer[0] = StopOutcome.ALREADY_FINISHED
+            mgr.c.clock.call_later(0.5, lambda: end(TaskStatus.COMPLETED))
+            mgr.stop(t.id)
+        elif race == 1:  # failure, retry, stale outcome of the first run
+            end(TaskStatus.FAILED)
+            mgr.retry(t.id)
+            end(TaskStatus.COMPLETED)
+            mgr.stop(t.id)
+        elif race == 2:  # pause, stop claims before the approval
+            end(TaskStatus.INPUT_REQUIRED)
+            mgr.stop(t.id)
+            mgr.resume_after_approval(t.id)
+        else:  # graceful stop, the run ends after its turn
+            stop_answer[0] = StopOutcome.AFTER_TURN
+            mgr.stop(t.id, graceful=True)
+            mgr.on_run_finished(t.child_session_id, RunOutcome(
+                status=TaskStatus.COMPLETED, run_id=t.run_id, graceful_stop=True))
+        stop_answer[0] = StopOutcome.CANCELLED
+    return step
+
+
+def plain_lives():
+    mgr = Manager(Config(store=MemoryStore(), launcher=lambda req: None,
+                         max_concurrent_per_parent=10**9))
+    mgr.recover()
+
+    def step():
+        t = mgr.spawn(SpawnRequest(parent_session_id="p", agent_name="a", input="go"))
+        mgr.on_run_finished(t.child_session_id, RunOutcome(status=TaskStatus.COMPLETED,
+                                                           run_id=t.run_id, text="x"))
+    return step
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=2.0, help="time per figure")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    opts = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        file_store = lambda name: SqliteStore(str(pathlib.Path(tmp) / name))  # noqa: E731
+        memory_cycles = rate(store_cycle(MemoryStore()), opts.seconds)
+        sqlite_file_cycles = rate(store_cycle(file_store("cycles.db")), opts.seconds)
+        sqlite_normal_cycles = rate(store_cycle(SqliteStore(
+            str(pathlib.Path(tmp) / "normal.db"), synchronous="NORMAL")), opts.seconds)
+        sqlite_mem_cycles = rate(store_cycle(SqliteStore(":memory:")), opts.seconds)
+        memory_lives = rate(manager_life(MemoryStore()), opts.seconds)
+        sqlite_file_lives = rate(manager_life(file_store("lives.db")), opts.seconds)
+    races = rate(interleavings(), opts.seconds)
+    start = time.perf_counter()
+    explored = sum(explore(s, reduced=False).interleavings for s in RACES.values())
+    explore_rate = explored / (time.perf_counter() - start)
+    plain = rate(plain_lives(), opts.seconds)
+    figures = {
+        "store_ops_per_s": {"memory": 5 * memory_cycles, "sqlite_file_wal": 5 * sqlite_file_cycles,
+                            "sqlite_file_wal_normal": 5 * sqlite_normal_cycles,
+                            "sqlite_memory": 5 * sqlite_mem_cycles},
+        "sqlite_file_vs_memory": sqlite_file_cycles / memory_cycles,
+        "task_lives_per_s": {"memory": memory_lives, "sqlite_file_wal": sqlite_file_lives},
+        "race_steps_per_s": races,
+        "plain_lives_per_s": plain,
+        "race_step_vs_plain_life": races / plain,
+        "explored_interleavings": explored,
+        "explored_interleavings_per_s": explore_rate,
+    }
+    if opts.json:
+        print(json.dumps(figures, indent=2))
+        return
+    ops = figures["store_ops_per_s"]
+    print(f"store transitions/s: memory {ops['memory']:,.0f}, SQLite file (WAL) "
+          f"{ops['sqlite_file_wal']:,.0f} ({figures['sqlite_file_vs_memory']:.3f}x memory; "
+          f"synchronous=NORMAL {ops['sqlite_file_wal_normal']:,.0f}), "
+          f"SQLite in memory {ops['sqlite_memory']:,.0f}")
+    lives = figures["task_lives_per_s"]
+    print(f"task lives/s (spawn, fail, retry, complete, read): memory {lives['memory']:,.0f}, "
+          f"SQLite file {lives['sqlite_file_wal']:,.0f}")
+    print(f"race interleavings/s on the memory store: {races:,.0f} "
+          f"({figures['race_step_vs_plain_life']:.2f}x a plain spawn-and-complete, "
+          f"{plain:,.0f}/s)")
+    print(f"exhaustive exploration: {explored:,} interleavings of six races at "
+          f"{explore_rate:,.0f}/s")
+
+
+if __name__ == "__main__":
+    main()
