@@ -54,7 +54,8 @@ _OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                         "parent_run_id", "launch_error", "during_launch")),
     "run_completes": (("task",), ("result", "run", "graceful_stop", "launch_error",
                                   "during_launch")),
-    "run_fails": (("task",), ("error", "result", "run", "launch_error", "during_launch")),
+    "run_fails": (("task",), ("error", "result", "run", "graceful_stop", "launch_error",
+                              "during_launch")),
     "run_cancelled": (("task",), ("result", "run")),
     "run_pauses": (("task",), ("run",)),
     "stop": (("task",), ("graceful", "stopper", "during_stop", "during_wait")),
@@ -483,7 +484,8 @@ class _Run:
 
     def op_run_fails(self, op: dict, where: str) -> dict | None:
         return self._outcome(op, where, "failed", err=op.get("error", ""),
-                             text=op.get("result", ""))
+                             text=op.get("result", ""),
+                             graceful_stop=op.get("graceful_stop", False))
 
     def op_run_cancelled(self, op: dict, where: str) -> dict | None:
         return self._outcome(op, where, "cancelled", text=op.get("result", ""))

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 
 import attrs
 
-import forge.engine.run  # noqa: F401 - importing the engine declares every site
+import forge.engine.run  # noqa: F401 - importing the engine declares its sites
+import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
 from forge import variation
 
 
@@ -107,6 +108,16 @@ _ROWS = [
     ("model-cancel-queues-notice", "model", "model.cancel-queues-notice"),
     ("notices-delivered-twice", "model", "model.notices-delivered-twice"),
     ("notice-head-without-marks", "model", "model.notice-head-without-marks"),
+    # the lifecycle manager: compare-and-set rules and races
+    ("finalize-not-run-bound", "lifecycle", "lifecycle.finalize-not-run-bound"),
+    ("finalize-overwrites-terminal", "lifecycle", "lifecycle.finalize-overwrites-terminal"),
+    ("retry-ceiling-outside-store", "lifecycle", "lifecycle.retry-ceiling-outside-store"),
+    ("retry-claim-any-status", "lifecycle", "lifecycle.retry-claim-any-status"),
+    ("advance-any-status", "lifecycle", "lifecycle.advance-any-status"),
+    ("stop-does-not-chase", "lifecycle", "lifecycle.stop-does-not-chase"),
+    ("launch-never-looks-back", "lifecycle", "lifecycle.launch-never-looks-back"),
+    ("sweep-reports-nothing", "lifecycle", "lifecycle.sweep-reports-nothing"),
+    ("graceful-ignored-on-failure", "lifecycle", "lifecycle.graceful-ignored-on-failure"),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]

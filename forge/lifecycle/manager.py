@@ -37,6 +37,20 @@ from forge.lifecycle.clock import Clock, VirtualClock
 from forge.lifecycle.errors import LookupFailed, TaskError
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, NotFound, Store
+from forge.variation import declare
+
+# Variation sites of the manager's race rules (forge.variation).
+STOP_DOES_NOT_CHASE = declare("lifecycle.stop-does-not-chase", "lifecycle",
+                              "a stop that loses its claim to a retry does not chase the "
+                              "retried attempt")
+LAUNCH_NEVER_LOOKS_BACK = declare("lifecycle.launch-never-looks-back", "lifecycle",
+                                  "a launch does not stop a run whose task was ended in the "
+                                  "claim-to-launch window")
+SWEEP_REPORTS_NOTHING = declare("lifecycle.sweep-reports-nothing", "lifecycle",
+                                "the restart sweep fails interrupted tasks without reporting them")
+GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "lifecycle",
+                                      "a graceful stop followed by a failed last turn still "
+                                      "asks the Continue hook")
 
 SUMMARY_LIMIT = 300
 STOPPED = "stopped"
@@ -232,6 +246,8 @@ class Manager:
         reported = self._launching.pop(run_id, False)
         row = self.store.get(task_id)
         moved_on = row.run_id != run_id or row.status.terminal
+        if LAUNCH_NEVER_LOOKS_BACK.on:
+            return row
         if moved_on and not reported and self.c.stopper is not None:
             self._ask_stopper(run_id, False)
         return row
@@ -260,6 +276,8 @@ class Manager:
             raise ValueError("a run outcome must be an ending or a pause")
         if run_id in self._launching:
             self._launching[run_id] = True  # it ended on its own: never stop it
+        if GRACEFUL_IGNORED_ON_FAILURE.on and status is TaskStatus.FAILED:
+            out = attrs.evolve(out, graceful_stop=False)
         if status is TaskStatus.COMPLETED and out.graceful_stop:
             status = TaskStatus.CANCELLED
         summary, result = self._texts(status, out)
@@ -332,7 +350,8 @@ class Manager:
         row = self.store.get(task_id)
         if row.status.terminal:
             raise TaskError(f"tasks: task already {row.status.value}", row)
-        for _pass in range(2):  # a lost claim earns one more pass on the new attempt
+        passes = 1 if STOP_DOES_NOT_CHASE.on else 2
+        for _pass in range(passes):  # a lost claim earns one more pass on the new attempt
             if row.status is TaskStatus.INPUT_REQUIRED:
                 # claim first, then tell the host (lifecycle.race.stop-vs-approval)
                 snap = self._finish(row.id, row.run_id, TaskStatus.CANCELLED,
@@ -517,6 +536,7 @@ class Manager:
         failed = self.store.fail_orphans()
         for snap in failed:
             self._update(snap)
-            self.c.on_finished(snap)
+            if not SWEEP_REPORTS_NOTHING.on:
+                self.c.on_finished(snap)
         self.recovered = True
         return failed

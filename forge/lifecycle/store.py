@@ -17,8 +17,24 @@ from typing import Any, Protocol
 import attrs
 
 from forge.lifecycle.records import Debt, Task, TaskStatus
+from forge.variation import declare
 
 KEEP = object()  # sentinel: "leave State as recorded"
+
+# Variation sites of the store's compare-and-set rules (forge.variation).  The
+# reference store reads them; the SQLite store states the same predicates in
+# SQL and has no sites, since the mutants run against the reference.
+FINALIZE_NOT_RUN_BOUND = declare("lifecycle.finalize-not-run-bound", "lifecycle",
+                                 "a finalize naming a stale run still wins")
+FINALIZE_OVERWRITES_TERMINAL = declare("lifecycle.finalize-overwrites-terminal", "lifecycle",
+                                       "a finalize overwrites a row that already ended")
+CEILING_OUTSIDE_STORE = declare("lifecycle.retry-ceiling-outside-store", "lifecycle",
+                                "the retry ceiling is checked only by the manager, not in "
+                                "the store's claim")
+CLAIM_ANY_STATUS = declare("lifecycle.retry-claim-any-status", "lifecycle",
+                           "a retry claim does not check that the task is still failed")
+ADVANCE_ANY_STATUS = declare("lifecycle.advance-any-status", "lifecycle",
+                             "a continuation advances a row that is no longer working")
 ORPHAN_SUMMARY = "the process restarted while the task was running"
 
 
@@ -192,7 +208,8 @@ class MemoryStore:
         status, result (and State) in one write, only while non-terminal on ``run_id``."""
         status = check_final(status)
         row = self.get(task_id)
-        if row.status.terminal or row.run_id != run_id:
+        if ((row.status.terminal and not FINALIZE_OVERWRITES_TERMINAL.on)
+                or (row.run_id != run_id and not FINALIZE_NOT_RUN_BOUND.on)):
             return None
         changes: dict[str, Any] = {"status": status, "summary": summary, "result": result}
         if state is not KEEP:
@@ -208,7 +225,8 @@ class MemoryStore:
     def retry_claim(self, task_id, new_run_id, max_attempts):
         """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the cap."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.FAILED or not under_ceiling(row.attempt, max_attempts):
+        if ((row.status is not TaskStatus.FAILED and not CLAIM_ANY_STATUS.on)
+                or not (under_ceiling(row.attempt, max_attempts) or CEILING_OUTSIDE_STORE.on)):
             return None
         self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,
@@ -227,7 +245,7 @@ class MemoryStore:
     def advance(self, task_id, run_id, next_run_id, state=KEEP):
         """lifecycle.continuation.advance-cas / .same-run-rewrites-state / .attempt-untouched."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.WORKING or row.run_id != run_id:
+        if (row.status is not TaskStatus.WORKING and not ADVANCE_ANY_STATUS.on) or row.run_id != run_id:
             return None
         changes: dict[str, Any] = {"run_id": next_run_id}
         if state is not KEEP:
