@@ -1,4 +1,5 @@
-"""Same prompt, arguments and seed: byte-identical output in separate processes.
+"""Same prompt, arguments and seed: byte-identical output in separate processes;
+different seeds really give different schedules; nothing prints an address.
 
 The processes run with different PYTHONHASHSEED values, so anything that
 iterated an unordered set or dict, read an address or the wall clock would
