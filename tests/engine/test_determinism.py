@@ -1,4 +1,5 @@
-"""Same prompt, arguments and seed: byte-identical output in separate processes.
+"""Same prompt, arguments and seed: byte-identical output in separate processes;
+different seeds really give different schedules; nothing prints an address.
 
 The processes run with different PYTHONHASHSEED values, so anything that
 iterated an unordered set or dict, read an address or the wall clock would
@@ -27,6 +28,8 @@ def forge(*args: str, hashseed: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("seed", ["3", "17"])
 @pytest.mark.parametrize("name", ["freeform.md", "checked-join.md", "leaky-walk.md"])
 def test_same_seed_same_bytes_across_processes(tmp_path, name, seed):
+    """The same example, seed and options give byte-identical JSON output and trace in three
+    processes with different hash seeds (kit: determinism.processes)."""
     outputs, traces = [], []
     for i, hashseed in enumerate(["0", "12345", "random"]):
         trace = tmp_path / f"trace{i}.jsonl"
@@ -41,7 +44,8 @@ def test_same_seed_same_bytes_across_processes(tmp_path, name, seed):
 
 
 def test_different_seeds_explore_different_schedules():
-    """Random schedules really differ (the trace hash moves), results do not."""
+    """Random schedules really differ: twenty seeds give more than one trace hash
+    (kit: determinism.schedules)."""
     text = (EXAMPLES / "freeform.md").read_text()
     hashes = {run_text(text, seed=s)["trace_sha256"] for s in range(20)}
     assert len(hashes) > 1
@@ -69,6 +73,8 @@ return table.concat({ math.random(1, 10^9), tostring(t), tostring(f), string.for
 
 
 def test_addresses_and_random_numbers_are_reproducible(tmp_path):
+    """Printed table and function addresses, math.random after math.randomseed() and the pairs
+    order are the same in every process (kit: determinism.addresses)."""
     path = tmp_path / "probes.md"
     path.write_text(PROBES)
     outs = {forge("run", str(path), "--seed", "9", hashseed=h).stdout for h in ("1", "2", "3")}
@@ -79,6 +85,8 @@ def test_addresses_and_random_numbers_are_reproducible(tmp_path):
 
 
 def test_format_p_is_refused():
+    """string.format('%p') is refused because it would print an address
+    (kit: determinism.format-p)."""
     from tests.conftest import prompt_text, section
 
     obs = run_text(prompt_text(section("A", "return string.format('%p', {})")))

@@ -1,7 +1,6 @@
 """The kernel and the closed set of requests (forge.engine.kernel, forge.engine.requests).
 
-Clauses: tasks.status.blocked-values (what `blocked` reads for each request).
-"""
+Each test cites the clause it checks, or a kit: tag for the kernel's own rules."""
 
 from __future__ import annotations
 
@@ -33,7 +32,9 @@ def _run() -> Run:
 
 
 def test_blocked_reads_the_request_kind():
-    """tasks.status.blocked-values: chat, tool_call, store, tasks, queued, call."""
+    """Each kind of request a chain parks on reads as the `blocked` value the chapter gives:
+    chat, tool_call, store, tasks, queued, call (tasks.status.blocked-values,
+    tasks.concurrency.queued)."""
     expected = {
         requests.StoreOp("write", "a"): "store",
         requests.ModelRound("chat", "r1"): "chat",
@@ -50,6 +51,8 @@ def test_blocked_reads_the_request_kind():
 
 
 def test_a_chain_cannot_park_on_anything_outside_the_closed_set():
+    """Parking a chain on a value outside the closed set of requests is an internal error that
+    says so (kit: kernel.closed-requests)."""
     run = _run()
     run.execute()
     with pytest.raises(ForgeInternalError, match="not a request"):
@@ -57,25 +60,31 @@ def test_a_chain_cannot_park_on_anything_outside_the_closed_set():
 
 
 def test_an_unknown_suspending_call_is_an_internal_error_that_says_so():
+    """A suspending call the kernel does not know is an internal error naming it
+    (kit: kernel.unknown-call)."""
     run = _run()
     with pytest.raises(ForgeInternalError, match="unknown suspending call 'nope'"):
         run.scheduler._dispatch(None, "nope", ())
 
 
 def test_an_unknown_event_is_an_internal_error_that_says_so():
+    """An event the kernel does not know is an internal error naming it
+    (kit: kernel.unknown-event)."""
     run = _run()
     with pytest.raises(ForgeInternalError, match="unknown event 'bogus'"):
         run.scheduler._handle(("bogus",))
 
 
 def test_requests_compare_by_identity():
-    """A late answer is dropped because the chain waits on another request
-    object, even one with equal fields."""
+    """Two requests with equal fields are distinct values compared by identity, which is what
+    lets a late answer to an older request be dropped (kit: kernel.request-identity)."""
     a, b = requests.StoreOp("read", "x"), requests.StoreOp("read", "x")
     assert a is not b and a != b
 
 
 def test_a_chain_made_ready_twice_is_caught():
+    """The transition's assert catches a chain made ready twice
+    (kit: kernel.transition-asserts)."""
     run = _run()
     run.execute()
     chain = run.root

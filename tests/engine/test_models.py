@@ -107,7 +107,9 @@ CHILD = sec("Child", "return 'child result'")
 
 def test_delegator_example():
     """The model hands research to a task that runs under the run's own
-    argument string; ## Plan returns, so ## Research runs only as that task."""
+    argument string; ## Plan returns, so ## Research runs only as that task
+    (tasks.model.allow.example-delegator, tasks.model.builtin.runs-target,
+    tasks.model.builtin.started, tasks.model.notices.example-completed)."""
     for seed in (None, *SEEDS):
         r = example("delegator", seed=seed, args="tide pools")
         obs = r.observation()
@@ -124,6 +126,8 @@ def test_delegator_example():
 
 
 def test_delegator_task_gets_the_run_arguments():
+    """A model task started without input runs under the run's argument string
+    (tasks.model.allow.example-delegator, tasks.spawn.input-replaces-args)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks({ '## Research' })
 local msgs = messages.new():user('go')
@@ -138,7 +142,8 @@ return msgs[#msgs].content .. '|' .. msgs[5].content
 
 def test_race_example():
     """Whichever task finishes first wins; the other is cancelled in its model
-    round, which is safe: the late answer is discarded."""
+    round, which is safe: the late answer is discarded (tasks.cancel.example-race,
+    tasks.cancel.harness-wait-safe, tasks.cancel.marks-cancelled)."""
     for seed in (None, *SEEDS):
         obs = example("race", seed=seed, args="2+2").observation()
         assert (obs["outcome"], obs["result"]) == ("ok", "Quick: 4"), seed
@@ -148,6 +153,8 @@ def test_race_example():
 
 
 def test_progress_check_example():
+    """The progress-check example logs the documented status line on every schedule
+    (tasks.status.example-progress-check)."""
     for seed in (None, *SEEDS):
         obs = example("progress-check", seed=seed).observation()
         assert obs["outcome"] == "ok", seed
@@ -156,7 +163,9 @@ def test_progress_check_example():
 
 
 def test_progress_check_whole_status_table():
-    """The whole table during the round, and after the section returned."""
+    """The whole table during the round, and after the section returned
+    (tasks.status.example-progress-check, tasks.status.example-progress-check-after,
+    tasks.status.field-presence, tasks.status.after-end-readable, tasks.status.turns)."""
     def show(var):
         return (f"local s = {var}\n"
                 "local keys = {'target','origin','state','ok','section','blocked','turns','depth','note'}\n"
@@ -178,6 +187,11 @@ def test_progress_check_whole_status_table():
 
 
 def test_notice_shapes_example():
+    """The completed, failed, canceled and abandoned notices of notice-shapes have their exact
+    texts on every schedule (tasks.model.notices.four-shapes,
+    tasks.model.notices.example-completed, tasks.model.notices.example-failed,
+    tasks.model.notices.example-cancelled, tasks.model.notices.example-abandoned,
+    tasks.reasons.owner-returned)."""
     for seed in (None, *SEEDS):
         r = example("notice-shapes", seed=seed)
         obs = r.observation()
@@ -199,7 +213,8 @@ def test_notice_shapes_example():
 
 def test_notice_round_example():
     """The task ends just after the second round gathered its notices: that
-    round goes out with 3 records, the third with 6, and msgs[6] is the notice."""
+    round goes out with 3 records, the third with 6, and msgs[6] is the notice
+    (tasks.model.round.example-record-counts, tasks.model.round.first-gathering-round)."""
     for seed in (None, *SEEDS):
         r = example("notice-round", seed=seed)
         obs = r.observation()
@@ -211,6 +226,9 @@ def test_notice_round_example():
 
 
 def test_await_finish_order_example():
+    """Two await_tasks calls return the Quick then the Slow notice in finish order, and no round
+    appends them again (tasks.model.await.example-finish-order,
+    tasks.model.await.first-wakes, tasks.model.await.exactly-once-arrival-order)."""
     for seed in (None, *SEEDS):
         r = example("await-finish-order", seed=seed)
         obs = r.observation()
@@ -227,6 +245,9 @@ def test_await_finish_order_example():
 # ================================================================== tools.allow_tasks
 
 def test_without_allow_tasks_task_is_out_of_scope():
+    """Without tools.allow_tasks no built-in is offered and a task call raises out_of_scope_tool
+    from models.loop before any task starts (tasks.model.names.out-of-scope,
+    tasks.model.allow.opt-in-per-section)."""
     text_ = header() + sec("Plan", """
 local msgs = messages.new():user('go')
 local ok, err = pcall(models.loop, msgs)
@@ -242,6 +263,8 @@ return err.kind .. '|' .. err.name .. '|' .. #msgs .. '|' .. tostring(err)
 
 
 def test_built_ins_follow_local_tools_in_fixed_order():
+    """The four built-ins are offered after the local tools in their fixed order
+    (tasks.model.allow.tool-order, tasks.model.allow.four-builtins)."""
     text_ = header() + sec("Plan", """
 tools.add_local('note', 'Take a note', { text = 'string' }, function(a) return 'noted' end)
 tools.allow_tasks()
@@ -254,6 +277,8 @@ return msgs[#msgs].content
 
 
 def test_allowlist_belongs_to_its_section():
+    """tools.allow_tasks in one section offers nothing in the next
+    (tasks.model.allow.opt-in-per-section)."""
     text_ = header() + sec("First", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -269,6 +294,8 @@ return 'done'
 
 
 def test_task_description_sentences():
+    """The task built-in's description names any section, or exactly the listed headings
+    (tasks.model.builtin.description-any, tasks.model.builtin.description-list)."""
     r = run(header() + sec("Plan", "return 'x'"))
     any_spec = r.models.tasks.specs(AllowTasks(None))[0]
     listed = r.models.tasks.specs(AllowTasks(("## Research", "## Draft")))[0]
@@ -281,6 +308,10 @@ def test_task_description_sentences():
 
 
 def test_allowlist_refusal_and_matching():
+    """Targets off the list are refused with the allowed headings, matching is exact apart from
+    surrounding whitespace, and refusals count as failed tool calls
+    (tasks.model.allowlist.refused-target, tasks.model.allowlist.compare,
+    tasks.model.allowlist.list-only, tasks.model.trust.tool-records)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks({ '  ## Research  ', '## Draft' })
 local msgs = messages.new():user('go')
@@ -304,6 +335,8 @@ return 'ok'
 
 
 def test_a_later_allow_tasks_replaces_the_list():
+    """A later tools.allow_tasks narrows the allowlist instead of extending it
+    (tasks.model.allowlist.replace)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 tools.allow_tasks({ '## B' })
@@ -318,6 +351,10 @@ return 'ok'
 
 
 def test_allow_tasks_argument_errors_leave_the_list_unchanged():
+    """Each bad tools.allow_tasks argument fails with its message and the earlier list still
+    lets the task start (tasks.model.allowlist.arg-type, tasks.model.allowlist.entry-type,
+    tasks.model.allowlist.entry-empty, tasks.model.allowlist.empty-list,
+    tasks.model.allowlist.refused-keeps)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks({ '## Child' })
 local out = {}
@@ -348,6 +385,8 @@ return table.concat(out, '\\n') .. '\\n' .. msgs[3].content
 
 
 def test_allow_tasks_nil_allows_any_resolvable_section():
+    """tools.allow_tasks(nil) allows any section the owner can resolve
+    (tasks.model.allowlist.any-section)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks(nil)
 local msgs = messages.new():user('go')
@@ -359,6 +398,7 @@ return msgs[3].content
 
 
 def test_allowlist_reads_only_the_list_part():
+    """Keyed entries of the allowlist table are ignored (tasks.model.allowlist.list-only)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks({ '## Child', extra = '## Other' })
 local msgs = messages.new():user('go')
@@ -374,6 +414,10 @@ return msgs[3].content .. '|' .. msgs[4].content
 # ================================================================== the task built-in
 
 def test_task_refusals_come_back_as_text():
+    """Bad targets, bad input and start failures come back as refusal text, a null input is
+    accepted, and the run carries on (tasks.model.start-errors.target,
+    tasks.model.start-errors.input, tasks.model.start-errors.spawn-failure,
+    tasks.model.trust.never-fails-run)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -401,7 +445,8 @@ return 'ok'
 
 def test_a_model_task_starts_like_a_spawn():
     """The calling section keeps running first: in the same batch the task
-    has not entered its section yet."""
+    has not entered its section yet (tasks.model.builtin.runs-target,
+    tasks.model.status-lines.format)."""
     text_ = STATUS_PLAN + CHILD
     r = run(text_, [R("Plan", calls(("task", {"target": "## Child"}),
                                     ("task_status", {"id": "0.0"}))), R("Plan", text("x"))])
@@ -409,6 +454,8 @@ def test_a_model_task_starts_like_a_spawn():
 
 
 def test_task_refused_at_the_depth_cap():
+    """A task call at the depth cap comes back as 'task: ' and the call recursion message
+    (tasks.model.start-errors.spawn-failure, tasks.spawn-errors.depth-cap)."""
     loop = """
 var.n = (var.n or 0) + 1
 if var.n < 9 then return call('{other}') end
@@ -423,6 +470,8 @@ return msgs[3].content
 
 
 def test_model_task_input_var_and_no_item_or_index():
+    """A model task gets its input as args, a copy of the section's var, no item and no
+    sys.index, and origin model (tasks.model.builtin.seeding, tasks.model.builtin.args)."""
     text_ = header() + sec("Plan", """
 var.k = 1
 tools.allow_tasks()
@@ -441,6 +490,8 @@ return args .. '|' .. tostring(var.k) .. '|' .. tostring(item) .. '|' .. tostrin
 
 
 def test_model_task_ids_share_the_owner_counter():
+    """After one spawn, the model's tasks are numbered 0.1 and 0.2 from the same child counter
+    (tasks.model.ids.shared-counter, tasks.model.ids.start-order)."""
     text_ = header() + sec("Plan", """
 local t = tasks.spawn('## Child')
 tools.allow_tasks()
@@ -455,6 +506,9 @@ return msgs[3].content .. ' ' .. msgs[4].content
 
 
 def test_failing_model_task_never_fails_its_owner():
+    """A model task that raises leaves its owner running, and its failed notice is plain text
+    (tasks.model.builtin.failure-isolated, tasks.model.notices.example-failed,
+    tasks.model.envelope.only-completed-wrapped)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -471,6 +525,9 @@ return 'owner fine'
 
 
 def test_model_task_waits_on_input_ask_while_the_loop_runs():
+    """A model task blocks on input.ask while the owner's rounds go on, then returns the answer
+    (tasks.model.builtin.input-ask, tasks.model.status-lines.format,
+    tasks.status.blocked-values)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -488,6 +545,8 @@ return msgs[7].content
 # ================================================================== the built-in names
 
 def test_tools_call_cannot_reach_the_built_ins():
+    """tools.call with a built-in name raises unbound_tool naming it, even with a local tool of
+    that name (tasks.model.names.tools-call-unbound)."""
     text_ = header() + sec("Plan", """
 tools.add_local('task', 'Not the built-in', {}, function() return 'local' end)
 local out = {}
@@ -505,6 +564,8 @@ return table.concat(out, '\\n')
 
 
 def test_a_local_tool_cannot_shadow_a_built_in():
+    """A model call to task reaches the built-in, not a local tool named task
+    (tasks.model.names.builtin-first)."""
     text_ = header() + sec("Plan", """
 tools.add_local('task', 'Not the built-in', { target = 'string' }, function() return 'local' end)
 tools.allow_tasks()
@@ -520,6 +581,7 @@ return msgs[3].content
 # ================================================================== notices
 
 def test_only_model_tasks_produce_notices():
+    """A prompt-spawned task produces no notice (tasks.model.notices.appended-before-round)."""
     text_ = header() + sec("Plan", """
 local t = tasks.spawn('## Child')
 tasks.join({ t })
@@ -534,6 +596,9 @@ return tostring(#msgs)
 
 
 def test_notice_event_is_queued_with_the_owner_round_count():
+    """The one notice is queued for the owner section with its round count, and its text is the
+    record the round appended (tasks.model.notices.queued-for-owner,
+    tasks.model.notices.appended-before-round, kit: events.task-notice)."""
     r = example("notice-round")
     (event,) = events(r, "task_notice")
     assert (event["section"], event["task"], event["turn"]) == ("Plan", "0.0", 1)
@@ -542,6 +607,9 @@ def test_notice_event_is_queued_with_the_owner_round_count():
 
 
 def test_notice_delivered_once_by_await_never_again_by_a_round():
+    """A notice arriving in the last round is not appended after the loop, and one taken by
+    await_tasks is not appended by the next round (tasks.model.round.two-takers,
+    tasks.model.await.exactly-once-arrival-order)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -563,6 +631,9 @@ return n .. ' ' .. #msgs
 
 
 def test_h1_notices_and_tasks_move_to_the_walk():
+    """A model task started in the H1 pass and its notice pass to the walk, whose first round
+    gets the notice and whose task_status knows the task (tasks.model.round.h1-notices-move,
+    tasks.leak.h1-handed-to-walk)."""
     text_ = ("---\nname: t\ndescription: t\npromptforge: 0\nmodels:\n  writer: {}\n---\n\n# T\n\n"
              "```lua\nmodels.default('writer')\ntools.allow_tasks()\n"
              "local msgs = messages.new():user('start')\nmodels.loop(msgs)\n```\n\n") + sec("Main", """
@@ -580,6 +651,8 @@ return msgs[2].content .. '\\n' .. msgs[4].content
 
 
 def test_failed_notice_is_plain_engine_text_and_completed_is_wrapped():
+    """Only the completed notice carries the envelope
+    (tasks.model.envelope.only-completed-wrapped)."""
     r = example("notice-shapes")
     texts = [e["text"] for e in events(r, "task_notice")]
     assert texts[0].count(f"<untrusted_input_{r.nonce}>") == 1
@@ -589,6 +662,10 @@ def test_failed_notice_is_plain_engine_text_and_completed_is_wrapped():
 # ================================================================== owner's end
 
 def test_model_may_end_the_loop_without_waiting():
+    """The model's final reply ends the loop with its task still running; the section's result
+    stands and the task is abandoned with the section-ended notice
+    (tasks.model.owner-end.reply-without-wait, tasks.model.owner-end.abandoned-quietly,
+    tasks.reasons.owner-returned, tasks.model.notices.example-abandoned)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -607,6 +684,8 @@ return #msgs .. ' ' .. msgs[#msgs].content .. ' ' .. status
 
 
 def test_section_with_delivered_model_task_ends_cleanly():
+    """In delegator the delivered model task leaves nothing abandoned
+    (tasks.model.owner-end.notice-reached-clean)."""
     r = example("delegator")
     assert events(r, "task_abandoned") == []
 
@@ -616,6 +695,10 @@ def test_section_with_delivered_model_task_ends_cleanly():
     ("return 'fine'", "the section ended", "owner_returned", "ok"),
 ])
 def test_abandon_phrases_reach_notices(tail, phrase, reason, outcome):
+    """A live model task is abandoned with owner_failed or owner_returned and its phrase, and
+    never causes tasks_live (tasks.model.notices.example-abandoned,
+    tasks.reasons.owner-failed, tasks.reasons.owner-returned,
+    tasks.leak.model-tasks-excluded)."""
     text_ = header() + sec("Plan", f"""
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -631,6 +714,9 @@ models.loop(msgs)
 
 
 def test_tool_loop_exhausted_abandons_with_its_phrase():
+    """An exhausted round cap fails the run with tool_loop_exhausted and abandons the model task
+    with its phrase (tasks.model.owner-end.tool-loop-exhausted,
+    tasks.reasons.tool-loop-exhausted)."""
     text_ = header("max_tool_iterations: 2\n") + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -650,6 +736,9 @@ return 'unreached'
 
 
 def test_owner_aborted_and_run_terminated_phrases():
+    """A model task whose owner task is cancelled is abandoned as owner_aborted; a Host cancel
+    ends the run cancelled and abandons the main walk's model task as run_terminated
+    (tasks.reasons.owner-aborted, tasks.reasons.run-terminated, tasks.reasons.host-cancel)."""
     text_ = header() + sec("Main", """
 local owner = tasks.spawn('## Owner')
 models.infer('wait a while')
@@ -678,6 +767,10 @@ return 'owner done'
 
 
 def test_taking_over_the_model_tasks():
+    """The prompt collects the model's tasks through tasks.pending({ origin = 'model' }) and
+    tasks.join, getting the task's own text, and nothing is abandoned
+    (tasks.model.takeover.example-adopted, tasks.model.takeover.delivered-no-abandon,
+    tasks.pending.origin-filter)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -696,6 +789,9 @@ return tostring(results[1].ok) .. '|' .. results[1].result
 
 
 def test_prompt_cancel_of_a_model_task_queues_the_canceled_notice():
+    """The prompt cancels a model task found with tasks.pending and the next round gets the
+    canceled notice (tasks.model.takeover.cancel-via-pending,
+    tasks.model.notices.example-cancelled, tasks.model.cancel-confirm.no-notice)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -730,11 +826,15 @@ def status_run(child, extra_rounds=(), operator=None, status_delay=1):
 
 
 def test_status_line_done_ok_and_done_failed():
+    """task_status reads done, ok or done, failed with the round count
+    (tasks.model.status-lines.example-done-ok, tasks.model.status-lines.example-done-failed)."""
     assert status_run(sec("Child", "return 'child result'")) == "Task id=0.0 (## Child): done, ok, turns 0"
     assert status_run(sec("Child", "error('boom')")) == "Task id=0.0 (## Child): done, failed, turns 0"
 
 
 def test_status_line_of_a_live_task_with_children_and_a_note():
+    """A task parked on input.ask with a child and a note gets the full running line
+    (tasks.model.status-lines.example-running)."""
     child = sec("Child", """
 tasks.note('halfway')
 local sub = tasks.spawn('### Sub')
@@ -748,6 +848,8 @@ return 'done'
 
 
 def test_status_line_waiting_on_tasks_and_after_rounds():
+    """A task joining its own task reads waiting on tasks with its round count and child
+    (tasks.model.status-lines.waiting-on-tasks, tasks.model.status-lines.format)."""
     child = sec("Child", """
 models.infer('one')
 local sub = tasks.spawn('### Sub')
@@ -759,6 +861,11 @@ return 'done'
 
 
 def test_status_and_cancel_refusals():
+    """task_status and task_cancel refuse a prompt task's id, a missing or non-string id and a
+    malformed id, each as a failed tool call, and the prompt task is untouched
+    (tasks.model.status-cancel.own-only, tasks.model.status-cancel.id-missing,
+    tasks.model.status-cancel.id-malformed, tasks.model.status-cancel.id-arg,
+    tasks.model.trust.tool-records)."""
     text_ = header() + sec("Plan", """
 local mine = tasks.spawn('## Child')
 tools.allow_tasks()
@@ -784,6 +891,9 @@ return 'ok'
 
 
 def test_model_cancel_confirms_and_queues_no_notice():
+    """task_cancel confirms, twice without harm, queues no notice, and the section ends cleanly
+    with nothing pending (tasks.model.cancel-confirm.returns,
+    tasks.model.cancel-confirm.no-notice, tasks.model.cancel-confirm.clean-end)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -801,6 +911,8 @@ return #tasks.pending() .. ' ' .. #msgs
 
 
 def test_built_in_calls_are_recorded_as_tool_calls():
+    """Each built-in call is a trusted tool result and a succeeded tool call under the owner's
+    section (tasks.model.trust.tool-records, tasks.model.trust.trusted)."""
     r = example("await-finish-order")
     results = events(r, "tool_result")
     assert [e["alias"] for e in results] == ["task", "task", "await_tasks", "await_tasks"]
@@ -821,6 +933,8 @@ return 'ok'
 
 
 def test_await_with_nothing_to_wait_for_and_sleeping():
+    """await_tasks with no model task answers nothing to wait for, or sleeps out its timeout
+    (kit: await-tasks.nothing-to-wait-for)."""
     r = run(AWAIT_PLAN, [R("Plan", calls(("await_tasks", {}), ("await_tasks", {"timeout": 0.05}),
                                          ("await_tasks", {"timeout": None}))),
                          R("Plan", text("x"))])
@@ -829,6 +943,9 @@ def test_await_with_nothing_to_wait_for_and_sleeping():
 
 
 def test_await_timeout_names_the_tasks_still_running_and_takes_an_index():
+    """An expired await_tasks timeout lists the running tasks and the timed wait takes a child
+    index, so the next task is 0.3 (tasks.model.await-timeout.expired,
+    tasks.model.await-timeout.index)."""
     rounds = [R("Plan", calls(("task", {"target": "## Child"}), ("task", {"target": "## Other"}),
                               ("await_tasks", {"timeout": 0.5}),
                               ("task", {"target": "## Child"}),
@@ -845,6 +962,8 @@ def test_await_timeout_names_the_tasks_still_running_and_takes_an_index():
 
 
 def test_a_timeout_only_ends_the_wait():
+    """After an await_tasks timeout both tasks are still live for the prompt to cancel
+    (tasks.model.await-timeout.only-ends-wait)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -862,6 +981,9 @@ return #live .. ' ' .. live[1].task .. ' ' .. live[2].task
 
 
 def test_await_answered_at_once_or_without_timeout_takes_no_index():
+    """Untimed await_tasks calls and a timed one answered at once take no child index
+    (tasks.model.await-timeout.index, tasks.model.await.waiting-at-once,
+    tasks.model.await.holds-until-end)."""
     rounds = [R("Plan", calls(("task", {"target": "## Child"}), ("await_tasks", {}),
                               ("task", {"target": "## Other"})), delay=1),
               R("Plan", calls(("await_tasks", {"timeout": 10}), ("task", {"target": "## Child"})),
@@ -879,6 +1001,8 @@ def test_await_answered_at_once_or_without_timeout_takes_no_index():
 
 
 def test_a_timeout_of_zero_fires_before_a_task_still_running():
+    """A zero timeout is accepted and expires before a running task ends
+    (tasks.model.await-timeout.arg, tasks.model.await-timeout.expired)."""
     r = run(AWAIT_PLAN, [R("Plan", calls(("task", {"target": "## Child"}),
                                          ("await_tasks", {"timeout": 0}),
                                          ("task_cancel", {"id": "0.0"}))), R("Plan", text("x")),
@@ -890,6 +1014,8 @@ def test_a_timeout_of_zero_fires_before_a_task_still_running():
 
 
 def test_waiting_notices_return_at_once_even_with_a_timeout():
+    """Waiting notices are returned at once although a task still runs and a timeout was given
+    (tasks.model.await.waiting-at-once)."""
     rounds = [R("Plan", calls(("task", {"target": "## Child"}), ("task", {"target": "## Other"})),
                 delay=1),
               R("Plan", calls(("await_tasks", {"timeout": 30})), delay=5),
@@ -901,6 +1027,8 @@ def test_waiting_notices_return_at_once_even_with_a_timeout():
 
 
 def test_a_task_ending_with_the_timeout_wins_and_an_early_end_drops_it():
+    """A task ending at the timeout instant wins, and a task ending before a long timeout drops
+    it without waiting it out (tasks.model.await-timeout.tie-and-drop)."""
     for timeout, finish in ((0.5, 3.0), (100, 3.0)):
         rounds = [R("Plan", calls(("task", {"target": "## Child"})), delay=1),
                   R("Plan", calls(("await_tasks", {"timeout": timeout})), delay=0.5),
@@ -912,6 +1040,8 @@ def test_a_task_ending_with_the_timeout_wins_and_an_early_end_drops_it():
 
 
 def test_await_refuses_a_bad_timeout():
+    """A negative, string or boolean timeout is refused with the timeout text as a failed tool
+    call (tasks.model.await-timeout.refusal)."""
     r = run(AWAIT_PLAN, [R("Plan", calls(("await_tasks", {"timeout": -1}),
                                          ("await_tasks", {"timeout": "soon"}),
                                          ("await_tasks", {"timeout": True}))),
@@ -922,6 +1052,8 @@ def test_await_refuses_a_bad_timeout():
 
 
 def test_await_covers_only_model_tasks_and_keeps_results_for_the_prompt():
+    """await_tasks ignores the prompt's task, and a model task ending during it can still be
+    collected by tasks.join_any (tasks.model.await.own-only, tasks.model.await.result-kept)."""
     text_ = header() + sec("Plan", """
 local mine = tasks.spawn('## Other')
 tools.allow_tasks()
@@ -942,6 +1074,8 @@ return tostring(ok) .. '|' .. result
 
 
 def test_owner_in_await_reads_blocked_tasks_while_other_chains_run():
+    """While a task's model is held in await_tasks other chains run and its status reads blocked
+    tasks (tasks.model.await.others-run, tasks.status.blocked-values)."""
     text_ = header() + sec("Main", """
 local owner = tasks.spawn('## Owner')
 models.infer('wait')
@@ -962,7 +1096,8 @@ return msgs[#msgs].content
 
 def test_await_in_a_task_gives_its_slot_back():
     """A model loop inside a task waits with await_tasks under concurrency 1:
-    the task it started can only run because the waiter gave its slot back."""
+    the task it started can only run because the waiter gave its slot back
+    (tasks.concurrency.wait-releases-slot)."""
     text_ = header() + sec("Main", """
 local owner = tasks.spawn('## Owner')
 local _, ok, result = tasks.join_any({ owner })
@@ -982,6 +1117,8 @@ return msgs[#msgs].content
 # ================================================================== rounds, turns, tools
 
 def test_each_task_keeps_its_own_round_count():
+    """A task's rounds count for it alone: the task has 2 turns and the owner 3
+    (tasks.spawn.own-round-count)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')
@@ -996,6 +1133,8 @@ return 'ok'
 
 
 def test_local_tool_round_events_and_records():
+    """A local tool call produces its tool record and its round and tool events in order
+    (kit: models.local-tools)."""
     text_ = header() + sec("Add", """
 tools.add_local('add', 'Add two integers', { a = 'integer', b = 'integer' }, function(p)
   return p.a + p.b
@@ -1017,6 +1156,8 @@ return #msgs .. ' ' .. msgs[3].content .. ' ' .. msgs[3].tool_call_id .. ' ' .. 
 
 
 def test_handler_spawns_and_waits_but_cannot_jump():
+    """A local tool handler spawns and waits on a task but cannot jump
+    (tasks.spawn.local-tool-handler)."""
     text_ = header() + sec("Plan", """
 tools.add_local('fetch_fact', 'Get a fact', {}, function()
   local t = tasks.spawn('### Fact')
@@ -1038,6 +1179,8 @@ return msgs[3].content
 
 
 def test_handler_error_is_raised_at_models_loop_with_its_own_kind():
+    """A handler's error, or a table return, is raised at models.loop with its own kind and
+    records no tool result (kit: models.handler-errors)."""
     text_ = header() + sec("Plan", """
 tools.add_local('bad', 'Fails', {}, function() error({ kind = 'mine' }) end)
 tools.add_local('tbl', 'Returns a table', {}, function() return {} end)
@@ -1052,6 +1195,8 @@ return err.kind .. ' ' .. #msgs .. ' ' .. tostring(err2)
 
 
 def test_round_cap_keeps_complete_rounds():
+    """Past the round cap models.loop raises and the list keeps only complete rounds
+    (kit: models.round-cap)."""
     text_ = header("max_tool_iterations: 2\n") + sec("Plan", """
 tools.add_local('noop', 'Nothing', {}, function() return 'ok' end)
 local msgs = messages.new():user('go')
@@ -1063,6 +1208,8 @@ return tostring(err) .. ' after ' .. #msgs .. ' records'
 
 
 def test_messages_observation_by_section():
+    """The observation lists each section's message lists with roles and tool calls
+    (kit: harness.messages-observation)."""
     r = example("notice-round")
     obs = r.observation()
     assert list(obs["messages"]) == ["Plan"]
@@ -1073,6 +1220,8 @@ def test_messages_observation_by_section():
 
 
 def test_conversation_basics():
+    """A leading system block, user messages and the reply make the list, and an empty user
+    message is refused (kit: models.messages)."""
     text_ = header() + sec("Plan", """
 local msgs = messages.new():system('You are terse.'):system('Answer in French.'):user('Hello.'):user('What time is it?')
 models.loop(msgs)
@@ -1098,6 +1247,8 @@ return #msgs .. ' ' .. table.concat(roles, ',') .. ' | ' .. tostring(err)
      'messages[1] role "critic" is unknown; known roles: system, user, assistant, tool'),
 ])
 def test_message_list_checks(records, message):
+    """Malformed message lists are refused with the rule they break
+    (kit: models.message-checks)."""
     text_ = header() + sec("Plan", f"""
 local ok, err = pcall(models.loop, {{ {records} }})
 return err.kind .. ': ' .. tostring(err)
@@ -1106,6 +1257,8 @@ return err.kind .. ': ' .. tostring(err)
 
 
 def test_empty_reply_and_precheck_and_compactor():
+    """An empty reply raises empty_model_reply, an oversized list context_exhausted at precheck,
+    and a compactor may raise its own error (kit: models.empty-reply-and-context)."""
     text_ = header() + sec("Plan", """
 local msgs = messages.new():user('hi')
 local ok, err = pcall(models.loop, msgs)
@@ -1131,6 +1284,8 @@ return table.concat(out, '\\n')
 
 
 def test_models_selection_and_handles():
+    """models.use, models.get and models.default select roles, check options and give sealed
+    handles (kit: models.selection)."""
     text_ = header() + sec("Plan", """
 local h = models.use('writer', { temperature = 0.3, max_tokens = 256 })
 local out = { type(h), h.name, h.model_id, tostring(h.temperature), tostring(h.max_tokens),
@@ -1158,6 +1313,8 @@ return table.concat(out, '\\n')
 
 
 def test_missing_model_is_internal_then_binding():
+    """A model round without a default model is an internal error value, and uncaught it ends
+    the run as Binding (kit: models.binding)."""
     text_ = ("---\nname: t\ndescription: t\npromptforge: 0\nmodels:\n  writer: {}\n---\n\n# T\n\n"
              + sec("Only", "local ok, e = pcall(models.infer, 'x')\nlog(e.kind .. ' ' .. tostring(e))\n"
                            "return models.infer('x')"))
@@ -1169,6 +1326,8 @@ def test_missing_model_is_internal_then_binding():
 # ================================================================== input.ask
 
 def test_input_ask_answers_from_the_operator_script():
+    """input.ask takes answers from the operator script in order, and a task waiting on it reads
+    blocked tool_call (tasks.status.blocked-values, kit: harness.operator-script)."""
     text_ = header() + sec("Main", """
 local t = tasks.spawn('## Child')
 store.write('park', 'x')
@@ -1184,6 +1343,8 @@ return blocked .. '|' .. result .. '|' .. a2 .. '|' .. tostring(available2) .. '
 
 
 def test_input_ask_without_an_operator_is_unavailable():
+    """Without an operator input.ask returns the unavailable text and false
+    (kit: input.unavailable)."""
     text_ = header() + sec("Main", "local t, a = input.ask()\nreturn t .. '|' .. tostring(a)")
     r = run(text_)
     assert r.observation()["result"] == (
@@ -1191,6 +1352,8 @@ def test_input_ask_without_an_operator_is_unavailable():
 
 
 def test_operator_script_that_runs_out_is_reported_by_name():
+    """An operator script that runs out ends the run naming the script and the ask
+    (kit: harness.operator-script)."""
     text_ = header() + sec("Main", "input.ask()\ninput.ask()\nreturn 'never'")
     obs = run(text_, operator=["only one"]).observation()
     assert obs["outcome"] == "failed"
@@ -1202,6 +1365,8 @@ def test_operator_script_that_runs_out_is_reported_by_name():
 # ================================================================== the harness's promises
 
 def test_model_script_that_runs_out_names_the_round():
+    """A model script with no reply left ends the run naming the round, section and entries
+    (kit: harness.model-script)."""
     text_ = header() + sec("Plan", """
 local msgs = messages.new():user('go')
 tools.add_local('noop', 'Nothing', {}, function() return 'ok' end)
@@ -1218,6 +1383,8 @@ return 'never'
 
 
 def test_model_script_naming_an_unknown_tool_names_the_entry():
+    """A scripted call to a tool nobody registered ends the run naming the entry
+    (kit: harness.model-script)."""
     text_ = header() + sec("Plan", """
 local msgs = messages.new():user('go')
 models.loop(msgs)
@@ -1250,6 +1417,8 @@ return 'never'
     ({"default": {"text": 3}}, "default.text: must be a string, got number"),
 ])
 def test_malformed_model_script_is_refused_naming_file_entry_and_rule(tmp_path, data, message):
+    """A malformed model script is refused naming the file, the entry and the rule
+    (kit: harness.model-script)."""
     path = tmp_path / "bad.model.json"
     path.write_text(json.dumps(data))
     with pytest.raises(InputError) as e:
@@ -1258,6 +1427,8 @@ def test_malformed_model_script_is_refused_naming_file_entry_and_rule(tmp_path, 
 
 
 def test_malformed_operator_script_is_refused(tmp_path):
+    """A malformed operator script, or one that is not JSON, is refused naming the file
+    (kit: harness.operator-script)."""
     path = tmp_path / "bad.operator.json"
     path.write_text(json.dumps(["fine", {"delay": 1}]))
     with pytest.raises(InputError) as e:
@@ -1270,6 +1441,8 @@ def test_malformed_operator_script_is_refused(tmp_path):
 
 
 def test_cli_runs_the_delegator_with_a_script(tmp_path):
+    """forge run --model-script runs delegator, and a bad script exits 2 with its message
+    (kit: cli.model-script)."""
     from click.testing import CliRunner
 
     from forge.cli import main
@@ -1288,6 +1461,8 @@ def test_cli_runs_the_delegator_with_a_script(tmp_path):
 
 
 def test_nonce_is_32_hex_digits_fixed_by_the_seed():
+    """The nonce is 32 lowercase hex digits, the same for a seed and different across seeds
+    (tasks.model.envelope.structure, kit: determinism.nonce)."""
     nonces = {}
     for seed in (0, 1, 2, 1):
         r = example("notice-round", seed=seed)
@@ -1327,24 +1502,30 @@ def _assert_sealed(wrapped: str, nonce: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=30).map("".join))
 def test_a_result_imitating_the_envelope_cannot_break_out(content):
+    """Any text made of envelope fragments stays sealed in one envelope
+    (tasks.model.envelope.escaping, tasks.model.envelope.structure)."""
     _assert_sealed(envelope.wrap(content, _NONCE), _NONCE)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.text(alphabet="ab", min_size=0, max_size=80))
 def test_a_periodic_nonce_is_broken_in_every_copy(content):
+    """Overlapping copies of a periodic nonce are all broken (tasks.model.envelope.escaping)."""
     nonce = "ab" * 16
     _assert_sealed(envelope.wrap(content, nonce), nonce)
 
 
 def test_envelope_encoding_example():
+    """'<' is escaped and exactly [INST] is rewritten to [ INST]
+    (tasks.model.envelope.escaping)."""
     assert envelope.encode("a<b>c [INST] ok", _NONCE) == "a&lt;b>c [ INST] ok"
     assert envelope.encode("[1] [inst] [UNKNOWN] foo[INST]", _NONCE) == "[1] [inst] [UNKNOWN] foo[ INST]"
     assert envelope.encode("[ INST]", _NONCE) == "[ INST]"
 
 
 def test_a_task_result_imitating_the_envelope_stays_inside_the_notice():
-    """End to end: the child returns a forged close tag with the run's nonce."""
+    """End to end: the child returns a forged close tag with the run's nonce
+    (tasks.model.envelope.escaping, tasks.model.await.trust)."""
     text_ = header() + sec("Plan", """
 tools.allow_tasks()
 local msgs = messages.new():user('go')

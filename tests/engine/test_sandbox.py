@@ -37,13 +37,15 @@ ESCAPES = {
 
 @pytest.mark.parametrize("name", sorted(ESCAPES))
 def test_escape_attempt_is_refused(name):
-    """Each escape attempt fails as an ordinary Lua error, reaching nothing."""
+    """Each escape attempt fails the run as an ordinary Lua error (kit: sandbox.escapes)."""
     obs = run_text(prompt_text(section("Main", ESCAPES[name])))
     assert obs["outcome"] == "failed", obs["result"]
     assert obs["error"]["kind"] == "Lua"
 
 
 def test_the_sandbox_lists_exactly_the_chapters_globals():
+    """Every base global the Lua-environment chapter lists is present and _VERSION reads Lua
+    5.5; the escape tests check that nothing else is (kit: sandbox.globals)."""
     code = """
     local base = { 'assert', 'error', 'pcall', 'xpcall', 'getmetatable', 'setmetatable',
       'ipairs', 'pairs', 'next', 'select', 'tonumber', 'tostring', 'type', '_G', '_VERSION',
@@ -58,6 +60,8 @@ def test_the_sandbox_lists_exactly_the_chapters_globals():
 
 
 def test_library_changes_do_not_leak_into_the_next_section():
+    """A section that removes library functions does not take them away from the next section
+    (kit: sandbox.fresh-libraries)."""
     obs = run_text(prompt_text(
         section("A", "string.upper = nil  table.concat = nil"),
         section("B", "return string.upper('x') .. table.concat({'a', 'b'})"),
@@ -66,6 +70,8 @@ def test_library_changes_do_not_leak_into_the_next_section():
 
 
 def test_pairs_visits_keys_in_the_chapters_order():
+    """pairs visits array part, then other keys in the fixed order the Lua-environment chapter
+    gives (kit: lua.pairs-order)."""
     code = """
     local seen = {}
     for k in pairs({ 'a', 'b', z = 1, [true] = 2, [10] = 3 }) do seen[#seen + 1] = tostring(k) end
@@ -80,6 +86,8 @@ def test_pairs_visits_keys_in_the_chapters_order():
 
 
 def test_integer_and_float_type_names_in_messages():
+    """Type names in messages tell integer from number: a non-string spawn target names its Lua
+    type (tasks.spawn-errors.target-type)."""
     code = """
     local _, a = pcall(tasks.spawn, 5)
     local _, b = pcall(tasks.spawn, 1.5)
@@ -111,6 +119,9 @@ RUNAWAY = {
 
 @pytest.mark.parametrize("name", sorted(RUNAWAY))
 def test_runaway_prompt_ends_with_a_clear_error(name):
+    """Endless loops, endless jumps, unbounded spawning and a memory bomb each end the run with
+    a message naming the exhausted budget (kit: budget.instructions,
+    kit: budget.section-entries, kit: budget.tasks, kit: budget.memory)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=5_000_000)
     assert obs["outcome"] == "failed"
@@ -118,13 +129,15 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
 
 
 def test_unbounded_recursion_ends():
+    """Unbounded Lua recursion ends the run with a stack overflow (kit: budget.lua-stack)."""
     obs = run_text(prompt_text(section("Main", "local function f(n) return f(n + 1) + 1 end return f(1)")))
     assert obs["outcome"] == "failed"
     assert "stack overflow" in obs["error"]["message"]
 
 
 def test_a_bug_in_a_host_function_ends_the_run_as_internal(monkeypatch):
-    """No pcall can swallow it, and it is reported, not raised as a traceback."""
+    """No pcall can swallow it, and it is reported, not raised as a traceback
+    (kit: errors.internal)."""
     from forge.engine.tasks import TasksAPI
 
     def broken(self, *args):
@@ -138,6 +151,8 @@ def test_a_bug_in_a_host_function_ends_the_run_as_internal(monkeypatch):
 
 
 def test_a_bug_in_a_suspending_call_ends_the_run_as_internal(monkeypatch):
+    """A Python exception inside a suspending host call ends the run as Internal even under
+    pcall (kit: errors.internal)."""
     from forge.engine.host import Host
 
     def broken(self, chain, *args):

@@ -29,7 +29,10 @@ SEEDS = range(200)
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_canonical(name):
-    """The stated result under the canonical schedule."""
+    """The stated result under the canonical schedule (tasks.glance.example-two-tasks,
+    tasks.spawn.example-pros-and-cons, tasks.spawn.example-seeded-task,
+    tasks.handles.example-early-start, tasks.freeform.example-freeform,
+    tasks.leak.example-leak-check)."""
     outcome, result = EXPECTED[name]
     obs = run_text((EXAMPLES / name).read_text())
     assert (obs["outcome"], obs["result"]) == (outcome, result)
@@ -37,7 +40,10 @@ def test_example_canonical(name):
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_example_every_schedule(name):
-    """The same result, the same task ids and every invariant under 200 random schedules."""
+    """The same result, the same task ids and every invariant under 200 random schedules
+    (tasks.glance.example-two-tasks, tasks.spawn.example-pros-and-cons,
+    tasks.spawn.example-seeded-task, tasks.handles.example-early-start,
+    tasks.freeform.example-freeform, tasks.leak.example-leak-check, kit: sim.invariants)."""
     outcome, result = EXPECTED[name]
     text = (EXAMPLES / name).read_text()
     canonical = run_text(text)
@@ -49,7 +55,8 @@ def test_example_every_schedule(name):
 
 
 def test_checked_join_reports_each_member():
-    """The first line names the succeeded member; the second the failure with its text."""
+    """The first line names the succeeded member; the second the failure with its text
+    (tasks.wait.example-checked-join, tasks.wait.join-entries)."""
     for seed in (None, *range(50)):
         obs = run_text((EXAMPLES / "checked-join.md").read_text(), seed=seed)
         first, second = obs["result"].split("\n")
@@ -58,7 +65,10 @@ def test_checked_join_reports_each_member():
 
 
 def test_leaky_walk_fails_with_tasks_live():
-    """Falling through with a live task fails the run with tasks_live naming 0.0."""
+    """Falling through with a live task fails the run with tasks_live naming 0.0. The run error
+    is kind Lua and the task ends abandoned (tasks.leak.example-leaky-walk,
+    tasks.leak.tasks-live, tasks.leak.tasks-field, tasks.errors.run-error-kind-lua,
+    tasks.abandon.state)."""
     for seed in (None, *range(50)):
         obs = run_text((EXAMPLES / "leaky-walk.md").read_text(), seed=seed)
         assert obs["outcome"] == "failed"

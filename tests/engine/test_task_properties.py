@@ -27,7 +27,8 @@ def run_plan(text: str, chooser: Chooser, ceiling: int = 3):
 @given(plans(), st.data())
 def test_invariants_hold_on_every_schedule(text, data):
     """Each task ends exactly once, statuses agree with events, reasons are
-    sound, ids agree with the canonical schedule's, the ceiling is never passed."""
+    sound, ids agree with the canonical schedule's, the ceiling is never passed
+    (tasks.abandon.recorded-once, tasks.concurrency.default-8, kit: sim.invariants)."""
     canonical = run_plan(text, Chooser(Canonical())).observation()
     run = run_plan(text, Chooser(HypothesisProvider(data)))
     obs = run.observation()
@@ -43,6 +44,9 @@ def test_invariants_hold_on_every_schedule(text, data):
 @SETTINGS
 @given(plans(), st.data())
 def test_nothing_is_delivered_twice(text, data):
+    """On every schedule no finished task's result is delivered twice; cancelled tasks, which
+    may be waited on again, are left out (tasks.wait.held-until-taken,
+    tasks.consumed.second-wait)."""
     run = run_plan(text, Chooser(HypothesisProvider(data)))
     delivered = [r["task"] for r in run.trace.records if r["what"] == "deliver"]
     cancelled = {t for t, s in run.observation()["tasks"].items() if s["state"] == "cancelled"}
@@ -67,7 +71,8 @@ return result
 @settings(max_examples=50, deadline=None)
 @given(st.integers(0, 5000))
 def test_a_task_ending_at_the_timeout_instant_wins(millis):
-    """Store latency pinned to the timeout: the task and the timeout tie."""
+    """Store latency pinned to the timeout: the task and the timeout tie
+    (tasks.timeouts.tie-member-wins)."""
     seconds = millis / 1000
     harness = Harness(latency=LatencyModel(base={"store": seconds}, menu=(1.0,)))
     obs = run_text(TIE % repr(seconds), harness=harness)
@@ -77,6 +82,9 @@ def test_a_task_ending_at_the_timeout_instant_wins(millis):
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 5000))
 def test_a_timeout_before_the_end_returns_nils(millis):
+    """A timeout that expires before the member ends makes the timed join_any return nil; a
+    later untimed wait still collects it (tasks.timeouts.join-any-nil,
+    tasks.timeouts.example-rewait)."""
     seconds = millis / 1000
     harness = Harness(latency=LatencyModel(base={"store": seconds + 0.001}, menu=(1.0,)))
     obs = run_text(TIE % repr(seconds), harness=harness)

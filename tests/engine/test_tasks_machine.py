@@ -27,6 +27,15 @@ SUB = "## Sub\n\n```lua\nreturn sys.taskid\n```\n\n"
 
 
 class TaskProgram(RuleBasedStateMachine):
+    """Rules write a prompt and predict its logs on every schedule: each spawn and call takes
+    the next index of one child counter, a call's sys.taskid is the caller's, join gives one
+    entry per member, a cancelled task stays cancelled however often it is waited on, a
+    second wait on a delivered task raises task_consumed, and tasks.pending lists live tasks
+    in spawn order (tasks.ids.one-child-counter, tasks.ids.child-extends-owner,
+    tasks.ids.sys-taskid-call-and-task, tasks.wait.join-entries,
+    tasks.spawn.error-fails-task, tasks.cancel.marks-cancelled,
+    tasks.cancel.rewait-no-consumed, tasks.consumed.second-wait, tasks.pending.sequence,
+    kit: determinism.schedules)."""
     def __init__(self) -> None:
         super().__init__()
         self.lines: list[str] = ["local t = {}"]
@@ -124,7 +133,7 @@ class TaskProgram(RuleBasedStateMachine):
             assert obs["outcome"] == "ok", obs["error"]
             assert obs["logs"] == self.expected, f"seed {seed}"
             # The run started exactly the predicted tasks, each at its target
-            # (tasks.spawn-ids: ids come from the one child counter).
+            # (tasks.ids.one-child-counter: ids come from the one child counter).
             started = {i: s["target"] for i, s in obs["tasks"].items()}
             assert started == {i: w for i, w in self.handles}, f"seed {seed}"
             problems = [p for check in invariants.DEFAULT_CHECKS for p in check(obs)]

@@ -33,25 +33,27 @@ MIN = "name: x\ndescription: d\n"
 # -- delimiters -------------------------------------------------------------------------------
 
 def test_missing_opener():
-    """A file whose first line is not `---` names no prompt and fails at line 1."""
+    """A file whose first line is not `---` names no prompt and fails at line 1
+    (kit: frontmatter.delimiters)."""
     error = refusal("name: x\n---\n# T\n")
     assert (error.kind, error.message, error.line) == (
         "Frontmatter", "file must begin with a --- frontmatter delimiter", 1)
 
 
 def test_empty_file_has_no_opener():
-    """An empty file fails the same way."""
+    """An empty file fails the same way (kit: frontmatter.delimiters)."""
     assert refusal("").message == "file must begin with a --- frontmatter delimiter"
 
 
 def test_unclosed_frontmatter():
-    """A header with no closing `---` line is refused."""
+    """A header with no closing `---` line is refused (kit: frontmatter.delimiters)."""
     error = refusal("---\nname: x\ndescription: d\n# T\n")
     assert (error.kind, error.message) == ("Frontmatter", "frontmatter was not closed with ---")
 
 
 def test_delimiters_compared_trimmed_and_bom_dropped():
-    """A BOM is dropped and delimiter lines may carry surrounding whitespace."""
+    """A BOM is dropped and delimiter lines may carry surrounding whitespace
+    (kit: frontmatter.delimiters)."""
     prompt = parse_prompt("\ufeff--- \nname: x\ndescription: d\n  ---\n# T\n")
     assert (prompt.name, prompt.title) == ("x", "T")
 
@@ -59,7 +61,8 @@ def test_delimiters_compared_trimmed_and_bom_dropped():
 # -- the ten keys ----------------------------------------------------------------------------
 
 def test_name_and_description_verbatim_with_defaults():
-    """Only name and description are needed; every other key has its default."""
+    """Only name and description are needed; every other key has its default
+    (kit: frontmatter.keys)."""
     prompt = parse("name: shared_library\ndescription: Exercise an H1 shared library, verbatim\n")
     assert prompt.name == "shared_library"
     assert prompt.description == "Exercise an H1 shared library, verbatim"
@@ -70,7 +73,7 @@ def test_name_and_description_verbatim_with_defaults():
 
 
 def test_strings_read_by_yaml_1_2():
-    """`no` and a date are strings, as YAML 1.2 reads them."""
+    """`no` and a date are strings, as YAML 1.2 reads them (kit: frontmatter.yaml-1.2)."""
     prompt = parse("name: no\ndescription: 2024-01-01\n")
     assert (prompt.name, prompt.description) == ("no", "2024-01-01")
 
@@ -78,18 +81,19 @@ def test_strings_read_by_yaml_1_2():
 @pytest.mark.parametrize("header, field", [("description: d\n", "name"),
                                            ("name: x\n", "description")])
 def test_missing_required_field(header, field):
-    """Leaving out name or description names the missing field."""
+    """Leaving out name or description names the missing field (kit: frontmatter.required)."""
     error = header_refusal(header)
     assert error.message == f"invalid frontmatter: missing field `{field}`"
 
 
 def test_empty_header_misses_name():
-    """An empty header is an empty map."""
+    """An empty header reads as an empty map, so name is missing (kit: frontmatter.required)."""
     assert header_refusal("").message == "invalid frontmatter: missing field `name`"
 
 
 def test_unknown_top_level_key():
-    """An unknown key is refused and the accepted ten are listed, at the key's line."""
+    """An unknown key is refused and the accepted ten are listed, at the key's line
+    (kit: frontmatter.keys)."""
     error = header_refusal(MIN + "promptforge: 0\nmodel: {}\n")
     assert error.message == (
         "invalid frontmatter: unknown field `model`, expected one of `name`, `description`, "
@@ -99,7 +103,8 @@ def test_unknown_top_level_key():
 
 
 def test_yaml_slip_reports_file_line():
-    """A YAML error on the fourth file line is reported at line 4."""
+    """A YAML error in the fourth file line is reported at file line 4 or 5, where the YAML
+    reader notices it, without echoing the source line (kit: frontmatter.lines)."""
     error = header_refusal("name: x\ndescription: d\nbad: [1\n")
     assert error.message.startswith("invalid frontmatter: ")
     assert error.line in (4, 5)
@@ -107,26 +112,27 @@ def test_yaml_slip_reports_file_line():
 
 
 def test_yaml_slip_line_counts_from_opener():
-    """Lines count from the opening `---` as line 1."""
+    """Lines count from the opening `---` as line 1 (kit: frontmatter.lines)."""
     error = header_refusal("name: x\ndescription: d\nfoo: bar: baz\n")
     assert error.line == 4
 
 
 def test_wrong_type():
-    """A value of the wrong type says what it found."""
+    """A value of the wrong type says what it found (kit: frontmatter.types)."""
     error = header_refusal("name: 5\ndescription: d\n")
     assert error.message == "invalid frontmatter: invalid type: integer `5`, expected a string"
     assert error.line == 2
 
 
 def test_frontmatter_checked_before_body():
-    """A frontmatter failure wins over a body failure."""
+    """A frontmatter failure wins over a body failure (kit: frontmatter.order)."""
     error = header_refusal("name: x\n", body="no title here\n")
     assert error.message == "invalid frontmatter: missing field `description`"
 
 
 def test_promptforge_version_kept():
-    """`promptforge` is any non-negative integer at parse time; the run checks it."""
+    """`promptforge` is any non-negative integer at parse time; the run checks it
+    (kit: frontmatter.promptforge)."""
     assert parse(MIN + "promptforge: 3\n").promptforge == 3
     error = header_refusal(MIN + "promptforge: -1\n")
     assert error.message == ("invalid frontmatter: invalid value: integer `-1`, "
@@ -140,18 +146,19 @@ def test_promptforge_version_kept():
     ("99999999999999999999999", "max_tool_iterations must be <= 1000, got 99999999999999999999999"),
 ])
 def test_max_tool_iterations_range(raw, message):
-    """Out-of-range round caps echo the value as written, never wrapped."""
+    """Out-of-range round caps echo the value as written, never wrapped
+    (kit: frontmatter.max-tool-iterations)."""
     error = header_refusal(MIN + f"max_tool_iterations: {raw}\n")
     assert error.message == "invalid frontmatter: " + message
 
 
 def test_max_tool_iterations_kept():
-    """An in-range round cap is kept."""
+    """An in-range round cap is kept (kit: frontmatter.max-tool-iterations)."""
     assert parse(MIN + "max_tool_iterations: 5\n").max_tool_iterations == 5
 
 
 def test_input_and_output():
-    """`input:`/`output:` are kept as written for the host."""
+    """`input:`/`output:` are kept as written for the host (kit: frontmatter.input-output)."""
     prompt = parse(MIN + "input:\n  path: paper.md\n  description: The input paper\n"
                          "output:\n  path: report.md\n  description: The output report\n")
     assert prompt.input == FileDecl("paper.md", "The input paper")
@@ -159,7 +166,8 @@ def test_input_and_output():
 
 
 def test_input_unknown_and_missing_keys():
-    """A file declaration accepts exactly `path` and `description`."""
+    """A file declaration accepts exactly `path` and `description`
+    (kit: frontmatter.input-output)."""
     error = header_refusal(MIN + "input:\n  path: a\n  description: b\n  mode: r\n")
     assert error.message == ("invalid frontmatter: unknown field `mode`, "
                              "expected `path` or `description`")
@@ -173,7 +181,8 @@ def test_input_unknown_and_missing_keys():
                                        ("args", "arg name")])
 @pytest.mark.parametrize("name", ["1abc", "web.fetch", "é", "a" * 65, "has space"])
 def test_name_grammar(key, kind, name):
-    """Names outside the grammar are refused with the grammar, at the name's line."""
+    """Names outside the grammar are refused with the grammar, at the name's line
+    (kit: frontmatter.names)."""
     value = {"tools": "promptforge/web/search", "models": "{}", "args": "{type: string}"}[key]
     error = header_refusal(MIN + f"{key}:\n  '{name}': {value}\n")
     assert error.message == (f"invalid frontmatter: invalid {kind} `{name}`: "
@@ -185,7 +194,7 @@ def test_name_grammar(key, kind, name):
                                               ("models", "model role label", "{}"),
                                               ("args", "arg name", "{type: string}")])
 def test_duplicate_names(key, kind, value):
-    """A name used twice in one map is refused at its second line."""
+    """A name used twice in one map is refused at its second line (kit: frontmatter.names)."""
     error = header_refusal(MIN + f"{key}:\n  a1: {value}\n  a1: {value}\n")
     assert error.message == (f"invalid frontmatter: duplicate {kind} `a1`: "
                              "contract map keys must be unique")
@@ -193,7 +202,7 @@ def test_duplicate_names(key, kind, value):
 
 
 def test_grammar_checked_before_uniqueness():
-    """A bad name is reported as a grammar error even when repeated."""
+    """A bad name is reported as a grammar error even when repeated (kit: frontmatter.names)."""
     error = header_refusal(MIN + "tools:\n  _x: a\n  _x: a\n")
     assert error.message.startswith("invalid frontmatter: invalid tool alias `_x`")
 
@@ -201,14 +210,14 @@ def test_grammar_checked_before_uniqueness():
 @pytest.mark.parametrize("key, kind", [("tools", "tool alias"), ("models", "model role label"),
                                        ("args", "arg name")])
 def test_contract_map_must_be_a_map(key, kind):
-    """A contract key holding a list says what it found."""
+    """A contract key holding a list says what it found (kit: frontmatter.contract)."""
     error = header_refusal(MIN + f"{key}: [a]\n")
     assert error.message == (f"invalid frontmatter: invalid type: sequence, "
                              f"expected a map of {kind} keys to declarations")
 
 
 def test_names_in_grammar_parse():
-    """Letters, digits, `_` and `-`, up to 64 characters, all parse."""
+    """Letters, digits, `_` and `-`, up to 64 characters, all parse (kit: frontmatter.names)."""
     long = "a" * 64
     prompt = parse(MIN + f"tools:\n  web_fetch: x/y\n  web-fetch2: x/z\n  A: x/w\n  {long}: x/v\n")
     assert [alias for alias, _ in prompt.tools] == ["web_fetch", "web-fetch2", "A", long]
@@ -217,7 +226,7 @@ def test_names_in_grammar_parse():
 # -- declarations ------------------------------------------------------------------------------
 
 def test_full_contract_parses():
-    """Capabilities, tools, roles and args are kept in file order."""
+    """Capabilities, tools, roles and args are kept in file order (kit: frontmatter.contract)."""
     prompt = parse(MIN + """capabilities:
   - promptforge/web
   - ref: io.github.corp/mcp
@@ -251,12 +260,13 @@ args:
 
 
 def test_explicit_empty_args_is_not_absent():
-    """`args: {}` is an explicit declaration, unlike no `args:` at all."""
+    """`args: {}` is an explicit declaration, unlike no `args:` at all (kit: frontmatter.args)."""
     assert parse(MIN + "args: {}\n").args_decl == ()
 
 
 def test_capability_entry_errors():
-    """A capability `ref:` map has exactly `ref`, `optional` and `config`."""
+    """A capability `ref:` map has exactly `ref`, `optional` and `config`
+    (kit: frontmatter.capabilities)."""
     error = header_refusal(MIN + "capabilities:\n  - reff: a/b\n")
     assert error.message == ("invalid frontmatter: unknown field `reff`, "
                              "expected one of `ref`, `optional`, `config`")
@@ -267,7 +277,7 @@ def test_capability_entry_errors():
 
 
 def test_model_role_errors():
-    """A role takes only its three keys and the seven keywords."""
+    """A role takes only its three keys and the seven keywords (kit: frontmatter.models)."""
     error = header_refusal(MIN + "models:\n  writer:\n    temperature: 1\n")
     assert error.message == ("invalid frontmatter: unknown field `temperature`, "
                              "expected one of `keywords`, `min_context`, `description`")
@@ -278,13 +288,13 @@ def test_model_role_errors():
 
 
 def test_arg_missing_type():
-    """A declaration without `type:` is refused."""
+    """A declaration without `type:` is refused (kit: frontmatter.args)."""
     error = header_refusal(MIN + "args:\n  query:\n    optional: true\n")
     assert error.message == "invalid frontmatter: missing field `type`"
 
 
 def test_arg_unknown_type():
-    """`type:` takes one of four words."""
+    """`type:` takes one of four words (kit: frontmatter.args)."""
     error = header_refusal(MIN + "args:\n  query:\n    type: str\n")
     assert error.message == ("invalid frontmatter: unknown variant `str`, expected one of "
                              "`string`, `boolean`, `integer`, `number`")
@@ -292,7 +302,7 @@ def test_arg_unknown_type():
 
 
 def test_arg_unknown_field():
-    """A typo in a declaration names the four accepted keys."""
+    """A typo in a declaration names the four accepted keys (kit: frontmatter.args)."""
     error = header_refusal(MIN + "args:\n  query:\n    type: string\n    desc: x\n")
     assert error.message == ("invalid frontmatter: unknown field `desc`, expected one of "
                              "`type`, `optional`, `default`, `description`")
@@ -303,7 +313,7 @@ def test_arg_unknown_field():
                                                ("integer", "9223372036854775808"),
                                                ("number", "[1]")])
 def test_arg_default_mismatch(declared, default):
-    """A default must match the declared type; the error names the type."""
+    """A default must match the declared type; the error names the type (kit: frontmatter.args)."""
     error = header_refusal(MIN + f"args:\n  a:\n    type: {declared}\n    default: {default}\n")
     assert error.message == ("invalid frontmatter: the default does not match the declared "
                              f"type `{declared}`")
@@ -314,13 +324,13 @@ def test_arg_default_mismatch(declared, default):
     ("string", "'x'", "x"), ("boolean", "true", True), ("integer", "3", 3),
     ("number", "1.5", 1.5), ("number", "2", 2), ("integer", "null", None)])
 def test_arg_default_matches(declared, default, value):
-    """Matching defaults are kept; `default: null` means no default."""
+    """Matching defaults are kept; `default: null` means no default (kit: frontmatter.args)."""
     decl = parse(MIN + f"args:\n  a:\n    type: {declared}\n    default: {default}\n").args_decl
     assert decl[0].default == value
 
 
 def test_arg_entry_must_be_a_map():
-    """An arg whose value is a scalar is a Frontmatter error."""
+    """An arg whose value is a scalar is a Frontmatter error (kit: frontmatter.args)."""
     error = header_refusal(MIN + "args:\n  a: string\n")
     assert error.message.startswith("invalid frontmatter: invalid type: string \"string\"")
 
@@ -335,5 +345,6 @@ def test_arg_entry_must_be_a_map():
     "? [a]\n: 1\n",
 ])
 def test_odd_yaml_is_refused_cleanly(header):
-    """Tags, control characters and deep nesting end in a Frontmatter error."""
+    """Tags, control characters and deep nesting end in a Frontmatter error
+    (kit: frontmatter.yaml-robustness)."""
     assert header_refusal(header).message.startswith("invalid frontmatter: ")

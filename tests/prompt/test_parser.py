@@ -39,7 +39,8 @@ def section(prompt, name):
 # -- line endings ------------------------------------------------------------------------------
 
 def test_crlf_reads_like_lf():
-    """CRLF files give the same prompt as LF ones: fences, Lua code, lines."""
+    """CRLF files give the same prompt as LF ones: fences, Lua code, lines
+    (kit: parser.line-endings)."""
     body = "# T\n\n## Main\n\nSay it.\n\n" + lua("local a = 1\nreturn a")
     crlf = parse_prompt("\ufeff" + (HEAD + body).replace("\n", "\r\n"), "t.md")
     assert crlf == parse(body)
@@ -55,36 +56,36 @@ def test_crlf_reads_like_lf():
     ("#\n\n## A\n", "prompt H1 title must not be empty"),
 ])
 def test_title_errors(body, message):
-    """Exactly one non-empty H1; these errors name no line."""
+    """Exactly one non-empty H1; these errors name no line (kit: parser.title)."""
     error = refusal(body, "Structure")
     assert (error.message, error.line) == (message, None)
 
 
 def test_h1_in_notes_counts():
-    """An H1 in the notes before the title counts toward the one-H1 rule."""
+    """An H1 in the notes before the title counts toward the one-H1 rule (kit: parser.title)."""
     error = refusal("Notes\n\n# Old\n\n# New\n", "Structure")
     assert error.message == "prompt must contain exactly one H1 title"
 
 
 def test_title_is_text_trimmed():
-    """Inner spacing and case are kept; markup keeps only its text."""
+    """Inner spacing and case are kept; markup keeps only its text (kit: parser.title)."""
     assert parse("#   Demo  *Title*  `x` &amp; y  \n").title == "Demo  Title  x & y"
 
 
 def test_setext_h1_is_the_title():
-    """CommonMark decides headings, so a `===` underline makes an H1."""
+    """CommonMark decides headings, so a `===` underline makes an H1 (kit: parser.title)."""
     assert parse("Greeter\n=======\n").title == "Greeter"
 
 
 def test_hash_in_a_fence_is_code():
-    """A `#` line inside any fence is never a heading."""
+    """A `#` line inside any fence is never a heading (kit: parser.sections)."""
     prompt = parse(f"# T\n\n```python\n# comment\n## not a section\n```\n\n## A\n\n"
                    f"{lua('# not a heading either')}")
     assert [s.name for s in prompt.sections] == ["A"]
 
 
 def test_notes_before_title_are_inert():
-    """Headings and fences before the H1 never become sections or blocks."""
+    """Headings and fences before the H1 never become sections or blocks (kit: parser.notes)."""
     prompt = parse(f"Editing notes.\n\n## Old section\n\n{lua('x = 1')}\n"
                    "# With Notes\n\n## Answer\n")
     assert prompt.h1_blocks == () and not prompt.h1_has_pass
@@ -94,7 +95,8 @@ def test_notes_before_title_are_inert():
 # -- sections ---------------------------------------------------------------------------------
 
 def test_nesting():
-    """Sections nest one level at a time; content stops at the next heading."""
+    """Sections nest one level at a time; content stops at the next heading
+    (kit: parser.sections)."""
     prompt = parse("# Nesting\n\n## Prepare\n\nGather the subject.\n\n### Author note\n\n"
                    "Child prose.\n\n#### Deep\n\n## Finish\n")
     prepare, note, deep, finish = prompt.sections
@@ -106,13 +108,13 @@ def test_nesting():
 
 
 def test_zero_sections_is_legal():
-    """A title alone parses, with no sections."""
+    """A title alone parses, with no sections (kit: parser.sections)."""
     prompt = parse("# Only a title\n\nText.\n")
     assert prompt.sections == () and prompt.h1_has_pass
 
 
 def test_section_name_strips_inline_code():
-    """`` ## Run `fetch` `` is named `Run fetch`."""
+    """`` ## Run `fetch` `` is named `Run fetch` (kit: parser.sections)."""
     assert parse("# T\n\n## Run `fetch`  \n").sections[0].name == "Run fetch"
 
 
@@ -125,13 +127,14 @@ def test_section_name_strips_inline_code():
      "section `D` is an orphan H4 heading with no parent H3", 14),
 ])
 def test_heading_errors(body, message, line):
-    """Empty and orphan headings are refused at their line, never re-parented."""
+    """Empty and orphan headings are refused at their line, never re-parented
+    (kit: parser.sections)."""
     error = refusal(body, "Structure")
     assert (error.message, error.line) == (message, line)
 
 
 def test_duplicate_sibling_guide_example():
-    """The guide's `dup` prompt: first at line 9, again at line 13."""
+    """The guide's `dup` prompt: first at line 9, again at line 13 (kit: parser.sections)."""
     text = ("---\nname: dup\ndescription: Two sibling sections share a name\npromptforge: 0\n"
             "---\n\n# T\n\n## S\n\nFirst.\n\n## S\n\nSecond.\n")
     with pytest.raises(PromptError) as info:
@@ -142,13 +145,13 @@ def test_duplicate_sibling_guide_example():
 
 
 def test_same_name_under_different_parents():
-    """Sibling names are unique only among siblings."""
+    """Sibling names are unique only among siblings (kit: parser.sections)."""
     prompt = parse("# T\n\n## A\n\n### S\n\n## B\n\n### S\n")
     assert [s.ref for s in prompt.sections] == ["## A", "### S", "## B", "### S"]
 
 
 def test_setext_pitfall():
-    """A prose line right above `---` becomes an H2 named after it."""
+    """A prose line right above `---` becomes an H2 named after it (kit: parser.sections)."""
     prompt = parse(f"# T\n\n## S\n\nSome prose\n---\n\nMore prose\n\n{lua('return prose')}")
     assert [s.name for s in prompt.sections] == ["S", "Some prose"]
     assert prompt.sections[1].blocks[0].prose == "More prose"
@@ -159,13 +162,13 @@ def test_setext_pitfall():
 @pytest.mark.parametrize("opener", ["```lua ", "```Lua", "````lua", " ```lua", "```luа",
                                     "```lua  shared", "~~~lua"])
 def test_only_exact_openers_are_lua(opener):
-    """Any other opening line is an ordinary code block in the prose."""
+    """Any other opening line is an ordinary code block in the prose (kit: parser.fences)."""
     prompt = parse(f"# T\n\n## A\n\n{opener}\nreturn 1\n{FENCE}\n")
     assert prompt.sections[0].blocks == ()
 
 
 def test_other_fences_are_prose_verbatim():
-    """A `python` fence stays whole in the next block's prose."""
+    """A `python` fence stays whole in the next block's prose (kit: parser.fences)."""
     prompt = parse(f"# T\n\n## Main\n\nExplain what this code prints:\n\n"
                    f"```python\nprint(1)\n```\n\n{lua('return prose')}")
     assert prompt.sections[0].blocks[0].prose == ("Explain what this code prints:\n\n"
@@ -173,7 +176,8 @@ def test_other_fences_are_prose_verbatim():
 
 
 def test_nested_fence_lines_stay_prose():
-    """Fence lines nested in a four-backtick block are prose, shared ones too."""
+    """Fence lines nested in a four-backtick block are prose, shared ones too
+    (kit: parser.fences)."""
     inner = f"{lua('return 1')}{lua('x = 1', 'lua shared')}"
     prompt = parse(f"# T\n\n````markdown\n{inner}````\n\n## A\n")
     assert prompt.h1_blocks == () and prompt.shared is None
@@ -181,13 +185,13 @@ def test_nested_fence_lines_stay_prose():
 
 
 def test_closer_is_exactly_three_backticks():
-    """Only an exact ``` line closes; other backtick lines are Lua source."""
+    """Only an exact ``` line closes; other backtick lines are Lua source (kit: parser.fences)."""
     prompt = parse("# T\n\n## A\n\n```lua\nx = [[\n````\n ```\n``` \n]]\n```\n")
     assert prompt.sections[0].blocks[0].source == "x = [[\n````\n ```\n``` \n]]"
 
 
 def test_empty_block_is_valid():
-    """An opener followed at once by its closer is an empty block."""
+    """An opener followed at once by its closer is an empty block (kit: parser.fences)."""
     block = parse(f"# T\n\n## A\n\n{lua()}").sections[0].blocks[0]
     assert (block.source, block.location) == ("", "section `A` prologue")
 
@@ -205,7 +209,7 @@ def test_empty_block_is_valid():
      "section `Main` `lua` fence is not closed exactly", 10),
 ])
 def test_unclosed_fences(body, message, line):
-    """Unclosed fences are refused by position, at the opener's line."""
+    """Unclosed fences are refused by position, at the opener's line (kit: parser.fences)."""
     error = refusal(body, "Fence")
     assert (error.message, error.line) == (message, line)
 
@@ -213,7 +217,8 @@ def test_unclosed_fences(body, message, line):
 # -- the shared library -------------------------------------------------------------------------
 
 def test_shared_library():
-    """One `lua shared` fence in the H1 body is the library, not an H1 block."""
+    """One `lua shared` fence in the H1 body is the library, not an H1 block
+    (kit: parser.shared-library)."""
     library = lua("function d(v) return v end", "lua shared")
     prompt = parse(f"# Decorated\n\nWraps a word.\n\n{library}"
                    f"\n## Answer\n\n{lua('return d(1)')}")
@@ -223,20 +228,21 @@ def test_shared_library():
 
 
 def test_shared_alone_makes_no_h1_pass():
-    """A `lua shared` fence alone gives no H1 pass."""
+    """A `lua shared` fence alone gives no H1 pass (kit: parser.shared-library)."""
     prompt = parse(f"# T\n\n{lua('x = 1', 'lua shared')}\n## A\n")
     assert prompt.shared is not None and not prompt.h1_has_pass
 
 
 def test_lone_plain_fence_is_not_the_library():
-    """A plain `lua` fence in the H1 body is live code."""
+    """A plain `lua` fence in the H1 body is live code (kit: parser.shared-library)."""
     prompt = parse(f"# T\n\n{lua('return 1')}")
     assert prompt.shared is None and prompt.h1_has_pass
     assert prompt.h1_blocks[0].location == "H1 `T` lua"
 
 
 def test_shared_counted_before_placement():
-    """Two shared fences fail on the count, even when one is misplaced."""
+    """Two shared fences fail on the count, even when one is misplaced
+    (kit: parser.shared-library)."""
     error = refusal(f"# T\n\n{lua('a = 1', 'lua shared')}\n## A\n\n{lua('b = 1', 'lua shared')}",
                     "Fence")
     assert (error.message, error.line) == ("prompt allows at most one `lua shared` fence", 14)
@@ -247,7 +253,7 @@ def test_shared_counted_before_placement():
     (f"Notes.\n\n{lua('a = 1', 'lua shared')}\n# T\n", 8),
 ])
 def test_shared_only_in_h1(body, line):
-    """A shared fence in a section or in the notes is refused."""
+    """A shared fence in a section or in the notes is refused (kit: parser.shared-library)."""
     error = refusal(body, "Fence")
     assert (error.message, error.line) == ("`lua shared` fence is allowed only in H1", line)
 
@@ -259,32 +265,35 @@ def blocks_of(content: str):
 
 
 def test_shape_prose_only():
-    """Prose alone makes no Lua block."""
+    """Prose alone makes no Lua block (kit: parser.block-shapes)."""
     assert blocks_of("Just prose.\n") == ()
 
 
 def test_shape_one_fence_is_prologue():
-    """A single fence (blank lines before it are fine) is only a prologue."""
+    """A single fence (blank lines before it are fine) is only a prologue
+    (kit: parser.block-shapes)."""
     (block,) = blocks_of(f"\n\n{lua('x = 1')}\nTrailing prose.\n")
     assert (block.location, block.prose) == ("section `S` prologue", "")
 
 
 def test_shape_prose_then_fence_is_epilog():
-    """Prose then one fence: the fence is the epilog."""
+    """Prose then one fence: the fence is the epilog (kit: parser.block-shapes)."""
     (block,) = blocks_of(f"Say hello to the reader.\n\n{lua('return prose')}")
     assert (block.location, block.prose) == ("section `S` epilog", "Say hello to the reader.")
 
 
 @pytest.mark.parametrize("between", ["", "\n", "   \n\t\n"])
 def test_shape_back_to_back_fences(between):
-    """Two fences with only whitespace between: prologue and epilog, empty prose."""
+    """Two fences with only whitespace between: prologue and epilog, empty prose
+    (kit: parser.block-shapes)."""
     first, second = blocks_of(f"{lua('-- prologue')}{between}{lua('return 1')}")
     assert (first.location, second.location) == ("section `S` prologue", "section `S` epilog")
     assert second.prose == ""
 
 
 def test_shape_many_fences():
-    """First is prologue, last is epilog, the rest plain `lua`, each with its own prose."""
+    """First is prologue, last is epilog, the rest plain `lua`, each with its own prose
+    (kit: parser.block-shapes)."""
     blocks = blocks_of(f"First.\n\n{lua('var.word = 1')}\nSecond.\n\n{lua('x = 2')}"
                        f"\nThird.\n\n{lua('return prose')}\nTrailing.\n")
     assert [b.location for b in blocks] == ["section `S` lua", "section `S` lua",
@@ -296,7 +305,7 @@ def test_shape_many_fences():
 
 
 def test_h1_blocks_all_share_one_label():
-    """Every H1 body block is labelled with the title."""
+    """Every H1 body block is labelled with the title (kit: parser.block-shapes)."""
     prompt = parse(f"# Two Turns\n\n{lua('a = 1')}\nName one planet.\n\n{lua('b = 2')}\n"
                    "## Answer\n")
     assert [b.location for b in prompt.h1_blocks] == ["H1 `Two Turns` lua"] * 2
@@ -304,25 +313,26 @@ def test_h1_blocks_all_share_one_label():
 
 
 def test_prose_excludes_heading_and_blank_lines():
-    """`## Run`, a blank line and `Done.` give the prose `Done.`."""
+    """`## Run`, a blank line and `Done.` give the prose `Done.` (kit: parser.prose)."""
     (block,) = parse(f"# T\n\n## Run\n\n\nDone.\n\n\n{lua('return prose')}").sections[0].blocks
     assert block.prose == "Done."
 
 
 def test_prose_never_crosses_sections():
-    """A section starts with no pending prose."""
+    """A section starts with no pending prose (kit: parser.prose)."""
     prompt = parse(f"# T\n\n## A\n\nProse for A.\n\n## B\n\n{lua('return prose')}")
     assert prompt.sections[1].blocks[0].prose == ""
 
 
 def test_thematic_break_resets_prose():
-    """Only the text below the last break is captured; the break line is not."""
+    """Only the text below the last break is captured; the break line is not
+    (kit: parser.prose)."""
     (block,) = blocks_of(f"Working notes.\n\n---\n\nOld.\n\n***\n\nWrite this.\n\n{lua('x')}")
     assert block.prose == "Write this."
 
 
 def test_break_inside_fences_is_inert():
-    """`---` in a text fence or a Lua comment resets nothing."""
+    """`---` in a text fence or a Lua comment resets nothing (kit: parser.prose)."""
     comment = lua("--[[\n\n---\n]]")
     first, second = blocks_of(f"Keep me.\n\n```text\n\n---\n```\n\n{comment}Also.\n\n{lua('x')}")
     assert first.prose == "Keep me.\n\n```text\n\n---\n```"
@@ -332,7 +342,7 @@ def test_break_inside_fences_is_inert():
 
 def test_h1_break_and_shared_fence():
     """In the H1 body a break drops the text above it; a shared fence below it
-    is still live and does not split the prose."""
+    is still live and does not split the prose (kit: parser.prose)."""
     prompt = parse(f"# T\n\nDescription above.\n\n---\n\n{lua('s = 1', 'lua shared')}"
                    f"\nBelow prose.\n\n{lua('return prose')}")
     assert prompt.shared is not None
@@ -340,7 +350,7 @@ def test_h1_break_and_shared_fence():
 
 
 def test_h1_has_pass():
-    """The H1 pass runs iff the H1 body has a Lua block or prose."""
+    """The H1 pass runs iff the H1 body has a Lua block or prose (kit: parser.h1-pass)."""
     assert not parse("# T\n\n## A\n").h1_has_pass
     assert not parse("# T\n\nNotes.\n\n---\n\n## A\n").h1_has_pass
     assert parse("# Summary\n\n---\n\nReturns a greeting.\n\n## Main\n").h1_has_pass
@@ -348,7 +358,8 @@ def test_h1_has_pass():
 
 
 def test_first_line_guide_example():
-    """The guide's `checker`: the epilog's first Lua line is file line 13."""
+    """The guide's `checker`: the epilog's first Lua line is file line 13
+    (kit: parser.line-numbers)."""
     text = ("---\nname: checker\ndescription: Shows how error lines map\npromptforge: 0\n---\n"
             "# Checker\n\n## Check\n\nAsk the model.\n\n```lua\nlocal a = 1\nassert(false)\n```\n")
     (block,) = parse_prompt(text).sections[0].blocks
@@ -357,7 +368,7 @@ def test_first_line_guide_example():
 
 
 def test_first_line_counts_a_longer_frontmatter():
-    """Block lines count the whole file, frontmatter included."""
+    """Block lines count the whole file, frontmatter included (kit: parser.line-numbers)."""
     text = ("---\nname: t\ndescription: d\npromptforge: 0\nmodels:\n  writer: {}\n---\n"
             f"# T\n{lua('x = 1', 'lua shared')}{lua('y = 1')}\n## Main\n{lua('z = 1')}")
     prompt = parse_prompt(text)
@@ -385,7 +396,7 @@ def items_of(content: str, name: str = "Topics"):
     ("Commentary above.\n\n---\n\n- kept\n", ("kept",)),
 ])
 def test_list_items(content, items):
-    """Markers with their space, flat, only below the last break."""
+    """Markers with their space, flat, only below the last break (kit: parser.list-sections)."""
     assert items_of(content) == items
 
 
@@ -395,12 +406,13 @@ def test_list_items(content, items):
     f"Do work on {{{{ item }}}}.\n\n{lua('return item')}",
 ])
 def test_not_a_list(content):
-    """Blank sections, any other line, or any Lua block: prose, no items."""
+    """Blank sections, any other line, or any Lua block: prose, no items
+    (kit: parser.list-sections)."""
     assert items_of(content) is None
 
 
 def test_list_in_a_child_section():
-    """List sections work at any depth."""
+    """List sections work at any depth (kit: parser.list-sections)."""
     prompt = parse("# T\n\n## Parent\n\n### Items\n\n- one\n- two\n")
     assert section(prompt, "Items").items == ("one", "two")
     assert section(prompt, "Parent").items is None
@@ -408,7 +420,8 @@ def test_list_in_a_child_section():
 
 @pytest.mark.parametrize("empty", ["-", "- ", "*", "1.", "2)"])
 def test_empty_bullet_item(empty):
-    """A marker with no text fails in whatever section it sits, at its line."""
+    """A marker with no text fails in whatever section it sits, at its line
+    (kit: parser.list-sections)."""
     error = refusal(f"# T\n\n## A\n\n### Items\n\n- one\n{empty}\n- three\n", "List")
     assert (error.message, error.line) == ("empty bullet item in list section `Items`", 13)
 
@@ -416,7 +429,8 @@ def test_empty_bullet_item(empty):
 # -- compile check ---------------------------------------------------------------------------
 
 def test_compile_check_sees_every_block_in_file_order():
-    """Each block is compiled once, source unpadded, named by its label."""
+    """Each block is compiled once, source unpadded, named by its label
+    (kit: parser.compile-check)."""
     seen = []
     parse(f"# T\n\n{lua('h = 1')}{lua('s = 1', 'lua shared')}\n## A\n\n{lua('a = 1')}",
           compile_check=lambda source, name: seen.append((source, name)))
@@ -425,7 +439,8 @@ def test_compile_check_sees_every_block_in_file_order():
 
 
 def test_compile_error():
-    """A compiler message refuses the prompt with kind Lua at the first Lua line."""
+    """A compiler message refuses the prompt with kind Lua at the first Lua line
+    (kit: parser.compile-check)."""
     def check(source, chunkname):
         return f'[string "{chunkname}"]:2: syntax error' if "oops" in source else None
 
@@ -441,7 +456,7 @@ def test_compile_error():
 # -- loading files ------------------------------------------------------------------------------
 
 def test_load_prompt(tmp_path):
-    """A file on disk parses with its path as the label."""
+    """A file on disk parses with its path as the label (kit: parser.loading)."""
     path = tmp_path / "greeter.md"
     path.write_bytes((HEAD + f"# Greeter\n\n## Say hi\n\n{lua('return 1')}").encode())
     prompt = load_prompt(path)
@@ -449,7 +464,7 @@ def test_load_prompt(tmp_path):
 
 
 def test_load_missing_file(tmp_path):
-    """An unreadable file names the file."""
+    """An unreadable file names the file (kit: parser.loading)."""
     path = tmp_path / "missing.md"
     with pytest.raises(PromptError) as info:
         load_prompt(path)
@@ -458,7 +473,7 @@ def test_load_missing_file(tmp_path):
 
 
 def test_load_non_utf8(tmp_path):
-    """A file that is not UTF-8 names the file and the line."""
+    """A file that is not UTF-8 names the file and the line (kit: parser.loading)."""
     path = tmp_path / "latin1.md"
     path.write_bytes(HEAD.encode() + b"# Caf\xe9\n")
     with pytest.raises(PromptError) as info:
@@ -478,7 +493,7 @@ _PIECES = st.sampled_from(["# T", "## A", "### B", "#### C", "#", "---", "***", 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_PIECES, max_size=30), st.booleans())
 def test_any_body_parses_or_is_refused(pieces, with_head):
-    """No input ever escapes as anything but a Prompt or a PromptError."""
+    """No input ever escapes as anything but a Prompt or a PromptError (kit: parser.robustness)."""
     text = (HEAD if with_head else "") + "\n".join(pieces)
     try:
         parse_prompt(text, compile_check=lambda source, name: None)
@@ -489,7 +504,8 @@ def test_any_body_parses_or_is_refused(pieces, with_head):
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_any_text_parses_or_is_refused(text):
-    """Arbitrary text, frontmatter or not, ends in a Prompt or a PromptError."""
+    """Arbitrary text, frontmatter or not, ends in a Prompt or a PromptError
+    (kit: parser.robustness)."""
     for candidate in (text, HEAD + text, "---\n" + text + "\n---\n# T\n"):
         try:
             parse_prompt(candidate)
