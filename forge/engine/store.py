@@ -279,6 +279,9 @@ class Claims:
 
     def __init__(self) -> None:
         self._by_path: dict[str, dict[str, tuple[str, int]]] = {}
+        #: The paths each identity holds a claim on, so a release costs what
+        #: that identity touched, not the whole table.
+        self._by_identity: dict[str, dict[str, None]] = {}
         self._clock = 0
 
     def now(self) -> int:
@@ -300,6 +303,7 @@ class Claims:
     def take(self, identity: str, claim: str, path: str) -> None:
         self._clock += 1
         holders = self._by_path.setdefault(path, {})
+        self._by_identity.setdefault(identity, {})[path] = None
         held = holders.get(identity)
         if held is None:
             holders[identity] = (claim, self._clock)
@@ -307,5 +311,5 @@ class Claims:
             holders[identity] = ("write", self._clock)
 
     def release(self, identity: str) -> None:
-        for holders in self._by_path.values():
-            holders.pop(identity, None)
+        for path in self._by_identity.pop(identity, {}):
+            self._by_path[path].pop(identity, None)

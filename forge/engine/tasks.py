@@ -447,8 +447,10 @@ class TasksAPI:
             return self._deliver(chain, join, timed_out=False)
         run = self.run
         ids.wait_parks(chain, timed=join.timed)
-        for t in dict.fromkeys(members):
+        live = [t for t in dict.fromkeys(members) if t.live]
+        for t in live:
             t.waiters.append(chain)
+        chain.join_left = len(live)
         run.admission.waiting(chain.task)
         run.trace.emit(run.clock.now, "wait", chain=chain.id, call=call,
                        members=[t.id for t in members], timeout=timeout_ns)
@@ -475,8 +477,12 @@ class TasksAPI:
         return all(ended) if join.every else any(ended)
 
     def _maybe_wake(self, chain: Chain, join: Join) -> None:
+        """A member of `join` ended.  Only live members are registered, once
+        each, so a join of every member is met when the count of those still
+        live reaches zero, and a join_any at the first end."""
         assert chain.live and chain.parked_on is join
-        if not self._satisfied(join):
+        chain.join_left -= 1
+        if join.every and chain.join_left > 0:
             return
         self.unregister(chain)
         self.run.admission.wake(chain, self._deliver(chain, join, timed_out=False))

@@ -76,15 +76,19 @@ class Admission:
         self.admit()
 
     def admit(self) -> None:
-        """Admit queued tasks in spawn order while slots are free."""
-        candidates = list(reversed(self.queue)) if NEWEST_FIRST.on else list(self.queue)
-        for task in candidates:
-            if self._ceiling_reached():
-                return      # nothing more can start; the rest stay queued in order
+        """Admit queued tasks in spawn order while slots are free.
+
+        Walks the queue in place (O(log n) a step) and stops as soon as the
+        ceiling is reached, so a full run costs nothing per call however long
+        the queue is."""
+        i = 0
+        while i < len(self.queue) and not self._ceiling_reached():
+            task = self.queue[len(self.queue) - 1 - i] if NEWEST_FIRST.on else self.queue[i]
             if not task.live:
                 self.queue.discard(task)
                 continue
             if not self._slot_free(task):
+                i += 1
                 continue
             self.queue.discard(task)
             assert not task.holds_slot, f"task {task.id} is queued while holding a slot"

@@ -1,0 +1,44 @@
+"""Digest of every observation the reference engine gives, to prove a change
+changed nothing: every conformance case on its canonical schedule and three
+random ones, and every example prompt, each observation's JSON (its trace
+hash included) hashed into one line per case.
+
+    python3 benchmarks/golden.py > before.txt
+    ...change the engine...
+    python3 benchmarks/golden.py | diff before.txt -
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import sys
+
+from conformance.adapters import InProcessAdapter
+from conformance.case import DEFAULT_CASES_DIR, load_cases
+from forge.engine.run import observation_json, run_prompt
+from forge.prompt import load_prompt
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    adapter = InProcessAdapter()
+    for case in load_cases(DEFAULT_CASES_DIR):
+        for seed in (None, 1, 2, 3):
+            try:
+                obs = adapter.run(case, seed)
+                text = json.dumps(obs, sort_keys=True, ensure_ascii=False)
+            except Exception as e:  # noqa: BLE001 - a difference is what we look for
+                text = f"error {type(e).__name__}: {e}"
+            digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+            print(f"{case.id} seed={seed} {digest}")
+    for path in sorted((ROOT / "examples").glob("*.md")):
+        obs = run_prompt(load_prompt(str(path))).observation()
+        print(f"example {path.name} {hashlib.sha256(observation_json(obs).encode()).hexdigest()[:16]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
