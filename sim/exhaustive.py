@@ -39,7 +39,7 @@ def _counted(choices: Sequence[Choice], values: Sequence[int]) -> int:
 
 def search(subject: Subject, checks: Sequence[Check], limit: int = 10_000, reduce: bool = True,
            max_deviations: int | None = None, stop_at_first: bool = False,
-           shrink_budget: int = 2000) -> Report:
+           shrink_budget: int = 3000) -> Report:
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}

@@ -86,7 +86,7 @@ def check_all(obs: dict, checks: Sequence[Check]) -> list[str]:
 
 
 def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bool],
-                  budget: int = 2000) -> shrinking.ShrinkResult:
+                  budget: int = 3000) -> shrinking.ShrinkResult:
     """Shrink the failing run recorded in `chooser` (see `sim.shrink`)."""
 
     def run(candidate: Sequence[int]):
@@ -98,7 +98,7 @@ def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bo
 
 
 def shrink(subject: Subject, choices: Sequence[int], fails: Callable[[dict], bool],
-           budget: int = 2000) -> tuple[int, ...]:
+           budget: int = 3000) -> tuple[int, ...]:
     """The shrunk form of a failing choice sequence (see `shrink_result`)."""
     chooser = Chooser(ReplayProvider(choices))
     subject(chooser)
@@ -118,7 +118,7 @@ def finding(subject: Subject, seed: int | None, chooser: Chooser, obs: dict,
 
 def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             strategy: str = "random", pct_depth: int = 3, stop_at_first: bool = True,
-            shrink_budget: int = 2000, progress: Callable[[int], None] | None = None) -> Report:
+            shrink_budget: int = 3000, progress: Callable[[int], None] | None = None) -> Report:
     """Run one schedule per seed; PCT seeds share one campaign (its horizon)."""
     findings: list[Finding] = []
     traces: set[str] = set()
@@ -150,7 +150,7 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
 
 def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000,
                reduce: bool = True, max_deviations: int | None = None,
-               stop_at_first: bool = False, shrink_budget: int = 2000) -> Report:
+               stop_at_first: bool = False, shrink_budget: int = 3000) -> Report:
     """Depth-first over the choice tree; see `sim.exhaustive.search`."""
     from sim.exhaustive import search
 

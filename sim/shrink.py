@@ -160,6 +160,57 @@ class _Search:
                             return True
         return False
 
+    def zero_and_swap(self) -> bool:
+        """Zero one deviation and swap two later values.
+
+        Lowering a chain pick hands the chain's turn to another chain, and
+        the durations after it then belong to the wrong operations; a swap
+        gives each its old duration back.
+        """
+        b = list(self.best) + [0] * max(0, len(self.arity) - len(self.best))
+        devs = [i for i, v in enumerate(b) if v]
+        for i in devs:
+            later = [p for p in self.open_positions() if p > i]
+            for p, q in itertools.combinations(later, 2):
+                if b[p] == b[q]:
+                    continue
+                c = list(b)
+                c[i] = 0
+                c[p], c[q] = c[q], c[p]
+                if self.attempt(c):
+                    return True
+        return False
+
+    def regroup(self) -> bool:
+        """Replace three deviations by two, placed anywhere with extreme values.
+
+        Reaches schedules such as "slow two rivals" from "speed up every step
+        of one chain", which no one-for-one move connects.  The latest
+        deviations are given up first and the new ones tried earliest first,
+        the likeliest trade in a race; the pass spends at most half of the
+        remaining budget, so the proof keeps the rest.
+        """
+        b = list(self.best) + [0] * max(0, len(self.arity) - len(self.best))
+        devs = [i for i, v in enumerate(b) if v]
+        if len(devs) < 3:
+            return False
+        slots = [(p, v) for p in self.open_positions()
+                 for v in sorted({1, self.arity[p] - 1})]
+        cap = self.runs + (self.budget - self.runs) // 2
+        for trio in reversed(list(itertools.combinations(devs, 3))):
+            for (p, v), (q, w) in itertools.combinations(slots, 2):
+                if self.runs >= cap:
+                    return False
+                if p == q:
+                    continue
+                c = list(b)
+                for i in trio:
+                    c[i] = 0
+                c[p], c[q] = v, w
+                if self.attempt(c):
+                    return True
+        return False
+
     def fewer_deviations(self) -> bool:
         """Try every placement of one deviation fewer, when the budget allows.
 
@@ -196,7 +247,7 @@ class _Search:
         return False
 
 
-def shrink(run: Runner, start: Sequence[int], arity: Sequence[int], budget: int = 2000,
+def shrink(run: Runner, start: Sequence[int], arity: Sequence[int], budget: int = 3000,
            trade: bool = True) -> ShrinkResult:
     """Shrink `start` (a failing sequence) until no pass applies, then prove it.
 
@@ -212,7 +263,7 @@ def shrink(run: Runner, start: Sequence[int], arity: Sequence[int], budget: int 
         progress |= s.zero_chunks()
         progress |= s.lower_each()
         if not progress and trade:
-            progress = s.trade() or s.fewer_deviations()
+            progress = s.trade() or s.zero_and_swap() or s.regroup() or s.fewer_deviations()
         if progress:
             continue
         if not s.unproven_neighbour():
