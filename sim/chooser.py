@@ -36,6 +36,19 @@ import attrs
 
 MASK64 = (1 << 64) - 1
 
+#: Duration choices' kinds start with this; their labels are `x<multiplier>`.
+LATENCY_PREFIX = "latency:"
+
+
+def duration_multiplier(label: str) -> float | None:
+    """The multiplier a duration option's label `x<number>` names, or None."""
+    if not label.startswith("x"):
+        return None
+    try:
+        return float(label[1:])
+    except ValueError:
+        return None
+
 
 class SplitMix64:
     """A tiny, fully specified PRNG, so a seed means the same thing everywhere."""
@@ -178,8 +191,10 @@ def make_provider(spec: str) -> Provider:
     """Build a provider from a CLI spelling.
 
     `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]`, `replay:FILE`.
-    A PCT run found by `forge explore` names its learned horizon, so the
-    spelling reproduces it exactly.
+    A lone PCT run has no earlier runs to learn a horizon from, so without
+    HORIZON it places no change points; a PCT run found by `forge explore`
+    names its learned horizon (`Finding.provider`), so the full spelling
+    reproduces it exactly.
     """
     from sim.pct import PCTProvider
 
@@ -192,7 +207,7 @@ def make_provider(spec: str) -> Provider:
         parts = rest.split(":")
         if all(p.isdigit() for p in parts) and len(parts) <= 3:
             depth = int(parts[1]) if len(parts) >= 2 else 3
-            horizon = int(parts[2]) if len(parts) == 3 else 200
+            horizon = int(parts[2]) if len(parts) == 3 else None
             return PCTProvider(int(parts[0]), depth, horizon)
     if name == "replay" and rest:
         return ReplayProvider(load_replay(rest))

@@ -31,23 +31,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.chooser import Provider, SplitMix64
-
-#: Duration choices' kinds start with this; their labels are `x<multiplier>`.
-LATENCY_PREFIX = "latency:"
+from sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
 
 
 def duration_order(options: Sequence[str]) -> list[int] | None:
     """Option indexes from shortest to longest duration, or None if a label
     is not `x<number>`.  Equal durations keep index order."""
-    values = []
-    for label in options:
-        if not label.startswith("x"):
-            return None
-        try:
-            values.append(float(label[1:]))
-        except ValueError:
-            return None
+    values = [duration_multiplier(label) for label in options]
+    if any(v is None for v in values):
+        return None
     return sorted(range(len(options)), key=lambda i: (values[i], i))
 
 
@@ -55,12 +47,13 @@ class PCTProvider(Provider):
     """One PCT run: random chain priorities plus `depth - 1` change points.
 
     `horizon` is the number of real decisions to place change points in;
-    None means "unknown yet": no change points (the measuring run).
+    None (or 0) means "unknown yet": no change points, priorities only (the
+    measuring run of a campaign, and a lone `pct:SEED` run).
     """
 
     name = "pct"
 
-    def __init__(self, seed: int, depth: int = 3, horizon: int | None = 200) -> None:
+    def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon
         self.rng = SplitMix64(seed)
         #: Chain labels, highest priority first.

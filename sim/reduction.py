@@ -46,8 +46,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from sim.chooser import Choice
-from sim.pct import LATENCY_PREFIX
+from sim.chooser import LATENCY_PREFIX, Choice, duration_multiplier
 
 
 @attrs.frozen(order=True)
@@ -60,15 +59,6 @@ class Step:
     value: int
     #: Position of the duration choice in the record.
     at: int = attrs.field(order=False, eq=False)
-
-
-def _multiplier(label: str) -> float | None:
-    if not label.startswith("x"):
-        return None
-    try:
-        return float(label[1:])
-    except ValueError:
-        return None
 
 
 def independent(a: Step, b: Step) -> bool:
@@ -102,7 +92,7 @@ def races(choices: Sequence[Choice],
             j += 1
         step: Step | None = None
         if j == i + 2 and choices[i + 1].kind.startswith(LATENCY_PREFIX):
-            m = _multiplier(options[i + 1][choices[i + 1].value])
+            m = duration_multiplier(options[i + 1][choices[i + 1].value])
             if m is not None:
                 step = Step(picked, choices[i + 1].kind, m, choices[i + 1].value, i + 1)
         if len(labels) > 1 or current:
