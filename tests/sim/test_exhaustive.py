@@ -52,6 +52,50 @@ return 'gamma'
 """
 
 
+# Alpha starts a child before it writes: its step is not simple (the next
+# decision offers a chain that was not ready), so nothing commutes past it.
+BARRIER = """---
+name: barrier
+description: a racing task spawns a child before it writes
+promptforge: 0
+---
+
+# Barrier
+
+## Main
+
+```lua
+local a = tasks.spawn('## Alpha')
+local b = tasks.spawn('## Beta')
+local first = tasks.join_any({ a, b })
+tasks.join(tasks.pending())
+return first.task
+```
+
+## Alpha
+
+```lua
+local c = tasks.spawn('### Child')
+store.write('a', '1')
+local _, ok, r = tasks.join_any({ c })
+return 'alpha ' .. tostring(r)
+```
+
+### Child
+
+```lua
+store.write('c', '1')
+return 'child'
+```
+
+## Beta
+
+```lua
+store.write('b', '1')
+return 'beta'
+```
+"""
+
 _LEAVES: dict = {}
 
 
@@ -65,6 +109,7 @@ def leaves_of(name: str, subject):
 SUBJECTS = {
     "store-race": example(STORE_RACE, "1"),
     "mixed": text(MIXED),
+    "barrier": text(BARRIER),
     "checked-join": example("checked-join.md"),
 }
 
