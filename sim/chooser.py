@@ -12,10 +12,18 @@ Option 0 is always the canonical answer (the spec's default order), so the
 all-zeros sequence is the canonical schedule and "smaller" sequences in
 shortlex order are closer to it.
 
-Strategies are `Provider`s: canonical, random(seed), PCT(seed, depth),
-replay(choices) (which also serves exhaustive search and shrinking) and
-Hypothesis (`sim.hypothesis`).  None of them reads wall time or an unseeded
-source: randomness is a SplitMix64 stream from the seed.
+Strategies are `Provider`s: canonical, random(seed), replay(choices) (which
+also serves exhaustive search and shrinking) here; PCT in `sim.pct`
+(importable from here too) and Hypothesis in `sim.hypothesis`.  None of
+them reads wall time or an unseeded source: randomness is a SplitMix64
+stream from the seed.
+
+The decisions the engine asks for, and what a provider may read from them:
+`chain` picks one of the ready chains, labelled `KIND:ID`; `latency:OP`
+picks the duration of a harness operation the chain that ran last just
+issued, from options labelled `x<multiplier>` of the operation's base
+duration (option 0 is `x1.0`).  Operations whose durations end on the same
+instant complete in the order they were issued.
 """
 
 from __future__ import annotations
@@ -27,6 +35,19 @@ from collections.abc import Sequence
 import attrs
 
 MASK64 = (1 << 64) - 1
+
+#: Duration choices' kinds start with this; their labels are `x<multiplier>`.
+LATENCY_PREFIX = "latency:"
+
+
+def duration_multiplier(label: str) -> float | None:
+    """The multiplier a duration option's label `x<number>` names, or None."""
+    if not label.startswith("x"):
+        return None
+    try:
+        return float(label[1:])
+    except ValueError:
+        return None
 
 
 class SplitMix64:
@@ -102,43 +123,6 @@ class RandomProvider(Provider):
         return {"strategy": self.name, "seed": self.seed}
 
 
-class PCTProvider(Provider):
-    """Probabilistic concurrency testing (Burckhardt et al.) for chain picks.
-
-    Each chain label gets a random priority when first seen; the highest
-    priority ready chain runs.  At `depth - 1` random step numbers the chain
-    picked at that step drops below every other priority.  A bug that needs
-    `depth` ordering constraints is found with probability at least
-    1 / (n * k^(depth-1)).  Non-chain choices are uniform.
-    """
-
-    name = "pct"
-
-    def __init__(self, seed: int, depth: int = 3, horizon: int = 200) -> None:
-        self.seed, self.depth = seed, depth
-        self.rng = SplitMix64(seed)
-        self.priority: dict[str, int] = {}
-        self.change_points = sorted(self.rng.below(horizon) for _ in range(max(depth - 1, 0)))
-        self.step = 0
-        self.low = 0
-
-    def draw(self, kind: str, options: Sequence[str]) -> int:
-        if kind != "chain":
-            return self.rng.below(len(options))
-        for label in options:
-            if label not in self.priority:
-                self.priority[label] = 1_000_000 + self.rng.below(1_000_000)
-        best = max(range(len(options)), key=lambda i: (self.priority[options[i]], -i))
-        if self.step in self.change_points:
-            self.low -= 1
-            self.priority[options[best]] = self.low
-        self.step += 1
-        return best
-
-    def describe(self) -> dict:
-        return {"strategy": self.name, "seed": self.seed, "depth": self.depth}
-
-
 class ReplayProvider(Provider):
     """Answers from a recorded prefix, then canonical answers.
 
@@ -173,6 +157,9 @@ class Chooser:
     def __init__(self, provider: Provider | None = None) -> None:
         self.provider = provider or Canonical()
         self.choices: list[Choice] = []
+        #: The option labels of each choice, parallel to `choices`: what the
+        #: explorer's reduction reads (which chain, which duration).
+        self.options: list[tuple[str, ...]] = []
 
     def choose(self, kind: str, options: Sequence[str]) -> int:
         n = len(options)
@@ -184,17 +171,33 @@ class Chooser:
         if not 0 <= value < n:
             raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
         self.choices.append(Choice(kind, n, value))
+        self.options.append(tuple(options))
         return value
 
     def values(self) -> list[int]:
         return [c.value for c in self.choices]
 
 
+def __getattr__(name: str):
+    # PCT lives in its own module, which imports this one; resolve it late.
+    if name == "PCTProvider":
+        from sim.pct import PCTProvider
+
+        return PCTProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def make_provider(spec: str) -> Provider:
     """Build a provider from a CLI spelling.
 
-    `canonical`, `random:SEED`, `pct:SEED[:DEPTH]`, `replay:FILE`.
+    `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]`, `replay:FILE`.
+    A lone PCT run has no earlier runs to learn a horizon from, so without
+    HORIZON it places no change points; a PCT run found by `forge explore`
+    names its learned horizon (`Finding.provider`), so the full spelling
+    reproduces it exactly.
     """
+    from sim.pct import PCTProvider
+
     name, _, rest = spec.partition(":")
     if name == "canonical" and not rest:
         return Canonical()
@@ -202,12 +205,15 @@ def make_provider(spec: str) -> Provider:
         return RandomProvider(int(rest))
     if name == "pct" and rest:
         parts = rest.split(":")
-        if all(p.isdigit() for p in parts) and len(parts) <= 2:
-            return PCTProvider(int(parts[0]), int(parts[1]) if len(parts) == 2 else 3)
+        if all(p.isdigit() for p in parts) and len(parts) <= 3:
+            depth = int(parts[1]) if len(parts) >= 2 else 3
+            horizon = int(parts[2]) if len(parts) == 3 else None
+            return PCTProvider(int(parts[0]), depth, horizon)
     if name == "replay" and rest:
         return ReplayProvider(load_replay(rest))
     raise ValueError(
-        f"unknown strategy {spec!r}: use canonical, random:SEED, pct:SEED[:DEPTH] or replay:FILE"
+        f"unknown strategy {spec!r}: use canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] "
+        "or replay:FILE"
     )
 
 

@@ -1,13 +1,18 @@
 """Exploring schedules: many choice sequences of one run, checked and shrunk.
 
-`explore` runs a subject under a strategy per seed and checks every result
-with the invariant checks it is given; the first failing schedule is shrunk
-to a shortlex-minimal choice sequence that still fails, and reported with a
-replay file.  `exhaustive` walks the choice tree depth-first.
+`explore` runs a subject under a strategy per seed (random, or PCT learning
+its horizon across the seeds, `sim.pct`) and checks every result with the
+checks it is given; the first failing schedule is shrunk to a local
+minimum (`sim.shrink`) and reported with its deviations from canonical.
+`exhaustive` (`sim.exhaustive`) walks the choice tree with partial-order
+reduction.
 
 A *subject* is any callable `subject(chooser) -> (observation, trace_sha)`:
 the explorer knows nothing about prompts, which is why the lifecycle
 manager's workloads can use it too.
+
+What does not live here: the providers (`sim.chooser`, `sim.pct`), the
+shrink passes (`sim.shrink`), the reduction (`sim.reduction`).
 """
 
 from __future__ import annotations
@@ -16,13 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from sim.chooser import (
-    Chooser,
-    PCTProvider,
-    Provider,
-    RandomProvider,
-    ReplayProvider,
-)
+from sim import shrink as shrinking
+from sim.chooser import Chooser, Provider, RandomProvider, ReplayProvider
+from sim.pct import PCTCampaign
 
 Subject = Callable[[Chooser], tuple[dict, str]]
 Check = Callable[[dict], list[str]]
@@ -37,6 +38,13 @@ class Finding:
     choices: tuple[int, ...]
     shrunk: tuple[int, ...]
     observation: dict = attrs.field(eq=False, repr=False)
+    #: Choices of `shrunk` that differ from canonical (option 0).
+    deviations: int = 0
+    #: Every one-step neighbour of `shrunk` was run and passes.
+    proven: bool = False
+    #: How the failing run was drawn (`Provider.describe()`), so that
+    #: `forge run --strategy` can draw it again.
+    provider: dict = attrs.field(factory=dict, eq=False)
 
 
 @attrs.frozen
@@ -45,6 +53,23 @@ class Report:
     distinct_traces: int
     findings: tuple[Finding, ...]
     outcomes: dict
+    #: False when the search stopped at its budget before covering its tree
+    #: (exhaustive) - then `unfinished` subtrees were never run.
+    complete: bool = True
+    #: Subtrees skipped because an equivalent schedule is run (reduction).
+    pruned: int = 0
+    #: Subtrees skipped by the deviation bound.
+    bounded: int = 0
+    #: Subtrees still waiting when the budget ran out.
+    unfinished: int = 0
+    #: Runs whose schedule turned out equivalent to one already run.
+    redundant: int = 0
+    #: PCT's learned horizon (real decisions) at the end, if PCT ran.
+    horizon: int | None = None
+
+    @property
+    def explored(self) -> int:
+        return self.runs
 
 
 def run_once(subject: Subject, provider: Provider) -> tuple[dict, str, list[int]]:
@@ -60,66 +85,53 @@ def check_all(obs: dict, checks: Sequence[Check]) -> list[str]:
     return problems
 
 
+def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bool],
+                  budget: int = 3000) -> shrinking.ShrinkResult:
+    """Shrink the failing run recorded in `chooser` (see `sim.shrink`)."""
+
+    def run(candidate: Sequence[int]):
+        replay = Chooser(ReplayProvider(candidate))
+        obs, _ = subject(replay)
+        return fails(obs), replay.values(), [c.n for c in replay.choices]
+
+    return shrinking.shrink(run, chooser.values(), [c.n for c in chooser.choices], budget)
+
+
 def shrink(subject: Subject, choices: Sequence[int], fails: Callable[[dict], bool],
-           budget: int = 300) -> tuple[int, ...]:
-    """The shortlex-smallest failing sequence found by deleting and lowering choices.
+           budget: int = 3000) -> tuple[int, ...]:
+    """The shrunk form of a failing choice sequence (see `shrink_result`)."""
+    chooser = Chooser(ReplayProvider(choices))
+    subject(chooser)
+    return shrink_result(subject, chooser, fails, budget).choices
 
-    Passes, in the order Hypothesis's shrinker favours: drop the tail, delete
-    chunks, then lower each value (trying 0 first).  Every candidate is a
-    fresh run from a replay prefix, so progress is deterministic.
-    """
-    best = list(choices)
-    tries = 0
 
-    def attempt(candidate: list[int]) -> bool:
-        nonlocal best, tries
-        if tries >= budget:
-            return False
-        tries += 1
-        obs, _, used = run_once(subject, ReplayProvider(candidate))
-        if fails(obs):
-            # Trailing zeros are what a replay supplies anyway: compare without them.
-            while used and used[-1] == 0:
-                used.pop()
-            if (len(used), used) < (len(best), best):
-                best = used
-            return True
-        return False
+def finding(subject: Subject, seed: int | None, chooser: Chooser, obs: dict,
+            problems: Sequence[str], checks: Sequence[Check], shrink_budget: int,
+            provider: dict) -> Finding:
+    def fails(o: dict) -> bool:
+        return bool(check_all(o, checks))
 
-    # Trailing zeros are implied by the replay provider.
-    while best and best[-1] == 0:
-        best.pop()
-    for size in (8, 4, 2, 1):
-        i = 0
-        while i < len(best):
-            candidate = best[:i] + best[i + size:]
-            if not attempt(candidate):
-                i += 1
-            while best and best[-1] == 0:
-                best.pop()
-    i = 0
-    while i < len(best):
-        if best[i] > 0:
-            for lower in range(0, best[i]):
-                candidate = best[:i] + [lower] + best[i + 1:]
-                if attempt(candidate):
-                    break
-        i += 1
-        while best and best[-1] == 0:
-            best.pop()
-    return tuple(best)
+    small = shrink_result(subject, chooser, fails, shrink_budget)
+    return Finding(seed, tuple(problems), tuple(chooser.values()), small.choices, obs,
+                   small.deviations, small.proven, provider)
 
 
 def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             strategy: str = "random", pct_depth: int = 3, stop_at_first: bool = True,
-            shrink_budget: int = 300, progress: Callable[[int], None] | None = None) -> Report:
+            shrink_budget: int = 3000, progress: Callable[[int], None] | None = None) -> Report:
+    """Run one schedule per seed; PCT seeds share one campaign (its horizon)."""
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
+    campaign = PCTCampaign(pct_depth) if strategy == "pct" else None
     runs = 0
     for seed in seeds:
-        provider = PCTProvider(seed, pct_depth) if strategy == "pct" else RandomProvider(seed)
-        obs, sha, used = run_once(subject, provider)
+        provider = campaign.provider(seed) if campaign else RandomProvider(seed)
+        described = provider.describe()
+        chooser = Chooser(provider)
+        obs, sha = subject(chooser)
+        if campaign:
+            campaign.learn(provider)
         runs += 1
         traces.add(sha)
         key = str(obs.get("outcome"))
@@ -128,39 +140,19 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
         if progress:
             progress(runs)
         if problems:
-            def fails(o: dict) -> bool:
-                return bool(check_all(o, checks))
-
-            small = shrink(subject, used, fails, shrink_budget)
-            findings.append(Finding(seed, tuple(problems), tuple(used), small, obs))
+            findings.append(finding(subject, seed, chooser, obs, problems, checks,
+                                    shrink_budget, described))
             if stop_at_first:
                 break
-    return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())))
+    return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
+                  horizon=campaign.horizon if campaign else None)
 
 
-def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000) -> Report:
-    """Depth-first over the choice tree, each branch once, up to `limit` runs."""
-    findings: list[Finding] = []
-    traces: set[str] = set()
-    outcomes: dict[str, int] = {}
-    stack: list[list[int]] = [[]]
-    runs = 0
-    while stack and runs < limit:
-        prefix = stack.pop()
-        chooser = Chooser(ReplayProvider(prefix))
-        obs, sha = subject(chooser)
-        runs += 1
-        traces.add(sha)
-        key = str(obs.get("outcome"))
-        outcomes[key] = outcomes.get(key, 0) + 1
-        problems = check_all(obs, checks)
-        if problems:
-            findings.append(Finding(None, tuple(problems), tuple(chooser.values()),
-                                    tuple(chooser.values()), obs))
-        # Branch on every choice past the prefix, deepest last so the
-        # traversal is depth-first in the canonical-first order.
-        made = chooser.choices
-        for pos in range(len(made) - 1, len(prefix) - 1, -1):
-            for alt in range(made[pos].n - 1, 0, -1):
-                stack.append([c.value for c in made[:pos]] + [alt])
-    return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())))
+def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000,
+               reduce: bool = True, max_deviations: int | None = None,
+               stop_at_first: bool = False, shrink_budget: int = 3000) -> Report:
+    """Depth-first over the choice tree; see `sim.exhaustive.search`."""
+    from sim.exhaustive import search
+
+    return search(subject, checks, limit=limit, reduce=reduce, max_deviations=max_deviations,
+                  stop_at_first=stop_at_first, shrink_budget=shrink_budget)

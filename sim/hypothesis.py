@@ -1,17 +1,41 @@
-"""A chooser provider that draws every choice from Hypothesis.
+"""Schedules as a Hypothesis strategy: `@given(schedules())` over any subject.
 
-Used inside a `@given` test, it lets Hypothesis own the schedule: a failing
-interleaving is shrunk by Hypothesis's own shrinker to a minimal one, and
-reproduced from its database or a `@reproduce_failure` blob.
+`schedules()` draws a `Chooser` whose real decisions (more than one
+option) answer from a list of integers Hypothesis draws, one per decision,
+clamped to the options offered; past the list's end it answers canonically.
+Hypothesis shrinks lists towards short and small, which here is towards the
+canonical schedule, so a failing schedule is shrunk by Hypothesis's own
+shrinker and reproduced from its database or a `@reproduce_failure` blob.
+Inside a test body, `HypothesisProvider(data)` on `st.data()` draws each
+decision lazily instead.  The chooser records what it
+answered, like any other, so a failure can also be saved for `forge
+replay` (`dump_replay(chooser, ...)`) or shrunk again by `sim.shrink`.
+
+    from sim.hypothesis import schedules
+
+    @given(schedules())
+    def test_gamma_never_ends_first(chooser):
+        obs, _ = subject(chooser)
+        assert obs["result"] != "0.2", chooser.values()
+
+Hypothesis is an install extra (`pip install 'forge-kit[test]'`); importing
+this module without it raises an ImportError that says so.  What does not
+live here: the other providers (`sim.chooser`, `sim.pct`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ModuleNotFoundError:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "sim.hypothesis needs the Hypothesis package, an optional extra of the forge kit: "
+        "pip install 'forge-kit[test]' (or pip install hypothesis)"
+    ) from None
 
-from sim.chooser import Provider
+from sim.chooser import Chooser, Provider
 
 
 class HypothesisProvider(Provider):
@@ -24,3 +48,33 @@ class HypothesisProvider(Provider):
         if len(options) == 1:
             return 0        # nothing to decide, nothing for the shrinker to shrink
         return self.data.draw(st.integers(0, len(options) - 1), label=kind)
+
+
+class ListProvider(Provider):
+    """Answers real decisions from a drawn list, clamped; canonical after it."""
+
+    name = "hypothesis-list"
+
+    def __init__(self, answers: Sequence[int]) -> None:
+        self.answers = list(answers)
+        self.pos = 0
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        if len(options) == 1 or self.pos >= len(self.answers):
+            return 0
+        value = self.answers[self.pos]
+        self.pos += 1
+        return min(value, len(options) - 1)
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "answers": list(self.answers)}
+
+
+def schedules(max_decisions: int = 200, max_option: int = 7) -> st.SearchStrategy[Chooser]:
+    """A strategy of choosers whose real decisions Hypothesis makes (and shrinks).
+
+    Use each drawn chooser for one run; `chooser.values()` afterwards is the
+    schedule, replayable with `ReplayProvider` or `forge replay`.
+    """
+    answers = st.lists(st.integers(0, max_option), max_size=max_decisions)
+    return answers.map(lambda a: Chooser(ListProvider(a)))

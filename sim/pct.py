@@ -1,0 +1,140 @@
+"""PCT: probabilistic concurrency testing over the chooser's decisions.
+
+Burckhardt et al. (ASPLOS 2010), in the variant Shuttle and Coyote run:
+every chain gets a random priority when first seen (inserted at a random
+rank, so a new chain can land anywhere, lowest included); the
+highest-priority ready chain runs; at `depth - 1` change points the chain
+about to act drops to the lowest priority.  A bug that needs `depth`
+ordering constraints is hit with probability at least 1 / (n * k^(depth-1))
+for n chains and k steps.
+
+Three things make it earn its name here:
+
+- Steps are *real* decisions only: a choice with one option moves nothing,
+  so it neither counts towards the horizon nor hosts a change point.
+- The horizon k is learned, as Shuttle does: `PCTCampaign` hands out one
+  provider per run and keeps the largest number of real decisions seen so
+  far; the first run has no change points and only measures.
+- Priorities also order completions.  A duration choice (kind
+  `latency:OP`, options labelled `x<multiplier>`, see `sim.chooser`) is made
+  by the chain that just ran; PCT maps that chain's rank onto the menu of
+  durations, highest priority to the shortest.  Operations issued at one
+  instant thus complete in priority order, and a demoted chain's next
+  operation becomes the slowest.  A decision of another kind, or duration
+  labels that do not parse, is drawn uniformly.
+
+What does not live here: the chooser protocol and the other providers
+(`sim.chooser`), running many seeds (`sim.explore`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
+
+
+def duration_order(options: Sequence[str]) -> list[int] | None:
+    """Option indexes from shortest to longest duration, or None if a label
+    is not `x<number>`.  Equal durations keep index order."""
+    values = [duration_multiplier(label) for label in options]
+    if any(v is None for v in values):
+        return None
+    return sorted(range(len(options)), key=lambda i: (values[i], i))
+
+
+class PCTProvider(Provider):
+    """One PCT run: random chain priorities plus `depth - 1` change points.
+
+    `horizon` is the number of real decisions to place change points in;
+    None (or 0) means "unknown yet": no change points, priorities only (the
+    measuring run of a campaign, and a lone `pct:SEED` run).
+    """
+
+    name = "pct"
+
+    def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
+        self.seed, self.depth, self.horizon = seed, depth, horizon
+        self.rng = SplitMix64(seed)
+        #: Chain labels, highest priority first.
+        self.ranking: list[str] = []
+        self.change_points = self._sample_change_points()
+        #: Real decisions (more than one option) made so far.
+        self.steps = 0
+        self.current: str | None = None
+
+    def _sample_change_points(self) -> frozenset[int]:
+        """`depth - 1` distinct steps in [1, horizon): step 0 is covered by
+        the random initial priorities, as in Shuttle."""
+        if not self.horizon or self.horizon < 2:
+            return frozenset()
+        want = min(self.depth - 1, self.horizon - 1)
+        pool = list(range(1, self.horizon))
+        picked = []
+        for _ in range(want):      # a partial Fisher-Yates: distinct, seeded
+            i = self.rng.below(len(pool))
+            picked.append(pool.pop(i))
+        return frozenset(picked)
+
+    def _know(self, label: str) -> None:
+        if label not in self.ranking:
+            self.ranking.insert(self.rng.below(len(self.ranking) + 1), label)
+
+    def _demote(self, label: str) -> None:
+        self.ranking.remove(label)
+        self.ranking.append(label)
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        if kind == "chain":
+            for label in options:
+                self._know(label)
+            if len(options) > 1:
+                if self._change_point():
+                    self._demote(self._best(options))
+                pick = options.index(self._best(options))
+            else:
+                pick = 0
+            self.current = options[pick]
+            return pick
+        if len(options) <= 1:
+            return 0
+        order = duration_order(options) if kind.startswith(LATENCY_PREFIX) else None
+        if order is None or self.current is None:
+            self._change_point()
+            return self.rng.below(len(options))
+        if self._change_point():
+            self._demote(self.current)
+        rank = self.ranking.index(self.current)
+        spread = max(len(self.ranking) - 1, 1)
+        return order[rank * (len(order) - 1) // spread]
+
+    def _best(self, options: Sequence[str]) -> str:
+        live = set(options)
+        return next(label for label in self.ranking if label in live)
+
+    def _change_point(self) -> bool:
+        """Count one real decision; True when it is a change point."""
+        hit = self.steps in self.change_points
+        self.steps += 1
+        return hit
+
+    def describe(self) -> dict:
+        # Horizon 0 spells "no change points", as None does here.
+        return {"strategy": self.name, "seed": self.seed, "depth": self.depth,
+                "horizon": self.horizon or 0}
+
+
+class PCTCampaign:
+    """Many PCT runs that learn the horizon from the runs before them."""
+
+    def __init__(self, depth: int = 3, horizon: int | None = None) -> None:
+        self.depth = depth
+        #: The most real decisions any run so far made (None before the first).
+        self.horizon = horizon
+
+    def provider(self, seed: int) -> PCTProvider:
+        return PCTProvider(seed, self.depth, self.horizon)
+
+    def learn(self, provider: PCTProvider) -> None:
+        if self.horizon is None or provider.steps > self.horizon:
+            self.horizon = provider.steps

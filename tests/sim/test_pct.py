@@ -1,0 +1,101 @@
+"""PCT counts real decisions, learns its horizon, orders completions by
+priority, and finds a depth-2 ordering bug that random rarely hits."""
+
+from __future__ import annotations
+
+from sim.chooser import Chooser, SplitMix64, make_provider
+from sim.explore import explore
+from sim.pct import PCTCampaign, PCTProvider, duration_order
+from tests.sim.subjects import example
+
+STORE_RACE = "explore/store-race.md"
+SLOWEST = "explore/slowest-first.md"
+
+
+def real(chooser):
+    return sum(1 for c in chooser.choices if c.n > 1)
+
+
+def test_only_real_decisions_count_as_steps():
+    subject = example(STORE_RACE, "2")
+    for seed in range(5):
+        provider = PCTProvider(seed, depth=3, horizon=10)
+        chooser = Chooser(provider)
+        subject(chooser)
+        assert any(c.n == 1 for c in chooser.choices)
+        assert provider.steps == real(chooser)
+
+
+def test_the_horizon_is_learned_from_earlier_runs():
+    subject = example(STORE_RACE, "2")
+    campaign = PCTCampaign(depth=3)
+    seen = []
+    for seed in range(8):
+        provider = campaign.provider(seed)
+        # The first run only measures; later ones place change points in
+        # the largest count of real decisions seen so far.
+        assert provider.horizon == (max(seen) if seen else None)
+        chooser = Chooser(provider)
+        subject(chooser)
+        campaign.learn(provider)
+        seen.append(real(chooser))
+    assert campaign.horizon == max(seen)
+
+
+def test_change_points_fall_inside_the_run():
+    subject = example(SLOWEST)
+    campaign = PCTCampaign(depth=3)
+    reached = total = 0
+    for seed in range(60):
+        provider = campaign.provider(seed)
+        subject(Chooser(provider))
+        campaign.learn(provider)
+        if provider.change_points:
+            total += 1
+            reached += max(provider.change_points) < provider.steps
+    assert total == 59 and reached == total
+
+
+def test_priorities_order_same_instant_completions():
+    """Without change points, the tasks end in their priority order: the
+    three writes are issued at one instant and complete by priority."""
+    subject = example(STORE_RACE, "1")
+    names = {"task:0.0": "alpha", "task:0.1": "beta", "task:0.2": "gamma"}
+    orders = set()
+    for seed in range(40):
+        provider = PCTProvider(seed, depth=1, horizon=None)
+        obs, _ = subject(Chooser(provider))
+        by_priority = [names[label] for label in provider.ranking if label in names]
+        assert obs["result"] == " ".join(by_priority)
+        orders.add(obs["result"])
+    assert len(orders) == 6
+
+
+def test_duration_labels_order_by_multiplier():
+    assert duration_order(("x1.0", "x0.0", "x0.5", "x2.0", "x5.0")) == [1, 2, 0, 3, 4]
+    assert duration_order(("fast", "slow")) is None
+
+
+def campaign_finds(strategy: str, campaign: int, runs: int = 100) -> bool:
+    rng = SplitMix64(campaign)
+    seeds = [rng.next_u64() for _ in range(runs)]
+    report = explore(example(SLOWEST), seeds,
+                     [lambda o: ["Gamma ended first"] if o["result"] == "0.2" else []],
+                     strategy=strategy, pct_depth=2, shrink_budget=0)
+    return bool(report.findings)
+
+
+def test_pct_finds_the_depth_two_race_in_every_campaign_of_a_sample():
+    assert all(campaign_finds("pct", c) for c in range(10))
+
+
+def test_a_pct_finding_is_reproduced_by_its_strategy_spelling():
+    subject = example(SLOWEST)
+    report = explore(subject, range(100), [lambda o: ["g"] if o["result"] == "0.2" else []],
+                     strategy="pct", pct_depth=2, shrink_budget=0)
+    found = report.findings[0]
+    d = found.provider
+    spec = f"pct:{d['seed']}:{d['depth']}:{d['horizon']}"
+    chooser = Chooser(make_provider(spec))
+    obs, _ = subject(chooser)
+    assert tuple(chooser.values()) == found.choices and obs["result"] == "0.2"
