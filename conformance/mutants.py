@@ -14,15 +14,20 @@ Categories follow the design card's crown jewels - id numbering, races and
 delivery, timeout ties, abandon reasons - and then status, concurrency,
 errors and the model side.
 
-What lives here: the catalogue (mutant id, category, site).  What does not:
-the sites and their wrong variants (each rule module), running the suite
-(`runner`) and the invariants (`sim.invariants`).
+What lives here: the catalogue (mutant id, category, site) and the kill
+matrix: what kills each mutant, computed in this process or in worker
+processes (each switches one site in its own process, so they cannot meet).
+What does not: the sites and their wrong variants (each rule module), running
+the suite (`runner`), the invariants (`sim.invariants`), and the command
+(`mutants_cli`).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
-from collections.abc import Iterator
+import pathlib
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -125,3 +130,90 @@ CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]
 
 def by_id() -> dict[str, Mutant]:
     return {m.id: m for m in CATALOGUE}
+
+
+# -- the kill matrix ---------------------------------------------------------------
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def with_fewer_schedules(cases, seeds: int):
+    """The cases with at most `seeds` random schedules each (mutants are
+    usually killed on the canonical schedule; a few extra catch the rest)."""
+    return [attrs.evolve(c, harness=attrs.evolve(c.harness, seeds=min(c.harness.seeds, seeds)))
+            for c in cases]
+
+
+def explore_prompts() -> list:
+    """The example prompts the invariants are explored on (those without a model)."""
+    from forge.prompt import load_prompt
+
+    return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
+            if not (EXAMPLES / (p.stem + ".model.json")).exists()]
+
+
+def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
+    """What kills a mutant: failing case ids, then invariant findings."""
+    from conformance.adapters import InProcessAdapter
+    from conformance.runner import run_suite
+    from forge.engine.run import RunConfig, run_prompt
+    from forge.harness import Harness
+    from sim import invariants
+    from sim.chooser import Canonical, Chooser, RandomProvider
+
+    killers: list[str] = []
+    with mutant.applied():
+        report = run_suite(cases, InProcessAdapter, workers=1)
+        killers += [r.case_id for r in report.results if r.status in ("failed", "errored")]
+        for name, prompt in prompts:
+            try:
+                canonical = run_prompt(prompt, Harness(ceiling=2), Chooser(Canonical()),
+                                       RunConfig()).observation()
+                checks = (*invariants.DEFAULT_CHECKS, invariants.same_ids(canonical))
+                for seed in range(seeds):
+                    obs = run_prompt(prompt, Harness(ceiling=2), Chooser(RandomProvider(seed)),
+                                     RunConfig()).observation()
+                    if [p for c in checks for p in c(obs)]:
+                        killers.append(f"explore:{name}:seed {seed}")
+                        break
+            except Exception as e:  # a mutant may crash the engine: that kills it too
+                killers.append(f"explore:{name}: crashed ({type(e).__name__})")
+    return killers
+
+
+_WORKER: dict = {}
+
+
+def _start_worker(cases, seeds: int) -> None:
+    _WORKER.update(cases=cases, prompts=explore_prompts(), seeds=seeds)
+
+
+def _kill_in_worker(mutant_id: str) -> list[str]:
+    return kills(by_id()[mutant_id], _WORKER["cases"], _WORKER["prompts"], _WORKER["seeds"])
+
+
+def kill_matrix(mutants: Sequence[Mutant], cases, seeds: int, workers: int = 1,
+                progress=None) -> list[list[str]]:
+    """The killers of each mutant, in the order given, whatever `workers` is.
+
+    With more than one worker, each mutant runs in a worker process of its
+    own pool; the rows come back in catalogue order, so the matrix is the one
+    a single process computes.
+    """
+    if workers <= 1:
+        prompts = explore_prompts()
+        rows = []
+        for n, m in enumerate(mutants, 1):
+            rows.append(kills(m, cases, prompts, seeds))
+            if progress:
+                progress(n, m)
+        return rows
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers, initializer=_start_worker, initargs=(cases, seeds)) as pool:
+        rows = []
+        for n, (m, killers) in enumerate(
+                zip(mutants, pool.map(_kill_in_worker, [m.id for m in mutants])), 1):
+            rows.append(killers)
+            if progress:
+                progress(n, m)
+        return rows

@@ -12,44 +12,6 @@ def register(main: click.Group) -> None:
     main.add_command(mutants)
 
 
-def with_fewer_schedules(cases, seeds: int):
-    """The cases with at most `seeds` random schedules each (mutants are
-    usually killed on the canonical schedule; a few extra catch the rest)."""
-    import attrs
-
-    return [attrs.evolve(c, harness=attrs.evolve(c.harness, seeds=min(c.harness.seeds, seeds)))
-            for c in cases]
-
-
-def kills(mutant, cases, explore_prompts, seeds: int) -> list[str]:
-    """What kills a mutant: failing case ids, then invariant findings."""
-    from conformance.adapters import InProcessAdapter
-    from conformance.runner import run_suite
-    from forge.engine.run import RunConfig, run_prompt
-    from forge.harness import Harness
-    from sim import invariants
-    from sim.chooser import Canonical, Chooser, RandomProvider
-
-    killers: list[str] = []
-    with mutant.applied():
-        report = run_suite(cases, InProcessAdapter, workers=1)
-        killers += [r.case_id for r in report.results if r.status in ("failed", "errored")]
-        for name, prompt in explore_prompts:
-            try:
-                canonical = run_prompt(prompt, Harness(ceiling=2), Chooser(Canonical()),
-                                       RunConfig()).observation()
-                checks = (*invariants.DEFAULT_CHECKS, invariants.same_ids(canonical))
-                for seed in range(seeds):
-                    obs = run_prompt(prompt, Harness(ceiling=2), Chooser(RandomProvider(seed)),
-                                     RunConfig()).observation()
-                    if [p for c in checks for p in c(obs)]:
-                        killers.append(f"explore:{name}:seed {seed}")
-                        break
-            except Exception as e:  # a mutant may crash the engine: that kills it too
-                killers.append(f"explore:{name}: crashed ({type(e).__name__})")
-    return killers
-
-
 @click.command()
 @click.option("--cases", "cases_dir", type=click.Path(exists=True), default=None,
               help="Case directory (default: the installed suite).")
@@ -60,7 +22,9 @@ def kills(mutant, cases, explore_prompts, seeds: int) -> list[str]:
               help="Random schedules per any-schedule case (the suite itself uses 20).")
 @click.option("--json", "json_file", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the kill matrix as JSON.")
-def mutants(cases_dir, pattern, seeds, case_seeds, json_file):
+@click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="Worker processes; each mutant runs in one (the matrix is the same).")
+def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
@@ -68,26 +32,22 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file):
     schedule breaks an invariant.  Prints the kill matrix and the mutation
     score; exit code 1 when a mutant that is not marked equivalent survives.
     """
-    import pathlib
-
     from conformance.case import DEFAULT_CASES_DIR, load_cases
-    from conformance.mutants import CATALOGUE
-    from forge.prompt import load_prompt
+    from conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
 
     cases = with_fewer_schedules(load_cases(cases_dir or DEFAULT_CASES_DIR), case_seeds)
-    examples = pathlib.Path(__file__).resolve().parent.parent / "examples"
-    explore_prompts = [(p.name, load_prompt(str(p))) for p in sorted(examples.glob("*.md"))
-                       if not (examples / (p.stem + ".model.json")).exists()]
-    rows = []
     show = sys.stderr.isatty()
     selected = [m for m in CATALOGUE if not pattern or pattern in m.id]
-    for n, m in enumerate(selected, 1):
+
+    def progress(n, m):
         if show:
             click.echo(f"\r[{n}/{len(selected)}] {m.id:40}", nl=False, err=True)
-        killers = kills(m, cases, explore_prompts, seeds)
-        rows.append({"id": m.id, "category": m.category, "description": m.description,
-                     "killed": bool(killers), "killers": killers[:5],
-                     "equivalent": m.equivalent})
+
+    matrix = kill_matrix(selected, cases, seeds, workers=workers, progress=progress)
+    rows = [{"id": m.id, "category": m.category, "description": m.description,
+             "site": m.site, "killed": bool(killers), "killers": killers[:5],
+             "equivalent": m.equivalent}
+            for m, killers in zip(selected, matrix)]
     if show:
         click.echo("", err=True)
     for row in rows:

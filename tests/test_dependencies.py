@@ -1,0 +1,183 @@
+"""Dependencies point one way: the layering the README's layout describes.
+
+Walks every module of the four packages, reads its imports from the source
+(module level and inside functions alike; only `if TYPE_CHECKING:` blocks
+are left out, since they never run), and checks two things:
+
+- the layer rules below: a module imports nothing from a layer above it;
+- no import cycles between modules, counting imports inside functions too, so
+  a lazy import cannot hide a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGES = ("forge", "sim", "conformance", "spec")
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, pathlib.Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _resolve(name: str) -> str | None:
+    """The project module an imported name lives in (longest known prefix)."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        if candidate in MODULES:
+            return candidate
+        parts.pop()
+    return None
+
+
+def _imports(module: str) -> set[str]:
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _resolve(alias.name)
+                if target:
+                    out.add(target)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                target = _resolve(f"{base}.{alias.name}") or _resolve(base)
+                if target:
+                    out.add(target)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    out.discard(module)
+    return out
+
+
+GRAPH = {module: _imports(module) for module in MODULES}
+
+
+def _under(module: str, *prefixes: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+# (who, what it must not import, why)
+RULES = [
+    (("forge.variation", "forge.errors"), ("forge", "sim", "conformance", "spec"),
+     "leaf modules import nothing of the project"),
+    (("sim",), ("forge", "conformance", "spec"),
+     "the simulator never imports the engine"),
+    (("forge.prompt", "forge.lua"), ("forge.engine", "forge.harness", "forge.scripts",
+                                     "forge.lifecycle", "forge.cli", "conformance", "spec"),
+     "parsing and the Lua runtime sit below the engine"),
+    (("forge.harness", "forge.scripts"), ("forge.engine", "forge.cli", "conformance", "spec"),
+     "the harness does not import the engine"),
+    (("forge.engine.rules",), ("forge.engine.run", "forge.engine.host", "forge.engine.tasks",
+                               "forge.engine.fanout", "forge.engine.models",
+                               "forge.engine.modeltasks", "forge.engine.tools",
+                               "forge.engine.chain", "forge.harness", "forge.cli",
+                               "conformance", "spec"),
+     "rule modules import only other rules and the narrow pieces below them"),
+    (("forge.engine", "forge.lifecycle"), ("forge.cli", "conformance", "spec"),
+     "the engine and the lifecycle manager never import the layers that drive them"),
+    (("forge.lifecycle",), ("forge.engine",),
+     "the lifecycle manager is independent of the prompt engine"),
+]
+
+
+def _violations() -> list[str]:
+    found = []
+    for who, banned, why in RULES:
+        for module, targets in GRAPH.items():
+            if not _under(module, *who):
+                continue
+            for target in sorted(targets):
+                if _under(target, *banned) and not _under(target, *who):
+                    found.append(f"{module} imports {target}: {why}")
+    return found
+
+
+def test_imports_follow_the_layers():
+    assert _violations() == []
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+    counter = 0
+
+    def strongconnect(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w not in index:
+                strongconnect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            strongconnect(v)
+    return components
+
+
+def test_no_import_cycles_even_through_lazy_imports():
+    assert _cycles() == []
+
+
+@pytest.mark.parametrize("module", ["forge.engine.rules.ids", "sim.explore"])
+def test_the_walker_sees_imports(module):
+    """The walker is not vacuous: modules known to import others are seen to."""
+    assert GRAPH[module], f"{module} should import something of the project"
