@@ -39,7 +39,8 @@ from forge.engine.run import RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.prompt import load_prompt  # noqa: E402
 from sim.chooser import Chooser, RandomProvider, ReplayProvider, SplitMix64  # noqa: E402
-from sim.explore import exhaustive, explore, shrink_result  # noqa: E402
+from sim.exhaustive import exhaustive
+from sim.explore import explore, shrink_result  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "explore"
 

@@ -89,7 +89,8 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
 
 
 def make_chooser(seed: int | None, strategy: str | None):
-    from sim.chooser import Canonical, Chooser, RandomProvider, make_provider
+    from sim.chooser import Canonical, Chooser, RandomProvider
+    from sim.strategies import make_provider
 
     if strategy:
         return Chooser(make_provider(strategy))

@@ -13,8 +13,9 @@ all-zeros sequence is the canonical schedule and "smaller" sequences in
 shortlex order are closer to it.
 
 Strategies are `Provider`s: canonical, random(seed), replay(choices) (which
-also serves exhaustive search and shrinking) here; PCT in `sim.pct`
-(importable from here too) and Hypothesis in `sim.hypothesis`.  None of
+also serves exhaustive search and shrinking) here; PCT in `sim.pct` and
+Hypothesis in `sim.hypothesis`; `sim.strategies` builds one from its CLI
+spelling.  None of
 them reads wall time or an unseeded source: randomness is a SplitMix64
 stream from the seed.
 
@@ -176,45 +177,6 @@ class Chooser:
 
     def values(self) -> list[int]:
         return [c.value for c in self.choices]
-
-
-def __getattr__(name: str):
-    # PCT lives in its own module, which imports this one; resolve it late.
-    if name == "PCTProvider":
-        from sim.pct import PCTProvider
-
-        return PCTProvider
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def make_provider(spec: str) -> Provider:
-    """Build a provider from a CLI spelling.
-
-    `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]`, `replay:FILE`.
-    A lone PCT run has no earlier runs to learn a horizon from, so without
-    HORIZON it places no change points; a PCT run found by `forge explore`
-    names its learned horizon (`Finding.provider`), so the full spelling
-    reproduces it exactly.
-    """
-    from sim.pct import PCTProvider
-
-    name, _, rest = spec.partition(":")
-    if name == "canonical" and not rest:
-        return Canonical()
-    if name == "random" and rest.lstrip("-").isdigit():
-        return RandomProvider(int(rest))
-    if name == "pct" and rest:
-        parts = rest.split(":")
-        if all(p.isdigit() for p in parts) and len(parts) <= 3:
-            depth = int(parts[1]) if len(parts) >= 2 else 3
-            horizon = int(parts[2]) if len(parts) == 3 else None
-            return PCTProvider(int(parts[0]), depth, horizon)
-    if name == "replay" and rest:
-        return ReplayProvider(load_replay(rest))
-    raise ValueError(
-        f"unknown strategy {spec!r}: use canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] "
-        "or replay:FILE"
-    )
 
 
 def load_replay(path: str) -> list[int]:

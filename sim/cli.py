@@ -72,7 +72,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
     """
     from sim import invariants
     from sim.chooser import Canonical, Chooser, Choice
-    from sim.explore import exhaustive
+    from sim.exhaustive import exhaustive
     from sim.explore import explore as run_explore
 
     subject = _subject(prompt, args_text, concurrency, model_script, operator_script)

@@ -37,7 +37,7 @@ def _counted(choices: Sequence[Choice], values: Sequence[int]) -> int:
     return sum(1 for c, v in zip(choices, values) if v and c.kind != "chain")
 
 
-def search(subject: Subject, checks: Sequence[Check], limit: int = 10_000, reduce: bool = True,
+def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000, reduce: bool = True,
            max_deviations: int | None = None, stop_at_first: bool = False,
            shrink_budget: int = 3000) -> Report:
     findings: list[Finding] = []

@@ -146,13 +146,3 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
                 break
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
                   horizon=campaign.horizon if campaign else None)
-
-
-def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000,
-               reduce: bool = True, max_deviations: int | None = None,
-               stop_at_first: bool = False, shrink_budget: int = 3000) -> Report:
-    """Depth-first over the choice tree; see `sim.exhaustive.search`."""
-    from sim.exhaustive import search
-
-    return search(subject, checks, limit=limit, reduce=reduce, max_deviations=max_deviations,
-                  stop_at_first=stop_at_first, shrink_budget=shrink_budget)

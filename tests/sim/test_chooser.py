@@ -9,14 +9,14 @@ import pytest
 from sim.chooser import (
     Canonical,
     Chooser,
-    PCTProvider,
     RandomProvider,
     ReplayProvider,
     SplitMix64,
     dump_replay,
     load_replay,
-    make_provider,
 )
+from sim.pct import PCTProvider
+from sim.strategies import make_provider
 
 OPTIONS = ("a", "b", "c")
 

@@ -9,7 +9,7 @@ import pytest
 
 from sim import invariants
 from sim.chooser import Chooser, ReplayProvider
-from sim.explore import exhaustive
+from sim.exhaustive import exhaustive
 from sim.shrink import deviations
 from tests.sim.subjects import behaviour, brute_force, example, text
 

@@ -13,7 +13,8 @@ from forge.harness import Harness
 from forge.prompt import load_prompt
 from sim import invariants
 from sim.chooser import Chooser, ReplayProvider
-from sim.explore import exhaustive, explore
+from sim.exhaustive import exhaustive
+from sim.explore import explore
 from tests.conftest import EXAMPLES, ROOT
 
 

@@ -3,7 +3,8 @@ priority, and finds a depth-2 ordering bug that random rarely hits."""
 
 from __future__ import annotations
 
-from sim.chooser import Chooser, SplitMix64, make_provider
+from sim.chooser import Chooser, SplitMix64
+from sim.strategies import make_provider
 from sim.explore import explore
 from sim.pct import PCTCampaign, PCTProvider, duration_order
 from tests.sim.subjects import example
