@@ -66,7 +66,7 @@ def _load_prompt(path: str):
 
 def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
                   store_files=None, cancel_at=None):
-    from forge.engine.store import MemoryStore
+    from forge.store import MemoryStore
     from forge.harness import Harness
 
     if store_dir is not None:

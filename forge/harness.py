@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from forge.engine.store import MemoryStore
+from forge.store import MemoryStore
 from sim.chooser import Chooser
 from sim.kernel import seconds_to_ns
 

@@ -5,7 +5,7 @@ states), `requests` (what a chain parks on), `state` (chains, walk levels,
 tasks), `rules/` (ids, admission, timeouts, endings: each rule written
 once), `tasks` (the tasks namespace, waits and delivery), `fanout`, `host`
 (the globals a section VM sees), `models`, `modeltasks`, `tools`, `roles`,
-`conversation` (the model side), `store` (the store's rules), `failures`
+`conversation` (the model side), `claims` (the store's sharing rule), `failures`
 (error values and run error kinds), `substitution`, `envelope`.
 """
 

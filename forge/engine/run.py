@@ -32,7 +32,8 @@ from forge.engine.requests import Request, StoreOp
 from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
 from forge.engine.rules.endings import AbandonReason
-from forge.engine.store import WRITES, Claims, StoreFailure
+from forge.engine.claims import WRITES, Claims
+from forge.store import StoreFailure
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, typename

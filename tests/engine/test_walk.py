@@ -257,7 +257,7 @@ def test_uncaught_store_errors_end_the_run_as_vfs():
 
 def test_the_store_can_be_seeded(tmp_path):
     """A store seeded from a folder is readable by the prompt (kit: harness.store-seed)."""
-    from forge.engine.store import MemoryStore
+    from forge.store import MemoryStore
     from forge.harness import Harness
 
     (tmp_path / "docs").mkdir()
