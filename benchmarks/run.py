@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from forge.engine.run import Run, RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
-from sim import invariants  # noqa: E402
+from conformance import oracles  # noqa: E402
 from sim.chooser import Chooser, RandomProvider  # noqa: E402
 
 WALK = """---
@@ -95,7 +95,7 @@ def main() -> None:
 
     def explore_one():
         obs = run_prompt(two, Harness(), Chooser(RandomProvider(next(seed))), RunConfig()).observation()
-        for check in invariants.DEFAULT_CHECKS:
+        for check in oracles.DEFAULT_CHECKS:
             check(obs)
 
     results = {

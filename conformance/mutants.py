@@ -18,7 +18,7 @@ What lives here: the catalogue (mutant id, category, site) and the kill
 matrix: what kills each mutant, computed in this process or in worker
 processes (each switches one site in its own process, so they cannot meet).
 What does not: the sites and their wrong variants (each rule module), running
-the suite (`runner`), the invariants (`sim.invariants`), and the command
+the suite (`runner`), the invariants (`conformance.oracles`), and the command
 (`mutants_cli`).
 """
 
@@ -158,7 +158,7 @@ def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     from conformance.runner import run_suite
     from forge.engine.run import RunConfig, run_prompt
     from forge.harness import Harness
-    from sim import invariants
+    from conformance import oracles
     from sim.chooser import Canonical, Chooser, RandomProvider
 
     killers: list[str] = []
@@ -169,7 +169,7 @@ def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
             try:
                 canonical = run_prompt(prompt, Harness(ceiling=2), Chooser(Canonical()),
                                        RunConfig()).observation()
-                checks = (*invariants.DEFAULT_CHECKS, invariants.same_ids(canonical))
+                checks = (*oracles.DEFAULT_CHECKS, oracles.same_ids(canonical))
                 for seed in range(seeds):
                     obs = run_prompt(prompt, Harness(ceiling=2), Chooser(RandomProvider(seed)),
                                      RunConfig()).observation()

@@ -2,7 +2,7 @@
 recorded schedule again.
 
 `explore` runs the prompt under a strategy for many seeds, checks every run
-against the invariants in `sim.invariants` (and, with `--expect-result`,
+against the invariants in `conformance.oracles` (and, with `--expect-result`,
 the result), shrinks the first failing schedule, and writes a replay file
 that `forge replay` (or `forge run --strategy replay:FILE`) reproduces byte
 for byte.
@@ -70,16 +70,16 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input.
     """
-    from sim import invariants
+    from conformance import oracles
     from sim.chooser import Canonical, Chooser, Choice
     from sim.exhaustive import exhaustive
     from sim.explore import explore as run_explore
 
     subject = _subject(prompt, args_text, concurrency, model_script, operator_script)
     canonical, _ = subject(Chooser(Canonical()))
-    checks = list(invariants.DEFAULT_CHECKS)
+    checks = list(oracles.DEFAULT_CHECKS)
     if same_ids:
-        checks.append(invariants.same_ids(canonical))
+        checks.append(oracles.same_ids(canonical))
     if expect_result is not None:
         checks.append(lambda obs: [] if obs.get("result") == expect_result else
                       [f"result {obs.get('result')!r} != {expect_result!r}"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim import invariants
+from conformance import oracles
 from tests.conftest import EXAMPLES, run_text
 
 EXPECTED = {
@@ -43,11 +43,11 @@ def test_example_every_schedule(name):
     """The same result, the same task ids and every invariant under 200 random schedules
     (tasks.glance.example-two-tasks, tasks.spawn.example-pros-and-cons,
     tasks.spawn.example-seeded-task, tasks.handles.example-early-start,
-    tasks.freeform.example-freeform, tasks.leak.example-leak-check, kit: sim.invariants)."""
+    tasks.freeform.example-freeform, tasks.leak.example-leak-check, kit: conformance.oracles)."""
     outcome, result = EXPECTED[name]
     text = (EXAMPLES / name).read_text()
     canonical = run_text(text)
-    checks = (*invariants.DEFAULT_CHECKS, invariants.same_ids(canonical))
+    checks = (*oracles.DEFAULT_CHECKS, oracles.same_ids(canonical))
     for seed in SEEDS:
         obs = run_text(text, seed=seed)
         assert (obs["outcome"], obs["result"]) == (outcome, result), f"seed {seed}"

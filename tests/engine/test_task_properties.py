@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness, LatencyModel
 from forge.prompt import parse_prompt
-from sim import invariants
+from conformance import oracles
 from sim.chooser import Canonical, Chooser
 from sim.hypothesis import HypothesisProvider
 from tests.conftest import prompt_text, run_text, section
@@ -28,12 +28,12 @@ def run_plan(text: str, chooser: Chooser, ceiling: int = 3):
 def test_invariants_hold_on_every_schedule(text, data):
     """Each task ends exactly once, statuses agree with events, reasons are
     sound, ids agree with the canonical schedule's, the ceiling is never passed
-    (tasks.abandon.recorded-once, tasks.concurrency.default-8, kit: sim.invariants)."""
+    (tasks.abandon.recorded-once, tasks.concurrency.default-8, kit: conformance.oracles)."""
     canonical = run_plan(text, Chooser(Canonical())).observation()
     run = run_plan(text, Chooser(HypothesisProvider(data)))
     obs = run.observation()
     problems = []
-    for check in (*invariants.DEFAULT_CHECKS, invariants.consistent_ids(canonical)):
+    for check in (*oracles.DEFAULT_CHECKS, oracles.consistent_ids(canonical)):
         problems += check(obs)
     assert not problems, problems
     assert run.admission.peak <= 3

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from sim import invariants
+from conformance import oracles
 from tests.conftest import run_text
 
 WORKERS = {
@@ -136,7 +136,7 @@ class TaskProgram(RuleBasedStateMachine):
             # (tasks.ids.one-child-counter: ids come from the one child counter).
             started = {i: s["target"] for i, s in obs["tasks"].items()}
             assert started == {i: w for i, w in self.handles}, f"seed {seed}"
-            problems = [p for check in invariants.DEFAULT_CHECKS for p in check(obs)]
+            problems = [p for check in oracles.DEFAULT_CHECKS for p in check(obs)]
             assert problems == [], f"seed {seed}: {problems}"
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from sim import invariants
+from conformance import oracles
 from sim.chooser import Chooser, ReplayProvider
 from sim.exhaustive import exhaustive
 from sim.shrink import deviations
@@ -160,9 +160,9 @@ def test_the_bound_keeps_every_outcome_of_the_bounded_tree():
 
 def test_a_search_that_hits_its_budget_says_so():
     subject = SUBJECTS["store-race"]
-    report = exhaustive(subject, invariants.DEFAULT_CHECKS, limit=20)
+    report = exhaustive(subject, oracles.DEFAULT_CHECKS, limit=20)
     assert report.runs == 20 and not report.complete and report.unfinished > 0
-    full = exhaustive(subject, invariants.DEFAULT_CHECKS, limit=100_000)
+    full = exhaustive(subject, oracles.DEFAULT_CHECKS, limit=100_000)
     assert full.complete and full.unfinished == 0 and full.runs > 20
 
 

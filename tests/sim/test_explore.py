@@ -11,7 +11,7 @@ from conformance.mutants import by_id
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness
 from forge.prompt import load_prompt
-from sim import invariants
+from conformance import oracles
 from sim.chooser import Chooser, ReplayProvider
 from sim.exhaustive import exhaustive
 from sim.explore import explore
@@ -29,7 +29,7 @@ def subject_for(name: str):
 
 
 def test_a_clean_engine_passes_every_schedule():
-    report = explore(subject_for("freeform.md"), range(30), invariants.DEFAULT_CHECKS)
+    report = explore(subject_for("freeform.md"), range(30), oracles.DEFAULT_CHECKS)
     assert report.findings == () and report.runs == 30
     assert report.distinct_traces > 1
 
@@ -37,17 +37,17 @@ def test_a_clean_engine_passes_every_schedule():
 def test_a_broken_engine_is_caught_shrunk_and_replayed():
     subject = subject_for("leaky-walk.md")
     with by_id()["abandon-also-failed"].applied():
-        report = explore(subject, range(10), invariants.DEFAULT_CHECKS)
+        report = explore(subject, range(10), oracles.DEFAULT_CHECKS)
         assert report.findings, "the mutant breaks 'each task ends exactly once'"
         finding = report.findings[0]
         assert any("ended 2 times" in p for p in finding.problems)
         first, sha1 = subject(Chooser(ReplayProvider(finding.shrunk)))
         again, sha2 = subject(Chooser(ReplayProvider(finding.shrunk)))
-        assert sha1 == sha2 and invariants.each_task_ends_once(first)
+        assert sha1 == sha2 and oracles.each_task_ends_once(first)
 
 
 def test_exhaustive_visits_every_interleaving_of_a_small_prompt():
-    report = exhaustive(subject_for("checked-join.md"), invariants.DEFAULT_CHECKS)
+    report = exhaustive(subject_for("checked-join.md"), oracles.DEFAULT_CHECKS)
     assert report.findings == ()
     assert report.runs == 2          # Alpha first or Beta first
     assert report.distinct_traces == 2

@@ -1,9 +1,11 @@
-"""Invariants every schedule of a prompt must satisfy, read off its observation.
+"""Oracles: invariants every schedule of a prompt must satisfy, read off its observation.
 
 Each check takes an observation (the JSON object any implementation reports)
 and returns a list of problems, empty when the invariant holds.  They read
 only the observation's `events` and `tasks`, so they apply to an alternate
-implementation as much as to the reference.
+implementation as much as to the reference; they live with the conformance
+suite because they state the spec, and take its facts (the abandon reasons)
+from the one module that holds them.
 
 - `each_task_ends_once`: one terminal event per task, none before its start.
 - `abandon_has_one_reason`: every abandoned task carries exactly one known
@@ -23,14 +25,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from forge.engine.rules.endings import REASONS
+
 TERMINAL = {
     "task_succeeded": ("done", True),
     "task_failed": ("done", False),
     "task_cancelled": ("cancelled", False),
     "task_abandoned": ("abandoned", False),
 }
-REASONS = {"owner_returned", "owner_failed", "tool_loop_exhausted", "owner_aborted",
-           "run_terminated"}
 
 
 def _terminal_events(obs: dict) -> dict[str, list[dict]]:
