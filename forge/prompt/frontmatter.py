@@ -96,7 +96,12 @@ def read(header: list[str]) -> Frontmatter:
 
 # -- YAML ------------------------------------------------------------------------------
 
-class _CoreLoader(yaml.SafeLoader):
+#: libyaml's parser when PyYAML has it (several times faster); the pure-Python
+#: one otherwise.  Both resolve with the core-schema resolvers installed below.
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CoreLoader(_SafeLoader):
     """A safe loader that resolves plain scalars by the YAML 1.2 core schema.
 
     PyYAML speaks YAML 1.1, where `yes`, `off` and `2024-01-01` are not

@@ -90,9 +90,17 @@ def load_prompt(path: str | Path, compile_check: CompileCheck | None = lua_compi
     return parse_prompt(text, name, compile_check)
 
 
+#: Parsed prompts by (text, path, compile check).  A `Prompt` is frozen, so
+#: the explorer, the conformance runner and the mutants, which run one prompt
+#: under many schedules, share one parse.  Bounded, oldest first out.
+_PARSED: dict[tuple[str, str, object], Prompt] = {}
+_PARSED_MAX = 512
+
+
 def parse_prompt(text: str, path: str = "<prompt>",
                  compile_check: CompileCheck | None = lua_compile_check) -> Prompt:
-    """Parse prompt text; `path` only labels errors and the result.
+    """Parse prompt text (once: a repeat returns the same frozen value);
+    `path` only labels errors and the result.
 
     `compile_check` (by default the Lua 5.5 compiler; None skips it) is
     called once per Lua block in file order
@@ -104,6 +112,18 @@ def parse_prompt(text: str, path: str = "<prompt>",
     Raises:
         PromptError: the prompt is refused; `kind` is the parse error kind.
     """
+    key = (text, path, compile_check)
+    cached = _PARSED.get(key)
+    if cached is not None:
+        return cached
+    prompt = _parse(text, path, compile_check)
+    if len(_PARSED) >= _PARSED_MAX:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[key] = prompt
+    return prompt
+
+
+def _parse(text: str, path: str, compile_check: CompileCheck | None) -> Prompt:
     # A BOM is dropped and CRLF read as LF before anything else looks at the text.
     lines = text.removeprefix("\ufeff").replace("\r\n", "\n").split("\n")
     try:
