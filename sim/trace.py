@@ -13,8 +13,12 @@ import json
 from typing import Any
 
 
+#: One encoder for every record: `json.dumps` with options builds a new one a call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 class Trace:
@@ -30,4 +34,8 @@ class Trace:
         return "".join(canonical_json(r) + "\n" for r in self.records)
 
     def sha256(self) -> str:
-        return hashlib.sha256(self.lines().encode("utf-8")).hexdigest()
+        digest = hashlib.sha256()
+        encode = _ENCODER.encode
+        for record in self.records:
+            digest.update((encode(record) + "\n").encode("utf-8"))
+        return digest.hexdigest()
