@@ -113,7 +113,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     except PromptError as e:
         return parse_failure(e, spec)
     try:
-        from forge.cli import make_chooser
+        from forge.assembly import make_chooser
         from forge.engine.run import RunConfig, observation_json, run_prompt
 
         harness = _build_harness(spec, source)
@@ -153,7 +153,7 @@ def parse_failure(error: Any, spec: HarnessSpec) -> dict:
 
 
 def _build_harness(spec: HarnessSpec, source: str):
-    from forge.cli import build_harness
+    from forge.assembly import build_harness
     from forge.harness import DEFAULT_LATENCY, LatencyModel
 
     harness = build_harness(concurrency=spec.concurrency, store_files=dict(spec.store),

@@ -78,7 +78,7 @@ def select(cases: Sequence[Case], patterns: Iterable[str] = (),
 def _pattern(text: str) -> re.Pattern:
     try:
         return re.compile(text)
-    except re.error:
+    except (re.error, RecursionError, OverflowError):  # not a usable regex: a substring
         return re.compile(re.escape(text))
 
 
