@@ -29,7 +29,10 @@ The id of a case is its path under the cases directory without `.toml`
 `schema/case.schema.json` and then the rules a schema cannot say, and refuses
 a malformed case with an `InputError` that names the file, the line where it
 can find one, and the rule: `FILE:LINE: schema: $.harness.concurrency: must
-be at least 1, got 0`.
+be at least 1, got 0`.  The limits of docs/limits.md (file size, nesting,
+64-bit integers, finite seconds up to `forge.limits.MAX_SECONDS`, prompt
+size) are checked first, so no input reaches the schema or the engine past
+them.
 
 What does not live here: running cases (`runner`) and comparing observations
 (`matchers`).
@@ -51,6 +54,10 @@ from jsonschema.exceptions import ValidationError, relevance
 from conformance import matchers
 from conformance._toml import read_toml
 from forge.errors import InputError
+from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
+
+#: The most tasks a case's harness may run at once.
+MAX_CONCURRENCY = 1_000_000
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "case.schema.json"
 #: The suite shipped with the package.
@@ -199,6 +206,7 @@ def _check_schema(data: dict, text: str, name: str) -> None:
 def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | None) -> None:
     if ("prompt" in data) == ("operations" in data):
         raise InputError("needs exactly one of `prompt` or `operations`", file=name, kind="case")
+    _check_bounds(data, text, name)
     flags = data.get("flags", [])
     if ANY_SCHEDULE in flags and CANONICAL in flags:
         raise InputError(f"flags `{ANY_SCHEDULE}` and `{CANONICAL}` exclude each other",
@@ -211,6 +219,27 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
             if cid not in catalogue:
                 raise InputError(f"unknown clause id `{cid}` (not in the catalogue)", file=name,
                                  line=_line_of_string(text, cid), kind="clause")
+
+
+def _check_bounds(data: dict, text: str, name: str) -> None:
+    """The limits of docs/limits.md that the schema does not carry."""
+    harness = data.get("harness", {})
+
+    def refuse(path: tuple, rule: str):
+        raise InputError(f"{json_path(path)}: {rule}", file=name, line=_line_of(text, path),
+                         kind="limits")
+
+    seconds = [(("harness", "latency", k), v) for k, v in harness.get("latency", {}).items()]
+    if "cancel_at" in harness:
+        seconds.append((("harness", "cancel_at"), harness["cancel_at"]))
+    for path, value in seconds:
+        if value > MAX_SECONDS:
+            refuse(path, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
+    if harness.get("concurrency", 1) > MAX_CONCURRENCY:
+        refuse(("harness", "concurrency"), f"must be at most {MAX_CONCURRENCY}")
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
+        refuse(("prompt",), f"a prompt is at most {MAX_PROMPT_BYTES} bytes")
 
 
 # -- readable schema errors ----------------------------------------------------------------

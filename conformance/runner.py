@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from conformance._toml import read_toml
+from conformance._toml import check_data, read_toml
 from conformance.adapters import Adapter, AdapterError
 from conformance.case import Case
 from conformance.matchers import Comparison, compare, show
@@ -48,6 +48,7 @@ from conformance.report import (
     clause_coverage,
 )
 from forge.errors import InputError
+from forge.limits import MAX_CASE_BYTES, read_limited
 
 EXPECTATIONS = ("fail", "skip")
 
@@ -93,13 +94,17 @@ def load_expectations(path: str | Path) -> dict[str, str]:
     name = str(path)
     if name.endswith(".json"):
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_limited(Path(path), MAX_CASE_BYTES).decode("utf-8"))
         except OSError as e:
             raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except RecursionError:
+            raise InputError("not JSON: nested too deeply to read", file=name,
+                             kind="expectations") from None
+        except ValueError as e:  # not UTF-8 or JSON, too large, too many digits
             line = getattr(e, "lineno", None)
             raise InputError(f"not JSON: {getattr(e, 'msg', e)}", file=name, line=line,
                              kind="expectations") from None
+        check_data(data, name)
         if not isinstance(data, dict):
             raise InputError("an expectations file is an object {case_id: \"fail\" | \"skip\"}",
                              file=name, kind="expectations")

@@ -212,7 +212,7 @@ def make_provider(spec: str) -> Provider:
 
 
 #: The largest replay file read, in bytes; checked before parsing.
-MAX_REPLAY_BYTES = 64 * 1024 * 1024
+MAX_REPLAY_BYTES = 64 * 1024 * 1024  # = forge.limits.MAX_REPLAY_BYTES (sim imports no forge)
 #: The most choices a replay file may hold.
 MAX_REPLAY_CHOICES = 10_000_000
 _REPLAY_KEYS = ("args", "choices", "prompt", "seed")

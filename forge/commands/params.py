@@ -24,11 +24,7 @@ from pathlib import Path
 import click
 
 from forge.errors import InputError
-
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-#: The longest virtual span a flag may name, in seconds (about 31.7 years):
-#: far past any real run, and small enough that nanosecond arithmetic stays exact.
-MAX_SECONDS = 1e9
+from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
 #: The longest wall-clock timeout `forge conformance --timeout` takes (one day).
 MAX_TIMEOUT = 86400.0
 #: The longest regular expression a `-k` flag takes, in characters.
