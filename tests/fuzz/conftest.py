@@ -1,0 +1,12 @@
+"""The fuzz suite's summary: how many inputs of each kind ran, by exit code."""
+
+from tests.fuzz.cli import CODES, COUNTS
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not COUNTS:
+        return
+    terminalreporter.write_line(f"fuzzed inputs: {sum(COUNTS.values())}, none with a traceback")
+    for kind, n in sorted(COUNTS.items()):
+        codes = ", ".join(f"exit {code}: {m}" for (k, code), m in sorted(CODES.items()) if k == kind)
+        terminalreporter.write_line(f"  {kind}: {n} ({codes})")
