@@ -49,7 +49,7 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
 
 #: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.
 MAX_PCT_DEPTH = 1000
-_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,4})?|replay:.+",
+_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20})?|replay:.+",
                        re.ASCII | re.DOTALL)
 
 
