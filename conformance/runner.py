@@ -154,7 +154,11 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             return result(ERRORED, [e.render()], seed=seed)
         except Exception as e:  # noqa: BLE001 - a broken adapter errors this case only
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
-        comparison = compare(case.expect, observation)
+        try:
+            comparison = compare(case.expect, observation)
+        except Exception as e:  # noqa: BLE001 - an observation of odd shape errors this case only
+            return result(ERRORED, [f"the observation could not be compared "
+                                    f"({type(e).__name__}: {e})"], seed=seed)
         if not comparison.ok:
             return result(FAILED, comparison.problems, diff=unified_diff(comparison), seed=seed)
     return result(PASSED)
