@@ -13,9 +13,12 @@ run time (`forge.harness`, `forge.scripts`), or running the prompt
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 
 from forge.errors import InputError
+from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
 
 
 def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
@@ -29,6 +32,7 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
     from forge.harness import Harness
 
     if store_dir is not None:
+        _check_store_folder(store_dir)
         try:
             store = MemoryStore.from_folder(store_dir)
         except (OSError, UnicodeDecodeError) as e:
@@ -45,6 +49,30 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
 
         harness.operator = load_operator_script(operator_script)
     return harness
+
+
+def _check_store_folder(root: str) -> None:
+    """Refuse a store folder past the limits before reading a byte of it: only
+    regular files (a link to /dev/zero would never end), at most
+    `MAX_STORE_FILES` of them and `MAX_STORE_BYTES` in all."""
+    count = total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            try:
+                info = os.lstat(full)
+            except OSError as e:
+                raise InputError(f"cannot read this store file: {e.strerror}", file=full) from None
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError("a store folder holds regular files only (not links, devices "
+                                 "or pipes)", file=full)
+            count, total = count + 1, total + info.st_size
+            if count > MAX_STORE_FILES:
+                raise InputError(f"a store folder holds at most {MAX_STORE_FILES} files",
+                                 file=root)
+            if total > MAX_STORE_BYTES:
+                raise InputError(f"a store folder holds at most {MAX_STORE_BYTES} bytes",
+                                 file=root)
 
 
 #: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.

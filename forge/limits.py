@@ -25,6 +25,9 @@ MAX_SCRIPT_BYTES = 16 * 1024 * 1024
 MAX_CASE_BYTES = 16 * 1024 * 1024
 #: Bytes of a replay file (mirrors `sim.chooser.MAX_REPLAY_BYTES`).
 MAX_REPLAY_BYTES = 64 * 1024 * 1024
+#: Files, and bytes in all, of a folder seeding the store (`forge run --store`).
+MAX_STORE_FILES = 10_000
+MAX_STORE_BYTES = 64 * 1024 * 1024
 #: Nesting of arrays/objects (tables) in any JSON or TOML input.
 MAX_DEPTH = 64
 #: Integers anywhere in a script or case: signed 64-bit, as Lua's.

@@ -169,3 +169,12 @@ def test_a_huge_frontmatter_line_is_refused_before_parsing(tmp_path):
     assert "is larger than the limit of 4194304 bytes" in result.stderr
     path.write_text("---\nname: x\ndescription: " + "a" * 300_000 + "\n---\n# T\n")
     assert "the frontmatter is larger than the limit of 262144 bytes" in forge("run", str(path)).stderr
+
+
+def test_a_store_folder_with_a_device_link_is_refused_before_reading(tmp_path):
+    """A link to /dev/zero in --store would be read forever; it is refused by kind."""
+    (tmp_path / "z").symlink_to("/dev/zero")
+    result = forge("run", str(EXAMPLES / "two-tasks.md"), "--store", str(tmp_path))
+    assert (result.exit_code, result.stderr) == (
+        2, f"forge: {tmp_path / 'z'}: a store folder holds regular files only "
+           "(not links, devices or pipes)\n")

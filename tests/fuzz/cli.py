@@ -9,7 +9,9 @@ engine exception reported as an errored case; and it ended within
 `MAX_SECONDS`.  Each input is counted under its kind for the summary.
 
 The budget: `FORGE_FUZZ_EXAMPLES` examples per test (default `DEFAULT_EXAMPLES`,
-sized so the whole fuzz suite takes well under a minute).
+sized so the whole fuzz suite takes well under a minute).  The draws are
+derandomized (the same inputs every run, so CI cannot flake on a new one);
+`FORGE_FUZZ_SEED=N` draws a different, reproducible set.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import time
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 
 from forge.cli import main
 
@@ -39,8 +41,15 @@ CODES: collections.Counter[tuple[str, int]] = collections.Counter()
 #: Hypothesis settings for every fuzz test: deterministic (derandomized, so a
 #: run is reproducible and CI never flakes on a new draw), no deadline (the
 #: MAX_SECONDS check is ours), no database.
-FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                suppress_health_check=list(HealthCheck), print_blob=True)
+SEED = os.environ.get("FORGE_FUZZ_SEED")
+_SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=SEED is None,
+                     database=None, suppress_health_check=list(HealthCheck), print_blob=True)
+
+
+def FUZZ(test):  # noqa: N802 - used as a decorator, like hypothesis.settings
+    """The fuzz suite's Hypothesis settings (and seed, if FORGE_FUZZ_SEED is set)."""
+    test = _SETTINGS(test)
+    return seed(int(SEED))(test) if SEED is not None else test
 
 
 def check(kind: str, argv: list[str], stdin: bytes | None = None):
