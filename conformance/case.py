@@ -237,6 +237,13 @@ def _check_bounds(data: dict, text: str, name: str) -> None:
             refuse(path, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
     if harness.get("concurrency", 1) > MAX_CONCURRENCY:
         refuse(("harness", "concurrency"), f"must be at most {MAX_CONCURRENCY}")
+    # The lifecycle adapter checks operations in depth; it looks names up in
+    # a table, so a name must at least be a string by then.
+    for i, op in enumerate(data.get("operations") or ()):
+        if isinstance(op, dict) and "op" in op and not isinstance(op["op"], str):
+            raise InputError(f"$.operations[{i}].op: an operation's name is a string, got "
+                             f"{matchers.show(op['op'])}", file=name,
+                             line=_line_of(text, ("operations",)), kind="case")
     prompt = data.get("prompt")
     if isinstance(prompt, str) and len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
         refuse(("prompt",), f"a prompt is at most {MAX_PROMPT_BYTES} bytes")

@@ -45,3 +45,14 @@ def test_an_expectations_file_past_a_limit_is_one_line(tmp_path, name, text, mes
                                        "-k", "^examples/two-tasks$"])
     assert result.exit_code == 2
     assert result.stderr.startswith(f"forge: {path}: {message}")
+
+
+def test_an_operation_name_that_is_not_a_string_is_refused(tmp_path):
+    """Found by the fuzz suite: `op = {}` reached the lifecycle adapter's table lookup."""
+    case = tmp_path / "g" / "c.toml"
+    case.parent.mkdir()
+    case.write_text('features = ["lifecycle"]\noperations = [{"op" = {}}]\n'
+                    'clauses = ["tasks.glance.example-two-tasks"]\n')
+    result = CliRunner().invoke(main, ["conformance", "--cases", str(tmp_path)])
+    assert (result.exit_code, result.stderr) == (
+        2, f"forge: {case}:2: case: $.operations[0].op: an operation's name is a string, got {{}}\n")

@@ -31,7 +31,8 @@ EXAMPLES = int(os.environ.get("FORGE_FUZZ_EXAMPLES", DEFAULT_EXAMPLES))
 MAX_SECONDS = 10.0
 EXIT_CODES = {0, 1, 2}
 FORBIDDEN = ("Traceback (most recent call last)", "Internal", "a bug in the kit",
-             "the reference engine raised", "RecursionError", "MemoryError")
+             "the reference engine raised", "the lifecycle adapter raised", "RecursionError",
+             "MemoryError")
 
 #: Inputs run per kind, and per (kind, exit code), for the summary lines
 #: (`conftest.pytest_terminal_summary`).

@@ -229,6 +229,26 @@ return input.ask()
 '''
 
 
+LIFECYCLE_OPS = st.sampled_from([
+    "spawn", "recover", "run_completes", "run_fails", "retry", "continue_with", "stop", "config",
+    "run_pauses", "notices", "store_retry_claim", "list", "store_rewrite_state",
+    "run_cancelled", "meta_for", "delete_tree", "stop_tree", "get", "nope"])
+LIFECYCLE_FIELDS = st.sampled_from([
+    "parent", "from_task", "agent", "agents", "input", "label", "kind", "state", "error", "result",
+    "run", "launch_error", "during_launch", "during", "err", "raise", "graceful", "n", "step",
+    "max_depth", "max_attempts", "max_continuations", "continue_hook", "stopper", "via"])
+
+
+def operations():
+    op = st.fixed_dictionaries(
+        {"op": maybe(LIFECYCLE_OPS)},
+        optional={"as": st.sampled_from(["t1", "t2"]), "task": st.sampled_from(["t1", "t2", "x"])}
+    ).flatmap(lambda base: st.dictionaries(LIFECYCLE_FIELDS, maybe(st.one_of(
+        TEXTS, st.booleans(), st.integers(-2, 5), HUGE_INTS, st.sampled_from(["t1", "t2"]))),
+        max_size=3).map(lambda extra: {**extra, **base}))
+    return st.lists(maybe(op, 30), min_size=1, max_size=6)
+
+
 @st.composite
 def case_files(draw) -> str:
     harness = optional_fields({}, {
@@ -247,11 +267,13 @@ def case_files(draw) -> str:
         "outcome": maybe(st.sampled_from(["ok", "failed", "cancelled"])),
         "result": maybe(st.one_of(TEXTS, st.fixed_dictionaries({"regex": TEXTS}))),
         "virtual_time": maybe(HUGE_FLOATS), "logs": maybe(st.lists(TEXTS, max_size=2))})
+    lifecycle = draw(st.booleans())
+    body = ({"operations": maybe(operations(), 30), "features": maybe(st.just(["lifecycle"]))}
+            if lifecycle else {"prompt": maybe(st.sampled_from([PROMPT, MODEL_PROMPT]), 30),
+                               "features": maybe(st.just(["tasks"]))})
     case = draw(optional_fields(
-        {"clauses": maybe(st.just(["tasks.glance.example-two-tasks"]), 30),
-         "prompt": maybe(st.sampled_from([PROMPT, MODEL_PROMPT]), 30)},
-        {"features": maybe(st.just(["tasks"])),
-         "flags": maybe(st.sampled_from([["any-schedule"], ["canonical"]])),
+        {"clauses": maybe(st.just(["tasks.glance.example-two-tasks"]), 30), **body},
+        {"flags": maybe(st.sampled_from([["any-schedule"], ["canonical"]])),
          "harness": maybe(harness, 30), "expect": maybe(expect, 30)}))
     lines = []
     for key, value in case.items():
