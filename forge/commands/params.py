@@ -31,13 +31,18 @@ MAX_TIMEOUT = 86400.0
 MAX_PATTERN = 1000
 
 
-class BoundedInt(click.ParamType):
-    """An integer in [low, high] (both within 64 bits)."""
-
-    name = "integer"
+class BoundedInt(click.IntRange):
+    """An integer in [low, high] (both within 64 bits); help shows the range
+    unless it is the whole 64-bit one."""
 
     def __init__(self, low: int = I64_MIN, high: int = I64_MAX) -> None:
+        super().__init__(low, high)
         self.low, self.high = low, high
+        if (low, high) == (I64_MIN, I64_MAX):
+            self.name = "integer"
+
+    def _describe_range(self) -> str:
+        return "" if (self.low, self.high) == (I64_MIN, I64_MAX) else super()._describe_range()
 
     def convert(self, value, param, ctx):
         if isinstance(value, int) and not isinstance(value, bool):
@@ -55,9 +60,9 @@ class BoundedInt(click.ParamType):
 
 
 class Seconds(click.ParamType):
-    """A finite number of seconds in [low, high]; `positive` excludes zero."""
+    """A finite number of seconds in [0, high]; `positive` excludes zero."""
 
-    name = "seconds"
+    name = "float"
 
     def __init__(self, high: float = MAX_SECONDS, positive: bool = False) -> None:
         self.high, self.positive = high, positive
@@ -81,7 +86,7 @@ class Seconds(click.ParamType):
 class Regex(click.ParamType):
     """A Python regular expression, compiled; its source is kept as `.pattern`."""
 
-    name = "regex"
+    name = "text"
 
     def convert(self, value, param, ctx):
         if isinstance(value, re.Pattern):
@@ -97,10 +102,9 @@ class Regex(click.ParamType):
 class OutputPath(click.ParamType):
     """A file (or, with `directory`, a folder) the command can create or overwrite."""
 
-    name = "path"
-
     def __init__(self, directory: bool = False) -> None:
         self.directory = directory
+        self.name = "directory" if directory else "file"
 
     def convert(self, value, param, ctx):
         problem = output_problem(str(value), self.directory)
