@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -145,10 +146,17 @@ def load_cases(root: str | Path, catalogue: Collection[str] | None = None) -> li
         return [load_case(root, root.parent.parent, catalogue)]
     if not root.is_dir():
         raise InputError("no such cases directory", file=str(root))
-    files = sorted(root.rglob("*.toml"))
+    files = sorted(_toml_files(root))
     if not files:
         raise InputError("no cases (*.toml) in this directory", file=str(root))
     return sorted((load_case(f, root, catalogue) for f in files), key=lambda c: c.id)
+
+
+def _toml_files(root: Path) -> list[Path]:
+    # os.walk, not Path.rglob: it skips what vanishes or cannot be read during
+    # the walk (a --cases of / meets /proc) and never follows a link loop.
+    return [Path(dirpath) / name for dirpath, _, names in os.walk(root)
+            for name in names if name.endswith(".toml")]
 
 
 def load_case(path: str | Path, root: str | Path | None = None,

@@ -1,5 +1,6 @@
-"""Fuzzed input files through the CLI: model and operator scripts, replay
-files, case files and expectations files (generators in `generators`).
+"""Fuzzed input files through the CLI: prompt files (the examples, broken as
+files: truncated, nested, huge lines, bytes), model and operator scripts,
+replay files, case files and expectations files (generators in `generators`).
 
 Every input must end in one of the documented exit codes with no traceback
 and no `Internal` error (`cli.check`).  Writing each input to a file is
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.conftest import EXAMPLES as EXAMPLE_DIR
 from tests.fuzz import generators as gen
@@ -29,6 +31,19 @@ def _file(text: str, suffix: str = ".json") -> str:
     with handle:
         handle.write(text)
     return handle.name
+
+
+PROMPT_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLE_DIR.glob("*.md"))]
+
+
+@FUZZ
+@given(st.sampled_from(PROMPT_TEXTS).flatmap(gen.mutate_text))
+def test_prompt_files(text):
+    path = _file(text, ".md")
+    try:
+        check("prompt file", ["run", path])
+    finally:
+        pathlib.Path(path).unlink()
 
 
 @FUZZ
