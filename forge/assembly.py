@@ -36,7 +36,8 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
         try:
             store = MemoryStore.from_folder(store_dir)
         except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot seed the store from this folder: {e}", file=store_dir) from None
+            raise InputError(f"cannot seed the store from this folder: {e}",
+                             file=store_dir) from None
     else:
         store = MemoryStore(store_files or {})
     harness = Harness(store=store, ceiling=concurrency, cancel_at=cancel_at)

@@ -24,7 +24,7 @@ import sys
 import click
 
 from forge.assembly import build_harness, make_chooser
-from forge.commands.params import BoundedInt, OutputPath, Seconds, write_output
+from forge.commands.params import TEXT, BoundedInt, OutputPath, Seconds, write_output
 from forge.errors import InputError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_KIT_BUG = 0, 1, 2, 3
@@ -112,7 +112,8 @@ def main() -> None:
 
 @main.command()
 @click.argument("prompt", type=click.Path(dir_okay=False))
-@click.option("--args", "args_text", default="", help="The run's argument string (read as `args`).")
+@click.option("--args", "args_text", default="", type=TEXT,
+              help="The run's argument string (read as `args`).")
 @click.option("--seed", type=BoundedInt(), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",

@@ -59,6 +59,9 @@ BAD = {
     "trace is a directory": (["run", str(EXAMPLES / "two-tasks.md"), "--replay-out", "/"],
                              "forge: --replay-out cannot write '/': it is a directory"),
     "unwritable report": (["conformance", "--junit", "/nonexistent/r.xml"], "forge: --junit"),
+    "args with a stray byte": (["run", str(EXAMPLES / "two-tasks.md"), "--args", "a\udcff"],
+                               "forge: --args must be valid UTF-8 text (a stray byte at "
+                               "character 1)"),
     "render over a file": (["spec", "render", str(EXAMPLES / "two-tasks.md")],
                            "it exists and is not a directory"),
 }
@@ -168,7 +171,8 @@ def test_a_huge_frontmatter_line_is_refused_before_parsing(tmp_path):
     assert result.exit_code == 2
     assert "is larger than the limit of 4194304 bytes" in result.stderr
     path.write_text("---\nname: x\ndescription: " + "a" * 300_000 + "\n---\n# T\n")
-    assert "the frontmatter is larger than the limit of 262144 bytes" in forge("run", str(path)).stderr
+    result = forge("run", str(path))
+    assert "the frontmatter is larger than the limit of 262144 bytes" in result.stderr
 
 
 def test_a_store_folder_with_a_device_link_is_refused_before_reading(tmp_path):

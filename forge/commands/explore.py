@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from forge.commands.params import BoundedInt, OutputPath, write_output
+from forge.commands.params import TEXT, BoundedInt, OutputPath, write_output
 
 #: The most schedules one `forge explore` tries (each is a whole run).
 MAX_RUNS = 10_000_000
@@ -48,11 +48,12 @@ def _subject(prompt_path: str, args: str, concurrency: int, model_script, operat
 @click.option("--strategy", type=click.Choice(["random", "pct", "exhaustive"]), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt(1, 1000), default=3, show_default=True)
-@click.option("--args", "args_text", default="")
+@click.option("--args", "args_text", default="", type=TEXT)
 @click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=8, show_default=True)
 @click.option("--model-script", type=click.Path(dir_okay=False), default=None)
 @click.option("--operator-script", type=click.Path(dir_okay=False), default=None)
-@click.option("--expect-result", default=None, help="Also require this exact run result.")
+@click.option("--expect-result", default=None, type=TEXT,
+              help="Also require this exact run result.")
 @click.option("--same-ids/--no-same-ids", default=True, show_default=True,
               help="Require every schedule to start the same task ids as the canonical one.")
 @click.option("--replay-out", type=OutputPath(),

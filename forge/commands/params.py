@@ -83,6 +83,24 @@ class Seconds(click.ParamType):
         return number
 
 
+class Text(click.ParamType):
+    """A string that is valid Unicode: a command line in another encoding (or
+    with stray bytes) arrives as lone surrogates, which no run can carry."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            self.fail(f"must be valid UTF-8 text (a stray byte at character {e.start})",
+                      param, ctx)
+        return value
+
+
+TEXT = Text()
+
+
 class Regex(click.ParamType):
     """A Python regular expression, compiled; its source is kept as `.pattern`."""
 

@@ -10,11 +10,14 @@ import sys
 
 import click
 
+from forge.commands.params import TEXT
+
 
 @click.command()
 @click.argument("prompt", type=click.Path(dir_okay=False))
 @click.argument("replay_file", type=click.Path(dir_okay=False, exists=True))
-@click.option("--args", "args_text", default=None, help="Override the arguments in the replay file.")
+@click.option("--args", "args_text", default=None, type=TEXT,
+              help="Override the arguments in the replay file.")
 @click.option("--json", "as_json", is_flag=True)
 def replay(prompt, replay_file, args_text, as_json):
     """Run PROMPT again under the schedule recorded in REPLAY_FILE."""

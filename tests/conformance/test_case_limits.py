@@ -54,5 +54,5 @@ def test_an_operation_name_that_is_not_a_string_is_refused(tmp_path):
     case.write_text('features = ["lifecycle"]\noperations = [{"op" = {}}]\n'
                     'clauses = ["tasks.glance.example-two-tasks"]\n')
     result = CliRunner().invoke(main, ["conformance", "--cases", str(tmp_path)])
-    assert (result.exit_code, result.stderr) == (
-        2, f"forge: {case}:2: case: $.operations[0].op: an operation's name is a string, got {{}}\n")
+    assert (result.exit_code, result.stderr) == (2, f"forge: {case}:2: case: $.operations[0].op: "
+                                                    "an operation's name is a string, got {}\n")

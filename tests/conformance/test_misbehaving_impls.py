@@ -58,7 +58,8 @@ FAKE = textwrap.dedent('''
             continue
         if msg["type"] != "run":
             break
-        ok = {"type": "observation", "id": msg["id"], "observation": {"outcome": "ok", "result": "r"}}
+        ok = {"type": "observation", "id": msg["id"],
+              "observation": {"outcome": "ok", "result": "r"}}
         b = BEHAVIOUR
         if b == "hangs":
             time.sleep(600)

@@ -8,5 +8,6 @@ def pytest_terminal_summary(terminalreporter):
         return
     terminalreporter.write_line(f"fuzzed inputs: {sum(COUNTS.values())}, none with a traceback")
     for kind, n in sorted(COUNTS.items()):
-        codes = ", ".join(f"exit {code}: {m}" for (k, code), m in sorted(CODES.items()) if k == kind)
+        codes = ", ".join(f"exit {code}: {m}"
+                          for (k, code), m in sorted(CODES.items()) if k == kind)
         terminalreporter.write_line(f"  {kind}: {n} ({codes})")

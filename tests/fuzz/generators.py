@@ -315,7 +315,7 @@ def expectations_files(draw) -> tuple[str, str]:
     return ".toml", draw(mutate_text(text))
 
 
-# -- flags ------------------------------------------------------------------------------------------
+# -- flags ------------------------------------------------------------------------------------
 
 INT_FLAG_VALUES = st.one_of(HUGE_INTS.map(str), st.sampled_from(
     ["", "x", "1.5", "1e3", "-0", "+5", "0x10", "٣", "9" * 40, " 7 ", "inf", "nan"]),
