@@ -10,15 +10,13 @@ setsid().  Grandchildren write their pid to a file so the test can check.
 
 from __future__ import annotations
 
-import os
-import pathlib
 import sys
 import textwrap
 import time
 
 import pytest
 
-from conformance import adapters
+from conformance import impl_process
 from conformance.adapters import SubprocessAdapter
 from conformance.case import Case, HarnessSpec
 from conformance.runner import run_suite
@@ -159,7 +157,7 @@ def alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("behaviour", sorted(CATALOGUE))
 def test_a_misbehaving_implementation_is_one_clean_case(tmp_path, monkeypatch, behaviour):
-    monkeypatch.setattr(adapters, "MAX_MESSAGE_BYTES", 1024 * 1024)
+    monkeypatch.setattr(impl_process, "MAX_MESSAGE_BYTES", 1024 * 1024)
     script = tmp_path / "fake.py"
     script.write_text(f"TIMEOUT_HALF = {TIMEOUT / 2}\n" + FAKE)
     pids = tmp_path / "pids"
@@ -168,13 +166,13 @@ def test_a_misbehaving_implementation_is_one_clean_case(tmp_path, monkeypatch, b
     case = Case(id="g/c", path="g/c", clauses=("c",), harness=HarnessSpec(),
                 expect={"outcome": "ok", "result": "r"}, prompt="p")
     tokens = []
-    real = adapters._Process.__init__
+    real = impl_process.ImplProcess.__init__
 
     def spy(self, argv):
         real(self, argv)
         tokens.append(self.token)
 
-    monkeypatch.setattr(adapters._Process, "__init__", spy)
+    monkeypatch.setattr(impl_process.ImplProcess, "__init__", spy)
     started = time.monotonic()
     report = run_suite([case], lambda: SubprocessAdapter(argv, timeout=TIMEOUT))
     elapsed = time.monotonic() - started
@@ -190,4 +188,4 @@ def test_a_misbehaving_implementation_is_one_clean_case(tmp_path, monkeypatch, b
     for pid in map(int, pids.read_text().split()):
         assert not alive(pid), f"grandchild {pid} outlived the run"
     for token in tokens:
-        assert adapters.marked_processes(token) == [], "a marked process outlived the run"
+        assert impl_process.marked_processes(token) == [], "a marked process outlived the run"
