@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-#: Bytes of a prompt file (or a case's prompt text).
-MAX_PROMPT_BYTES = 4 * 1024 * 1024
-#: Bytes of the frontmatter block, and of any one of its lines.
-MAX_FRONTMATTER_BYTES = 256 * 1024
+#: Bytes of a prompt file (or a case's prompt text).  Real prompts are a few
+#: KiB; the Markdown parser's worst case (nested `![`) costs about 30 us a
+#: byte, so this keeps any prompt's parse within a few seconds.
+MAX_PROMPT_BYTES = 128 * 1024
+#: Bytes of the frontmatter block (a real one is a few hundred).
+MAX_FRONTMATTER_BYTES = 64 * 1024
 #: Bytes of a model or operator script file.
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
 #: Bytes of a case file, an expectations file.

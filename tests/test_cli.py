@@ -169,10 +169,10 @@ def test_a_huge_frontmatter_line_is_refused_before_parsing(tmp_path):
     result = forge("run", str(path))
     assert time.monotonic() - started < 2.0
     assert result.exit_code == 2
-    assert "is larger than the limit of 4194304 bytes" in result.stderr
-    path.write_text("---\nname: x\ndescription: " + "a" * 300_000 + "\n---\n# T\n")
+    assert "is larger than the limit of 131072 bytes" in result.stderr
+    path.write_text("---\nname: x\ndescription: " + "a" * 100_000 + "\n---\n# T\n")
     result = forge("run", str(path))
-    assert "the frontmatter is larger than the limit of 262144 bytes" in result.stderr
+    assert "the frontmatter is larger than the limit of 65536 bytes" in result.stderr
 
 
 def test_a_store_folder_with_a_device_link_is_refused_before_reading(tmp_path):
