@@ -38,6 +38,8 @@ FORBIDDEN = ("Traceback (most recent call last)", "Internal", "a bug in the kit"
 #: (`conftest.pytest_terminal_summary`).
 COUNTS: collections.Counter[str] = collections.Counter()
 CODES: collections.Counter[tuple[str, int]] = collections.Counter()
+#: The longest wall time one input of each kind took, in seconds.
+SLOWEST: dict[str, float] = {}
 
 #: Hypothesis settings for every fuzz test: deterministic (derandomized, so a
 #: run is reproducible and CI never flakes on a new draw), no deadline (the
@@ -60,6 +62,7 @@ def check(kind: str, argv: list[str], stdin: bytes | None = None):
     elapsed = time.monotonic() - started
     COUNTS[kind] += 1
     CODES[kind, result.exit_code] += 1
+    SLOWEST[kind] = max(SLOWEST.get(kind, 0.0), elapsed)
     shown = f"forge {argv!r}\n--- output:\n{result.output[-3000:]}"
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback

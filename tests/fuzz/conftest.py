@@ -1,6 +1,6 @@
 """The fuzz suite's summary: how many inputs of each kind ran, by exit code."""
 
-from tests.fuzz.cli import CODES, COUNTS
+from tests.fuzz.cli import CODES, COUNTS, SLOWEST
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -10,4 +10,4 @@ def pytest_terminal_summary(terminalreporter):
     for kind, n in sorted(COUNTS.items()):
         codes = ", ".join(f"exit {code}: {m}"
                           for (k, code), m in sorted(CODES.items()) if k == kind)
-        terminalreporter.write_line(f"  {kind}: {n} ({codes})")
+        terminalreporter.write_line(f"  {kind}: {n} ({codes}; slowest {SLOWEST[kind]:.2f} s)")
