@@ -4,6 +4,11 @@ errors that name the file and the line.
 `tomllib` reports a syntax error as text ending in `(at line L, column C)`;
 this module turns that into an `InputError` with `line=L`, so every TOML
 refusal in the kit reads `FILE:LINE: TOML: what is wrong (column C)`.
+
+Limits (docs/limits.md): a file past `forge.limits.MAX_CASE_BYTES` is refused
+before it is parsed; nesting past `MAX_DEPTH`, integers past 64 bits,
+`inf`/`nan` and TOML dates or times anywhere are refused after parsing
+(`check_data`), before any schema sees the data.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import tomllib
 from pathlib import Path
 
 from forge.errors import InputError
+from forge.limits import MAX_CASE_BYTES, data_problem, read_limited, render_path
 
 _AT = re.compile(r"\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
 _AT_END = re.compile(r"\s*\(at end of document\)$")
@@ -26,9 +32,11 @@ def read_toml(path: str | Path) -> tuple[str, dict]:
     """
     name = str(path)
     try:
-        data = Path(path).read_bytes()
+        data = read_limited(Path(path), MAX_CASE_BYTES)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
+    except ValueError as e:
+        raise InputError(f"file {e}", file=name) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -38,8 +46,15 @@ def read_toml(path: str | Path) -> tuple[str, dict]:
 
 
 def parse_toml(text: str, name: str) -> dict:
+    """Parsed TOML within the limits (see `check_data`).
+
+    Raises:
+        InputError: not valid TOML, or past a limit.
+    """
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
+    except RecursionError:
+        raise InputError("nested too deeply to read", file=name, kind="TOML") from None
     except tomllib.TOMLDecodeError as e:
         message = str(e)
         m = _AT.search(message)
@@ -50,3 +65,20 @@ def parse_toml(text: str, name: str) -> dict:
         if m:
             message = f"{message[: m.start()]} (at the end of the file)"
         raise InputError(message, file=name, kind="TOML") from None
+    except ValueError as e:  # the int-digits limit
+        raise InputError(f"an integer past 64 bits ({e})", file=name, kind="TOML") from None
+    check_data(data, name)
+    return data
+
+
+def check_data(data, name: str) -> None:
+    """Refuse decoded data past the limits of `forge.limits.data_problem`.
+
+    Raises:
+        InputError: naming the key path, such as `$.harness.latency.model`.
+    """
+    problem = data_problem(data)
+    if problem is not None:
+        path, rule = problem
+        where = "$" + ("" if not path or isinstance(path[0], int) else ".") + render_path(path)
+        raise InputError(f"{where}: {rule}", file=name, kind="limits")

@@ -11,7 +11,8 @@ me the observation" - and says which features it has.  Two kinds:
   crashes, hangs past the per-run timeout, or writes something that is not
   the next protocol message makes that case *errored* (with the reason and
   the last lines of its stderr) and is started afresh for the next case.
-  Nothing it does can crash the runner.
+  Nothing it does can crash the runner.  Its process, pipes and limits are
+  `impl_process.ImplProcess`.
 
 What does not live here: choosing cases and schedules, comparing
 observations (`runner`, `matchers`), and the implementation side of the
@@ -20,15 +21,11 @@ protocol (`serve`).
 
 from __future__ import annotations
 
-import collections
 import importlib
 import json
-import os
 import queue
 import shlex
-import signal
 import subprocess
-import threading
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -36,6 +33,10 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from conformance.case import Case, HarnessSpec
+from conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
+from conformance.lifecycle_adapter import lifecycle_observation
+from forge.errors import InputError
+from forge.limits import data_problem, render_path
 
 PROTOCOL_VERSION = 1
 #: What the reference engine implements; `lifecycle` cases (operations, not
@@ -113,7 +114,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     except PromptError as e:
         return parse_failure(e, spec)
     try:
-        from forge.cli import make_chooser
+        from forge.assembly import make_chooser
         from forge.engine.run import RunConfig, observation_json, run_prompt
 
         harness = _build_harness(spec, source)
@@ -153,7 +154,7 @@ def parse_failure(error: Any, spec: HarnessSpec) -> dict:
 
 
 def _build_harness(spec: HarnessSpec, source: str):
-    from forge.cli import build_harness
+    from forge.assembly import build_harness
     from forge.harness import DEFAULT_LATENCY, LatencyModel
 
     harness = build_harness(concurrency=spec.concurrency, store_files=dict(spec.store),
@@ -183,6 +184,23 @@ def _script_builder(name: str, what: str):
     return builder
 
 
+def reference_lifecycle_observation(operations: Any, harness: Any = None,
+                                    source: str = "<case>") -> dict:
+    """`lifecycle_observation` as the adapters need it: every failure is an AdapterError.
+
+    Raises:
+        AdapterError: the operations are malformed, or the manager could not be run.
+    """
+    try:
+        # A JSON round trip makes the in-process observation what a subprocess sends.
+        return json.loads(json.dumps(lifecycle_observation(operations, harness)))
+    except InputError as e:
+        raise AdapterError(f"{source}: the case's operations are unusable: {e.render()}") from None
+    except Exception as e:  # noqa: BLE001 - a kit bug errors this case, not the suite
+        tail = traceback.format_exc().strip().splitlines()[-6:]
+        raise AdapterError(f"the lifecycle adapter raised {type(e).__name__}: {e}", tail) from None
+
+
 class InProcessAdapter(Adapter):
     """The reference engine, in this process."""
 
@@ -194,8 +212,6 @@ class InProcessAdapter(Adapter):
 
     def run(self, case: Case, seed: int | None) -> dict:
         if case.operations is not None:
-            from conformance.lifecycle_adapter import reference_lifecycle_observation
-
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
@@ -204,66 +220,8 @@ class InProcessAdapter(Adapter):
 
 # -- any implementation, over a pipe -------------------------------------------------------
 
-#: stderr lines kept per process for error reports.
-STDERR_TAIL = 12
-#: How long a process gets to exit after `bye` before it is killed.
-EXIT_GRACE = 2.0
-
-
-class _Process:
-    """One running implementation: its pipes and the threads draining them.
-
-    stdout lines go to a queue, so a read can time out (a pipe read cannot);
-    stderr is drained all the time, so a chatty implementation never blocks
-    on a full pipe, and its last lines are kept for reports.  The process
-    leads a session of its own, so `stop` also ends whatever it started (a
-    wrapper script's child would otherwise outlive it, hung).
-    """
-
-    def __init__(self, argv: list[str]) -> None:
-        self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, bufsize=0, start_new_session=True)
-        self.lines: queue.Queue[bytes | None] = queue.Queue()
-        self.stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
-        self._out = threading.Thread(target=self._drain_stdout, daemon=True)
-        self._err = threading.Thread(target=self._drain_stderr, daemon=True)
-        self._out.start()
-        self._err.start()
-
-    def _drain_stdout(self) -> None:
-        try:
-            for line in self.popen.stdout:
-                self.lines.put(line)
-        except (OSError, ValueError):  # the pipe was closed under us by `stop`
-            pass
-        self.lines.put(None)
-
-    def _drain_stderr(self) -> None:
-        try:
-            for line in self.popen.stderr:
-                self.stderr.append(line.decode("utf-8", "replace").rstrip("\r\n"))
-        except (OSError, ValueError):
-            pass
-
-    def stop(self) -> list[str]:
-        """Kill the process and its children, reap it; the last lines of its stderr."""
-        if self.popen.returncode is None:
-            # Not reaped yet, so the group id cannot have been reused.
-            try:
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.popen.wait()
-        # With the writers gone the drain reaches EOF; what it caught last is
-        # often the most useful line (a traceback's final one).
-        self._err.join(timeout=1.0)
-        tail = list(self.stderr)
-        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
-            try:
-                pipe.close()
-            except OSError:
-                pass
-        return tail
+#: How often a wait for an answer checks that the implementation still runs, in seconds.
+POLL = 0.1
 
 
 class SubprocessAdapter(Adapter):
@@ -280,7 +238,7 @@ class SubprocessAdapter(Adapter):
         if not self.argv:
             raise ValueError("the implementation command is empty")
         self.timeout = timeout
-        self._proc: _Process | None = None
+        self._proc: ImplProcess | None = None
         self._hello: dict | None = None
 
     # -- lifecycle
@@ -292,7 +250,7 @@ class SubprocessAdapter(Adapter):
         """
         self.close()
         try:
-            self._proc = _Process(self.argv)
+            self._proc = ImplProcess(self.argv)
         except OSError as e:
             raise AdapterError(f"cannot start implementation `{shlex.join(self.argv)}`: "
                                f"{e.strerror or e}") from None
@@ -313,9 +271,8 @@ class SubprocessAdapter(Adapter):
         proc, self._proc, self._hello = self._proc, None, None
         if proc is None:
             return
-        if proc.popen.poll() is None:
+        if proc.popen.poll() is None and write_to(proc, _line({"type": "bye"}), EXIT_GRACE):
             try:
-                proc.popen.stdin.write(_line({"type": "bye"}))
                 proc.popen.stdin.close()
                 proc.popen.wait(timeout=EXIT_GRACE)
             except (OSError, subprocess.TimeoutExpired):
@@ -339,6 +296,7 @@ class SubprocessAdapter(Adapter):
 
     def run(self, case: Case, seed: int | None) -> dict:
         self._ensure()
+        self._proc.new_case()
         message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
                                    "harness": case.harness.to_json()}
         if case.prompt is not None:
@@ -357,6 +315,11 @@ class SubprocessAdapter(Adapter):
         if not isinstance(observation, dict):
             self._fail(f"sent an observation for case {case.id} that is not a JSON object: "
                        f"{_brief(observation)}")
+        problem = data_problem(observation)
+        if problem is not None:
+            path, rule = problem
+            self._fail(f"sent an observation for case {case.id} past the kit's limits: "
+                       f"{render_path(path) or 'observation'}: {rule}")
         return observation
 
     # -- the pipe
@@ -366,21 +329,43 @@ class SubprocessAdapter(Adapter):
         return self._hello
 
     def _send(self, message: dict) -> None:
-        try:
-            self._proc.popen.stdin.write(_line(message))
-            self._proc.popen.stdin.flush()
-        except OSError:
+        # A write blocks when the implementation does not read its stdin and
+        # the pipe is full, so it gets the same timeout as an answer.
+        written = write_to(self._proc, _line(message), self.timeout)
+        if written is None:
+            self._fail(f"timed out after {self.timeout:g} s reading its input "
+                       f"(a {message.get('type')} message)")
+        if not written:
             self._fail(self._exit_text("before reading its input"))
 
     def _receive(self, what: str) -> dict:
+        # The deadline is checked on every line, so no stream of lines - blank,
+        # or arriving faster than they are read - can hold the timeout off.
         deadline = time.monotonic() + self.timeout
+        exit_seen = False
         while True:
+            left = deadline - time.monotonic()
             try:
-                raw = self._proc.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                if left <= 0:
+                    raise queue.Empty
+                raw = self._proc.take(timeout=min(left, POLL))
             except queue.Empty:
-                self._fail(f"timed out after {self.timeout:g} s waiting for the answer to {what}")
+                if left <= 0:
+                    self._fail(f"timed out after {self.timeout:g} s waiting for the answer "
+                               f"to {what}")
+                # A descendant holding stdout open hides the implementation's
+                # death from the reader; the exit itself does not hide.  Lines
+                # written just before it get one more poll to arrive.
+                if exit_code(self._proc.popen, 0) is None:
+                    continue
+                if not exit_seen:
+                    exit_seen = True
+                    continue
+                raw = None
             if raw is None:
                 self._fail(self._exit_text(f"while answering {what}"))
+            if isinstance(raw, Overflow):
+                self._fail(f"wrote {raw.what} on stdout while answering {what}")
             text = raw.decode("utf-8", "replace").strip()
             if not text:
                 continue
@@ -388,16 +373,20 @@ class SubprocessAdapter(Adapter):
                 message = json.loads(text)
             except json.JSONDecodeError:
                 self._fail(f"sent a line that is not JSON while answering {what}: "
-                           f"{_cut(text)!r}")
+                           f"{cut(text)!r}")
+            except (RecursionError, ValueError) as e:  # nesting, a 5000-digit number
+                self._fail(f"sent a line the kit will not read while answering {what}: "
+                           f"{cut(str(e) or type(e).__name__)}")
             if not isinstance(message, dict):
                 self._fail(f"sent {_brief(message)} while answering {what}; every protocol "
                            "message is a JSON object")
             return message
 
     def _exit_text(self, when: str) -> str:
-        try:
-            code = self._proc.popen.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        # Wait for the exit without reaping it, so `stop` can still kill the
+        # process group safely (a reaped leader's group id may be reused).
+        code = exit_code(self._proc.popen, 1.0)
+        if code is None:
             return f"closed its stdout {when}"
         return f"crashed {when} (exit code {code})"
 
@@ -412,9 +401,5 @@ def _line(message: dict) -> bytes:
     return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def _cut(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _brief(value: Any) -> str:
-    return _cut(json.dumps(value, ensure_ascii=False))
+    return cut(json.dumps(value, ensure_ascii=False))

@@ -29,7 +29,10 @@ The id of a case is its path under the cases directory without `.toml`
 `schema/case.schema.json` and then the rules a schema cannot say, and refuses
 a malformed case with an `InputError` that names the file, the line where it
 can find one, and the rule: `FILE:LINE: schema: $.harness.concurrency: must
-be at least 1, got 0`.
+be at least 1, got 0`.  The limits of docs/limits.md (file size, nesting,
+64-bit integers, finite seconds up to `forge.limits.MAX_SECONDS`, prompt
+size) are checked first, so no input reaches the schema or the engine past
+them.
 
 What does not live here: running cases (`runner`) and comparing observations
 (`matchers`).
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 from collections.abc import Collection
 from pathlib import Path
@@ -51,6 +55,10 @@ from jsonschema.exceptions import ValidationError, relevance
 from conformance import matchers
 from conformance._toml import read_toml
 from forge.errors import InputError
+from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
+
+#: The most tasks a case's harness may run at once.
+MAX_CONCURRENCY = 1_000_000
 
 SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "case.schema.json"
 #: The suite shipped with the package.
@@ -138,10 +146,17 @@ def load_cases(root: str | Path, catalogue: Collection[str] | None = None) -> li
         return [load_case(root, root.parent.parent, catalogue)]
     if not root.is_dir():
         raise InputError("no such cases directory", file=str(root))
-    files = sorted(root.rglob("*.toml"))
+    files = sorted(_toml_files(root))
     if not files:
         raise InputError("no cases (*.toml) in this directory", file=str(root))
     return sorted((load_case(f, root, catalogue) for f in files), key=lambda c: c.id)
+
+
+def _toml_files(root: Path) -> list[Path]:
+    # os.walk, not Path.rglob: it skips what vanishes or cannot be read during
+    # the walk (a --cases of / meets /proc) and never follows a link loop.
+    return [Path(dirpath) / name for dirpath, _, names in os.walk(root)
+            for name in names if name.endswith(".toml")]
 
 
 def load_case(path: str | Path, root: str | Path | None = None,
@@ -199,6 +214,7 @@ def _check_schema(data: dict, text: str, name: str) -> None:
 def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | None) -> None:
     if ("prompt" in data) == ("operations" in data):
         raise InputError("needs exactly one of `prompt` or `operations`", file=name, kind="case")
+    _check_bounds(data, text, name)
     flags = data.get("flags", [])
     if ANY_SCHEDULE in flags and CANONICAL in flags:
         raise InputError(f"flags `{ANY_SCHEDULE}` and `{CANONICAL}` exclude each other",
@@ -211,6 +227,34 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
             if cid not in catalogue:
                 raise InputError(f"unknown clause id `{cid}` (not in the catalogue)", file=name,
                                  line=_line_of_string(text, cid), kind="clause")
+
+
+def _check_bounds(data: dict, text: str, name: str) -> None:
+    """The limits of docs/limits.md that the schema does not carry."""
+    harness = data.get("harness", {})
+
+    def refuse(path: tuple, rule: str):
+        raise InputError(f"{json_path(path)}: {rule}", file=name, line=_line_of(text, path),
+                         kind="limits")
+
+    seconds = [(("harness", "latency", k), v) for k, v in harness.get("latency", {}).items()]
+    if "cancel_at" in harness:
+        seconds.append((("harness", "cancel_at"), harness["cancel_at"]))
+    for path, value in seconds:
+        if value > MAX_SECONDS:
+            refuse(path, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
+    if harness.get("concurrency", 1) > MAX_CONCURRENCY:
+        refuse(("harness", "concurrency"), f"must be at most {MAX_CONCURRENCY}")
+    # The lifecycle adapter checks operations in depth; it looks names up in
+    # a table, so a name must at least be a string by then.
+    for i, op in enumerate(data.get("operations") or ()):
+        if isinstance(op, dict) and "op" in op and not isinstance(op["op"], str):
+            raise InputError(f"$.operations[{i}].op: an operation's name is a string, got "
+                             f"{matchers.show(op['op'])}", file=name,
+                             line=_line_of(text, ("operations",)), kind="case")
+    prompt = data.get("prompt")
+    if isinstance(prompt, str) and len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
+        refuse(("prompt",), f"a prompt is at most {MAX_PROMPT_BYTES} bytes")
 
 
 # -- readable schema errors ----------------------------------------------------------------

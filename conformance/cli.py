@@ -17,7 +17,11 @@ from pathlib import Path
 
 import click
 
+from forge.commands.params import MAX_TIMEOUT, BoundedInt, OutputPath, Seconds, write_output
 from forge.errors import InputError
+
+#: The most cases run at once (each subprocess worker is one implementation process).
+MAX_WORKERS = 256
 
 CONFORMANCE_HELP = """Run the conformance suite against an implementation.
 
@@ -73,13 +77,13 @@ Example:
 @click.option("--expectations", metavar="FILE", default=None,
               help='Known results, TOML or JSON: {case_id = "fail" | "skip"}. '
                    "An expected failure that passes counts as failed.")
-@click.option("--workers", type=int, default=1, show_default=True,
+@click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
               help="Cases run at once.")
-@click.option("--json", "json_file", metavar="FILE", default=None,
+@click.option("--json", "json_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JSON report: every case, and clause coverage by feature.")
-@click.option("--junit", "junit_file", metavar="FILE", default=None,
+@click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report.")
-@click.option("--timeout", type=float, default=10.0, show_default=True,
+@click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None,
               help="The clause catalogue (spec/*.toml) cases must cite and coverage counts. "
@@ -101,10 +105,6 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         stale_expectations,
     )
 
-    if workers < 1:
-        raise InputError(f"--workers must be at least 1, got {workers}")
-    if not timeout > 0:
-        raise InputError(f"--timeout must be a positive number of seconds, got {timeout:g}")
     catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
     catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
@@ -175,9 +175,5 @@ def _progress():
 
 
 def _write(path: str | None, render) -> None:
-    if path is None:
-        return
-    try:
-        Path(path).write_text(render(), encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"cannot write report: {e.strerror or e}", file=path) from None
+    if path is not None:
+        write_output(path, render())

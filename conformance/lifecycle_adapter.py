@@ -684,25 +684,3 @@ def lifecycle_observation(operations: list, harness: Any = None) -> dict:
     tasks = {run.alias.get(t.id, t.id): run.view(t) for t in run.store.list_all()}
     return {"outcome": "ok" if error is None else "failed", "results": results,
             "tasks": tasks, "reports": run.reports, "error": error}
-
-
-def reference_lifecycle_observation(operations: Any, harness: Any = None,
-                                    source: str = "<case>") -> dict:
-    """`lifecycle_observation` as the adapters need it: every failure is an AdapterError.
-
-    Raises:
-        AdapterError: the operations are malformed, or the manager could not be run.
-    """
-    import json
-    import traceback
-
-    from conformance.adapters import AdapterError
-
-    try:
-        # A JSON round trip makes the in-process observation what a subprocess sends.
-        return json.loads(json.dumps(lifecycle_observation(operations, harness)))
-    except InputError as e:
-        raise AdapterError(f"{source}: the case's operations are unusable: {e.render()}") from None
-    except Exception as e:  # noqa: BLE001 - a kit bug errors this case, not the suite
-        tail = traceback.format_exc().strip().splitlines()[-6:]
-        raise AdapterError(f"the lifecycle adapter raised {type(e).__name__}: {e}", tail) from None

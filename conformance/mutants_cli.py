@@ -7,6 +7,11 @@ import sys
 
 import click
 
+from forge.commands.params import BoundedInt, OutputPath, write_output
+
+#: The most random schedules per prompt or case the flags take (each is a run per mutant).
+MAX_SEEDS = 10_000
+
 
 def register(main: click.Group) -> None:
     main.add_command(mutants)
@@ -16,11 +21,11 @@ def register(main: click.Group) -> None:
 @click.option("--cases", "cases_dir", type=click.Path(exists=True), default=None,
               help="Case directory (default: the installed suite).")
 @click.option("-k", "pattern", default=None, help="Only mutants whose id contains this text.")
-@click.option("--seeds", type=click.IntRange(min=0), default=10, show_default=True,
+@click.option("--seeds", type=BoundedInt(0, MAX_SEEDS), default=10, show_default=True,
               help="Random schedules per example prompt in the invariant check.")
-@click.option("--case-seeds", type=click.IntRange(min=0), default=3, show_default=True,
+@click.option("--case-seeds", type=BoundedInt(0, MAX_SEEDS), default=3, show_default=True,
               help="Random schedules per any-schedule case (the suite itself uses 20).")
-@click.option("--json", "json_file", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--json", "json_file", type=OutputPath(), default=None,
               help="Write the kill matrix as JSON.")
 @click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
               help="Worker processes; each mutant runs in one (the matrix is the same).")
@@ -59,7 +64,7 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     score = killed / len(scored) if scored else 1.0
     click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}")
     if json_file:
-        with open(json_file, "w", encoding="utf-8") as f:
-            json.dump({"mutants": rows, "killed": killed, "total": len(scored), "score": score},
-                      f, indent=1, sort_keys=True)
+        write_output(json_file, json.dumps({"mutants": rows, "killed": killed,
+                                            "total": len(scored), "score": score},
+                                           indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from conformance._toml import read_toml
+from conformance._toml import check_data, read_toml
 from conformance.adapters import Adapter, AdapterError
 from conformance.case import Case
 from conformance.matchers import Comparison, compare, show
@@ -48,6 +48,7 @@ from conformance.report import (
     clause_coverage,
 )
 from forge.errors import InputError
+from forge.limits import MAX_CASE_BYTES, read_limited
 
 EXPECTATIONS = ("fail", "skip")
 
@@ -78,7 +79,7 @@ def select(cases: Sequence[Case], patterns: Iterable[str] = (),
 def _pattern(text: str) -> re.Pattern:
     try:
         return re.compile(text)
-    except re.error:
+    except (re.error, RecursionError, OverflowError):  # not a usable regex: a substring
         return re.compile(re.escape(text))
 
 
@@ -93,13 +94,17 @@ def load_expectations(path: str | Path) -> dict[str, str]:
     name = str(path)
     if name.endswith(".json"):
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            data = json.loads(read_limited(Path(path), MAX_CASE_BYTES).decode("utf-8"))
         except OSError as e:
             raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        except RecursionError:
+            raise InputError("not JSON: nested too deeply to read", file=name,
+                             kind="expectations") from None
+        except ValueError as e:  # not UTF-8 or JSON, too large, too many digits
             line = getattr(e, "lineno", None)
             raise InputError(f"not JSON: {getattr(e, 'msg', e)}", file=name, line=line,
                              kind="expectations") from None
+        check_data(data, name)
         if not isinstance(data, dict):
             raise InputError("an expectations file is an object {case_id: \"fail\" | \"skip\"}",
                              file=name, kind="expectations")
@@ -149,7 +154,11 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             return result(ERRORED, [e.render()], seed=seed)
         except Exception as e:  # noqa: BLE001 - a broken adapter errors this case only
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
-        comparison = compare(case.expect, observation)
+        try:
+            comparison = compare(case.expect, observation)
+        except Exception as e:  # noqa: BLE001 - an observation of odd shape errors this case only
+            return result(ERRORED, [f"the observation could not be compared "
+                                    f"({type(e).__name__}: {e})"], seed=seed)
         if not comparison.ok:
             return result(FAILED, comparison.problems, diff=unified_diff(comparison), seed=seed)
     return result(PASSED)

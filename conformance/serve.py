@@ -23,10 +23,10 @@ from conformance.adapters import (
     PROTOCOL_VERSION,
     REFERENCE_FEATURES,
     AdapterError,
+    reference_lifecycle_observation,
     reference_observation,
 )
 from conformance.case import HarnessSpec
-from conformance.lifecycle_adapter import reference_lifecycle_observation
 
 NAME = "forge-reference"
 

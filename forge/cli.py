@@ -7,41 +7,93 @@ implementation), `impl-serve` (the reference engine behind the subprocess
 protocol) and `mutants` (the suite against deliberately wrong engines).
 
 Exit codes: 0 success; 1 the run (or suite) failed; 2 bad input - an
-unreadable or invalid prompt, case, script or flag - reported in one line
-that names the file, the place and the rule.  No subcommand ever shows a
-Python traceback for bad input.
+unreadable or invalid prompt, case, script, replay file or flag - reported
+in one line that names the file (or flag), the place and the rule; 3 a bug
+in the kit, reported in one line that asks for a report.  No subcommand
+ever shows a Python traceback (limits: docs/limits.md).
+
+`explore` and `replay` live in `forge.commands`; building a harness and a
+chooser in `forge.assembly`.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 
 import click
 
+from forge.assembly import build_harness, make_chooser
+from forge.commands.params import TEXT, BoundedInt, OutputPath, Seconds, write_output
 from forge.errors import InputError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_KIT_BUG = 0, 1, 2, 3
+#: Set to show the Python traceback of a kit bug instead of the one-line report.
+DEBUG_ENV = "FORGE_DEBUG"
 
 
 class ForgeGroup(click.Group):
-    """Turns bad input anywhere into one line and exit code 2."""
+    """The one place bad input becomes one line and exit code 2.
 
-    def invoke(self, ctx):
+    Every subcommand's `InputError` (and the `ValueError`s of layers below
+    the kit's errors), and every click usage error, are printed as one line
+    on stderr: `forge: FILE-OR-FLAG: place: rule`.  Anything else escaping
+    a command is a bug in the kit: one line asking for a report, exit code 3
+    (the traceback with FORGE_DEBUG=1).
+    """
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
-            return super().invoke(ctx)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            code = EXIT_OK if code is None or not isinstance(code, int) else code
         except InputError as e:
-            click.echo(f"forge: {e.render()}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
-        except click.UsageError:
-            raise
+            code = _refuse(e.render(), EXIT_BAD_INPUT)
+        except click.BadParameter as e:
+            # A flag's own rule: `--flag must be ..., got ...`.
+            if e.param is None:
+                code = _refuse(e.format_message(), e.exit_code)
+            else:
+                code = _refuse(f"{_flag_name(e.param)} {e.message}", e.exit_code)
+        except click.ClickException as e:
+            # Other usage errors (exit 2) and click's file errors: one line, no usage block.
+            ctx = getattr(e, "ctx", None)
+            see = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+            code = _refuse(e.format_message() + see, e.exit_code)
+        except click.Abort:
+            code = _refuse("aborted", EXIT_FAILED)
         except ValueError as e:
-            click.echo(f"forge: {e}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
+            code = _refuse(str(e), EXIT_BAD_INPUT)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:  # noqa: BLE001 - the last guard: a kit bug, reported in one line
+            if os.environ.get(DEBUG_ENV):
+                raise
+            code = _refuse(f"a bug in the kit ({type(e).__name__}: {_one_line(str(e))}); please "
+                           f"report it with the command line, or rerun with {DEBUG_ENV}=1 for "
+                           "the traceback", EXIT_KIT_BUG)
+        if standalone_mode:
+            sys.exit(code)
+        return code
 
-    def main(self, *args, **kwargs):
-        # click's own usage errors exit 2, matching our bad-input code.
-        return super().main(*args, **kwargs)
+
+def _flag_name(param: click.Parameter) -> str:
+    if isinstance(param, click.Argument):
+        return (param.name or "argument").upper()
+    longs = [o for o in param.opts if o.startswith("--")]
+    return (longs or param.opts or [param.name or "flag"])[0]
+
+
+def _one_line(text: str, limit: int = 2000) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _refuse(message: str, code: int) -> int:
+    try:
+        click.echo(f"forge: {_one_line(message)}", err=True)
+    except OSError:
+        pass  # stderr is gone; the exit code still says it
+    return code
 
 
 @click.group(cls=ForgeGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,69 +110,29 @@ def main() -> None:
     """
 
 
-def _load_prompt(path: str):
-    from forge.prompt import load_prompt
-
-    return load_prompt(path)
-
-
-def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
-                  store_files=None, cancel_at=None):
-    from forge.store import MemoryStore
-    from forge.harness import Harness
-
-    if store_dir is not None:
-        try:
-            store = MemoryStore.from_folder(store_dir)
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot seed the store from this folder: {e}", file=store_dir) from None
-    else:
-        store = MemoryStore(store_files or {})
-    harness = Harness(store=store, ceiling=concurrency, cancel_at=cancel_at)
-    if model_script is not None:
-        from forge.scripts import load_model_script
-
-        harness.model = load_model_script(model_script)
-    if operator_script is not None:
-        from forge.scripts import load_operator_script
-
-        harness.operator = load_operator_script(operator_script)
-    return harness
-
-
-def make_chooser(seed: int | None, strategy: str | None):
-    from sim.chooser import Canonical, Chooser, RandomProvider
-    from sim.strategies import make_provider
-
-    if strategy:
-        return Chooser(make_provider(strategy))
-    if seed is not None:
-        return Chooser(RandomProvider(seed))
-    return Chooser(Canonical())
-
-
 @main.command()
 @click.argument("prompt", type=click.Path(dir_okay=False))
-@click.option("--args", "args_text", default="", help="The run's argument string (read as `args`).")
-@click.option("--seed", type=int, default=None,
+@click.option("--args", "args_text", default="", type=TEXT,
+              help="The run's argument string (read as `args`).")
+@click.option("--seed", type=BoundedInt(), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
               help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH] or replay:FILE.")
 @click.option("--store", "store_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Seed the in-memory store from the files in this folder.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True,
+@click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=8, show_default=True,
               help="The harness's ceiling on tasks running at once.")
 @click.option("--model-script", type=click.Path(dir_okay=False), default=None,
               help="A JSON model script that answers model rounds.")
 @click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
               help="A JSON operator script that answers input.ask().")
-@click.option("--cancel-at", type=float, default=None, metavar="SECONDS",
+@click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
               help="Have the host cancel the run at this virtual instant.")
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")
-@click.option("--replay-out", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("--replay-out", type=OutputPath(), default=None,
               help="Write the run's choice sequence, for `--strategy replay:FILE`.")
-@click.option("--max-instructions", type=click.IntRange(min=1000), default=None,
+@click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
               help="Lua instruction budget for the whole run (ends runaway loops).")
 @click.option("--json", "as_json", is_flag=True, help="Print the observation as one JSON object.")
 def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script, operator_script,
@@ -136,9 +148,10 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
     """
     from forge.engine.run import RunConfig, observation_json, run_prompt
     from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
+    from forge.assembly import load_prompt
     from sim.chooser import dump_replay
 
-    parsed = _load_prompt(prompt)
+    parsed = load_prompt(prompt)
     harness = build_harness(store_dir, concurrency, model_script, operator_script,
                             cancel_at=cancel_at)
     chooser = make_chooser(seed, strategy)
@@ -147,11 +160,9 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
     result = run_prompt(parsed, harness, chooser, config)
     obs = result.observation()
     if trace_file:
-        with open(trace_file, "w", encoding="utf-8") as f:
-            f.write(result.trace.lines())
+        write_output(trace_file, result.trace.lines())
     if replay_out:
-        with open(replay_out, "w", encoding="utf-8") as f:
-            f.write(dump_replay(chooser, prompt=prompt, args=args_text))
+        write_output(replay_out, dump_replay(chooser, prompt=prompt, args=args_text))
     if as_json:
         click.echo(observation_json(obs))
     elif obs["outcome"] == "ok":
@@ -167,11 +178,17 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
     sys.exit(EXIT_OK if obs["outcome"] == "ok" else EXIT_FAILED)
 
 
-def _register_optional_commands() -> None:
-    """Subcommands that live beside their subsystems."""
+def _register_commands() -> None:
+    """Subcommands in the CLI layer, and those that live beside their subsystems
+    (each such module has `register(main)`; a subsystem not installed is skipped)."""
     import importlib
 
-    for module in ("sim.cli", "conformance.cli", "conformance.mutants_cli", "spec.cli"):
+    from forge.commands.explore import explore
+    from forge.commands.replay import replay
+
+    main.add_command(explore)
+    main.add_command(replay)
+    for module in ("conformance.cli", "conformance.mutants_cli", "spec.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -181,9 +198,9 @@ def _register_optional_commands() -> None:
         mod.register(main)
 
 
-_register_optional_commands()
+_register_commands()
 
-__all__ = ["main", "build_harness", "make_chooser", "json"]
+__all__ = ["main", "build_harness", "make_chooser"]
 
 if __name__ == "__main__":
     main()

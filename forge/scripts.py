@@ -41,7 +41,11 @@ stays pending, like an operator who never answers; if nothing else can
 happen the run ends with the deadlock report, which names the script.
 
 A malformed script is refused before the run with an `InputError` naming the
-file, the entry (such as `rounds[2].reply`) and the rule.
+file, the entry (such as `rounds[2].reply`) and the rule.  The limits of
+`forge.limits` hold for every script (docs/limits.md): the file's size is
+checked before parsing; nesting, 64-bit integers, finite numbers and valid
+Unicode anywhere in it (tool-call arguments included); delays at most
+`MAX_SECONDS`.
 
 What does not live here: what a reply means to the run (the engine's
 `forge.engine.models`), and which entry a round takes at run time
@@ -58,6 +62,7 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
+from forge.limits import MAX_SCRIPT_BYTES, MAX_SECONDS, data_problem, read_limited, render_path
 
 DEFAULT_MODEL_ID = "scripted-model"
 DEFAULT_CONTEXT = 131072
@@ -130,14 +135,46 @@ class OperatorScript:
 # -- loading ------------------------------------------------------------------------------
 
 def _read_json(path: str | Path) -> Any:
+    """The decoded script, within the limits of `forge.limits` (size before parsing)."""
+    name = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read this script: {e}", file=str(path)) from None
+        raw = read_limited(path, MAX_SCRIPT_BYTES)
+    except OSError as e:
+        raise InputError(f"cannot read this script: {e.strerror or e}", file=name) from None
+    except ValueError as e:
+        raise InputError(f"script: {e}", file=name) from None
     try:
-        return json.loads(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"not valid UTF-8 (byte {e.start})", file=name,
+                         line=raw[: e.start].count(b"\n") + 1) from None
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_int=_int)
     except json.JSONDecodeError as e:
-        raise InputError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) from None
+        raise InputError(f"not valid JSON: {e.msg}", file=name, line=e.lineno) from None
+    except RecursionError:
+        raise InputError("script: nested too deeply to read", file=name) from None
+    except ValueError as e:  # the int-digits limit, or a NaN/Infinity constant
+        raise InputError(f"not valid JSON: {e}", file=name) from None
+
+
+def _int(digits: str) -> int:
+    # A long number is refused before int() (which is quadratic in its length);
+    # a short one past 64 bits is kept, so `data_problem` can name its place.
+    if len(digits) > 100:
+        raise ValueError(f"an integer past 64 bits ({len(digits.lstrip('-'))} digits)")
+    return int(digits)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"`{name}` is not a JSON number")
+
+
+def _check_limits(check: "_Checker", data: Any, root: str) -> None:
+    problem = data_problem(data)
+    if problem is not None:
+        path, rule = problem
+        check.fail(render_path(path) if path else root, rule)
 
 
 def load_model_script(path: str | Path) -> ModelScript:
@@ -180,6 +217,8 @@ class _Checker:
             self.fail(where, f"must be a number of seconds, got {_json_type(value)}")
         if value < 0:
             self.fail(where, f"must be a non-negative number of seconds, got {value}")
+        if value > MAX_SECONDS:
+            self.fail(where, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
         return value
 
 
@@ -241,6 +280,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
 def model_script_from_data(data: Any, source: str) -> ModelScript:
     """A checked model script from decoded JSON; `source` names it in messages."""
     check = _Checker(source)
+    _check_limits(check, data, "script")
     data = check.object(data, "script", _TOP_KEYS)
     model = check.object(data.get("model", {}), "model", _MODEL_KEYS)
     model_id = check.string(model.get("id", DEFAULT_MODEL_ID), "model.id", non_empty=True)
@@ -277,6 +317,7 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
 def operator_script_from_data(data: Any, source: str) -> OperatorScript:
     """A checked operator script from decoded JSON."""
     check = _Checker(source)
+    _check_limits(check, data, "script")
     if not isinstance(data, list):
         check.fail("script", f"must be a JSON array of answers, got {_json_type(data)}")
     answers = []

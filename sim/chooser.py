@@ -179,21 +179,95 @@ class Chooser:
         return [c.value for c in self.choices]
 
 
-def load_replay(path: str) -> list[int]:
-    """Read the choice values from a replay file written by `dump_replay`."""
+#: The largest replay file read, in bytes; checked before parsing.
+MAX_REPLAY_BYTES = 64 * 1024 * 1024  # = forge.limits.MAX_REPLAY_BYTES (sim imports no forge)
+#: The most choices a replay file may hold.
+MAX_REPLAY_CHOICES = 10_000_000
+_REPLAY_KEYS = ("args", "choices", "prompt", "seed")
+_I64 = range(-(2**63), 2**63)
+
+
+class ReplayFileError(ValueError):
+    """A replay file that cannot be used: names the file, the place and the rule."""
+
+    def __init__(self, path: str, where: str, rule: str, line: int | None = None) -> None:
+        self.path, self.where, self.rule, self.line = path, where, rule, line
+        self.detail = f"{where}: {rule}" if where else rule
+        at = f":{line}" if line else ""
+        super().__init__(f"{path}{at}: {self.detail}")
+
+
+def read_replay(path: str) -> dict:
+    """The checked contents of a replay file written by `dump_replay` or `forge explore`:
+    `{"choices": [int, ...], "args": str, "prompt": str | None, "seed": int | None}`.
+
+    Raises:
+        ReplayFileError: unreadable, too large, not JSON, or not the replay shape.
+    """
+    def bad(where: str, rule: str, line: int | None = None):
+        raise ReplayFileError(path, where, rule, line)
+
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        with open(path, "rb") as f:
+            raw = f.read(MAX_REPLAY_BYTES + 1)
     except OSError as e:
-        raise ValueError(f"{path}: cannot read replay file: {e.strerror}") from None
+        bad("", f"cannot read replay file: {e.strerror or e}")
+    if len(raw) > MAX_REPLAY_BYTES:
+        bad("", f"a replay file is at most {MAX_REPLAY_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        bad("", f"not valid UTF-8 (byte {e.start})", raw[:e.start].count(b"\n") + 1)
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: line {e.lineno}: not JSON: {e.msg}") from None
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not all(
-        isinstance(c, list) and len(c) == 3 and isinstance(c[2], int) for c in choices
-    ):
-        raise ValueError(f"{path}: a replay file holds {{\"choices\": [[kind, n, value], ...]}}")
-    return [c[2] for c in choices]
+        bad("", f"not JSON: {e.msg}", e.lineno)
+    except RecursionError:
+        bad("", "the JSON is nested too deeply")
+    shape = 'a replay file holds {"choices": [[kind, n, value], ...]}'
+    if not isinstance(data, dict):
+        bad("$", shape)
+    for key in data:
+        if key not in _REPLAY_KEYS:
+            bad(f"$.{key}", "unknown key; expected one of " + ", ".join(_REPLAY_KEYS))
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        bad("$.choices", shape)
+    if len(choices) > MAX_REPLAY_CHOICES:
+        bad("$.choices", f"at most {MAX_REPLAY_CHOICES} choices")
+    def bad_choice(where: str, rule: str):
+        bad(where, f"{rule}; {shape}")
+
+    values = []
+    for i, c in enumerate(choices):
+        where = f"$.choices[{i}]"
+        if not (isinstance(c, list) and len(c) == 3):
+            bad_choice(where, "a choice is [kind, n, value]")
+        kind, n, value = c
+        if not isinstance(kind, str):
+            bad_choice(f"{where}[0]", "the kind is a string")
+        if not _is_int(n) or not 1 <= n < 2**63:
+            bad_choice(f"{where}[1]", "the option count is a whole number from 1 to 2^63-1")
+        if not _is_int(value) or not 0 <= value < n:
+            bad_choice(f"{where}[2]", f"the value is a whole number from 0 to n-1 ({n - 1})")
+        values.append(value)
+    args = data.get("args", "")
+    if not isinstance(args, str):
+        bad("$.args", "the run's arguments are a string")
+    prompt = data.get("prompt")
+    if prompt is not None and not isinstance(prompt, str):
+        bad("$.prompt", "the prompt path is a string")
+    seed = data.get("seed")
+    if seed is not None and not (_is_int(seed) and seed in _I64):
+        bad("$.seed", "the seed is a whole number within 64 bits")
+    return {"choices": values, "args": args, "prompt": prompt, "seed": seed}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def load_replay(path: str) -> list[int]:
+    """The choice values of a replay file (see `read_replay`)."""
+    return read_replay(path)["choices"]
 
 
 def dump_replay(chooser: Chooser, **meta) -> str:

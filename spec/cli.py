@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import re
 import sys
 
 import click
+
+from forge.commands.params import OutputPath, Regex, write_output
 
 
 def register(main: click.Group) -> None:
@@ -26,7 +27,7 @@ def _catalogue() -> list[dict]:
 
 @click.group(invoke_without_command=True)
 @click.option("--feature", multiple=True, help="Only clauses of this feature (repeatable).")
-@click.option("-k", "pattern", default=None, help="Only clauses whose id or statement matches this regex.")
+@click.option("-k", "pattern", default=None, type=Regex(), help="Only clauses whose id or statement matches this regex.")
 @click.option("--json", "as_json", is_flag=True, help="Print the clauses as JSON.")
 @click.pass_context
 def spec(ctx, feature, pattern, as_json):
@@ -45,8 +46,8 @@ def spec(ctx, feature, pattern, as_json):
     if feature:
         clauses = [c for c in clauses if c["feature"] in feature]
     if pattern:
-        rx = re.compile(pattern)
-        clauses = [c for c in clauses if rx.search(c["id"]) or rx.search(c.get("statement", ""))]
+        clauses = [c for c in clauses
+                   if pattern.search(c["id"]) or pattern.search(c.get("statement", ""))]
     if as_json:
         click.echo(json.dumps(clauses, sort_keys=True, indent=1))
         return
@@ -90,14 +91,19 @@ def coverage(cases_dir, as_json):
 
 
 @spec.command()
-@click.argument("out_dir", type=click.Path(file_okay=False), default="docs/spec")
+@click.argument("out_dir", type=OutputPath(directory=True), default="docs/spec")
 def render(out_dir):
     """Write the readable form of each catalogue file to OUT_DIR/<name>.md."""
     from conformance.catalogue import default_catalogue_dir
     from conformance._toml import read_toml
 
+    from forge.errors import InputError
+
     out = pathlib.Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InputError(f"cannot create this folder: {e.strerror or e}", file=out_dir) from None
     for path in sorted(pathlib.Path(default_catalogue_dir()).glob("*.toml")):
         _, data = read_toml(path)
         meta = data.get("meta", {})
@@ -116,5 +122,5 @@ def render(out_dir):
                 lines.append(f"  - exact: `` {s} ``")
         lines.append("")
         target = out / f"{path.stem}.md"
-        target.write_text("\n".join(lines), encoding="utf-8")
+        write_output(str(target), "\n".join(lines))
         click.echo(f"wrote {target}")

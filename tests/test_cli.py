@@ -40,6 +40,30 @@ BAD = {
     "unknown strategy": (["run", str(EXAMPLES / "two-tasks.md"), "--strategy", "fast"],
                          "unknown strategy 'fast'"),
     "unknown flag": (["run", str(EXAMPLES / "two-tasks.md"), "--frobnicate"], "--frobnicate"),
+    "seed past 64 bits": (["run", str(EXAMPLES / "two-tasks.md"), "--seed", str(2**64)],
+                          f"forge: --seed must be at most {2**63 - 1}, got {2**64}"),
+    "budget past 64 bits": (["run", str(EXAMPLES / "two-tasks.md"), "--max-instructions",
+                             str(2**70)], f"forge: --max-instructions must be at most {2**63 - 1}"),
+    "cancel at inf": (["run", str(EXAMPLES / "two-tasks.md"), "--cancel-at", "inf"],
+                      "forge: --cancel-at must be a finite number of seconds, got 'inf'"),
+    "cancel past the limit": (["run", str(EXAMPLES / "two-tasks.md"), "--cancel-at", "1e300"],
+                              "forge: --cancel-at must be at most 1e+09 seconds, got 1e+300"),
+    "pct depth": (["run", str(EXAMPLES / "two-tasks.md"), "--strategy", "pct:1:99999999"],
+                  "forge: --strategy: the PCT depth is from 1 to 1000"),
+    "huge timeout": (["conformance", "--timeout", "1e300"],
+                     "forge: --timeout must be at most 86400 seconds, got 1e+300"),
+    "invalid regex": (["spec", "-k", "("], "forge: -k must be a regular expression"),
+    "unwritable trace": (["run", str(EXAMPLES / "two-tasks.md"), "--trace", "/nonexistent/t"],
+                         "forge: --trace cannot write '/nonexistent/t': its folder "
+                         "'/nonexistent' does not exist"),
+    "trace is a directory": (["run", str(EXAMPLES / "two-tasks.md"), "--replay-out", "/"],
+                             "forge: --replay-out cannot write '/': it is a directory"),
+    "unwritable report": (["conformance", "--junit", "/nonexistent/r.xml"], "forge: --junit"),
+    "args with a stray byte": (["run", str(EXAMPLES / "two-tasks.md"), "--args", "a\udcff"],
+                               "forge: --args must be valid UTF-8 text (a stray byte at "
+                               "character 1)"),
+    "render over a file": (["spec", "render", str(EXAMPLES / "two-tasks.md")],
+                           "it exists and is not a directory"),
 }
 
 
@@ -50,6 +74,7 @@ def test_bad_input_is_one_line_and_exit_2(name):
     assert result.exit_code == 2
     assert phrase in result.output
     assert "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_invalid_prompt_names_file_line_and_rule(tmp_path):
@@ -88,3 +113,72 @@ def test_a_run_without_a_model_script_gets_a_hint():
     result = forge("run", str(EXAMPLES / "delegator.md"))
     assert result.exit_code == 1
     assert "hint: this run has no model; give it one with --model-script FILE" in result.output
+
+
+def test_a_kit_bug_is_one_line_and_exit_3(monkeypatch):
+    """An exception the kit did not expect is a bug: one line asking for a
+    report, exit code 3; FORGE_DEBUG=1 shows the traceback instead."""
+    from forge.engine import run as engine_run
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(engine_run, "run_prompt", broken)
+    result = forge("run", str(EXAMPLES / "two-tasks.md"))
+    assert result.exit_code == 3
+    assert result.stderr.startswith("forge: a bug in the kit (KeyError: 'boom'); please report it")
+    assert len(result.stderr.splitlines()) == 1
+    monkeypatch.setenv("FORGE_DEBUG", "1")
+    assert isinstance(forge("run", str(EXAMPLES / "two-tasks.md")).exception, KeyError)
+
+
+def test_replay_file_faults_name_the_file_and_the_place(tmp_path):
+    """A replay file whose args is not a string, or nested past the limit."""
+    bad = tmp_path / "r.json"
+    bad.write_text(json.dumps({"choices": [], "args": 5}))
+    result = forge("replay", str(EXAMPLES / "two-tasks.md"), str(bad))
+    assert (result.exit_code, result.stderr) == (
+        2, f"forge: {bad}: replay: $.args: the run's arguments are a string\n")
+    bad.write_text('{"choices": ' + "[" * 100000 + "]" * 100000 + "}")
+    result = forge("replay", str(EXAMPLES / "two-tasks.md"), str(bad))
+    assert (result.exit_code, result.stderr) == (
+        2, f"forge: {bad}: replay: the JSON is nested too deeply\n")
+
+
+@pytest.mark.parametrize("script, message", [
+    ('{"rounds": ' + "[" * 100000 + "]" * 100000 + "}", "script: nested too deeply to read"),
+    (json.dumps({"rounds": [{"reply": {"text": "x"}, "delay": 1e300}]}),
+     "rounds[0].delay: must be at most 1e+09 seconds, got 1e+300"),
+    (json.dumps({"default": {"tool_calls": [{"name": "task", "arguments": {"n": 2**64}}]}}),
+     "default.tool_calls[0].arguments.n: an integer past 64 bits"),
+])
+def test_hostile_model_scripts_are_refused(tmp_path, script, message):
+    path = tmp_path / "m.json"
+    path.write_text(script)
+    result = forge("run", str(EXAMPLES / "delegator.md"), "--model-script", str(path))
+    assert (result.exit_code, result.stderr) == (2, f"forge: {path}: {message}\n")
+
+
+def test_a_huge_frontmatter_line_is_refused_before_parsing(tmp_path):
+    """A 16 MB frontmatter line costs the YAML parser seconds; it is refused by size."""
+    import time
+
+    path = tmp_path / "big.md"
+    path.write_text("---\nname: x\ndescription: " + "a" * 16_000_000 + "\n---\n# T\n")
+    started = time.monotonic()
+    result = forge("run", str(path))
+    assert time.monotonic() - started < 2.0
+    assert result.exit_code == 2
+    assert "is larger than the limit of 131072 bytes" in result.stderr
+    path.write_text("---\nname: x\ndescription: " + "a" * 100_000 + "\n---\n# T\n")
+    result = forge("run", str(path))
+    assert "the frontmatter is larger than the limit of 65536 bytes" in result.stderr
+
+
+def test_a_store_folder_with_a_device_link_is_refused_before_reading(tmp_path):
+    """A link to /dev/zero in --store would be read forever; it is refused by kind."""
+    (tmp_path / "z").symlink_to("/dev/zero")
+    result = forge("run", str(EXAMPLES / "two-tasks.md"), "--store", str(tmp_path))
+    assert (result.exit_code, result.stderr) == (
+        2, f"forge: {tmp_path / 'z'}: a store folder holds regular files only "
+           "(not links, devices or pipes)\n")

@@ -119,8 +119,18 @@ RULES = [
 ]
 
 
+#: State and request values import nothing of the engine but other values.
+VALUE_MODULES = {"forge.engine.requests", "forge.engine.failures", "forge.engine.rules.endings",
+                 "forge.engine.state", "forge.prompt.model", "forge.variation", "forge.errors"}
+ONLY_VALUES = ("forge.engine.requests", "forge.engine.state")
+
+
 def _violations() -> list[str]:
     found = []
+    for module in ONLY_VALUES:
+        for target in sorted(GRAPH[module] - VALUE_MODULES):
+            found.append(f"{module} imports {target}: state and request values import only "
+                         "other values")
     for who, banned, why in RULES:
         for module, targets in GRAPH.items():
             if not _under(module, *who):

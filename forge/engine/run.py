@@ -198,6 +198,11 @@ class Run:
     def next_block(self, chain: Chain) -> None:
         """Start the chain's next block, entering sections as the walk says."""
         if chain.section is None and not chain.in_h1:
+            if not chain.frames:
+                # Nothing to walk: a prompt that is only an H1 (with no H1
+                # pass, or one that handed over to an empty walk).
+                self.end_chain(chain, True, None)
+                return
             self._enter_current(chain)
             if chain.state != "running":
                 return

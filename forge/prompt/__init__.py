@@ -4,11 +4,56 @@
 `forge.errors.PromptError`); `resolve` finds the section a `'## Name'`
 reference names (or raises `HeadingError`).  Nothing here runs Lua or renders
 prose: that is `forge.lua` and `forge.engine`.
+
+Both entry points refuse a prompt past `forge.limits.MAX_PROMPT_BYTES` before
+parsing it (docs/limits.md); `load_prompt` reads no more than that of a file,
+so a device or an endless pipe cannot hang it.
 """
 
+from pathlib import Path
+
+from forge.errors import PromptError
+from forge.limits import MAX_PROMPT_BYTES
+from forge.prompt import parser
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import ArgDecl, Capability, FileDecl, LuaBlock, ModelRole, Prompt, Section
-from forge.prompt.parser import load_prompt, parse_prompt
+
+
+def _too_large(path: str) -> PromptError:
+    return PromptError(f"the prompt is larger than the limit of {MAX_PROMPT_BYTES} bytes "
+                       "(docs/limits.md)", file=path, kind="Limits")
+
+
+def parse_prompt(text: str, path: str = "<prompt>",
+                 compile_check: parser.CompileCheck | None = parser.lua_compile_check) -> Prompt:
+    """`forge.prompt.parser.parse_prompt`, after the size limit."""
+    # Characters first: a text this short cannot be past the limit in bytes.
+    if len(text) * 4 > MAX_PROMPT_BYTES and len(text.encode("utf-8", "surrogatepass")) > MAX_PROMPT_BYTES:
+        raise _too_large(path)
+    return parser.parse_prompt(text, path, compile_check)
+
+
+def load_prompt(path: str | Path,
+                compile_check: parser.CompileCheck | None = parser.lua_compile_check) -> Prompt:
+    """`forge.prompt.parser.load_prompt`, reading at most the size limit.
+
+    Raises:
+        PromptError: unreadable, not UTF-8, past the limit, or refused.
+    """
+    name = str(path)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROMPT_BYTES + 1)
+    except OSError as exc:
+        raise PromptError(f"cannot read prompt file: {exc.strerror or exc}", file=name) from None
+    if len(data) > MAX_PROMPT_BYTES:
+        raise _too_large(name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptError(f"prompt file is not valid UTF-8 (byte {exc.start})", file=name,
+                          line=data[:exc.start].count(b"\n") + 1) from None
+    return parser.parse_prompt(text, name, compile_check)
 
 __all__ = [
     "ArgDecl",

@@ -29,6 +29,7 @@ import attrs
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from forge.limits import MAX_FRONTMATTER_BYTES
 from forge.prompt.model import ArgDecl, Capability, FileDecl, ModelRole
 
 #: The grammar every tool alias, model role label and arg name follows.
@@ -87,7 +88,17 @@ def split(lines: list[str]) -> tuple[list[str], int]:
 
 
 def read(header: list[str]) -> Frontmatter:
-    """Parse and check the header lines (the ones between the delimiters)."""
+    """Parse and check the header lines (the ones between the delimiters).
+
+    A header past `forge.limits.MAX_FRONTMATTER_BYTES` is refused before the
+    YAML parser sees it: a long line costs the parser time out of proportion.
+    """
+    size = 0
+    for index, line in enumerate(header):
+        size += len(line) + 1  # characters: a cheap lower bound of the bytes
+        if size > MAX_FRONTMATTER_BYTES:
+            raise _invalid(f"the frontmatter is larger than the limit of {MAX_FRONTMATTER_BYTES} "
+                           "bytes (docs/limits.md)", line=index + 2)
     root = _compose("\n".join(header))
     fields = _struct(root, _TOP_READERS, required=("name", "description"),
                      expecting="a map of frontmatter keys")

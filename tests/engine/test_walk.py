@@ -346,3 +346,10 @@ return tostring(err)
     assert len(caught["logs"]) == 1024
     uncaught = run_text(prompt_text(section("A", "for i = 1, 2000 do log('x') end")))
     assert (uncaught["error"]["kind"], uncaught["error"]["message"]) == ("Quota", "lua log event quota exceeded")
+
+
+def test_a_prompt_that_is_only_an_h1_runs_and_ends():
+    """A prompt with an H1 title and nothing else is valid and runs: its walk
+    is empty, so the run ends ok at once, never as Internal (kit: walk.h1-only)."""
+    obs = run_text("---\nname: x\ndescription: y\npromptforge: 0\n---\n# T\n")
+    assert obs["outcome"] == "ok" and obs["error"] is None

@@ -1,11 +1,14 @@
-"""`forge explore` and `forge replay`: many schedules of one prompt, and one
-recorded schedule again.
+"""`forge explore`: many schedules of one prompt, checking invariants.
 
-`explore` runs the prompt under a strategy for many seeds, checks every run
-against the invariants in `conformance.oracles` (and, with `--expect-result`,
-the result), shrinks the first failing schedule, and writes a replay file
-that `forge replay` (or `forge run --strategy replay:FILE`) reproduces byte
-for byte.
+It runs the prompt under a strategy for many seeds, checks every run against
+the invariants in `conformance.oracles` (and, with `--expect-result`, the
+result), shrinks the first failing schedule, and writes a replay file that
+`forge replay` (or `forge run --strategy replay:FILE`) reproduces byte for
+byte.
+
+What does not live here: drawing and shrinking schedules (`sim.explore`,
+`sim.exhaustive`), the invariants (`conformance.oracles`), and building a run
+(`forge.assembly`).
 """
 
 from __future__ import annotations
@@ -15,17 +18,17 @@ import sys
 
 import click
 
+from forge.commands.params import TEXT, BoundedInt, OutputPath, write_output
 
-def register(main: click.Group) -> None:
-    main.add_command(explore)
-    main.add_command(replay)
+#: The most schedules one `forge explore` tries (each is a whole run).
+MAX_RUNS = 10_000_000
 
 
 def _subject(prompt_path: str, args: str, concurrency: int, model_script, operator_script):
-    from forge.cli import _load_prompt, build_harness
+    from forge.assembly import build_harness, load_prompt
     from forge.engine.run import RunConfig, run_prompt
 
-    prompt = _load_prompt(prompt_path)
+    prompt = load_prompt(prompt_path)
     # Scripts are parsed once, so a bad one is reported before any run.
     build_harness(None, concurrency, model_script, operator_script)
 
@@ -40,20 +43,21 @@ def _subject(prompt_path: str, args: str, concurrency: int, model_script, operat
 
 @click.command()
 @click.argument("prompt", type=click.Path(dir_okay=False))
-@click.option("--runs", type=click.IntRange(min=1), default=200, show_default=True,
+@click.option("--runs", type=BoundedInt(1, MAX_RUNS), default=200, show_default=True,
               help="How many schedules to try.")
-@click.option("--start-seed", type=int, default=0, show_default=True)
+@click.option("--start-seed", type=BoundedInt(), default=0, show_default=True)
 @click.option("--strategy", type=click.Choice(["random", "pct", "exhaustive"]), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
-@click.option("--pct-depth", type=click.IntRange(min=1), default=3, show_default=True)
-@click.option("--args", "args_text", default="")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True)
+@click.option("--pct-depth", type=BoundedInt(1, 1000), default=3, show_default=True)
+@click.option("--args", "args_text", default="", type=TEXT)
+@click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=8, show_default=True)
 @click.option("--model-script", type=click.Path(dir_okay=False), default=None)
 @click.option("--operator-script", type=click.Path(dir_okay=False), default=None)
-@click.option("--expect-result", default=None, help="Also require this exact run result.")
+@click.option("--expect-result", default=None, type=TEXT,
+              help="Also require this exact run result.")
 @click.option("--same-ids/--no-same-ids", default=True, show_default=True,
               help="Require every schedule to start the same task ids as the canonical one.")
-@click.option("--replay-out", type=click.Path(dir_okay=False, writable=True),
+@click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
@@ -100,10 +104,9 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
     finding = report.findings[0] if report.findings else None
     if finding is not None:
         choices = [Choice("replayed", max(v + 1, 1), v).to_json() for v in finding.shrunk]
-        with open(replay_out, "w", encoding="utf-8") as f:
-            json.dump({"prompt": prompt, "args": args_text, "seed": finding.seed,
-                       "choices": choices}, f, sort_keys=True)
-            f.write("\n")
+        write_output(replay_out, json.dumps({"prompt": prompt, "args": args_text,
+                                             "seed": finding.seed, "choices": choices},
+                                            sort_keys=True) + "\n")
     if as_json:
         click.echo(json.dumps({
             "runs": report.runs,
@@ -122,35 +125,3 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
             click.echo(f"shrunk from {len(finding.choices)} to {len(finding.shrunk)} choices; "
                        f"reproduce with: forge replay {prompt} {replay_out}")
     sys.exit(1 if finding else 0)
-
-
-@click.command()
-@click.argument("prompt", type=click.Path(dir_okay=False))
-@click.argument("replay_file", type=click.Path(dir_okay=False, exists=True))
-@click.option("--args", "args_text", default=None, help="Override the arguments in the replay file.")
-@click.option("--json", "as_json", is_flag=True)
-def replay(prompt, replay_file, args_text, as_json):
-    """Run PROMPT again under the schedule recorded in REPLAY_FILE."""
-    from forge.cli import _load_prompt, build_harness
-    from forge.engine.run import RunConfig, observation_json, run_prompt
-    from forge.errors import InputError
-    from sim.chooser import Chooser, ReplayProvider, load_replay
-
-    try:
-        choices = load_replay(replay_file)
-        with open(replay_file, encoding="utf-8") as f:
-            meta = json.load(f)
-    except ValueError as e:
-        raise InputError(str(e)) from None
-    args = args_text if args_text is not None else meta.get("args", "")
-    provider = ReplayProvider(choices)
-    run = run_prompt(_load_prompt(prompt), build_harness(), Chooser(provider), RunConfig(args=args))
-    obs = run.observation()
-    if provider.misaligned_at is not None:
-        click.echo(f"warning: the replay drifted at choice {provider.misaligned_at} "
-                   "(the prompt changed since it was recorded?)", err=True)
-    if as_json:
-        click.echo(observation_json(obs))
-    else:
-        click.echo(f"{obs['outcome']}: {obs['result'] if obs['outcome'] == 'ok' else obs['error']}")
-    sys.exit(0 if obs["outcome"] == "ok" else 1)

@@ -1,0 +1,132 @@
+"""Assembling a run from files and flags: the harness and the chooser.
+
+`build_harness` turns a store folder (or files), scripts, a concurrency
+ceiling and a host cancel instant into a `forge.harness.Harness`;
+`make_chooser` turns a seed or a strategy spelling into a `sim.chooser.Chooser`.
+The command line (`forge.cli`, `forge.commands`) and the conformance
+adapters both build runs this way, so neither needs the other.
+
+What does not live here: parsing flags (the CLI), what a harness answers at
+run time (`forge.harness`, `forge.scripts`), or running the prompt
+(`forge.engine.run`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+
+from forge.errors import InputError
+from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
+
+
+def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
+                  store_files=None, cancel_at=None):
+    """A harness; scripts are file paths, `store_files` seeds a store without a folder.
+
+    Raises:
+        InputError: the folder or a script is unreadable or malformed.
+    """
+    from forge.store import MemoryStore
+    from forge.harness import Harness
+
+    if store_dir is not None:
+        _check_store_folder(store_dir)
+        try:
+            store = MemoryStore.from_folder(store_dir)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"cannot seed the store from this folder: {e}",
+                             file=store_dir) from None
+    else:
+        store = MemoryStore(store_files or {})
+    harness = Harness(store=store, ceiling=concurrency, cancel_at=cancel_at)
+    if model_script is not None:
+        from forge.scripts import load_model_script
+
+        harness.model = load_model_script(model_script)
+    if operator_script is not None:
+        from forge.scripts import load_operator_script
+
+        harness.operator = load_operator_script(operator_script)
+    return harness
+
+
+def _check_store_folder(root: str) -> None:
+    """Refuse a store folder past the limits before reading a byte of it: only
+    regular files (a link to /dev/zero would never end), at most
+    `MAX_STORE_FILES` of them and `MAX_STORE_BYTES` in all."""
+    count = total = 0
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            try:
+                info = os.lstat(full)
+            except OSError as e:
+                raise InputError(f"cannot read this store file: {e.strerror}", file=full) from None
+            if not stat.S_ISREG(info.st_mode):
+                raise InputError("a store folder holds regular files only (not links, devices "
+                                 "or pipes)", file=full)
+            count, total = count + 1, total + info.st_size
+            if count > MAX_STORE_FILES:
+                raise InputError(f"a store folder holds at most {MAX_STORE_FILES} files",
+                                 file=root)
+            if total > MAX_STORE_BYTES:
+                raise InputError(f"a store folder holds at most {MAX_STORE_BYTES} bytes",
+                                 file=root)
+
+
+#: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.
+MAX_PCT_DEPTH = 1000
+_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20})?|replay:.+",
+                       re.ASCII | re.DOTALL)
+
+
+def make_chooser(seed: int | None, strategy: str | None):
+    """The chooser for a strategy spelling, else a seed's random schedule, else canonical.
+
+    Raises:
+        InputError: an unknown strategy spelling, a seed past 64 bits, a PCT
+            depth past `MAX_PCT_DEPTH`, or an unusable replay file.
+    """
+    from sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
+    from sim.strategies import make_provider
+
+    if strategy:
+        usage = ("unknown strategy {!r}: use canonical, random:SEED, pct:SEED[:DEPTH] "
+                 "or replay:FILE".format(strategy[:80]))
+        if not _STRATEGY.fullmatch(strategy):
+            raise InputError(usage, file="--strategy")
+        name, _, rest = strategy.partition(":")
+        if name == "replay":
+            return Chooser(ReplayProvider(read_replay(rest)["choices"]))
+        numbers = [int(n) for n in rest.split(":")] if rest else []
+        if numbers and not -(2**63) <= numbers[0] < 2**64:
+            raise InputError("the seed must fit in 64 bits", file="--strategy")
+        if name == "pct" and len(numbers) == 2 and not 1 <= numbers[1] <= MAX_PCT_DEPTH:
+            raise InputError(f"the PCT depth is from 1 to {MAX_PCT_DEPTH}", file="--strategy")
+        try:
+            return Chooser(make_provider(strategy))
+        except ValueError as e:
+            raise InputError(str(e), file="--strategy") from None
+    if seed is not None:
+        return Chooser(RandomProvider(seed))
+    return Chooser(Canonical())
+
+
+def read_replay(path: str) -> dict:
+    """A checked replay file (`sim.chooser.read_replay`), refused as an `InputError`."""
+    from sim.chooser import ReplayFileError
+    from sim.chooser import read_replay as read
+
+    try:
+        return read(path)
+    except ReplayFileError as e:
+        raise InputError(e.detail, file=e.path, line=e.line, kind="replay") from None
+
+
+def load_prompt(path: str):
+    """The parsed prompt file (a `PromptError`, an `InputError`, if refused)."""
+    from forge.prompt import load_prompt as load
+
+    return load(path)

@@ -1,0 +1,12 @@
+"""The `forge` subcommands that live in the forge CLI layer, and what they share.
+
+- `params`: flag types with the kit's limits (64-bit integers, finite
+  bounded seconds, regular expressions, writable output paths) and the one
+  way to write an output file.
+- `explore`, `replay`: many schedules of one prompt, and one recorded
+  schedule again.
+
+The `forge` group itself, its error mechanism and `forge run` are in
+`forge.cli`; the suite's commands beside their subsystems (`conformance.cli`,
+`conformance.mutants_cli`, `spec.cli`).  Nothing under `sim/` imports this.
+"""

@@ -1,0 +1,178 @@
+"""Flag types with the kit's input limits, and writing output files.
+
+Every numeric flag has a documented range (docs/limits.md): integers fit in
+64 bits, seconds are finite and bounded, so no flag value reaches the engine
+or the OS as something it cannot represent.  A refusal is click's usage
+error, which `forge.cli` prints as one line naming the flag, exit code 2.
+
+Output paths (`--trace`, `--replay-out`, `--json`, `--junit`, `forge spec
+render DIR`) are checked when the flag is read - before any work - and
+written with `write_output`, which turns an OS error into an `InputError`
+naming the file.
+
+What does not live here: the commands themselves, and the error mechanism
+(`forge.cli.ForgeGroup`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+
+import click
+
+from forge.errors import InputError
+from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
+#: The longest wall-clock timeout `forge conformance --timeout` takes (one day).
+MAX_TIMEOUT = 86400.0
+#: The longest regular expression a `-k` flag takes, in characters.
+MAX_PATTERN = 1000
+
+
+class BoundedInt(click.IntRange):
+    """An integer in [low, high] (both within 64 bits); help shows the range
+    unless it is the whole 64-bit one."""
+
+    def __init__(self, low: int = I64_MIN, high: int = I64_MAX) -> None:
+        super().__init__(low, high)
+        self.low, self.high = low, high
+        if (low, high) == (I64_MIN, I64_MAX):
+            self.name = "integer"
+
+    def _describe_range(self) -> str:
+        return "" if (self.low, self.high) == (I64_MIN, I64_MAX) else super()._describe_range()
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            text = str(value).strip()
+            if len(text) > 30 or not re.fullmatch(r"[-+]?[0-9]+", text, re.ASCII):
+                self.fail(f"must be a whole number, got {_show(value)}", param, ctx)
+            number = int(text)
+        if number < self.low:
+            self.fail(f"must be at least {self.low}, got {number}", param, ctx)
+        if number > self.high:
+            self.fail(f"must be at most {self.high}, got {number}", param, ctx)
+        return number
+
+
+class Seconds(click.ParamType):
+    """A finite number of seconds in [0, high]; `positive` excludes zero."""
+
+    name = "float"
+
+    def __init__(self, high: float = MAX_SECONDS, positive: bool = False) -> None:
+        self.high, self.positive = high, positive
+
+    def convert(self, value, param, ctx):
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            self.fail(f"must be a number of seconds, got {_show(value)}", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"must be a finite number of seconds, got {_show(value)}", param, ctx)
+        if self.positive and number <= 0:
+            self.fail(f"must be a positive number of seconds, got {number:g}", param, ctx)
+        if number < 0:
+            self.fail(f"must be a non-negative number of seconds, got {number:g}", param, ctx)
+        if number > self.high:
+            self.fail(f"must be at most {self.high:g} seconds, got {number:g}", param, ctx)
+        return number
+
+
+class Text(click.ParamType):
+    """A string that is valid Unicode: a command line in another encoding (or
+    with stray bytes) arrives as lone surrogates, which no run can carry."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            self.fail(f"must be valid UTF-8 text (a stray byte at character {e.start})",
+                      param, ctx)
+        return value
+
+
+TEXT = Text()
+
+
+class Regex(click.ParamType):
+    """A Python regular expression, compiled; its source is kept as `.pattern`."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, re.Pattern):
+            return value
+        if len(value) > MAX_PATTERN:
+            self.fail(f"must be at most {MAX_PATTERN} characters, got {len(value)}", param, ctx)
+        try:
+            return re.compile(value)
+        except (re.error, RecursionError, OverflowError) as e:
+            self.fail(f"must be a regular expression ({e}), got {_show(value)}", param, ctx)
+
+
+class OutputPath(click.ParamType):
+    """A file (or, with `directory`, a folder) the command can create or overwrite."""
+
+    def __init__(self, directory: bool = False) -> None:
+        self.directory = directory
+        self.name = "directory" if directory else "file"
+
+    def convert(self, value, param, ctx):
+        problem = output_problem(str(value), self.directory)
+        if problem:
+            self.fail(f"cannot write {_show(value)}: {problem}", param, ctx)
+        return str(value)
+
+
+def output_problem(path: str, directory: bool = False) -> str | None:
+    """Why `path` cannot be written (None if it looks writable).
+
+    A check before the work, so a long run does not end in an unwritable
+    file; `write_output` still reports what the OS says at write time.
+    """
+    if not path or "\0" in path:
+        return "not a usable path"
+    if len(os.fsencode(path)) > 4096:
+        return "the path is longer than 4096 bytes"
+    target = Path(path)
+    if target.exists():
+        if directory:
+            if not target.is_dir():
+                return "it exists and is not a directory"
+            return None if os.access(target, os.W_OK | os.X_OK) else "the directory is not writable"
+        if target.is_dir():
+            return "it is a directory"
+        return None if os.access(target, os.W_OK) else "the file is not writable"
+    parent = target.parent
+    while not parent.exists() and directory and parent != parent.parent:
+        parent = parent.parent  # `mkdir -p` creates the missing levels
+    if not parent.is_dir():
+        return f"its folder {str(target.parent)!r} does not exist"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"its folder {str(parent)!r} is not writable"
+    return None
+
+
+def write_output(path: str, text: str) -> None:
+    """Write `text` to the file at `path`.
+
+    Raises:
+        InputError: naming the file, when the OS refuses.
+    """
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot write this file: {getattr(e, 'strerror', None) or e}",
+                         file=path) from None
+
+
+def _show(value) -> str:
+    text = repr(str(value))
+    return text if len(text) <= 60 else text[:57] + "...'"
