@@ -8,8 +8,10 @@ protocol) and `mutants` (the suite against deliberately wrong engines).
 
 Exit codes: 0 success; 1 the run (or suite) failed; 2 bad input - an
 unreadable or invalid prompt, case, script, replay file or flag - reported
-in one line that names the file (or flag), the place and the rule; 3 a bug
-in the kit, reported in one line that asks for a report.  No subcommand
+in one line that names the file (or flag), the place and the rule; 3 an
+exhaustive exploration stopped at its budget before covering the tree; 70 (as
+sysexits' EX_SOFTWARE) a bug in the kit, reported in one line that asks for a
+report.  No subcommand
 ever shows a Python traceback (limits: docs/limits.md).
 
 `explore` and `replay` live in `forge.commands`; building a harness and a
@@ -27,7 +29,7 @@ from forge.assembly import build_harness, make_chooser
 from forge.commands.params import TEXT, BoundedInt, OutputPath, Seconds, write_output
 from forge.errors import InputError
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_KIT_BUG = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
 #: Set to show the Python traceback of a kit bug instead of the one-line report.
 DEBUG_ENV = "FORGE_DEBUG"
 
@@ -38,7 +40,7 @@ class ForgeGroup(click.Group):
     Every subcommand's `InputError` (and the `ValueError`s of layers below
     the kit's errors), and every click usage error, are printed as one line
     on stderr: `forge: FILE-OR-FLAG: place: rule`.  Anything else escaping
-    a command is a bug in the kit: one line asking for a report, exit code 3
+    a command is a bug in the kit: one line asking for a report, exit code 70
     (the traceback with FORGE_DEBUG=1).
     """
 

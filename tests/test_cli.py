@@ -117,7 +117,7 @@ def test_a_run_without_a_model_script_gets_a_hint():
 
 def test_a_kit_bug_is_one_line_and_exit_3(monkeypatch):
     """An exception the kit did not expect is a bug: one line asking for a
-    report, exit code 3; FORGE_DEBUG=1 shows the traceback instead."""
+    report, exit code 70; FORGE_DEBUG=1 shows the traceback instead."""
     from forge.engine import run as engine_run
 
     def broken(*args, **kwargs):
@@ -125,7 +125,7 @@ def test_a_kit_bug_is_one_line_and_exit_3(monkeypatch):
 
     monkeypatch.setattr(engine_run, "run_prompt", broken)
     result = forge("run", str(EXAMPLES / "two-tasks.md"))
-    assert result.exit_code == 3
+    assert result.exit_code == 70
     assert result.stderr.startswith("forge: a bug in the kit (KeyError: 'boom'); please report it")
     assert len(result.stderr.splitlines()) == 1
     monkeypatch.setenv("FORGE_DEBUG", "1")
@@ -182,3 +182,34 @@ def test_a_store_folder_with_a_device_link_is_refused_before_reading(tmp_path):
     assert (result.exit_code, result.stderr) == (
         2, f"forge: {tmp_path / 'z'}: a store folder holds regular files only "
            "(not links, devices or pipes)\n")
+
+
+def test_an_exhaustive_search_cut_short_says_so_and_exits_3(tmp_path):
+    """An exhaustive exploration that stops at --runs before covering the tree
+    exits 3 and says so, with its pruned and unfinished counts; one that covers
+    the tree exits 0 (kit: explore.exhaustive-incomplete)."""
+    out = str(tmp_path / "r.json")
+    short = forge("explore", str(EXAMPLES / "freeform.md"), "--strategy", "exhaustive",
+                  "--runs", "3", "--replay-out", out, "--json")
+    assert short.exit_code == 3, short.output
+    report = json.loads(short.output)
+    assert report["complete"] is False and report["unfinished"] > 0 and report["runs"] == 3
+    whole = forge("explore", str(EXAMPLES / "checked-join.md"), "--strategy", "exhaustive",
+                  "--replay-out", out)
+    assert whole.exit_code == 0 and "covered the whole tree" in whole.output
+
+
+def test_exhaustive_flags_reach_the_search(tmp_path):
+    """--no-reduce runs equivalent interleavings too, and --max-deviations 0
+    keeps to canonical durations, so each changes how many schedules run
+    (kit: explore.exhaustive-flags)."""
+    out = str(tmp_path / "r.json")
+
+    def runs(*flags):
+        result = forge("explore", str(EXAMPLES / "freeform.md"), "--strategy", "exhaustive",
+                       "--runs", "100000", "--replay-out", out, "--json", *flags)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)["runs"]
+
+    reduced = runs()
+    assert runs("--no-reduce") > reduced > runs("--max-deviations", "0")

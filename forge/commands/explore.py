@@ -49,6 +49,10 @@ def _subject(prompt_path: str, args: str, concurrency: int, model_script, operat
 @click.option("--strategy", type=click.Choice(["random", "pct", "exhaustive"]), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt(1, 1000), default=3, show_default=True)
+@click.option("--max-deviations", type=BoundedInt(0, 1_000_000), default=None,
+              help="Exhaustive: only schedules with at most N non-canonical durations.")
+@click.option("--no-reduce", "no_reduce", is_flag=True,
+              help="Exhaustive: run every interleaving, equivalent ones included.")
 @click.option("--args", "args_text", default="", type=TEXT)
 @click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=8, show_default=True)
 @click.option("--model-script", type=click.Path(dir_okay=False), default=None)
@@ -61,8 +65,9 @@ def _subject(prompt_path: str, args: str, concurrency: int, model_script, operat
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
-def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrency, model_script,
-            operator_script, expect_result, same_ids, replay_out, as_json):
+def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce, args_text,
+            concurrency, model_script, operator_script, expect_result, same_ids, replay_out,
+            as_json):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -72,7 +77,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
     A failure is shrunk to a minimal schedule and saved for `forge replay`.
 
     \b
-    Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input.
+    Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
+    3 an exhaustive search stopped at --runs before covering the tree.
     """
     from conformance import oracles
     from sim.chooser import Canonical, Chooser, Choice
@@ -94,7 +100,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
             click.echo(f"\r{n}/{runs} schedules", nl=False, err=True)
 
     if strategy == "exhaustive":
-        report = exhaustive(subject, checks, limit=runs)
+        report = exhaustive(subject, checks, limit=runs, reduce=not no_reduce,
+                            max_deviations=max_deviations)
     else:
         seeds = range(start_seed, start_seed + runs)
         report = run_explore(subject, seeds, checks, strategy=strategy, pct_depth=pct_depth,
@@ -113,15 +120,28 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, args_text, concurrenc
             "distinct_schedules": report.distinct_traces,
             "outcomes": report.outcomes,
             "failures": [{"seed": f.seed, "problems": list(f.problems),
-                          "choices": len(f.choices), "shrunk": list(f.shrunk)}
+                          "choices": len(f.choices), "shrunk": list(f.shrunk),
+                          "deviations": f.deviations, "proven_minimal": f.proven,
+                          "strategy": f.provider}
                          for f in report.findings],
+            "complete": report.complete, "pruned": report.pruned, "bounded": report.bounded,
+            "unfinished": report.unfinished, "redundant": report.redundant,
+            "pct_horizon": report.horizon,
             "replay": replay_out if finding else None,
         }, sort_keys=True))
     else:
         click.echo(f"{report.runs} schedules, {report.distinct_traces} distinct, "
                    f"outcomes {report.outcomes}")
+        if strategy == "exhaustive":
+            click.echo(f"{'covered the whole tree' if report.complete else 'STOPPED at --runs'}: "
+                       f"{report.pruned} pruned as equivalent, {report.bounded} beyond the "
+                       f"deviation bound, {report.unfinished} unfinished")
         if finding is not None:
             click.echo(f"FAILED at seed {finding.seed}: " + "; ".join(finding.problems))
-            click.echo(f"shrunk from {len(finding.choices)} to {len(finding.shrunk)} choices; "
+            minimal = "a proven local minimum" if finding.proven else "not proven minimal"
+            click.echo(f"shrunk from {len(finding.choices)} to {len(finding.shrunk)} choices, "
+                       f"{finding.deviations} deviations from canonical ({minimal}); "
                        f"reproduce with: forge replay {prompt} {replay_out}")
-    sys.exit(1 if finding else 0)
+    if finding is not None:
+        sys.exit(1)
+    sys.exit(3 if not report.complete else 0)
