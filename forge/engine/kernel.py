@@ -42,7 +42,7 @@ from forge.engine.parking import PARK
 from forge.engine.requests import Request, blocked_of
 from forge.engine.rules import timeouts
 from forge.errors import ForgeInternalError
-from forge.lua.runtime import LuaError
+from forge.lua.runtime import LuaError, results, text
 from sim.chooser import Chooser
 from sim.kernel import Kernel as EventQueue
 from sim.trace import Trace
@@ -70,16 +70,6 @@ class Walk(Protocol):
     def live_chains(self) -> list[Chain]: ...
 
     def parked_detail(self, chain: Chain) -> str: ...
-
-
-def _tuple(value: Any) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
 
 
 class Scheduler:
@@ -197,13 +187,13 @@ class Scheduler:
                 # A yield starts with the call's name (a string); the block's
                 # end starts with pcall's boolean.  lupa returns both from
                 # send(), raising StopIteration only on a send after the end.
-                yielded = _tuple(chain.co.send(value))
+                yielded = results(chain.co.send(value))
                 if isinstance(yielded[0], bool):
                     chain.co = None
                     walk.block_done(chain, yielded)
                     value = None
                     continue
-                call = _text(yielded[0])
+                call = text(yielded[0])
                 chain.suspends += 1
                 self.trace.emit(self.events.now, "call", chain=chain.id, op=call)
                 value = self._dispatch(chain, call, yielded[1:])

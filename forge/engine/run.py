@@ -36,7 +36,14 @@ from forge.engine.claims import WRITES, Claims
 from forge.store import StoreFailure
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
-from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError, LuaRuntime, typename
+from forge.lua.runtime import (
+    DEFAULT_MAX_INSTRUCTIONS,
+    LuaError,
+    LuaRuntime,
+    results,
+    text,
+    typename,
+)
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
 from forge.variation import declare
@@ -72,16 +79,6 @@ class RunConfig:
     max_entries: int = DEFAULT_MAX_ENTRIES
     execution: str = "run-1"
     seed: int = 0
-
-
-def _tuple(value: Any) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return str(value)
 
 
 class Run:
@@ -256,7 +253,7 @@ class Run:
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
-            result = _tuple(self.lua.E.load_library(source, shared.location.encode("utf-8"),
+            result = results(self.lua.E.load_library(source, shared.location.encode("utf-8"),
                                                     chain.env))
         finally:
             chain.loading_library = False
@@ -328,8 +325,8 @@ class Run:
         self.emit(chain, "lua_chunk_succeeded")
         value = result[1] if len(result) > 1 else None
         if value is not None:
-            text = self.scalar(value)
-            if text is None:
+            returned = self.scalar(value)
+            if returned is None:
                 self.fail_chain(
                     chain,
                     self.lua_failure(f"cannot return a {typename(value)} as a result"),
@@ -340,7 +337,7 @@ class Run:
             self._teardown(chain)
             if chain.section is not None:
                 self.emit(chain, "section_finished")
-            self.end_chain(chain, True, text)
+            self.end_chain(chain, True, returned)
             return
         chain.block_index += 1
 
@@ -407,20 +404,20 @@ class Run:
         abort = self.lua.abort_value()
         if abort is not None:
             kind = "Internal" if self.lua.internal_error is not None else "Budget"
-            return Failure("lua", _text(abort[b"message"]), (), abort, fatal_kind=kind)
+            return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)
         if self.lua.is_host_error(value):
-            kind = _text(value[b"kind"])
-            message = _text(value[b"message"])
+            kind = text(value[b"kind"])
+            message = text(value[b"message"])
             fields = []
             for key in ("task", "tasks", "name", "reason", "path", "finish_reason", "count"):
                 v = value[key.encode()]
                 if isinstance(v, bytes):
-                    fields.append((key, _text(v)))
+                    fields.append((key, text(v)))
             stamp = self.lua.E.stamp_of(value)
             stale = chain is not None and stamp is not None and chain.suspends > stamp
             return Failure(kind, message, tuple(fields), value, stale=stale)
         if isinstance(value, bytes):
-            message = self.map_position(_text(value))
+            message = self.map_position(text(value))
         elif value is None:
             message = "nil"
         else:
@@ -449,7 +446,7 @@ class Run:
             return      # _step reports it as Internal
         abort = self.lua.abort_value()
         if abort is not None and self.outcome is None:
-            self.abort("Budget", _text(abort[b"message"]))
+            self.abort("Budget", text(abort[b"message"]))
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:

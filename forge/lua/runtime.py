@@ -204,6 +204,18 @@ def typename(value: Any) -> str:
     return "userdata"
 
 
+def results(value: Any) -> tuple:
+    """What a Lua call returned, as a tuple (lupa gives one value bare)."""
+    return value if isinstance(value, tuple) else (value,)
+
+
+def text(value: Any) -> str:
+    """A Lua string (bytes) or any other value as Python text, lossily."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
 def decode(value: bytes) -> str | None:
     """UTF-8 text of a Lua string, or None when it is not valid UTF-8."""
     try:
