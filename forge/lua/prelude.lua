@@ -289,14 +289,16 @@ local function json_check(v, path, seen)
   for i = 1, n do
     local k = keys[i]
     local sub
-    if type(k) == 'string' and k:match('^[%a_][%w_]*$') then
-      sub = path .. '.' .. k
-    else
-      sub = path .. '[' .. tostring(k) .. ']'
-    end
     local kt = type(k)
-    if kt ~= 'string' and kt ~= 'number' then
-      return sub .. ' must be JSON data, got ' .. kt
+    if kt == 'string' and k:match('^[%a_][%w_]*$') then
+      sub = path .. '.' .. k
+    elseif kt == 'string' or kt == 'number' then
+      sub = path .. '[' .. tostring(k) .. ']'
+    else
+      sub = path .. '[' .. kt .. ']'     -- never an address: messages are reproducible
+    end
+    if kt ~= 'string' and math.type(k) ~= 'integer' then
+      return sub .. ' must be JSON data, got ' .. kt   -- a key names an object field or an index
     end
     local err = json_check(rawget(v, k), sub, seen)
     if err then return err end
@@ -336,7 +338,12 @@ local function var_proxy(backing, path)
       return v
     end,
     __newindex = function(_, k, v)
-      local sub = type(k) == 'string' and (path .. '.' .. k) or (path .. '[' .. tostring(k) .. ']')
+      local kt = type(k)
+      if kt ~= 'string' and math.type(k) ~= 'integer' then
+        local shown = kt == 'number' and tostring(k) or kt
+        error(make_error('lua', path .. '[' .. shown .. '] must be JSON data, got ' .. kt), 2)
+      end
+      local sub = kt == 'string' and (path .. '.' .. k) or (path .. '[' .. tostring(k) .. ']')
       if guarded[v] then v = guarded[v] end
       local err = json_check(v, sub)
       if err then error(make_error('lua', err), 2) end

@@ -161,6 +161,14 @@ class LuaRuntime:
         def guarded(*args):
             try:
                 return fn(*args)
+            except LuaError as e:
+                # The prompt's own Lua ran inside the call (a metamethod on a
+                # value it passed) and raised: its error, or the budget's abort.
+                abort = self.E.abort_value()
+                if abort is not None:
+                    return (False, abort)
+                # lupa appends Lua's traceback after the message: keep the message.
+                return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
             except Exception as e:  # noqa: BLE001 - every bug must end the run, loudly
                 if self.internal_error is None:
                     self.internal_error = e

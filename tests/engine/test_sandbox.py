@@ -170,3 +170,31 @@ def _patched_init(original):
         original(self, run)
         self.suspending["call"] = lambda chain, *a: self._call(chain, *a)
     return init
+
+
+HOSTILE_VALUES = {
+    "table-key-in-var": ("var[{}] = 1", "Lua", "var[table] must be JSON data, got table"),
+    "float-key-in-var": ("var[1.5] = 1", "Lua", "var[1.5] must be JSON data, got number"),
+    "nested-table-key": ("var.x = { [{}] = 1 }", "Lua", "var.x[table] must be JSON data, got table"),
+    "erroring-index-in-a-handle": (
+        "tasks.status(setmetatable({}, { __index = function() error('boom', 0) end }))",
+        "Lua", "boom"),
+    "endless-index-in-a-handle": (
+        "tasks.status(setmetatable({}, { __index = function() while true do end end }))",
+        "Budget", "instruction budget exhausted"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_VALUES))
+def test_a_hostile_value_is_the_prompts_own_failure_never_internal(name):
+    """A value the prompt hands the host (a var key, a table with metamethods)
+    fails as the prompt's own error, or as Budget when its metamethod never
+    returns, and never as Internal; its message names no address
+    (kit: sandbox.hostile-values)."""
+    code, kind, message = HOSTILE_VALUES[name]
+    obs = run_text(prompt_text(section("Main", code + "\nreturn 'unreachable'")),
+                   max_instructions=100_000)
+    assert obs["outcome"] == "failed"
+    assert obs["error"]["kind"] == kind, obs["error"]
+    assert message in obs["error"]["message"]
+    assert "0x" not in obs["error"]["message"]
