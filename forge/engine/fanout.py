@@ -117,6 +117,9 @@ class Fanout:
         if any(arm.live for arm in request.arms):
             return
         self._unregister(chain, request)
+        size = sum(len(arm.result or "") for arm in request.arms)
+        if not run.room_for(size, "delivering the fanout's results"):
+            return
         results = self.lua.lua.table()
         for position, (arm, original) in enumerate(zip(request.arms, request.items), 1):
             exhausted = arm.failure is not None and arm.failure.kind == "tool_loop_exhausted"

@@ -278,6 +278,8 @@ class Host:
             if not chain.live:
                 return
             if ok:
+                if not run.room_for(len(value or ""), "returning the called chain's result"):
+                    return
                 run.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
             else:
                 run.scheduler.make_ready(chain, (False, run.as_error_value(value, chain)))

@@ -179,6 +179,16 @@ class Run:
             return False
         return True
 
+    def room_for(self, nbytes: int, what: str) -> bool:
+        """Whether Lua has room for `nbytes` more that the engine is about to
+        hand it (`what`); if not, the run ends as Budget before the allocation
+        that would abort the process."""
+        if not self.lua.memory_tight(nbytes):
+            return True
+        self.abort("Budget", f"Lua memory exhausted: {what} ({nbytes:,} bytes) would take the "
+                             f"run past {self.lua.max_memory // 2**20} MiB of Lua state")
+        return False
+
     def internal_error(self) -> BaseException | None:
         return self.lua.internal_error
 

@@ -533,6 +533,9 @@ class TasksAPI:
 
     def _deliver(self, chain: Chain, join: Join, timed_out: bool):
         run = self.run
+        size = sum(len(t.result or "") for t in join.members if not t.live)
+        if not run.room_for(size, "delivering the joined results"):
+            return (True, None, None, None)       # the run has ended; nothing resumes
         if not join.every:
             if timed_out:
                 return (True, None, None, None)

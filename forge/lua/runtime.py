@@ -108,14 +108,15 @@ class LuaRuntime:
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
 
-    def memory_tight(self) -> bool:
-        """Whether Lua state is close to the cap.
+    def memory_tight(self, extra: int = 0) -> bool:
+        """Whether Lua state is close to the cap (with `extra` bytes more).
 
-        The engine stops a run here, between steps: past the cap, an
-        allocation the engine makes from Python (outside Lua's protected
-        calls) would abort the whole process instead of failing the run.
+        The engine stops a run here, between steps and before it hands Lua a
+        large value: past the cap, an allocation the engine makes from Python
+        (outside Lua's protected calls) would abort the whole process instead
+        of failing the run.
         """
-        return self.lua.get_memory_used() > self.max_memory * 0.75
+        return self.lua.get_memory_used() + extra > self.max_memory * 0.75
 
     def load_engine_chunk(self, name: str):
         loader = self.lua.execute("return load")

@@ -110,6 +110,17 @@ RUNAWAY = {
         section("Main", "while true do tasks.spawn('## C') end") + section("C", "return 1"),
         "task budget exhausted",
     ),
+    "result-bomb": (
+        section("Main", "local hs = {} for i = 1, 14 do hs[#hs + 1] = tasks.spawn('### W') end "
+                        "tasks.join(hs)")
+        + section("W", "return string.rep('x', 20 * 1024 * 1024)", level=3),
+        "Lua memory exhausted: delivering the joined results",
+    ),
+    "fanout-result-bomb": (
+        section("Main", "fanout('### W', {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})")
+        + section("W", "return string.rep('x', 20 * 1024 * 1024)", level=3),
+        "Lua memory exhausted: delivering the fanout's results",
+    ),
     "memory-bomb": (
         section("Main", "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"),
         "memory",
@@ -119,9 +130,10 @@ RUNAWAY = {
 
 @pytest.mark.parametrize("name", sorted(RUNAWAY))
 def test_runaway_prompt_ends_with_a_clear_error(name):
-    """Endless loops, endless jumps, unbounded spawning and a memory bomb each end the run with
-    a message naming the exhausted budget (kit: budget.instructions,
-    kit: budget.section-entries, kit: budget.tasks, kit: budget.memory)."""
+    """Endless loops, endless jumps, unbounded spawning, a memory bomb and results too large to
+    deliver each end the run with a message naming the exhausted budget - never a process
+    abort (kit: budget.instructions, kit: budget.section-entries, kit: budget.tasks,
+    kit: budget.memory)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=5_000_000)
     assert obs["outcome"] == "failed"
