@@ -113,7 +113,7 @@ def validate(operations: Any, where: str = "operations", top: bool = True) -> No
         if not isinstance(op, dict):
             raise _bad(at, "an operation is a table")
         name = op.get("op")
-        if name not in _OPS:
+        if not isinstance(name, str) or name not in _OPS:
             raise _bad(at, f"unknown op {name!r}; known: {', '.join(_OPS)}")
         at = f"{at} ({name})"
         required, optional = _OPS[name]

@@ -27,6 +27,7 @@ from conformance.adapters import (
     reference_observation,
 )
 from conformance.case import HarnessSpec
+from forge.limits import MAX_DEPTH, data_problem, render_path
 
 NAME = "forge-reference"
 
@@ -48,6 +49,13 @@ def serve(infile: IO[bytes], outfile: IO[bytes]) -> int:
                 message = json.loads(text)
             except json.JSONDecodeError as e:
                 answer(_error(None, f"not JSON: {e.msg}"))
+                continue
+            except RecursionError:
+                answer(_error(None, f"a message is nested deeper than {MAX_DEPTH} levels"))
+                continue
+            problem = data_problem(message)
+            if problem is not None:
+                answer(_error(None, f"{render_path(problem[0])}: {problem[1]}"))
                 continue
             if not isinstance(message, dict):
                 answer(_error(None, "a message is a JSON object"))
@@ -75,6 +83,8 @@ def _run(message: dict) -> dict:
             observation = reference_lifecycle_observation(message["operations"], harness, case_id)
         except AdapterError as e:
             return _error(case_id, e.render())
+        except Exception as e:  # noqa: BLE001 - malformed operations: say so, keep serving
+            return _error(case_id, f"{type(e).__name__}: {e}")
         return {"type": "observation", "id": case_id, "observation": observation}
     if not isinstance(prompt, str):
         return _error(case_id, "a run needs a string `prompt`")

@@ -2,7 +2,10 @@
 
 import io
 import json
+import subprocess
 import sys
+
+import pytest
 
 from conformance.adapters import InProcessAdapter, SubprocessAdapter
 from conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
@@ -73,3 +76,17 @@ def test_in_process_and_subprocess_observations_are_identical():
     with SubprocessAdapter(SERVE, timeout=60) as remote:
         for seed in (None, 5):
             assert remote.run(TWO_TASKS, seed) == InProcessAdapter().run(TWO_TASKS, seed)
+
+
+@pytest.mark.parametrize("line, words", [
+    (b"[" * 100_000 + b"\n", "nested deeper than 64 levels"),
+    (b'{"type":"run","id":"x","operations":[{"op":{}}],"harness":{}}\n', "unknown op {}"),
+])
+def test_hostile_messages_get_an_error_answer_and_the_server_goes_on(line, words):
+    """impl-serve answers a message nested too deep, or an operation name that is
+    not a string, with one error message and keeps serving (kit: protocol.errors)."""
+    done = subprocess.run(SERVE, input=line + b'{"type":"bye"}\n', capture_output=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout.decode().splitlines()[0])
+    assert answer["type"] == "error" and words in answer["message"]
