@@ -17,7 +17,14 @@ from pathlib import Path
 
 import click
 
-from forge.commands.params import MAX_TIMEOUT, BoundedInt, OutputPath, Seconds, write_output
+from forge.commands.params import (
+    MAX_TIMEOUT,
+    STDOUT,
+    BoundedInt,
+    OutputPath,
+    Seconds,
+    write_output,
+)
 from forge.errors import InputError
 
 #: The most cases run at once (each subprocess worker is one implementation process).
@@ -110,6 +117,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     known = {c["id"] for c in catalogue} if catalogue is not None else None
     cases = load_cases(cases_path or DEFAULT_CASES_DIR, known)
     features = [f.strip() for arg in feature_args for f in arg.split(",") if f.strip()]
+    known_features = sorted({f for case in cases for f in case.features})
+    unknown = [f for f in features if f not in known_features]
+    if unknown:
+        raise InputError(f"--features: no case needs {', '.join(f'`{f}`' for f in unknown)}; "
+                         f"the suite's features are {', '.join(known_features)}")
     selected = select(cases, patterns, features)
     if not selected:
         raise InputError("no case matches the selection (-k / --features)")
@@ -132,7 +144,8 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                            expectations=expected, catalogue=catalogue, progress=_progress())
     _write(json_file, lambda: dumps(report))
     _write(junit_file, report.to_junit)
-    click.echo(report.render_text(verbose), nl=False)
+    # With a report on standard output, the human summary goes to stderr.
+    click.echo(report.render_text(verbose), nl=False, err=STDOUT in (json_file, junit_file))
     ctx.exit(report.exit_code)
 
 

@@ -15,6 +15,20 @@ def register(main: click.Group) -> None:
     main.add_command(spec)
 
 
+def _only_features(clauses: list[dict], wanted) -> list[dict]:
+    """The clauses of the features asked for; an unknown feature is bad input."""
+    from forge.errors import InputError
+
+    if not wanted:
+        return clauses
+    known = sorted({c["feature"] for c in clauses})
+    unknown = [f for f in wanted if f not in known]
+    if unknown:
+        raise InputError(f"--feature: no clause has feature {', '.join(f'`{f}`' for f in unknown)}; "
+                         f"the catalogue's features are {', '.join(known)}")
+    return [c for c in clauses if c["feature"] in wanted]
+
+
 def _catalogue() -> list[dict]:
     from conformance.catalogue import default_catalogue_dir, load_catalogue
     from forge.errors import InputError
@@ -43,8 +57,7 @@ def spec(ctx, feature, pattern, as_json):
     if ctx.invoked_subcommand is not None:
         return
     clauses = _catalogue()
-    if feature:
-        clauses = [c for c in clauses if c["feature"] in feature]
+    clauses = _only_features(clauses, feature)
     if pattern:
         clauses = [c for c in clauses
                    if pattern.search(c["id"]) or pattern.search(c.get("statement", ""))]
@@ -59,16 +72,19 @@ def spec(ctx, feature, pattern, as_json):
 @spec.command()
 @click.option("--cases", "cases_dir", type=click.Path(file_okay=False, exists=True), default=None,
               help="Case directory (default: the installed conformance cases).")
+@click.option("--feature", multiple=True, help="Only this feature's clauses (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
-def coverage(cases_dir, as_json):
+def coverage(cases_dir, feature, as_json):
     """Report, feature by feature, the clauses no case covers.
 
-    Exit code 1 when a feature that has cases leaves a clause uncovered.
+    Exit code 1 when a feature that has cases leaves a clause uncovered
+    (with --feature, only the features named count).
     """
     from conformance.case import DEFAULT_CASES_DIR, load_cases
 
-    clauses = _catalogue()
-    cases = load_cases(cases_dir or DEFAULT_CASES_DIR, {c["id"] for c in clauses})
+    catalogue = _catalogue()
+    cases = load_cases(cases_dir or DEFAULT_CASES_DIR, {c["id"] for c in catalogue})
+    clauses = _only_features(catalogue, feature)
     covered = {cid for case in cases for cid in case.clauses}
     by_feature: dict[str, dict] = {}
     for c in clauses:

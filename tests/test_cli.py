@@ -213,3 +213,31 @@ def test_exhaustive_flags_reach_the_search(tmp_path):
 
     reduced = runs()
     assert runs("--no-reduce") > reduced > runs("--max-deviations", "0")
+
+
+def test_an_unknown_feature_is_bad_input_that_lists_the_known_ones():
+    """`--features tasksx` and `forge spec --feature nope` are refused in one
+    line naming the features that exist, exit 2 (kit: cli.features)."""
+    run = forge("conformance", "--features", "tasksx")
+    assert run.exit_code == 2 and "no case needs `tasksx`" in run.output
+    assert "tasks-model" in run.output
+    listing = forge("spec", "--feature", "nope")
+    assert listing.exit_code == 2 and "no clause has feature `nope`" in listing.output
+    covered = forge("spec", "coverage", "--feature", "fanout")
+    assert covered.exit_code == 0 and covered.output.startswith("fanout") and "lifecycle" not in covered.output
+
+
+def test_a_report_written_to_dash_goes_to_standard_output(tmp_path):
+    """`--json -` prints the JSON report on standard output (and the summary on
+    stderr) instead of creating a file named `-` (kit: cli.stdout-report)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "forge", "conformance", "-k", "two-tasks",
+                          "--json", "-"], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    assert report["summary"]["passed"] >= 1
+    assert "passed" in run.stderr
+    assert not (tmp_path / "-").exists()

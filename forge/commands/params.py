@@ -117,14 +117,21 @@ class Regex(click.ParamType):
             self.fail(f"must be a regular expression ({e}), got {_show(value)}", param, ctx)
 
 
+#: The output path that means standard output.
+STDOUT = "-"
+
+
 class OutputPath(click.ParamType):
-    """A file (or, with `directory`, a folder) the command can create or overwrite."""
+    """A file (or, with `directory`, a folder) the command can create or
+    overwrite; for a file, `-` is standard output."""
 
     def __init__(self, directory: bool = False) -> None:
         self.directory = directory
         self.name = "directory" if directory else "file"
 
     def convert(self, value, param, ctx):
+        if str(value) == STDOUT and not self.directory:
+            return STDOUT
         problem = output_problem(str(value), self.directory)
         if problem:
             self.fail(f"cannot write {_show(value)}: {problem}", param, ctx)
@@ -161,11 +168,14 @@ def output_problem(path: str, directory: bool = False) -> str | None:
 
 
 def write_output(path: str, text: str) -> None:
-    """Write `text` to the file at `path`.
+    """Write `text` to the file at `path` (`-`: standard output).
 
     Raises:
         InputError: naming the file, when the OS refuses.
     """
+    if path == STDOUT:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
     try:
         Path(path).write_text(text, encoding="utf-8")
     except (OSError, ValueError) as e:
