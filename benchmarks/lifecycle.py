@@ -24,14 +24,15 @@ import itertools
 import json
 import pathlib
 import random
-import statistics
 import sys
 import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from timing import rate  # noqa: E402
 from forge.lifecycle.explore import RACES, explore  # noqa: E402
 from forge.lifecycle.manager import Config, Manager  # noqa: E402
 from forge.lifecycle.records import (  # noqa: E402
@@ -45,20 +46,8 @@ from forge.lifecycle.sqlite_store import SqliteStore  # noqa: E402
 from forge.lifecycle.store import MemoryStore  # noqa: E402
 
 
-def rate(fn, seconds: float) -> float:
-    """Calls per second: the median over five rounds of ~seconds/5 each."""
-    rounds = []
-    for _ in range(5):
-        n, start = 0, time.perf_counter()
-        deadline = start + seconds / 5
-        while True:
-            fn()
-            n += 1
-            now = time.perf_counter()
-            if now >= deadline:
-                break
-        rounds.append(n / (now - start))
-    return statistics.median(rounds)
+#: Stores wait on the disk (fsync), so these figures are wall-clock rates.
+WALL = time.perf_counter
 
 
 def store_cycle(store):
@@ -150,18 +139,18 @@ def main() -> None:
     opts = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         file_store = lambda name: SqliteStore(str(pathlib.Path(tmp) / name))  # noqa: E731
-        memory_cycles = rate(store_cycle(MemoryStore()), opts.seconds)
-        sqlite_file_cycles = rate(store_cycle(file_store("cycles.db")), opts.seconds)
+        memory_cycles = rate(store_cycle(MemoryStore()), opts.seconds, WALL)
+        sqlite_file_cycles = rate(store_cycle(file_store("cycles.db")), opts.seconds, WALL)
         sqlite_normal_cycles = rate(store_cycle(SqliteStore(
-            str(pathlib.Path(tmp) / "normal.db"), synchronous="NORMAL")), opts.seconds)
-        sqlite_mem_cycles = rate(store_cycle(SqliteStore(":memory:")), opts.seconds)
-        memory_lives = rate(manager_life(MemoryStore()), opts.seconds)
-        sqlite_file_lives = rate(manager_life(file_store("lives.db")), opts.seconds)
-    races = rate(interleavings(), opts.seconds)
+            str(pathlib.Path(tmp) / "normal.db"), synchronous="NORMAL")), opts.seconds, WALL)
+        sqlite_mem_cycles = rate(store_cycle(SqliteStore(":memory:")), opts.seconds, WALL)
+        memory_lives = rate(manager_life(MemoryStore()), opts.seconds, WALL)
+        sqlite_file_lives = rate(manager_life(file_store("lives.db")), opts.seconds, WALL)
+    races = rate(interleavings(), opts.seconds, WALL)
     start = time.perf_counter()
     explored = sum(explore(s, reduced=False).interleavings for s in RACES.values())
     explore_rate = explored / (time.perf_counter() - start)
-    plain = rate(plain_lives(), opts.seconds)
+    plain = rate(plain_lives(), opts.seconds, WALL)
     figures = {
         "store_ops_per_s": {"memory": 5 * memory_cycles, "sqlite_file_wal": 5 * sqlite_file_cycles,
                             "sqlite_file_wal_normal": 5 * sqlite_normal_cycles,

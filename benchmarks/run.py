@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import statistics
 import sys
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from timing import rate  # noqa: E402
 from forge.engine.run import Run, RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
@@ -60,22 +60,6 @@ store.append('notes/a.md', '+')
 return 'helper:' .. args .. ':'
 ```
 """
-
-
-def rate(fn, seconds: float) -> float:
-    """Calls per second: the median over five rounds of ~seconds/5 each."""
-    rounds = []
-    for _ in range(5):
-        n, start = 0, time.perf_counter()
-        deadline = start + seconds / 5
-        while True:
-            fn()
-            n += 1
-            now = time.perf_counter()
-            if now >= deadline:
-                break
-        rounds.append(n / (now - start))
-    return statistics.median(rounds)
 
 
 def main() -> None:
