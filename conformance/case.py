@@ -90,6 +90,19 @@ class HarnessSpec:
     def from_json(cls, data: dict) -> HarnessSpec:
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
 
+    @classmethod
+    def from_message(cls, data: dict) -> HarnessSpec:
+        """The `harness` object of a protocol `run` message, checked as a case's
+        harness table is (fields it does not know are ignored, as the protocol
+        says); raises `InputError` naming the field."""
+        known = {f.name: data[f.name] for f in attrs.fields(cls) if f.name in data}
+        errors = list(_validator("harness").iter_errors(known))
+        if errors:
+            path, message, _ = _describe(max(errors, key=relevance))
+            raise InputError(f"{json_path(('harness', *path))}: {message}")
+        _check_bounds({"harness": known}, "", "harness")
+        return cls.from_json(known)
+
     def to_json(self) -> dict:
         out = attrs.asdict(self)
         # How many schedules to try is the runner's business, not the run's.
@@ -194,8 +207,11 @@ def load_case(path: str | Path, root: str | Path | None = None,
 
 
 @functools.cache
-def _validator() -> jsonschema.Draft202012Validator:
+def _validator(definition: str | None = None) -> jsonschema.Draft202012Validator:
+    """The case schema's validator, or one for a definition of it (`harness`)."""
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    if definition is not None:
+        schema = {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}
     return jsonschema.Draft202012Validator(schema)
 
 
