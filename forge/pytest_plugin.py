@@ -275,9 +275,10 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
              f"first seed {settings.seed}, profile {profile})"]
     lines += [f"  problem: {p}" for p in failure.problems]
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
+    plural = "" if failure.deviations == 1 else "s"
     lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
-                 f"away from the canonical schedule ({minimal}), from {len(failure.choices)} "
-                 f"drawn at seed {failure.seed}")
+                 f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
+                 f"{len(failure.choices)} drawn at seed {failure.seed}")
     lines += [f"    {step}" for step in _deviations(failure)]
     obs = failure.observation
     ended = obs.result if obs.ok else f"{(obs.error or {}).get('kind')}: {(obs.error or {}).get('message')}"
