@@ -7,7 +7,8 @@ Registered by the `pytest11` entry point `forge` (disable it with
   `forge.explore` under the session's settings and fails the test on the
   first failing schedule with a report: the problems, the shrunk schedule,
   the replay file (written in the test's `tmp_path`, or `--forge-replay-dir`)
-  and the exact `forge replay ...` command that reproduces it in a shell.
+  with the shrunk run's timeline page beside it (`forge trace`), and the
+  exact `forge replay ...` command that reproduces it in a shell.
   It returns the `ExploreReport` when every schedule passes.
 - `forge_run(prompt, **kw)` runs one schedule (`forge.run_prompt`; the seed
   is `--forge-seed` unless given).
@@ -230,8 +231,10 @@ class _Explorer:
                 report = attrs.evolve(report, failures=tuple(
                     attrs.evolve(f, replay_command=f"forge replay {prompt_file} {replay_out}")
                     for f in report.failures))
-            pytest.fail(_failure_text(report, report.failures[0], prompt, settings,
-                                      _profile_name(request.config)), pytrace=False)
+            failure = report.failures[0]
+            timeline = _write_timeline(failure, replay_out)
+            pytest.fail(_failure_text(report, failure, prompt, settings,
+                                      _profile_name(request.config), timeline), pytrace=False)
         return report
 
     def _replay_path(self, prompt: Any) -> Path:
@@ -268,8 +271,21 @@ def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
     return settings
 
 
+def _write_timeline(failure: Failure, replay_out: Path) -> Path:
+    """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
+    import json
+
+    from forge.timeline import abandon_reasons, render_html
+
+    path = replay_out.with_name(replay_out.name.replace(".replay.json", "") + ".timeline.html")
+    records = [json.loads(line) for line in failure.observation.trace.splitlines()]
+    path.write_text(render_html(records, abandon_reasons(failure.observation.to_dict()),
+                                "Timeline of the shrunk failing schedule"), encoding="utf-8")
+    return path
+
+
 def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
-                  settings: Settings, profile: str) -> str:
+                  settings: Settings, profile: str, timeline: Path | None = None) -> str:
     lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
              f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
@@ -285,6 +301,8 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     lines.append(f"  the shrunk run ends {obs.outcome}: {ended}")
     if failure.replay_file:
         lines.append(f"  replay file: {failure.replay_file}")
+    if timeline is not None:
+        lines.append(f"  timeline: {timeline.as_uri()}")
     if failure.replay_command:
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")

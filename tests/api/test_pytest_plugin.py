@@ -77,6 +77,8 @@ def test_the_marker_is_the_exploration_and_fails_with_a_replayable_report(pytest
     assert "forge: a schedule of" in out and "problem: result 'beta alpha gamma'" in out
     assert "shrunk schedule:" in out and "takes option 1 of" in out
     assert "the body runs only" not in out
+    timeline = re.search(r"timeline: file://(\S+)", out).group(1)
+    assert "Timeline of the shrunk failing schedule" in pathlib.Path(timeline).read_text()
     command = re.search(r"reproduce with:\n\s+(forge replay .*)", out).group(1)
     assert str(replays) in command
     words = shlex.split(command)
