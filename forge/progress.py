@@ -23,7 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO, Any, TextIO, cast
 
 import click
 
@@ -79,7 +79,7 @@ class Progress:
         self.interactive = _interactive(self.stream) if interactive is None else interactive
         self._bar: Any = None
         if self.interactive:
-            self._bar = click.progressbar(length=self.total or 1, label=label, file=self.stream,
+            self._bar = click.progressbar(length=self.total or 1, label=label, file=cast(TextIO, self.stream),
                                           show_eta=True, show_percent=False, show_pos=True,
                                           item_show_func=lambda item: item, width=24)
             self._bar.__enter__()
