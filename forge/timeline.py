@@ -90,7 +90,8 @@ def abandon_reasons(observation: Mapping[str, Any]) -> dict[str, str]:
     observation of the same run (`forge run --json`) does.
     """
     out = {}
-    for event in observation.get("events", ()) or ():
+    events = observation.get("events")
+    for event in events if isinstance(events, list) else ():
         if isinstance(event, Mapping) and event.get("kind") == "task_abandoned":
             out[str(event.get("task"))] = str(event.get("reason"))
     return out
@@ -224,7 +225,8 @@ def _place(out: _Layout, r: Mapping[str, Any], x: float, pending_call: dict[str,
         out.marks.append(Mark("harness", chain, x, title, r))
     elif what == "wait":
         pending_call.pop(chain, None)
-        members = ", ".join(str(m) for m in r.get("members") or ())
+        listed = r.get("members")
+        members = ", ".join(str(m) for m in listed) if isinstance(listed, list) else ""
         timeout = r.get("timeout")
         title = (f"{chain} waits in {r.get('call')} on {members or 'nothing'}"
                  + (f" (timeout {_seconds(timeout)})" if timeout is not None else ""))

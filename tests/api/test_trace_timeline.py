@@ -12,10 +12,12 @@ import sys
 import zlib
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import forge
 from forge.errors import InputError
-from forge.timeline import layout, read_trace
+from forge.timeline import abandon_reasons, layout, read_trace, render_html
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -172,3 +174,25 @@ def test_a_record_without_its_fields_is_refused(tmp_path):
     bad.write_text('{"i":0,"t":"soon","what":"run_start"}\n', encoding="utf-8")
     with pytest.raises(InputError, match="has `t` \\(int\\)"):
         read_trace(str(bad))
+
+
+WHATS = ["run_start", "step", "call", "harness", "wait", "event", "spawn", "admit", "deliver",
+         "timeout", "task_end", "call_start", "run_end", "something_new"]
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)
+FIELDS = st.sampled_from(["chain", "task", "owner", "members", "timeout", "duration", "op",
+                          "call", "end", "reason", "kind", "callee", "outcome", "error"])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.sampled_from(WHATS), st.integers(0, 10**12),
+                          st.dictionaries(FIELDS, JSON, max_size=4)), max_size=30),
+       st.dictionaries(st.sampled_from(["events", "tasks"]), JSON, max_size=2))
+def test_any_well_formed_records_draw_without_a_crash(rows, observation):
+    """Records with the three fields every record has draw, whatever else they hold
+    (fields of the wrong type, unknown kinds), and so does any observation (kit: trace-timeline)."""
+    records = [{"i": i, "t": t, "what": what, **fields}
+               for i, (what, t, fields) in enumerate(rows)]
+    page = render_html(records, abandon_reasons(observation))
+    assert page.startswith("<!DOCTYPE html>")
