@@ -18,7 +18,7 @@ from forge.commands.params import OutputPath, write_output
 
 @click.command()
 @click.argument("trace_file", type=click.Path(dir_okay=False))
-@click.option("--html", "html_out", type=OutputPath(), required=True,
+@click.option("--html", "html_out", type=OutputPath(), default=None,
               help="Write the timeline here: one self-contained HTML page (- for stdout).")
 @click.option("--observation", "observation_file", type=click.Path(dir_okay=False),
               default=None,
@@ -36,6 +36,10 @@ def trace(trace_file, html_out, observation_file, title):
     from forge.limits import MAX_SCRIPT_BYTES, read_limited
     from forge.timeline import abandon_reasons, read_trace, render_html
 
+    if html_out is None:
+        # Checked here, not by click: its "missing option" error has no text to show.
+        raise InputError("required: the file to write the page to (- for standard output)",
+                         file="--html")
     records = read_trace(trace_file)
     reasons = {}
     if observation_file is not None:

@@ -196,3 +196,14 @@ def test_any_well_formed_records_draw_without_a_crash(rows, observation):
                for i, (what, t, fields) in enumerate(rows)]
     page = render_html(records, abandon_reasons(observation))
     assert page.startswith("<!DOCTYPE html>")
+
+
+def test_the_page_option_is_required_in_one_line(tmp_path):
+    """Without --html the command says what it needs, exit 2."""
+    trace = tmp_path / "run.jsonl"
+    trace.write_text(forge.run_prompt(source=TIMELINE).trace, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace)],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2
+    assert done.stderr == ("forge: --html: required: the file to write the page to "
+                           "(- for standard output)\n")
