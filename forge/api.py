@@ -323,7 +323,7 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, source: str
     setup = _setup(prompt, source, recorded["args"] if args is None else args, concurrency,
                    model_script, operator_script, None, None, None)
     provider = ReplayProvider(recorded["choices"])
-    obs = setup.run(Chooser(provider), recorded.get("seed"))
+    obs = setup.run(Chooser(provider), None)   # as `forge replay` runs it
     return _attrs.evolve(obs, drifted_at=provider.misaligned_at)
 
 
@@ -335,7 +335,7 @@ class Failure:
 
     `choices` is the schedule as drawn, `shrunk` its shrunk form (fewer
     `deviations` from the canonical schedule; `proven` when every one-step
-    neighbour was run and passes); `observation` is the failing run's.
+    neighbour was run and passes); `observation` is the shrunk run's.
     `replay_file` is where the shrunk schedule was written (None when
     `explore` was given no `replay_out`); `replay_command` reproduces it.
     """
@@ -504,7 +504,9 @@ def _failure(setup: _Setup, finding: Any, replay_out: PathLike | None) -> Failur
     from sim.chooser import Chooser, ReplayProvider, dump_replay
 
     chooser = Chooser(ReplayProvider(finding.shrunk))
-    shrunk = setup.run(chooser, finding.seed)
+    # Run seed 0, as the explorer's runs and `forge replay` have it (the
+    # schedule's seed only drew the choices).
+    shrunk = setup.run(chooser, None)
     path = command = None
     if replay_out is not None:
         path = _os.fspath(replay_out)
