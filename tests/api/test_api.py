@@ -152,3 +152,18 @@ def test_lifecycle_entry_points_are_the_managers_own():
 
     assert forge.LifecycleManager is Manager
     assert forge.run_store_contract(forge.MemoryTaskStore) == []
+
+
+def test_a_failure_with_a_script_given_as_data_prints_a_command_that_runs(tmp_path):
+    """A run with a model script given as data gets the script written beside the replay
+    file, and a `forge run --strategy replay:FILE` command that prints the failing result."""
+    script = json.loads((EXAMPLES / "delegator.model.json").read_text(encoding="utf-8"))
+    out = tmp_path / "d.replay.json"
+    report = forge.explore(EXAMPLES / "delegator.md", model_script=script, args="tides",
+                           runs=5, expect_result="something else", replay_out=out)
+    failure = report.failures[0]
+    assert failure.replay_command == (
+        f"forge run {EXAMPLES / 'delegator.md'} --strategy replay:{out} --args tides "
+        f"--model-script {tmp_path / 'd.replay.model.json'}")
+    cli = _cli(*failure.replay_command.split()[1:])
+    assert cli.stdout.strip() == failure.observation.result
