@@ -43,7 +43,6 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     """
     from conformance.case import DEFAULT_CASES_DIR, load_cases
     from conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
-
     from forge.progress import reporter
 
     cases = with_fewer_schedules(load_cases(cases_dir or DEFAULT_CASES_DIR), case_seeds)
