@@ -4,7 +4,8 @@ Subcommands: `run` (a prompt on the reference engine), `explore` (many
 schedules of one prompt, checking invariants), `replay` (one recorded
 schedule), `spec` (the clause catalogue), `conformance` (the suite against an
 implementation), `impl-serve` (the reference engine behind the subprocess
-protocol) and `mutants` (the suite against deliberately wrong engines).
+protocol), `mutants` (the suite against deliberately wrong engines) and
+`trace` (one run's trace drawn as a timeline page).
 
 Exit codes: 0 success; 1 the run (or suite) failed; 2 bad input - an
 unreadable or invalid prompt, case, script, replay file or flag - reported
@@ -187,9 +188,11 @@ def _register_commands() -> None:
 
     from forge.commands.explore import explore
     from forge.commands.replay import replay
+    from forge.commands.trace import trace
 
     main.add_command(explore)
     main.add_command(replay)
+    main.add_command(trace)
     for module in ("conformance.cli", "conformance.mutants_cli", "spec.cli"):
         try:
             mod = importlib.import_module(module)
