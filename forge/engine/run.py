@@ -104,6 +104,9 @@ class Run:
         self.events: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self.outcome: str | None = None
+        #: Set while the run's end strands what is still live: no chain
+        #: resumes from then on, so a waiter is not handed a stranded member.
+        self.ending = False
         self.result: str | None = None
         self.error: RunError | None = None
         self.entries = 0
@@ -523,8 +526,9 @@ class Run:
         self._finish_run(outcome, None, error)
 
     def _finish_run(self, outcome: str, result: str | None, error: RunError | None) -> None:
-        if self.outcome is not None:
+        if self.outcome is not None or self.ending:
             return
+        self.ending = True
         # Anything still live is stranded by the run's end.
         # Parents sort before their children, and abandoning a parent
         # abandons its children first as owner_aborted, so each task is

@@ -278,7 +278,9 @@ class TasksAPI:
     def task_ended(self, task: Task) -> None:
         run = self.run
         run.admission.ended(task)
-        for waiter in list(task.waiters):
+        # The run's end strands its waiters too: a waiter is not handed a
+        # member the end abandoned, since it never resumes.
+        for waiter in ([] if run.ending else list(task.waiters)):
             request = waiter.parked_on
             if isinstance(request, Join):
                 self._maybe_wake(waiter, request)
