@@ -1,0 +1,244 @@
+"""Exploring a prompt and replaying what it found: plain functions over a `RunSpec`.
+
+`explore_prompt` runs a spec under many schedules (`sim.explore`,
+`sim.exhaustive`), re-runs the shrunk failure and returns it with its
+self-contained replay record, its story and its first divergence from the
+canonical run.  `replay_file` reads a replay file, rebuilds the run it
+records, re-checks the recorded expectation and says whether the failure
+reproduced, where the choices drifted, and whether the trace is the
+recorded one byte for byte.  Both return frozen values; the click commands
+(`forge.commands.explore`, `forge.commands.replay`) only print them, and a
+Python API can call them with keyword arguments.
+
+What does not live here: the run's definition and the record's fields
+(`forge.commands.runspec`), the file's syntax (`sim.replayfile`), the
+search strategies and the shrinker (`sim`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, record,
+                                    spec_from_flags, spec_from_record)
+from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
+from sim.explore import Report
+
+#: The most lines a story prints (its head and tail are kept).
+STORY_LINES = 40
+
+
+@attrs.frozen
+class Failure:
+    """The shrunk failing run, run again: what a replay file records."""
+
+    seed: int
+    problems: tuple[str, ...]
+    record: dict = attrs.field(eq=False, repr=False)
+    story: tuple[str, ...] = ()
+    divergence: tuple[str, ...] = ()
+    faults: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class ExploreOutcome:
+    report: Report
+    spec: RunSpec
+    expect: Expectation
+    failure: Failure | None = None
+
+
+@attrs.frozen
+class ReplayOutcome:
+    spec: RunSpec
+    observation: dict = attrs.field(eq=False, repr=False)
+    #: The recorded expectation's problems on this run (empty: it passes).
+    problems: tuple[str, ...] = ()
+    #: The first choice that did not match the record, if any.
+    drift: Drift | None = None
+    #: The recorded failure's trace sha256, if the file holds a failure.
+    recorded_sha256: str | None = None
+    story: tuple[str, ...] = ()
+
+    @property
+    def trace_sha256(self) -> str:
+        return self.observation["trace_sha256"]
+
+    @property
+    def identical(self) -> bool | None:
+        """The trace is the recorded failure's byte for byte (None: nothing recorded)."""
+        return None if self.recorded_sha256 is None else \
+            self.recorded_sha256 == self.trace_sha256
+
+
+def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
+                   strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                   pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
+                   shrink_budget: int = 3000,
+                   progress: Callable[[int], None] | None = None) -> ExploreOutcome:
+    """Run `spec` under `runs` schedules; the first failure comes back shrunk."""
+    from sim.exhaustive import exhaustive
+    from sim.explore import explore
+
+    runner = Runner(spec)
+    canonical = runner.run(Chooser(Canonical()))
+    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults))
+    if strategy == "exhaustive":
+        report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
+                            max_deviations=max_deviations, shrink_budget=shrink_budget)
+    else:
+        report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
+                         strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
+                         progress=progress)
+    if not report.findings:
+        return ExploreOutcome(report, spec, expect)
+    found = report.findings[0]
+    seed = found.seed if found.seed is not None else 0
+    chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
+    run, crash = runner.attempt(chooser)
+    obs = crashed(run, crash) if crash is not None else run.observation()
+    problems = tuple(p for check in checks for p in check(obs))
+    faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
+    story = tuple(tell(run.trace.records, chooser))
+    failure = {"problems": list(problems), "outcome": obs["outcome"],
+               "trace_sha256": obs["trace_sha256"], "deviations": found.deviations,
+               "proven_minimal": found.proven}
+    rec = record(spec, expect, seed, chooser.choices, failure=failure, strategy=found.provider)
+    divergence = tuple(first_divergence(canonical.trace.records, run.trace.records))
+    return ExploreOutcome(report, spec, expect,
+                          Failure(seed, problems, rec, story, divergence, faults))
+
+
+def replay_file(path: str, *, prompt: str | None = None,
+                overrides: dict | None = None) -> ReplayOutcome:
+    """Run the replay file at `path` again and re-check what it expects.
+
+    `prompt` stands in for the recorded prompt path (its sha256 must match);
+    `overrides` are `spec_from_flags` keywords that change the recorded run
+    (a what-if: the choices will likely drift).
+
+    Raises:
+        InputError: an unusable file, or a prompt that does not match its hash.
+    """
+    from forge.assembly import read_replay
+    from forge.errors import InputError
+
+    data = read_replay(path)
+    rec = data["record"]
+    if rec is None:
+        # The legacy shape: only choices, arguments and a prompt path.
+        where = prompt if prompt is not None else data["prompt"]
+        if where is None:
+            raise InputError("this legacy replay file names no prompt: give PROMPT before the "
+                             "file", file=path, kind="replay")
+        spec = spec_from_flags(where, args=data["args"], **(overrides or {}))
+        expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
+    else:
+        spec = spec_from_record(rec, path, prompt)
+        if overrides:
+            spec = _override(spec, overrides)
+        expect = Expectation(**rec["expect"])
+        failure = rec.get("failure")
+        recorded_sha = failure["trace_sha256"] if failure and not overrides else None
+        seed = rec["run"]["seed"]
+    runner = Runner(spec)
+    canonical = runner.run(Chooser(Canonical())).observation()
+    provider = RecordedProvider(data["triples"]) if rec is not None else \
+        ReplayProvider(data["choices"])
+    chooser = Chooser(provider, seed=seed)
+    run, crash = runner.attempt(chooser)
+    obs = crashed(run, crash) if crash is not None else run.observation()
+    checks = expect.checks(canonical, faulty=bool(spec.faults))
+    problems = tuple(p for check in checks for p in check(obs))
+    if rec is None and obs["outcome"] != "ok":
+        problems += (f"the run ended {obs['outcome']}",)
+    drift = getattr(provider, "drift", None)
+    return ReplayOutcome(spec, obs, problems, drift, recorded_sha,
+                         tuple(tell(run.trace.records, chooser)))
+
+
+def _override(spec: RunSpec, overrides: dict) -> RunSpec:
+    rebuilt = spec_from_flags(spec.prompt_path, **{
+        "args": spec.args, "concurrency": spec.concurrency, "cancel_at": spec.cancel_at,
+        "max_instructions": spec.max_instructions, **overrides})
+    keep = {}
+    if "store_dir" not in overrides:
+        keep["store_files"] = spec.store_files
+    if "model_script" not in overrides:
+        keep["model"] = spec.model
+    if "operator_script" not in overrides:
+        keep["operator"] = spec.operator
+    if "faults" not in overrides and "fault_budget" not in overrides:
+        keep["faults"] = spec.faults
+    return attrs.evolve(rebuilt, **keep)
+
+
+# -- telling a run ---------------------------------------------------------------------------
+
+def _seconds(ns: int) -> str:
+    return f"{ns / 1e9:.3f}s"
+
+
+def describe(rec: dict, every: bool = False) -> str | None:
+    """One trace record as a line of the story, or None for bookkeeping records
+    (with `every`, those get a line too)."""
+    what, t = rec.get("what"), _seconds(rec.get("t", 0))
+    if what == "step":
+        return f"{t}  {rec.get('kind')} chain {rec.get('chain')} runs"
+    if what == "harness":
+        detail = {k: v for k, v in rec.items()
+                  if k not in ("what", "t", "i", "chain", "op", "duration")}
+        extra = " " + " ".join(f"{k}={v}" for k, v in sorted(detail.items())) if detail else ""
+        return (f"{t}  chain {rec.get('chain')} starts {rec.get('op')}{extra}, "
+                f"done at {_seconds(rec.get('t', 0) + rec.get('duration', 0))}")
+    if what == "spawn":
+        return f"{t}  chain {rec.get('owner')} spawns task {rec.get('task')} ({rec.get('target')})"
+    if what == "task_end":
+        return f"{t}  task {rec.get('task')} ends: {rec.get('end')}"
+    if what == "deliver":
+        return f"{t}  task {rec.get('task')}'s result reaches chain {rec.get('chain')}"
+    if what == "run_end":
+        error = f" ({rec.get('error')})" if rec.get("error") else ""
+        return f"{t}  the run ends {rec.get('outcome')}{error}"
+    if what == "event" and rec.get("event") not in ("complete", None):
+        return f"{t}  {rec.get('event')}"
+    if not every:
+        return None
+    if what == "event":
+        return f"{t}  a harness operation completes"
+    rest = {k: v for k, v in rec.items() if k not in ("what", "t", "i")}
+    return f"{t}  {what} " + " ".join(f"{k}={v}" for k, v in sorted(rest.items()))
+
+
+def tell(records: list[dict], chooser: Chooser) -> list[str]:
+    """The run as a short story in virtual time, then its non-canonical choices
+    (faults among them), each with the option canonical would have taken."""
+    lines = [line for line in map(describe, records) if line is not None]
+    if len(lines) > STORY_LINES:
+        half = STORY_LINES // 2
+        lines = lines[:half] + [f"... {len(lines) - STORY_LINES} more steps ..."] + lines[-half:]
+    deviations = [
+        f"choice {i} {c.kind}: {options[c.value]} (canonical: {options[0]})"
+        for i, (c, options) in enumerate(zip(chooser.choices, chooser.options)) if c.value]
+    if deviations:
+        lines.append("non-canonical choices:" if deviations else "")
+        lines.extend("  " + d for d in deviations)
+    return lines
+
+
+def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:
+    """The first trace record where the failing run leaves the canonical one."""
+    def bare(rec: dict) -> dict:
+        return {k: v for k, v in rec.items() if k != "i"}
+
+    for index, (a, b) in enumerate(zip(canonical, failing)):
+        if bare(a) != bare(b):
+            return [f"step {index}: canonical   {describe(a, True)}",
+                    f"step {index}: this run    {describe(b, True)}"]
+    if len(canonical) != len(failing):
+        index = min(len(canonical), len(failing))
+        longer, name = (canonical, "canonical") if len(canonical) > index else (failing, "this run")
+        return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
+    return []
