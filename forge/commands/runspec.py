@@ -128,17 +128,8 @@ class Runner:
         self.operator = operator_script_from_data(spec.operator.data, spec.operator.path) \
             if spec.operator else None
 
-    def run(self, chooser: Chooser):
-        """The finished `forge.engine.run.Run` (its seed is `chooser.seed`)."""
-        run, crash = self.attempt(chooser)
-        if crash is not None:
-            raise crash
-        return run
-
-    def attempt(self, chooser: Chooser):
-        """`(run, None)`, or `(run, exception)` when the engine itself broke:
-        exploring must keep such a schedule (it is a kit bug worth a repro)."""
-        from forge.engine.run import Run, RunConfig
+    def _harness(self, chooser: Chooser):
+        from forge.engine.run import RunConfig
         from forge.harness import Harness, LatencyModel
         from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
         from forge.store import MemoryStore
@@ -151,7 +142,24 @@ class Runner:
         harness.attach_faults(spec.faults, chooser)
         config = RunConfig(args=spec.args, seed=chooser.seed,
                            max_instructions=spec.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
-        run = Run(self.prompt, harness, chooser, config)
+        return harness, config
+
+    def run(self, chooser: Chooser):
+        """The finished `forge.engine.run.Run` (its seed is `chooser.seed`)."""
+        from forge.engine import run as engine
+
+        return engine.run_prompt(self.prompt, *self._with(chooser))
+
+    def _with(self, chooser: Chooser):
+        harness, config = self._harness(chooser)
+        return harness, chooser, config
+
+    def attempt(self, chooser: Chooser):
+        """`(run, None)`, or `(run, exception)` when the engine itself broke:
+        exploring keeps such a schedule, since a kit bug deserves a repro too."""
+        from forge.engine.run import Run
+
+        run = Run(self.prompt, *self._with(chooser))
         try:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
