@@ -147,7 +147,8 @@ def _choices(r: _Reader, choices: Any) -> list[tuple[str, int, int]]:
     return out
 
 
-_TOP = ("format", "kit", "prompt", "run", "store", "scripts", "faults", "expect", "choices")
+_TOP = ("format", "kit", "prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
+        "choices")
 _RUN = ("args", "seed", "concurrency", "cancel_at", "max_instructions", "latency")
 
 
@@ -202,13 +203,15 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     r.check(isinstance(expect["same_ids"], bool), "$.expect.same_ids", "true or false")
     r.check(expect["result"] is None or isinstance(expect["result"], str), "$.expect.result",
             "null or the expected result string")
+    sha = data["trace_sha256"]
+    r.check(isinstance(sha, str) and len(sha) == 64, "$.trace_sha256",
+            "the recorded run's trace sha256, 64 hex digits")
     failure = data.get("failure")
     if failure is not None:
-        r.object(failure, "$.failure", ("problems", "trace_sha256"),
-                 optional=("outcome", "deviations", "proven_minimal", "story"))
+        r.object(failure, "$.failure", ("problems",),
+                 optional=("outcome", "deviations", "proven_minimal", "faults"))
         r.each(failure["problems"], "$.failure.problems", "each a string",
                lambda p: isinstance(p, str))
-        r.check(isinstance(failure["trace_sha256"], str), "$.failure.trace_sha256", "a string")
     triples = _choices(r, data["choices"])
     return {"choices": [t[2] for t in triples], "triples": triples, "args": run["args"],
             "prompt": prompt["path"], "seed": run["seed"], "record": data}

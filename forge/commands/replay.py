@@ -40,6 +40,8 @@ def replay(files, as_json, story, **harness):
     prompt, path = (None, files[0]) if len(files) == 1 else files
     overrides = harness_kwargs(harness)
     outcome = replay_file(path, prompt=prompt, overrides=overrides)
+    if outcome.other_kit is not None:
+        click.echo(f"note: {path} was written by {outcome.other_kit}", err=True)
     if outcome.drift is not None and not overrides:
         raise InputError(f"the run drifted from the record at {outcome.drift.describe()} "
                          "(a different kit or engine?)", file=path, kind="replay")
@@ -62,6 +64,7 @@ def replay(files, as_json, story, **harness):
     for problem in outcome.problems:
         click.echo(f"FAILED: {problem}", err=as_json)
     if outcome.identical:
-        click.echo("reproduced byte for byte (trace sha256 "
+        what = "the recorded failure" if outcome.problems else "the recorded run"
+        click.echo(f"{what}, reproduced byte for byte (trace sha256 "
                    f"{outcome.trace_sha256[:16]}...)", err=True)
     sys.exit(1 if outcome.problems else 0)

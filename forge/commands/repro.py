@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import attrs
 
-from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, record,
+from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, kit_version, record,
                                     spec_from_flags, spec_from_record)
 from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from sim.explore import Report
@@ -58,8 +58,10 @@ class ReplayOutcome:
     problems: tuple[str, ...] = ()
     #: The first choice that did not match the record, if any.
     drift: Drift | None = None
-    #: The recorded failure's trace sha256, if the file holds a failure.
+    #: The recorded run's trace sha256 (None: a legacy file, or flags changed the run).
     recorded_sha256: str | None = None
+    #: The kit version that wrote the file, when it is not this one.
+    other_kit: str | None = None
     story: tuple[str, ...] = ()
 
     @property
@@ -68,7 +70,7 @@ class ReplayOutcome:
 
     @property
     def identical(self) -> bool | None:
-        """The trace is the recorded failure's byte for byte (None: nothing recorded)."""
+        """The trace is the recorded one byte for byte (None: nothing to compare)."""
         return None if self.recorded_sha256 is None else \
             self.recorded_sha256 == self.trace_sha256
 
@@ -103,9 +105,10 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
-               "trace_sha256": obs["trace_sha256"], "deviations": found.deviations,
-               "proven_minimal": found.proven}
-    rec = record(spec, expect, seed, chooser.choices, failure=failure, strategy=found.provider)
+               "deviations": found.deviations, "proven_minimal": found.proven,
+               "faults": [list(f) for f in faults]}
+    rec = record(spec, expect, seed, chooser.choices, obs["trace_sha256"], failure=failure,
+                 strategy=found.provider)
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records))
     return ExploreOutcome(report, spec, expect,
                           Failure(seed, problems, rec, story, divergence, faults))
@@ -135,14 +138,15 @@ def replay_file(path: str, *, prompt: str | None = None,
                              "file", file=path, kind="replay")
         spec = spec_from_flags(where, args=data["args"], **(overrides or {}))
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
+        other_kit = None
     else:
         spec = spec_from_record(rec, path, prompt)
         if overrides:
             spec = _override(spec, overrides)
         expect = Expectation(**rec["expect"])
-        failure = rec.get("failure")
-        recorded_sha = failure["trace_sha256"] if failure and not overrides else None
+        recorded_sha = None if overrides else rec["trace_sha256"]
         seed = rec["run"]["seed"]
+        other_kit = rec["kit"] if rec["kit"] != kit_version() else None
     runner = Runner(spec)
     canonical = runner.run(Chooser(Canonical())).observation()
     provider = RecordedProvider(data["triples"]) if rec is not None else \
@@ -155,7 +159,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     if rec is None and obs["outcome"] != "ok":
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
-    return ReplayOutcome(spec, obs, problems, drift, recorded_sha,
+    return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
                          tuple(tell(run.trace.records, chooser)))
 
 

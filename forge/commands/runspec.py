@@ -233,13 +233,17 @@ class Expectation:
         return checks
 
 
-def record(spec: RunSpec, expect: Expectation, seed: int, choices, *,
-           failure: dict | None = None, strategy: dict | None = None) -> dict:
-    """The format-1 replay record (`sim.replayfile`) of one run of `spec`."""
+def kit_version() -> str:
     from forge import __version__
 
+    return f"forge-kit {__version__}"
+
+
+def record(spec: RunSpec, expect: Expectation, seed: int, choices, trace_sha256: str, *,
+           failure: dict | None = None, strategy: dict | None = None) -> dict:
+    """The format-1 replay record (`sim.replayfile`) of one run of `spec`."""
     out = {
-        "kit": f"forge-kit {__version__}",
+        "kit": kit_version(),
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
                    "text": spec.prompt_text},
         "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
@@ -253,6 +257,7 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, *,
                    "cancel_instants_ns": list(spec.faults.cancel_instants_ns)},
         "expect": {"invariants": expect.invariants, "same_ids": expect.same_ids,
                    "result": expect.result},
+        "trace_sha256": trace_sha256,
         "choices": [[c.kind, c.n, c.value] for c in choices],
     }
     if failure is not None:

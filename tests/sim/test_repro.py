@@ -107,9 +107,9 @@ def test_every_replay_file_reproduces_byte_for_byte_in_a_new_process(files, flag
             for seed in ("2", "31337")]
     for done in runs:
         assert done.returncode == 1, done.stderr
-        assert "reproduced byte for byte" in done.stderr
+        assert "the recorded failure, reproduced byte for byte" in done.stderr
         obs = json.loads(done.stdout.splitlines()[0])
-        assert obs["trace_sha256"] == recorded["failure"]["trace_sha256"]
+        assert obs["trace_sha256"] == recorded["trace_sha256"]
     assert runs[0].stdout == runs[1].stdout
 
 
