@@ -47,6 +47,11 @@ checked before parsing; nesting, 64-bit integers, finite numbers and valid
 Unicode anywhere in it (tool-call arguments included); delays at most
 `MAX_SECONDS`.
 
+Injected faults (`forge.harness.Faults`, attached to a script per run)
+are answered here too: a model fault fails the round with
+`MODEL_FAULT_MESSAGE` and leaves its entry for the next round; an operator
+fault leaves the ask pending, the answer kept for the next ask.
+
 What does not live here: what a reply means to the run (the engine's
 `forge.engine.models`), and which entry a round takes at run time
 (`ScriptCursor`, one per run, so a script object can serve many runs).

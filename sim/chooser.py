@@ -24,7 +24,14 @@ The decisions the engine asks for, and what a provider may read from them:
 picks the duration of a harness operation the chain that ran last just
 issued, from options labelled `x<multiplier>` of the operation's base
 duration (option 0 is `x1.0`).  Operations whose durations end on the same
-instant complete in the order they were issued.
+instant complete in the order they were issued.  `fault:KIND` (store,
+model, operator, cancel; only when the run's fault plan offers it) is
+`none` or the fault, and `fault:cancel_at` picks the instant of a drawn
+host cancel (`forge.harness.Faults`).
+
+A full record of a run's choices is replayed by `RecordedProvider`, which
+reports the first `Drift` (a kind or option count that differs) instead of
+clamping; the replay file itself is `sim.replayfile`.
 """
 
 from __future__ import annotations

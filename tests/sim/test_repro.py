@@ -171,7 +171,8 @@ def test_a_replay_that_passes_exits_0_and_a_changed_prompt_is_refused(files, tmp
     out = str(tmp_path / "run.replay.json")
     ran = forge("run", str(EXAMPLES / "two-tasks.md"), "--seed", "3", "--replay-out", out)
     assert ran.exit_code == 0
-    assert forge("replay", out).exit_code == 0
+    again = forge("replay", out)
+    assert again.exit_code == 0 and "the recorded run, reproduced byte for byte" in again.output
     other = forge("replay", str(EXAMPLES / "freeform.md"), out)
     assert other.exit_code == 2
     assert other.output.startswith(f"forge: {out}: replay: $.prompt.sha256: the prompt ")
