@@ -198,7 +198,12 @@ def _read_v1(r: _Reader, data: dict) -> dict:
             "a whole number from 0 to 1000000")
     r.each(faults["cancel_instants_ns"], "$.faults.cancel_instants_ns",
            "each a whole number of nanoseconds", lambda t: _is_int(t) and 0 <= t < 2**63)
-    expect = r.object(data["expect"], "$.expect", ("invariants", "same_ids", "result"))
+    expect = r.object(data["expect"], "$.expect", ("invariants", "same_ids", "result"),
+                      optional=("schedule_independent", "checks"))
+    r.check(isinstance(expect.get("schedule_independent", False), bool),
+            "$.expect.schedule_independent", "true or false")
+    r.each(expect.get("checks", []), "$.expect.checks", "each a check named module:function",
+           lambda c: isinstance(c, str))
     r.check(isinstance(expect["invariants"], bool), "$.expect.invariants", "true or false")
     r.check(isinstance(expect["same_ids"], bool), "$.expect.same_ids", "true or false")
     r.check(expect["result"] is None or isinstance(expect["result"], str), "$.expect.result",

@@ -42,18 +42,27 @@ MAX_RUNS = 10_000_000
               help="Also require this exact run result.")
 @click.option("--same-ids/--no-same-ids", default=True, show_default=True,
               help="Require every schedule to start the same task ids as the canonical one.")
+@click.option("--schedule-independent", is_flag=True,
+              help="Require every schedule to give the canonical observation, apart from "
+                   "what a schedule may change (event order, log order, virtual time).")
+@click.option("--check", "checks", multiple=True, metavar="MODULE:FUNCTION", type=TEXT,
+              help="Also run this user check on every schedule (repeatable): it takes the "
+                   "observation and returns its problems.")
 @click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
-            expect_result, same_ids, replay_out, as_json, **harness):
+            expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
+            **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
     Checks: each task ends exactly once; status tables agree with events;
     every abandon has one sound reason; task ids match the canonical
-    schedule (--same-ids); the result equals --expect-result if given.
+    schedule (--same-ids); the result equals --expect-result if given;
+    the observation is the canonical one (--schedule-independent); each
+    --check MODULE:FUNCTION holds.
     With --faults, the chooser also injects faults (at most --fault-budget
     a run).  A failure is shrunk to a minimal schedule and saved as a
     replay file that `forge replay FILE` reproduces on its own.
@@ -67,7 +76,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result)
+    expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
+                         schedule_independent=schedule_independent, checks_named=tuple(checks))
     show = sys.stderr.isatty() and not as_json
 
     def progress(n: int) -> None:

@@ -143,7 +143,7 @@ def replay_file(path: str, *, prompt: str | None = None,
         spec = spec_from_record(rec, path, prompt)
         if overrides:
             spec = _override(spec, overrides)
-        expect = Expectation(**rec["expect"])
+        expect = Expectation.from_json(rec["expect"])
         recorded_sha = None if overrides else rec["trace_sha256"]
         seed = rec["run"]["seed"]
         other_kit = rec["kit"] if rec["kit"] != kit_version() else None
@@ -154,7 +154,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     chooser = Chooser(provider, seed=seed)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
-    checks = expect.checks(canonical, faulty=bool(spec.faults))
+    checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
     problems = tuple(p for check in checks for p in check(obs))
     if rec is None and obs["outcome"] != "ok":
         problems += (f"the run ended {obs['outcome']}",)

@@ -211,13 +211,27 @@ def with_cancel_instants(spec: RunSpec) -> RunSpec:
 
 @attrs.frozen
 class Expectation:
-    """What every schedule must satisfy: the invariants, the canonical ids, a result."""
+    """What every schedule must satisfy: the invariants, the canonical ids, a
+    result, the canonical observation (`schedule_independent`), and user
+    checks named `module:function` (`load_check`)."""
 
     invariants: bool = True
     same_ids: bool = True
     result: str | None = None
+    schedule_independent: bool = False
+    checks_named: tuple[str, ...] = ()
 
-    def checks(self, canonical: dict, faulty: bool = False) -> list:
+    def to_json(self) -> dict:
+        return {"invariants": self.invariants, "same_ids": self.same_ids, "result": self.result,
+                "schedule_independent": self.schedule_independent,
+                "checks": list(self.checks_named)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Expectation:
+        return cls(data["invariants"], data["same_ids"], data["result"],
+                   data.get("schedule_independent", False), tuple(data.get("checks", ())))
+
+    def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
         """The checks, given the canonical run's observation.  Under faults the
         ids are held only to agree where both runs have them: a fault may end
         the run before a task starts."""
@@ -230,7 +244,58 @@ class Expectation:
             expected = self.result
             checks.append(lambda obs: [] if obs.get("result") == expected else
                           [f"result {obs.get('result')!r} != {expected!r}"])
+        if self.schedule_independent:
+            checks.append(oracles.schedule_independent(canonical))
+        checks.extend(load_check(name, where) for name in self.checks_named)
         return checks
+
+
+#: How a user check is named: `module:function`, as Python spells them.
+_CHECK_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
+
+
+def load_check(name: str, where: str = "--check"):
+    """The user check `module:function` as a check: the function takes an
+    observation and returns its problems - None, True or an empty list when
+    it holds; a string, a list of strings or False when it does not.  A
+    check that raises reports that as its problem.
+
+    Raises:
+        InputError: naming `where`, for a name that is not `module:function`,
+            a module that does not import, or a name that is not callable.
+    """
+    import importlib
+    import re
+    import sys
+
+    if not re.fullmatch(_CHECK_NAME, name, re.ASCII):
+        raise InputError(f"a check is named module:function, got {name[:80]!r}", file=where)
+    module_name, _, function = name.partition(":")
+    if "" not in sys.path:
+        sys.path.insert(0, "")      # a check module beside the prompt, as python -m finds it
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as e:  # noqa: BLE001 - the user's module: any failure is bad input
+        raise InputError(f"cannot import {module_name}: {type(e).__name__}: {e}",
+                         file=where) from None
+    fn = getattr(module, function, None)
+    if not callable(fn):
+        raise InputError(f"{module_name} has no function {function}", file=where)
+
+    def check(obs: dict) -> list[str]:
+        try:
+            verdict = fn(obs)
+        except Exception as e:  # noqa: BLE001 - a failing oracle is a failed check
+            return [f"check {name} raised {type(e).__name__}: {e}"]
+        if verdict is None or verdict is True:
+            return []
+        if verdict is False:
+            return [f"check {name} failed"]
+        if isinstance(verdict, str):
+            return [f"check {name}: {verdict}"]
+        return [f"check {name}: {p}" for p in verdict]
+
+    return check
 
 
 def kit_version() -> str:
@@ -255,8 +320,7 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, trace_sha256:
                     for name, s in (("model", spec.model), ("operator", spec.operator))},
         "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
                    "cancel_instants_ns": list(spec.faults.cancel_instants_ns)},
-        "expect": {"invariants": expect.invariants, "same_ids": expect.same_ids,
-                   "result": expect.result},
+        "expect": expect.to_json(),
         "trace_sha256": trace_sha256,
         "choices": [[c.kind, c.n, c.value] for c in choices],
     }

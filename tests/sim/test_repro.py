@@ -245,3 +245,37 @@ def test_a_crash_found_by_exploring_is_a_failure_with_a_repro(tmp_path):
     assert outcome.failure is not None
     assert outcome.failure.problems[0] == "the engine crashed (a kit bug): RuntimeError: planted"
     assert outcome.report.findings[0].deviations == 1
+
+
+def test_schedule_independent_fails_a_schedule_dependent_result():
+    """The store race's result is the order tasks ended in, so
+    --schedule-independent fails it; two-tasks gives one observation on
+    every schedule and passes (kit: explore.schedule-independent)."""
+    race = forge("explore", str(EXAMPLES / "explore" / "store-race.md"), "--runs", "30",
+                 "--schedule-independent", "--replay-out", os.devnull, "--json")
+    assert race.exit_code == 1
+    assert json.loads(race.output)["failures"][0]["problems"][0].startswith(
+        "schedule-dependent result: ")
+    steady = forge("explore", str(EXAMPLES / "two-tasks.md"), "--runs", "30",
+                   "--schedule-independent", "--replay-out", os.devnull)
+    assert steady.exit_code == 0, steady.output
+
+
+def test_a_user_check_runs_on_every_schedule_and_is_recorded(tmp_path, monkeypatch):
+    """--check module:function: a violation exits 1 and the replay file names
+    the check, so `forge replay FILE` re-runs it (kit: explore.user-checks)."""
+    (tmp_path / "race_checks.py").write_text(
+        "def alpha_first(obs):\n"
+        "    return [] if obs['result'].startswith('alpha') else ['alpha did not end first']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = str(tmp_path / "c.json")
+    found = forge("explore", str(EXAMPLES / "explore" / "store-race.md"), "--runs", "30",
+                  "--check", "race_checks:alpha_first", "--replay-out", out)
+    assert found.exit_code == 1
+    assert "check race_checks:alpha_first: alpha did not end first" in found.output
+    assert json.loads(open(out).read())["expect"]["checks"] == ["race_checks:alpha_first"]
+    again = forge("replay", out)
+    assert again.exit_code == 1 and "FAILED: check race_checks:alpha_first" in again.output
+    missing = forge("explore", str(EXAMPLES / "two-tasks.md"), "--check", "no_such_module:f")
+    assert missing.exit_code == 2
+    assert missing.output.startswith("forge: --check: cannot import no_such_module")
