@@ -279,3 +279,15 @@ def test_a_user_check_runs_on_every_schedule_and_is_recorded(tmp_path, monkeypat
     missing = forge("explore", str(EXAMPLES / "two-tasks.md"), "--check", "no_such_module:f")
     assert missing.exit_code == 2
     assert missing.output.startswith("forge: --check: cannot import no_such_module")
+
+
+def test_a_fault_bug_found_at_random_shrinks_to_its_one_fault():
+    """refused-write breaks only when Beta's second write is refused; a
+    random find carries other deviations, and the shrinker moves the fault
+    to where the canonical run asks for it, leaving that one deviation."""
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "refused-write.md"), faults="store")
+    outcome = explore_prompt(spec, expect=Expectation(result="2 2 2"), runs=100)
+    found = outcome.report.findings[0]
+    assert sum(1 for v in found.choices if v) > 1     # the find itself deviates more
+    assert found.deviations == 1 and found.proven
+    assert outcome.failure.faults == (("store", "refuse write beta"),)
