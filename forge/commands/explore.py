@@ -122,7 +122,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
                        f"{report.pruned} pruned as equivalent, {report.bounded} beyond the "
                        f"deviation bound, {report.unfinished} unfinished")
         if failure is not None:
-            click.echo(f"FAILED at seed {found.seed}: " + "; ".join(found.problems))
+            where = "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
+            click.echo(f"FAILED {where}: " + "; ".join(found.problems))
             minimal = "a proven local minimum" if found.proven else "not proven minimal"
             click.echo(f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
                        f"{found.deviations} deviations from canonical ({minimal}); the shrunk "

@@ -163,6 +163,20 @@ def replay_file(path: str, *, prompt: str | None = None,
                          tuple(tell(run.trace.records, chooser)))
 
 
+def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
+                expect: Expectation = Expectation(), problems=()) -> str:
+    """The replay file of a run made outside `explore_prompt`, such as a
+    Hypothesis example drawn with `sim.hypothesis.schedules()` and run with
+    `Runner(spec).run(chooser)`: `forge replay` re-checks `expect` on it."""
+    from sim.replayfile import write_record
+
+    failure = {"problems": list(problems), "outcome": observation["outcome"]} \
+        if problems else None
+    return write_record(record(spec, expect, chooser.seed, chooser.choices,
+                               observation["trace_sha256"], failure=failure,
+                               strategy=chooser.provider.describe()))
+
+
 def _override(spec: RunSpec, overrides: dict) -> RunSpec:
     rebuilt = spec_from_flags(spec.prompt_path, **{
         "args": spec.args, "concurrency": spec.concurrency, "cancel_at": spec.cancel_at,

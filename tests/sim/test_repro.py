@@ -291,3 +291,33 @@ def test_a_fault_bug_found_at_random_shrinks_to_its_one_fault():
     assert sum(1 for v in found.choices if v) > 1     # the find itself deviates more
     assert found.deviations == 1 and found.proven
     assert outcome.failure.faults == (("store", "refuse write beta"),)
+
+
+def test_a_hypothesis_example_saved_as_a_replay_file_replays(tmp_path):
+    """A schedule Hypothesis drew (`sim.hypothesis.schedules()`) is saved with
+    `replay_text`, and `forge replay` re-checks its expectation on it."""
+    from hypothesis import given, settings
+
+    from forge.commands.repro import replay_text
+    from sim.hypothesis import schedules
+
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "store-race.md"))
+    runner = Runner(spec)
+    expect = Expectation(result="alpha beta gamma")
+    saved = []
+
+    @settings(max_examples=30, database=None, derandomize=True)
+    @given(schedules())
+    def prop(chooser):
+        obs = runner.run(chooser).observation()
+        problems = [p for check in expect.checks(obs) for p in check(obs)]
+        if problems and not saved:
+            saved.append(replay_text(spec, chooser, obs, expect=expect, problems=problems))
+
+    prop()
+    assert saved, "no schedule of the race ended out of order"
+    path = tmp_path / "hypothesis.replay.json"
+    path.write_text(saved[0])
+    outcome = replay_file(str(path))
+    assert outcome.identical and outcome.drift is None
+    assert outcome.problems and outcome.problems[0].startswith("result ")
