@@ -30,6 +30,11 @@ MAX_REPLAY_BYTES = 64 * 1024 * 1024  # = forge.limits.MAX_REPLAY_BYTES (sim impo
 #: The most choices a replay file may hold.
 MAX_REPLAY_CHOICES = 10_000_000
 _LEGACY_KEYS = ("args", "choices", "prompt", "seed")
+#: The longest duration or instant a record may hold, in seconds
+#: (= forge.limits.MAX_SECONDS), and the largest latency multiplier.
+MAX_SECONDS = 1e9
+MAX_MULTIPLIER = 1000.0
+MAX_MENU = 64
 _I64 = range(-(2**63), 2**63)
 _SHAPE = 'a replay file holds {"choices": [[kind, n, value], ...]}'
 
@@ -170,19 +175,22 @@ def _read_v1(r: _Reader, data: dict) -> dict:
             "the seed is a whole number within 64 bits")
     r.check(_is_int(run["concurrency"]) and 1 <= run["concurrency"] <= 1_000_000,
             "$.run.concurrency", "a whole number from 1 to 1000000")
-    r.check(run["cancel_at"] is None or (_is_number(run["cancel_at"]) and run["cancel_at"] >= 0),
-            "$.run.cancel_at", "null or a non-negative number of seconds")
+    r.check(run["cancel_at"] is None or (_is_number(run["cancel_at"])
+                                         and 0 <= run["cancel_at"] <= MAX_SECONDS),
+            "$.run.cancel_at", f"null or a number of seconds from 0 to {MAX_SECONDS:g}")
     r.check(run["max_instructions"] is None or (_is_int(run["max_instructions"])
                                                 and 1000 <= run["max_instructions"] < 2**63),
             "$.run.max_instructions", "null or a whole number from 1000 to 2^63-1")
     latency = r.object(run["latency"], "$.run.latency", ("base", "menu"))
     base = latency["base"]
-    r.check(isinstance(base, dict) and all(isinstance(k, str) and _is_number(v) and v >= 0
-                                           for k, v in base.items()),
-            "$.run.latency.base", "an object of operation: non-negative seconds")
-    r.each(latency["menu"], "$.run.latency.menu", "each multiplier a non-negative number",
-           lambda m: _is_number(m) and m >= 0)
-    r.check(bool(latency["menu"]), "$.run.latency.menu", "holds at least the canonical multiplier")
+    r.check(isinstance(base, dict) and all(isinstance(k, str) and _is_number(v)
+                                           and 0 <= v <= MAX_SECONDS for k, v in base.items()),
+            "$.run.latency.base", f"an object of operation: seconds from 0 to {MAX_SECONDS:g}")
+    r.each(latency["menu"], "$.run.latency.menu",
+           f"each multiplier a number from 0 to {MAX_MULTIPLIER:g}",
+           lambda m: _is_number(m) and 0 <= m <= MAX_MULTIPLIER)
+    r.check(1 <= len(latency["menu"]) <= MAX_MENU, "$.run.latency.menu",
+            f"from 1 (the canonical multiplier) to {MAX_MENU} multipliers")
     store = data["store"]
     r.check(isinstance(store, dict) and all(isinstance(v, str) for v in store.values()),
             "$.store", "an object of path: file text")
@@ -197,7 +205,8 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     r.check(_is_int(faults["budget"]) and 0 <= faults["budget"] <= 1_000_000, "$.faults.budget",
             "a whole number from 0 to 1000000")
     r.each(faults["cancel_instants_ns"], "$.faults.cancel_instants_ns",
-           "each a whole number of nanoseconds", lambda t: _is_int(t) and 0 <= t < 2**63)
+           "each a whole number of nanoseconds, at most 1e18",
+           lambda t: _is_int(t) and 0 <= t <= int(MAX_SECONDS) * 1_000_000_000)
     expect = r.object(data["expect"], "$.expect", ("invariants", "same_ids", "result"),
                       optional=("schedule_independent", "checks"))
     r.check(isinstance(expect.get("schedule_independent", False), bool),

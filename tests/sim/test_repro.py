@@ -321,3 +321,41 @@ def test_a_hypothesis_example_saved_as_a_replay_file_replays(tmp_path):
     outcome = replay_file(str(path))
     assert outcome.identical and outcome.drift is None
     assert outcome.problems and outcome.problems[0].startswith("result ")
+
+
+def _edited(record: dict, path: tuple, value) -> dict:
+    data = json.loads(json.dumps(record))
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+BAD_RECORDS = {
+    "another format": (("format",), 2, "$.format: this kit reads replay format 1"),
+    "no trace": (("trace_sha256",), KeyError, "$.trace_sha256: missing"),
+    "concurrency 0": (("run", "concurrency"), 0, "$.run.concurrency: a whole number"),
+    "a huge latency": (("run", "latency", "base", "store"), 1e300, "$.run.latency.base:"),
+    "an empty menu": (("run", "latency", "menu"), [], "$.run.latency.menu: from 1"),
+    "an unknown fault": (("faults", "kinds"), ["disk"], "$.faults.kinds: unknown fault kind"),
+    "a stray key": (("extra",), 1, "$.extra: unknown key"),
+    "a bad check name": (("expect", "checks"), ["not a name"], "a check is named module:function"),
+    "an edited prompt": (("prompt", "text"), "# changed\n", "$.prompt.sha256: the prompt text"),
+}
+
+
+@pytest.mark.parametrize("edit", BAD_RECORDS.values(), ids=list(BAD_RECORDS))
+def test_a_broken_replay_file_is_one_line_naming_the_place(tmp_path, edit):
+    path, value, message = edit
+    good = tmp_path / "good.json"
+    forge("run", str(EXAMPLES / "two-tasks.md"), "--replay-out", str(good))
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_edited(json.loads(good.read_text()), path, value)))
+    result = forge("replay", str(bad))
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"forge: {bad}") and message in result.output
+    assert len(result.output.splitlines()) == 1
