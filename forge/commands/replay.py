@@ -31,7 +31,18 @@ from forge.errors import InputError
 @click.option("--json", "as_json", is_flag=True, help="Print the run's observation.")
 @click.option("--story", is_flag=True, help="Print the run as a story in virtual time.")
 def replay(files, as_json, story, **harness):
-    """Run the schedule recorded in REPLAY_FILE again and re-check what it expects."""
+    """Run the schedule recorded in REPLAY_FILE again and re-check what it expects.
+
+    The file holds the whole run (prompt text and hash, harness, scripts,
+    faults, seed, expectation, every choice); PROMPT, if given, must hash
+    to the recorded sha256.  A harness flag given overrides the recording
+    (a what-if run: its choices may drift).
+
+    \b
+    Exit codes: 1 the recorded failure reproduces, 0 the run passes what
+    the file expects, 2 an unusable file, another prompt, or drift from the
+    record (named by its index).
+    """
     from forge.commands.repro import replay_file
     from forge.engine.run import observation_json
 
