@@ -140,7 +140,9 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     chooser = make_chooser(seed, strategy)
-    chooser.seed = seed or 0
+    # The run seed is the schedule's: `--strategy pct:N:...` is explore's seed N.
+    drawn = chooser.provider.describe().get("seed")
+    chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
     result = Runner(spec).run(chooser)
     obs = result.observation()
     if trace_file:

@@ -359,3 +359,16 @@ def test_a_broken_replay_file_is_one_line_naming_the_place(tmp_path, edit):
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"forge: {bad}") and message in result.output
     assert len(result.output.splitlines()) == 1
+
+
+def test_a_pct_find_is_forge_run_with_its_strategy_spelling(files):
+    """A PCT schedule found at seed N is `forge run --strategy pct:N:DEPTH:HORIZON`,
+    whose run seed is N too (math.random included)."""
+    dice = str(files / "dice.md")
+    canonical = forge("run", dice).output.strip()
+    outcome = explore_prompt(spec_from_flags(dice), expect=Expectation(result=canonical),
+                             strategy="pct", runs=5)
+    found = outcome.report.findings[0]
+    p = found.provider
+    ran = forge("run", dice, "--strategy", f"pct:{p['seed']}:{p['depth']}:{p['horizon']}")
+    assert found.problems == (f"result {ran.output.strip()!r} != {canonical!r}",)
