@@ -117,7 +117,8 @@ def main() -> None:
 @click.option("--seed", type=BoundedInt(), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
-              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH] or replay:FILE.")
+              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "
+                   "replay:FILE.")
 @harness_options()
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")
