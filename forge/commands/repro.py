@@ -136,7 +136,7 @@ def replay_file(path: str, *, prompt: str | None = None,
         if where is None:
             raise InputError("this legacy replay file names no prompt: give PROMPT before the "
                              "file", file=path, kind="replay")
-        spec = spec_from_flags(where, args=data["args"], **(overrides or {}))
+        spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
         other_kit = None
     else:
