@@ -372,3 +372,18 @@ def test_a_pct_find_is_forge_run_with_its_strategy_spelling(files):
     p = found.provider
     ran = forge("run", dice, "--strategy", f"pct:{p['seed']}:{p['depth']}:{p['horizon']}")
     assert found.problems == (f"result {ran.output.strip()!r} != {canonical!r}",)
+
+
+def test_explore_writes_the_same_replay_file_bytes_in_any_process(files):
+    """Two explore processes under different PYTHONHASHSEED values write
+    byte-identical replay files (kit: determinism)."""
+    texts = []
+    for seed in ("0", "4242"):
+        out = files / f"same-{seed}.json"
+        done = forge_process("explore", str(EXAMPLES / "race.md"), "--model-script",
+                             str(EXAMPLES / "race.model.json"), "--faults", "model,store",
+                             "--expect-result", "Quick: 4", "--runs", "40",
+                             "--replay-out", str(out), cwd=ROOT, hash_seed=seed)
+        assert done.returncode == 1, done.stderr
+        texts.append(out.read_bytes())
+    assert texts[0] == texts[1]
