@@ -150,7 +150,7 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
         write_output(trace_file, result.trace.lines())
     if replay_out:
         write_output(replay_out, write_record(record(
-            spec, Expectation(), chooser.seed, chooser.choices, obs["trace_sha256"],
+            spec, Expectation(), chooser.seed, chooser.choices, obs,
             strategy=chooser.provider.describe())))
     if as_json:
         click.echo(observation_json(obs))

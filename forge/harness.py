@@ -90,6 +90,11 @@ class Faults:
         self.plan, self.chooser = plan, chooser
         #: (kind, label) of each fault that fired, in order.
         self.fired: list[tuple[str, str]] = []
+        #: The run's trace, if the caller wants to know where each fault fell
+        #: (`at`): read only, so a fault leaves the trace bytes as they are.
+        self.trace: Any = None
+        #: For each fired fault, how many trace records preceded it.
+        self.at: list[int] = []
 
     def fires(self, kind: str, label: str) -> bool:
         """Draw whether a `kind` fault fires here (never once the budget is spent)."""
@@ -97,6 +102,7 @@ class Faults:
             return False
         if self.chooser.choose(f"fault:{kind}", ("none", label)):
             self.fired.append((kind, label))
+            self.at.append(len(self.trace.records) if self.trace is not None else 0)
             return True
         return False
 

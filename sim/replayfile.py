@@ -153,7 +153,7 @@ def _choices(r: _Reader, choices: Any) -> list[tuple[str, int, int]]:
 
 
 _TOP = ("format", "kit", "prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
-        "choices")
+        "observation_sha256", "choices")
 _RUN = ("args", "seed", "concurrency", "cancel_at", "max_instructions", "latency")
 
 
@@ -217,9 +217,9 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     r.check(isinstance(expect["same_ids"], bool), "$.expect.same_ids", "true or false")
     r.check(expect["result"] is None or isinstance(expect["result"], str), "$.expect.result",
             "null or the expected result string")
-    sha = data["trace_sha256"]
-    r.check(isinstance(sha, str) and len(sha) == 64, "$.trace_sha256",
-            "the recorded run's trace sha256, 64 hex digits")
+    for key in ("trace_sha256", "observation_sha256"):
+        r.check(isinstance(data[key], str) and len(data[key]) == 64, f"$.{key}",
+                "the recorded run's sha256, 64 hex digits")
     failure = data.get("failure")
     if failure is not None:
         r.object(failure, "$.failure", ("problems",),

@@ -60,8 +60,8 @@ def replay(files, as_json, story, **harness):
         click.echo(f"note: with the flags given the run left the record at "
                    f"{outcome.drift.describe()}", err=True)
     if outcome.identical is False and outcome.drift is None:
-        raise InputError(f"the run took the recorded choices but its trace differs (sha256 "
-                         f"{outcome.trace_sha256[:12]}..., recorded "
+        raise InputError(f"the run took the recorded choices but its observation differs "
+                         f"(sha256 {outcome.observation_sha256[:12]}..., recorded "
                          f"{outcome.recorded_sha256[:12]}...): please report this", file=path,
                          kind="replay")
     obs = outcome.observation
@@ -76,6 +76,6 @@ def replay(files, as_json, story, **harness):
         click.echo(f"FAILED: {problem}", err=as_json)
     if outcome.identical:
         what = "the recorded failure" if outcome.problems else "the recorded run"
-        click.echo(f"{what}, reproduced byte for byte (trace sha256 "
-                   f"{outcome.trace_sha256[:16]}...)", err=True)
+        click.echo(f"{what}, reproduced byte for byte (observation sha256 "
+                   f"{outcome.observation_sha256[:16]}...)", err=True)
     sys.exit(1 if outcome.problems else 0)

@@ -21,8 +21,9 @@ from collections.abc import Callable
 
 import attrs
 
-from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, kit_version, record,
-                                    spec_from_flags, spec_from_record)
+from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
+                                    observation_sha256, record, spec_from_flags,
+                                    spec_from_record)
 from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from sim.explore import Report
 
@@ -58,21 +59,23 @@ class ReplayOutcome:
     problems: tuple[str, ...] = ()
     #: The first choice that did not match the record, if any.
     drift: Drift | None = None
-    #: The recorded run's trace sha256 (None: a legacy file, or flags changed the run).
+    #: The recorded run's observation sha256 (None: a legacy file, or flags
+    #: changed the run).
     recorded_sha256: str | None = None
     #: The kit version that wrote the file, when it is not this one.
     other_kit: str | None = None
     story: tuple[str, ...] = ()
 
     @property
-    def trace_sha256(self) -> str:
-        return self.observation["trace_sha256"]
+    def observation_sha256(self) -> str:
+        return observation_sha256(self.observation)
 
     @property
     def identical(self) -> bool | None:
-        """The trace is the recorded one byte for byte (None: nothing to compare)."""
+        """The observation (trace included) is the recorded one byte for byte
+        (None: nothing to compare)."""
         return None if self.recorded_sha256 is None else \
-            self.recorded_sha256 == self.trace_sha256
+            self.recorded_sha256 == self.observation_sha256
 
 
 def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
@@ -103,13 +106,14 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     obs = crashed(run, crash) if crash is not None else run.observation()
     problems = tuple(p for check in checks for p in check(obs))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
-    story = tuple(tell(run.trace.records, chooser))
+    story = tuple(tell(run.trace.records, chooser, run.harness.faults))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
                "deviations": found.deviations, "proven_minimal": found.proven,
                "faults": [list(f) for f in faults]}
-    rec = record(spec, expect, seed, chooser.choices, obs["trace_sha256"], failure=failure,
+    rec = record(spec, expect, seed, chooser.choices, obs, failure=failure,
                  strategy=found.provider)
-    divergence = tuple(first_divergence(canonical.trace.records, run.trace.records))
+    divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
+                       or observation_divergence(canonical.observation(), obs))
     return ExploreOutcome(report, spec, expect,
                           Failure(seed, problems, rec, story, divergence, faults))
 
@@ -144,7 +148,7 @@ def replay_file(path: str, *, prompt: str | None = None,
         if overrides:
             spec = _override(spec, overrides)
         expect = Expectation.from_json(rec["expect"])
-        recorded_sha = None if overrides else rec["trace_sha256"]
+        recorded_sha = None if overrides else rec["observation_sha256"]
         seed = rec["run"]["seed"]
         other_kit = rec["kit"] if rec["kit"] != kit_version() else None
     runner = Runner(spec)
@@ -160,7 +164,7 @@ def replay_file(path: str, *, prompt: str | None = None,
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
-                         tuple(tell(run.trace.records, chooser)))
+                         tuple(tell(run.trace.records, chooser, run.harness.faults)))
 
 
 def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
@@ -173,7 +177,7 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
     failure = {"problems": list(problems), "outcome": observation["outcome"]} \
         if problems else None
     return write_record(record(spec, expect, chooser.seed, chooser.choices,
-                               observation["trace_sha256"], failure=failure,
+                               observation, failure=failure,
                                strategy=chooser.provider.describe()))
 
 
@@ -230,10 +234,23 @@ def describe(rec: dict, every: bool = False) -> str | None:
     return f"{t}  {what} " + " ".join(f"{k}={v}" for k, v in sorted(rest.items()))
 
 
-def tell(records: list[dict], chooser: Chooser) -> list[str]:
-    """The run as a short story in virtual time, then its non-canonical choices
-    (faults among them), each with the option canonical would have taken."""
-    lines = [line for line in map(describe, records) if line is not None]
+def tell(records: list[dict], chooser: Chooser, faults=None) -> list[str]:
+    """The run as a short story in virtual time, each fired fault in its place
+    (`faults`: the run's `forge.harness.Faults`), then its non-canonical
+    choices, each with the option canonical would have taken."""
+    marks: dict[int, list[str]] = {}
+    if faults is not None:
+        for (kind, label), at in zip(faults.fired, faults.at):
+            when = records[at - 1]["t"] if at else 0
+            marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
+    lines = []
+    for index, rec in enumerate(records):
+        lines.extend(marks.pop(index, ()))
+        line = describe(rec)
+        if line is not None:
+            lines.append(line)
+    for rest in marks.values():
+        lines.extend(rest)
     if len(lines) > STORY_LINES:
         half = STORY_LINES // 2
         lines = lines[:half] + [f"... {len(lines) - STORY_LINES} more steps ..."] + lines[-half:]
@@ -260,3 +277,30 @@ def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:
         longer, name = (canonical, "canonical") if len(canonical) > index else (failing, "this run")
         return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
     return []
+
+
+def observation_divergence(canonical: dict, failing: dict) -> list[str]:
+    """Where two observations with the same trace first differ: the first
+    differing event, else the first differing field (a refused store write,
+    say, leaves the trace as it was)."""
+    a, b = canonical.get("events", []), failing.get("events", [])
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return [f"same trace; event {index}: canonical {_event(x)}",
+                    f"same trace; event {index}: this run  {_event(y)}"]
+    if len(a) != len(b):
+        index = min(len(a), len(b))
+        longer, name = (a, "canonical") if len(a) > index else (b, "this run")
+        return [f"same trace; event {index}: only {name} has {_event(longer[index])}"]
+    for key in sorted(set(canonical) | set(failing)):
+        if key != "trace_sha256" and canonical.get(key) != failing.get(key):
+            return [f"same trace; {key}: canonical {canonical.get(key)!r}, this run "
+                    f"{failing.get(key)!r}"[:300]]
+    return []
+
+
+def _event(event: dict) -> str:
+    task = (event.get("provenance") or {}).get("task")
+    rest = {k: v for k, v in event.items() if k not in ("kind", "provenance", "execution")}
+    extra = " " + " ".join(f"{k}={v}" for k, v in sorted(rest.items())) if rest else ""
+    return f"{event.get('kind')} (task {task}){extra}"[:200]

@@ -160,6 +160,8 @@ class Runner:
         from forge.engine.run import Run
 
         run = Run(self.prompt, *self._with(chooser))
+        if run.harness.faults is not None:
+            run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
@@ -171,7 +173,17 @@ class Runner:
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return obs, obs["trace_sha256"]
+        return obs, observation_sha256(obs)
+
+
+def observation_sha256(obs: dict) -> str:
+    """The sha256 of the whole observation (`forge run --json`'s bytes): what a
+    replay must reproduce.  The trace alone is not enough: it records when
+    each store operation completes, not what it answered, so a refused write
+    and a written one can leave the same trace."""
+    from forge.engine.run import observation_json
+
+    return hashlib.sha256(observation_json(obs).encode("utf-8")).hexdigest()
 
 
 #: The outcome of a run on which the engine raised: a kit bug.
@@ -304,9 +316,10 @@ def kit_version() -> str:
     return f"forge-kit {__version__}"
 
 
-def record(spec: RunSpec, expect: Expectation, seed: int, choices, trace_sha256: str, *,
+def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
            failure: dict | None = None, strategy: dict | None = None) -> dict:
-    """The format-1 replay record (`sim.replayfile`) of one run of `spec`."""
+    """The format-1 replay record (`sim.replayfile`) of one run of `spec`,
+    whose observation was `obs`."""
     out = {
         "kit": kit_version(),
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
@@ -321,7 +334,8 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, trace_sha256:
         "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
                    "cancel_instants_ns": list(spec.faults.cancel_instants_ns)},
         "expect": expect.to_json(),
-        "trace_sha256": trace_sha256,
+        "trace_sha256": obs["trace_sha256"],
+        "observation_sha256": observation_sha256(obs),
         "choices": [[c.kind, c.n, c.value] for c in choices],
     }
     if failure is not None:

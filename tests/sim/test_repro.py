@@ -6,6 +6,7 @@ refused; faults are choices; seed N of explore is `forge run --seed N`
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -108,8 +109,9 @@ def test_every_replay_file_reproduces_byte_for_byte_in_a_new_process(files, flag
     for done in runs:
         assert done.returncode == 1, done.stderr
         assert "the recorded failure, reproduced byte for byte" in done.stderr
-        obs = json.loads(done.stdout.splitlines()[0])
-        assert obs["trace_sha256"] == recorded["trace_sha256"]
+        line = done.stdout.splitlines()[0]
+        assert json.loads(line)["trace_sha256"] == recorded["trace_sha256"]
+        assert hashlib.sha256(line.encode()).hexdigest() == recorded["observation_sha256"]
     assert runs[0].stdout == runs[1].stdout
 
 
@@ -387,3 +389,16 @@ def test_explore_writes_the_same_replay_file_bytes_in_any_process(files):
         assert done.returncode == 1, done.stderr
         texts.append(out.read_bytes())
     assert texts[0] == texts[1]
+
+
+def test_the_story_places_the_fault_and_the_divergence_falls_back_to_events():
+    """A refused write leaves the trace as it was (the trace records when an
+    operation completes, not its answer): the story shows the fault where it
+    fell, and the divergence names the first event that differs."""
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "refused-write.md"), faults="store")
+    outcome = explore_prompt(spec, expect=Expectation(result="2 2 2"), runs=100)
+    story = outcome.failure.story
+    fault = story.index("0.020s  FAULT store: refuse write beta")
+    assert story[fault + 1] == "0.020s  task chain 0.1 runs"
+    assert outcome.failure.divergence[0].startswith("same trace; event ")
+    assert "store_write_failed (task 0.1)" in outcome.failure.divergence[1]
