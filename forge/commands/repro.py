@@ -252,8 +252,7 @@ def tell(records: list[dict], chooser: Chooser, faults=None) -> list[str]:
     for rest in marks.values():
         lines.extend(rest)
     if len(lines) > STORY_LINES:
-        half = STORY_LINES // 2
-        lines = lines[:half] + [f"... {len(lines) - STORY_LINES} more steps ..."] + lines[-half:]
+        lines = _abridged(lines)
     deviations = [
         f"choice {i} {c.kind}: {options[c.value]} (canonical: {options[0]})"
         for i, (c, options) in enumerate(zip(chooser.choices, chooser.options)) if c.value]
@@ -261,6 +260,22 @@ def tell(records: list[dict], chooser: Chooser, faults=None) -> list[str]:
         lines.append("non-canonical choices:" if deviations else "")
         lines.extend("  " + d for d in deviations)
     return lines
+
+
+def _abridged(lines: list[str]) -> list[str]:
+    """The head and tail of a long story, and every fault with a line either side."""
+    half = STORY_LINES // 2
+    keep = set(range(half)) | set(range(len(lines) - half, len(lines)))
+    for i, line in enumerate(lines):
+        if "  FAULT " in line:
+            keep |= {i - 1, i, i + 1}
+    out, last = [], -1
+    for i in sorted(k for k in keep if 0 <= k < len(lines)):
+        if i > last + 1:
+            out.append(f"... {i - last - 1} more steps ...")
+        out.append(lines[i])
+        last = i
+    return out
 
 
 def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:

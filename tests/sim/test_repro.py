@@ -402,3 +402,15 @@ def test_the_story_places_the_fault_and_the_divergence_falls_back_to_events():
     assert story[fault + 1] == "0.020s  task chain 0.1 runs"
     assert outcome.failure.divergence[0].startswith("same trace; event ")
     assert "store_write_failed (task 0.1)" in outcome.failure.divergence[1]
+
+
+def test_a_long_story_keeps_its_faults():
+    from forge.commands.repro import STORY_LINES, _abridged
+
+    lines = [f"{i:.3f}s  task chain 0 runs" for i in range(200)]
+    lines[100] = "100.000s  FAULT store: refuse write x"
+    short = _abridged(lines)
+    assert len(short) < STORY_LINES + 6
+    assert lines[100] in short and lines[99] in short and lines[101] in short
+    assert short[0] == lines[0] and short[-1] == lines[-1]
+    assert sum(1 for line in short if line.startswith("... ")) == 2
