@@ -95,7 +95,9 @@ class HarnessSpec:
         """The `harness` object of a protocol `run` message, checked as a case's
         harness table is (fields it does not know are ignored, as the protocol
         says); raises `InputError` naming the field."""
-        known = {f.name: data[f.name] for f in attrs.fields(cls) if f.name in data}
+        # `null` is how the protocol spells a field left out (TOML has none).
+        known = {f.name: data[f.name] for f in attrs.fields(cls)
+                 if data.get(f.name) is not None}
         errors = list(_validator("harness").iter_errors(known))
         if errors:
             path, message, _ = _describe(max(errors, key=relevance))

@@ -78,18 +78,14 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks))
-    show = sys.stderr.isatty() and not as_json
+    from forge.progress import Progress, plain_counts
 
-    def progress(n: int) -> None:
-        if show and (n % 10 == 0 or n == runs):
-            click.echo(f"\r{n}/{runs} schedules", nl=False, err=True)
-
+    bar = Progress(runs, "schedules")
     outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
                              start_seed=start_seed, pct_depth=pct_depth,
                              max_deviations=max_deviations, reduce=not no_reduce,
-                             progress=progress)
-    if show:
-        click.echo("", err=True)
+                             progress=bar.update)
+    bar.close()
     report, failure = outcome.report, outcome.failure
     found = report.findings[0] if report.findings else None
     if failure is not None:
@@ -116,7 +112,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         }, sort_keys=True))
     else:
         click.echo(f"{report.runs} schedules, {report.distinct_traces} distinct, "
-                   f"outcomes {report.outcomes}")
+                   f"outcomes: {plain_counts(report.outcomes)}")
         if strategy == "exhaustive":
             click.echo(f"{'covered the whole tree' if report.complete else 'STOPPED at --runs'}: "
                        f"{report.pruned} pruned as equivalent, {report.bounded} beyond the "

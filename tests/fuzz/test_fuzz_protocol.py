@@ -139,7 +139,7 @@ def test_hostile_stream_through_the_real_process():
              b'{"type": "run", "id": "b", "prompt": "# T\\n\\n```lua\\nprint(1)\\nreturn 2\\n```\\n"}',
              b'{"type": "run", "id": "c", "prompt": "# T\\n", "harness": {"concurrency": "x"}}',
              b"[" * 100_000, b'{"type": "run", "id": "d", "seed": ' + b"9" * 5000 + b"}",
-             b'{"type": "run", "id": "e", "prompt": "# T\\n", "harness": {"args": null}}',
+             b'{"type": "run", "id": "e", "prompt": "# T\\n", "harness": {"args": 7}}',
              b'{"type": "bye"}', b'{"type": "hello"}']
     env = {**os.environ, "PYTHONHASHSEED": "7"}
     stdin = b"\n".join(lines)
@@ -149,4 +149,4 @@ def test_hostile_stream_through_the_real_process():
     _check_answers(done.stdout, _answered(stdin), repr(done.stderr[-2000:]))
     last = json.loads(done.stdout.splitlines()[-1])
     assert last == {"type": "error", "id": "e",
-                    "message": "$.harness.args: expected a string, got null"}
+                    "message": "$.harness.args: expected a string, got 7"}
