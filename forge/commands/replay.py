@@ -20,7 +20,11 @@ from forge.commands.params import TEXT
               help="Override the arguments in the replay file.")
 @click.option("--json", "as_json", is_flag=True)
 def replay(prompt, replay_file, args_text, as_json):
-    """Run PROMPT again under the schedule recorded in REPLAY_FILE."""
+    """Run PROMPT (or a lifecycle scenario) again under the schedule recorded in REPLAY_FILE."""
+    from forge.lifecycle.scenario import is_scenario
+    if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md), not a prompt
+        from forge.lifecycle.command import replay_file as replay_scenario
+        sys.exit(replay_scenario(prompt, replay_file, as_json))
     from forge.assembly import build_harness, load_prompt, read_replay
     from forge.engine.run import RunConfig, observation_json, run_prompt
     from sim.chooser import Chooser, ReplayProvider

@@ -35,6 +35,13 @@ CLAIM_ANY_STATUS = declare("lifecycle.retry-claim-any-status", "lifecycle",
                            "a retry claim does not check that the task is still failed")
 ADVANCE_ANY_STATUS = declare("lifecycle.advance-any-status", "lifecycle",
                              "a continuation advances a row that is no longer working")
+RECLAIM_ANY_STATUS = declare("lifecycle.reclaim-any-status", "lifecycle",
+                             "an approval's resume reclaims a row that is no longer paused")
+RELEASE_KEEPS_ATTEMPT = declare("lifecycle.release-keeps-attempt", "lifecycle",
+                                "releasing a retry claim whose run never started keeps the "
+                                "attempt it claimed")
+SWEEP_FAILS_PAUSED = declare("lifecycle.sweep-fails-paused", "lifecycle",
+                             "the restart sweep also fails rows paused on an approval")
 ORPHAN_SUMMARY = "the process restarted while the task was running"
 
 
@@ -238,8 +245,9 @@ class MemoryStore:
         row = self.get(task_id)
         if row.status is not TaskStatus.WORKING or row.run_id != run_id:
             return None
+        attempt = row.attempt if RELEASE_KEEPS_ATTEMPT.on else max(1, row.attempt - 1)
         return self._owe(self._swap(row, status=TaskStatus.FAILED,
-                                    attempt=max(1, row.attempt - 1), summary=summary,
+                                    attempt=attempt, summary=summary,
                                     result=result))
 
     def advance(self, task_id, run_id, next_run_id, state=KEEP):
@@ -265,7 +273,8 @@ class MemoryStore:
         """An approval resumes the paused run: input_required -> working, only while
         the row still names ``run_id`` (a stop that claimed first wins)."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.INPUT_REQUIRED or row.run_id != run_id:
+        if ((row.status is not TaskStatus.INPUT_REQUIRED and not RECLAIM_ANY_STATUS.on)
+                or row.run_id != run_id):
             return None
         return self._swap(row, status=TaskStatus.WORKING)
 
@@ -298,7 +307,8 @@ class MemoryStore:
         """lifecycle.restart.fails-working / .keeps-paused / .fails-at-step."""
         out = []
         for row in self.list_all():
-            if row.status is TaskStatus.WORKING:
+            if row.status is TaskStatus.WORKING or (
+                    SWEEP_FAILS_PAUSED.on and row.status is TaskStatus.INPUT_REQUIRED):
                 out.append(self._owe(self._swap(row, status=TaskStatus.FAILED,
                                                 summary=ORPHAN_SUMMARY,
                                                 result=ORPHAN_SUMMARY)))
