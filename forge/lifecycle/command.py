@@ -48,7 +48,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
         steps = "host calls and store operations" if not out.reduced else "store operations"
         click.echo(f"{out.scenario}: {out.runs} schedules ({steps} as steps), "
                    f"{out.distinct} distinct")
-        if strategy == "exhaustive":
+        if strategy == "exhaustive" and f is None:
             click.echo(f"{'covered the whole tree' if out.complete else 'STOPPED at --runs'}: "
                        f"{out.bounded} beyond the deviation bound, {out.unfinished} unfinished")
         if f is not None:

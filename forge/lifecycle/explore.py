@@ -182,7 +182,7 @@ class _SteppedStore:
                           before.parent_session_id if isinstance(before, Task) else None)
                 live = len(self._inner.list_non_terminal(parent)) if parent else 0
                 self._log.append((name, args, before, out, live))
-            self._note(_answer(out))
+            self._note(_answer(out) if out is not None or name in _WRITES else " -> none")
             return out
         return stepped
 

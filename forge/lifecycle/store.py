@@ -52,15 +52,20 @@ class NotFound(KeyError):
         return "tasks: not found"
 
 
+class CapReached(Exception):
+    """A create refused because the parent already has ``max_live`` live tasks."""
+
+
 class Store(Protocol):
-    def create(self, task: Task) -> Task: ...
+    def create(self, task: Task, max_live: int = 0) -> Task: ...
     def get(self, task_id: str) -> Task: ...
     def by_child_session(self, session_id: str) -> Task | None: ...
     def list_by_parent(self, parent_session_id: str) -> list[Task]: ...
     def list_all(self) -> list[Task]: ...
     def finalize(self, task_id: str, run_id: str, status: TaskStatus, summary: str,
                  result: str, state: Any = KEEP) -> Task | None: ...
-    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int) -> Task | None: ...
+    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int,
+                    max_live: int = 0) -> Task | None: ...
     def release_retry_claim(self, task_id: str, run_id: str, summary: str,
                             result: str) -> Task | None: ...
     def advance(self, task_id: str, run_id: str, next_run_id: str,
@@ -172,10 +177,14 @@ class MemoryStore:
         return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
 
     # -- writes ----------------------------------------------------------
-    def create(self, task: Task) -> Task:
+    def create(self, task: Task, max_live: int = 0) -> Task:
+        """Insert a row; with ``max_live`` > 0, only while its parent has fewer live
+        rows (the per-parent cap as one step, so it holds across processes too)."""
         check_create(task)
         if task.id in self._rows:
             raise ValueError(f"tasks: duplicate id {task.id}")
+        if max_live > 0 and len(self._live.get(task.parent_session_id, {})) >= max_live:
+            raise CapReached(task.parent_session_id)
         self._seq += 1
         row = attrs.evolve(task, seq=self._seq)
         self._rows[row.id] = row
@@ -229,11 +238,14 @@ class MemoryStore:
             self._debts[snap.id] = Debt(snap.id, snap.run_id, snap.status, snap.summary)
         return snap
 
-    def retry_claim(self, task_id, new_run_id, max_attempts):
-        """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the cap."""
+    def retry_claim(self, task_id, new_run_id, max_attempts, max_live=0):
+        """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the
+        attempt ceiling and (``max_live`` > 0) while the parent has a free slot."""
         row = self.get(task_id)
         if ((row.status is not TaskStatus.FAILED and not CLAIM_ANY_STATUS.on)
                 or not (under_ceiling(row.attempt, max_attempts) or CEILING_OUTSIDE_STORE.on)):
+            return None
+        if max_live > 0 and len(self._live.get(row.parent_session_id, {})) >= max_live:
             return None
         self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,
