@@ -108,8 +108,9 @@ class _Checker:
             if key == "do" or (extra and key in extra):
                 continue
             if key not in allowed:
+                own = sorted({**COMMON, **ACTIONS[name]})
                 self.bad(f"{where}.{key}", f"{name} takes no parameter {key!r}; it takes "
-                         + (", ".join(sorted(allowed)) or "none"))
+                         + ", ".join(own))
             default = allowed[key]
             if not _is(item, type(default)):
                 self.bad(f"{where}.{key}", f"must be {_type_name(type(default))}")
