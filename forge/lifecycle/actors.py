@@ -51,10 +51,17 @@ def _run_id(world: World, tid: str, which: str) -> str:
     the task's first run."""
     if which == "setup":
         return world.setup_runs[tid]
-    launched = [r.run_id for r in world.launches if r.task_id == tid]
+    launched = world.launched_runs(tid)
     if which == "first" or not launched:
-        return launched[0] if launched else world.inner.get(tid).run_id
+        return launched[0] if launched else _peek(world, tid).run_id
     return launched[-1]
+
+
+def _peek(world: World, tid: str):
+    """Read a row outside the Manager (what the host knows, what the oracles
+    compare with): a read of that row all the same."""
+    world.touch("r", "row", tid)
+    return world.inner.get(tid)
 
 
 def perform(world: World, action: str, given: dict[str, Any], actor: str = "setup") -> Any:
@@ -64,7 +71,7 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     mgr = world.manager(p["process"])
     needs_task = action not in ("spawn", "recover", "stop_tree")
     tid = world.task_id(p["task"]) if needs_task else None  # IndexError: not spawned
-    before = world.inner.get(tid) if tid is not None else None
+    before = _peek(world, tid) if tid is not None else None
     try:
         result = _call(world, mgr, action, p, tid)
     except (TaskError, HostFailure) as e:  # a refusal or a failed launch: its answer
@@ -79,7 +86,7 @@ def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | Non
     if action in ("complete", "fail", "pause"):
         status = {"complete": TaskStatus.COMPLETED, "fail": TaskStatus.FAILED,
                   "pause": TaskStatus.INPUT_REQUIRED}[action]
-        row = world.inner.get(tid)
+        row = _peek(world, tid)
         return mgr.on_run_finished(row.child_session_id, RunOutcome(
             status=status, run_id=_run_id(world, tid, p["run"]), text=p.get("text", ""),
             err=p.get("err", ""), graceful_stop=p.get("graceful_stop", False)))
@@ -92,7 +99,7 @@ def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | Non
     if action == "spawn":
         task = mgr.spawn(SpawnRequest(parent_session_id=p["parent"], agent_name="a",
                                       input="go", label=p["label"]))
-        world.tasks.append(task.id)
+        world.add_task(task.id)
         return task
     if action == "resume":
         return mgr.resume_after_approval(tid)

@@ -1,7 +1,9 @@
 """Running a lifecycle scenario under the simulator's strategies, and replaying it.
 
 ``run`` explores a scenario with random seeds, PCT (a campaign learning its
-horizon) or exhaustively (``sim.exhaustive``); the first failing schedule is
+horizon) or exhaustively (with partial-order reduction, ``dpor``; with
+``--no-reduce`` or a deviation bound, every schedule, ``sim.exhaustive``); the
+first failing schedule is
 shrunk by ``sim.shrink`` and answered with its schedule spelled out (who did
 what, in order) and the recorded choices a replay file holds. ``replay``
 runs one recorded schedule again. Both answer frozen reports; printing them
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -57,6 +60,8 @@ class Outcome:
     unfinished: int = 0
     horizon: int | None = None
     failure: Failure | None = None
+    #: One schedule per class of equivalent schedules was run (``dpor``).
+    por: bool = False
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
@@ -75,22 +80,45 @@ def run(scenario: Scenario, strategy: str = "random", runs: int = 200, start_see
     from sim.explore import explore
 
     subj = subject(scenario, reduced)
+    if strategy == "exhaustive" and reduced and max_deviations is None:
+        return _run_dpor(scenario, subj, runs)
     if strategy == "exhaustive":
         report = exhaustive(subj, [problems_of], limit=runs, reduce=False,
                             max_deviations=max_deviations, stop_at_first=True)
     else:
         report = explore(subj, range(start_seed, start_seed + runs), [problems_of],
                          strategy=strategy, pct_depth=pct_depth)
-    failure = None
-    if report.findings:
-        f = report.findings[0]
-        record, obs = _record(scenario, reduced, f.shrunk)
-        failure = Failure(tuple(f.problems), f.seed, tuple(f.choices), tuple(f.shrunk),
-                          f.deviations, f.proven, record,
-                          tuple((a, label) for a, label in obs["steps"]), f.provider)
+    failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
     return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
                    report.complete, report.pruned, report.bounded, report.unfinished,
                    report.horizon, failure)
+
+
+def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
+    record, obs = _record(scenario, reduced, f.shrunk)
+    return Failure(tuple(f.problems), f.seed, tuple(f.choices), tuple(f.shrunk),
+                   f.deviations, f.proven, record,
+                   tuple((a, label) for a, label in obs["steps"]), f.provider)
+
+
+def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
+    """Exhaustive with partial-order reduction (``dpor``): one schedule per class
+    of equivalent schedules; a failure is shrunk as any other."""
+    from sim.chooser import Chooser, ReplayProvider
+    from sim.explore import finding
+
+    from forge.lifecycle.dpor import dpor
+
+    search = dpor(lambda prefix: subj(Chooser(ReplayProvider(prefix)))[0], runs)
+    failure = None
+    if search.failure is not None:
+        chooser = Chooser(ReplayProvider(search.choices))
+        obs, _ = subj(chooser)
+        found = finding(subj, None, chooser, obs, problems_of(obs), [problems_of], 3000,
+                        {"strategy": "exhaustive"})
+        failure = _failure(scenario, True, found)
+    return Outcome(scenario.name, "exhaustive", True, search.runs, search.runs,
+                   search.complete or failure is not None, failure=failure, por=True)
 
 
 def replay_body(path: str, outcome: Outcome) -> str:

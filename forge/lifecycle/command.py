@@ -36,6 +36,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     if as_json:
         click.echo(json.dumps({
             "scenario": out.scenario, "strategy": out.strategy, "reduced": out.reduced,
+            "partial_order_reduction": out.por,
             "runs": out.runs, "distinct_schedules": out.distinct, "complete": out.complete,
             "bounded": out.bounded, "unfinished": out.unfinished, "pct_horizon": out.horizon,
             "failures": [] if f is None else [{
@@ -46,9 +47,13 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
             "replay": replay_out if f else None}, sort_keys=True))
     else:
         steps = "host calls and store operations" if not out.reduced else "store operations"
-        click.echo(f"{out.scenario}: {out.runs} schedules ({steps} as steps), "
+        por = ", one per class of equivalent schedules" if out.por else ""
+        click.echo(f"{out.scenario}: {out.runs} schedules ({steps} as steps{por}), "
                    f"{out.distinct} distinct")
-        if strategy == "exhaustive" and f is None:
+        if strategy == "exhaustive" and f is None and out.por:
+            click.echo("covered every class of equivalent schedules" if out.complete else
+                       "STOPPED at --runs before covering every class of equivalent schedules")
+        elif strategy == "exhaustive" and f is None:
             click.echo(f"{'covered the whole tree' if out.complete else 'STOPPED at --runs'}: "
                        f"{out.bounded} beyond the deviation bound, {out.unfinished} unfinished")
         if f is not None:

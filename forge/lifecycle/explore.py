@@ -81,6 +81,11 @@ class Turnstile:
         self.aborted = False
         self.deadlock = False
         self.steps: list[tuple[int, str]] = []
+        #: What each step touched of the shared world: (mode, area, key) with mode
+        #: "r" or "w", from its grant to the actor's next park (``touch``).
+        self.footprints: list[set[tuple[str, str, str]]] = []
+        #: The actors enabled at each decision, in option order.
+        self.offered: list[list[int]] = []
 
     def me(self) -> int | None:
         return getattr(self.local, "idx", None)
@@ -101,6 +106,13 @@ class Turnstile:
                 self.cond.wait()
             del self.parked[idx]
             self.steps.append((idx, label))
+            self.footprints.append(set())
+
+    def touch(self, mode: str, area: str, key: str = "") -> None:
+        """Record that the running actor's current step reads ("r") or writes ("w")
+        ``area``/``key`` of the shared world (the reduction's dependence facts)."""
+        if self.me() is not None and self.footprints:
+            self.footprints[-1].add((mode, area, key))
 
     def note(self, text: str) -> None:
         """Add what the step just taken did to its label (the steps are a record)."""
@@ -145,6 +157,7 @@ class Turnstile:
                     self.cond.notify_all()
                     self.deadlock = True
                     break
+                self.offered.append(enabled)
                 self.turn = enabled[self.choose(enabled)]
                 self.cond.notify_all()
         for t in threads:
@@ -157,8 +170,9 @@ class _SteppedStore:
     logged with the row before, the answer, and the parent's live count after."""
 
     def __init__(self, inner: Any, gate: Callable[[str], None], log: list,
-                 note: Callable[[str], None]) -> None:
+                 note: Callable[[str], None], touch: Callable[..., None]) -> None:
         self._inner, self._gate, self._log, self._note = inner, gate, log, note
+        self._touch = touch
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._inner, name)
@@ -176,6 +190,7 @@ class _SteppedStore:
                     before = self._inner.get(args[0])
                 except NotFound:
                     before = None
+            _touch_store(self._touch, name, args)
             out = attr(*args, **kwargs)
             if name in _WRITES:
                 parent = (out.parent_session_id if isinstance(out, Task) else
@@ -185,6 +200,31 @@ class _SteppedStore:
             self._note(_answer(out) if out is not None or name in _WRITES else " -> none")
             return out
         return stepped
+
+
+#: Store operations on one task row named by their first argument.
+_ONE_ROW = {"get": "r", "finalize": "w", "release_retry_claim": "w",
+            "advance": "w", "mark_input_required": "w", "reclaim_working": "w",
+            "delete": "w", "settle": "w"}
+
+
+def _touch_store(touch: Callable[..., None], name: str, args: tuple) -> None:
+    """A store operation's footprint: one row by id, or every row ("*"). Any
+    write of a row also changes the listings and the parent's live count,
+    which the wildcard reads see."""
+    if name in _ONE_ROW:
+        touch(_ONE_ROW[name], "row", args[0])
+    elif name == "create":
+        touch("w", "row", args[0].id)
+        touch("w", "seq")  # creation order is the listings' order
+        touch("r", "row", "*")  # the cap: the parent's live rows, checked after it
+    elif name == "retry_claim":
+        touch("w", "row", args[0])
+        touch("r", "row", "*")
+    elif name in ("fail_orphans", "delete_session_tree"):
+        touch("w", "row", "*")
+    else:  # by_child_session, the listings, session_tree, owed
+        touch("r", "row", "*")
 
 
 def _short(value: Any) -> str:
@@ -211,16 +251,78 @@ def _answer(out: Any) -> str:
 class _StepClock(VirtualClock):
     """A wait is one step: granting it means the deadline passed."""
 
-    def __init__(self, gate: Callable[[str], None]) -> None:
+    def __init__(self, gate: Callable[[str], None], touch: Callable[[], None]) -> None:
         super().__init__()
-        self._gate = gate
+        self._gate, self._touch = gate, touch
 
     def wait_for(self, ready: Callable[[], bool], timeout: float) -> bool:
         if ready():
             return True
         self._gate("wait")
+        self._touch()
         self._now += timeout
         return ready()
+
+
+class _WatchedDict(dict):
+    """The Manager's launch-window table, its reads and writes recorded."""
+
+    def __init__(self, touch: Callable[[str], None]) -> None:
+        super().__init__()
+        self._touch = touch
+
+    def __contains__(self, key: object) -> bool:
+        self._touch("r")
+        return super().__contains__(key)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._touch("r")
+        return super().__getitem__(key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._touch("w")
+        super().__setitem__(key, value)
+
+    def pop(self, *args: Any) -> Any:
+        self._touch("w")
+        return super().pop(*args)
+
+
+class _Watched(Manager):
+    """A Manager whose in-memory shared state (the launch-window table, the
+    recovered flag) records who touched it; every rule is the Manager's own."""
+
+    def __init__(self, process: str, touch: Callable[..., None], config: Config) -> None:
+        self._touch_flag = lambda mode: touch(mode, "recovered", process)
+        super().__init__(config)
+        self._launching = _WatchedDict(lambda mode: touch(mode, "launching", process))
+
+    @property
+    def recovered(self) -> bool:
+        self._touch_flag("r")
+        return self._recovered
+
+    @recovered.setter
+    def recovered(self, value: bool) -> None:
+        self._touch_flag("w")
+        self._recovered = value
+
+
+class _WatchedSessions:
+    """A session repository whose every call is recorded as a write."""
+
+    def __init__(self, inner: Any, touch: Callable[[], None]) -> None:
+        self._inner, self._touch = inner, touch
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if not callable(attr):
+            return attr
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            self._touch()
+            return attr(*args, **kwargs)
+        return watched
 
 
 @attrs.frozen
@@ -252,10 +354,12 @@ class World:
 
     def __init__(self, gate: Callable[[str], None], reduced: bool, config: dict,
                  host: Host, store_factory: Callable[[], Any],
-                 note: Callable[[str], None] = lambda _text: None) -> None:
+                 note: Callable[[str], None] = lambda _text: None,
+                 touch: Callable[..., None] = lambda *_a: None) -> None:
         self.writes: list = []
+        self.touch = touch
         self.inner = store_factory()
-        self.store = _SteppedStore(self.inner, gate, self.writes, note)
+        self.store = _SteppedStore(self.inner, gate, self.writes, note, touch)
         self.reports: list[tuple[str, Task]] = []
         self.launches: list = []
         self.stops: list = []
@@ -275,6 +379,7 @@ class World:
                     "continuation" if any(r.task_id == req.task_id for r in self.launches)
                     else "spawn")
             note(f" {kind} {req.run_id}")
+            touch("w", "host")  # the host's runs and the order of launches and stops
             if kind in host.launch_fails:
                 raise HostFailure(f"the host could not start the {kind} run")
             self.launches.append(req)
@@ -284,6 +389,7 @@ class World:
             gate("stopper")
             self.stops.append((run_id, graceful))
             note(f" {run_id}")
+            touch("w", "host")
             self.events.append(("stop", run_id))
             # an honest host: it cannot stop a run it has not started yet; a graceful
             # stop of a running run is taken after the turn
@@ -303,17 +409,28 @@ class World:
 
         def cont(task: Task, out: RunOutcome) -> Continuation | None:
             host_gate("continue")
+            touch("w", "continuations")
             return self.continuations.pop(0) if self.continuations else None
 
         def manager(prefix: str = "") -> Manager:
             ids = CounterIds()
-            return Manager(Config(
-                new_id=lambda kind: prefix + ids(kind),
+            process = prefix or "main"
+
+            def new_id(kind: str) -> str:
+                touch("w", "ids", process)  # one counter per process: draw order matters
+                return prefix + ids(kind)
+
+            made = _Watched(process, touch, Config(
+                new_id=new_id,
                 store=self.store, launcher=launcher,
                 stopper=None if host.stopper == "none" else stopper,
                 on_finished=report("finished"), on_result_delivered=report("delivered"),
-                continue_hook=cont if wants_continue else None, clock=_StepClock(gate),
+                continue_hook=cont if wants_continue else None,
+                clock=_StepClock(gate, lambda: touch("w", "clock", process)),
                 **settings))
+            made.sessions = _WatchedSessions(made.sessions, lambda: touch("w", "sessions",
+                                                                          process))
+            return made
         self.mgr = manager()
         # a second process over the same store: its own locks, its own memory
         self.other = manager("o")  # its ids are its own (a real one draws unique ids)
@@ -324,31 +441,45 @@ class World:
     def install_locks(self, turnstile: Turnstile) -> None:
         """Each Manager's per-parent lock, as a scheduled step: an actor that finds
         it held parks until it is free (a real lock would block the scheduler)."""
-        for mgr in (self.mgr, self.other):
-            mgr._parent_lock = _scheduled_lock(turnstile, {})
+        for process, mgr in (("main", self.mgr), ("other", self.other)):
+            mgr._parent_lock = _scheduled_lock(turnstile, {}, lambda: self.touch(
+                "w", "lock", process))
 
     def manager(self, process: str) -> Manager:
         return self.other if process == "other" else self.mgr
 
     def task_id(self, index: int) -> str:
+        self.touch("r", "tasks")
         return self.tasks[index - 1]
+
+    def add_task(self, task_id: str) -> None:
+        self.touch("w", "tasks")
+        self.tasks.append(task_id)
+
+    def launched_runs(self, task_id: str) -> list[str]:
+        self.touch("r", "host")
+        return [r.run_id for r in self.launches if r.task_id == task_id]
 
     def row(self, index: int = 1) -> Task:
         return self.inner.get(self.task_id(index))
 
 
-def _scheduled_lock(turnstile: Turnstile, holders: dict[str, list]) -> Callable:
+def _scheduled_lock(turnstile: Turnstile, holders: dict[str, list],
+                    touch: Callable[[], None]) -> Callable:
     @contextmanager
     def parent_lock(parent: str):
         me = turnstile.me()
+        touch()
         held = holders.get(parent)
         if held is not None and held[0] != me:
             turnstile.step("lock", lambda: holders.get(parent) is None)
+            touch()
         entry = holders.setdefault(parent, [me, 0])
         entry[1] += 1
         try:
             yield
         finally:
+            touch()
             entry[1] -= 1
             if entry[1] == 0:
                 del holders[parent]
@@ -432,7 +563,7 @@ def subject(scenario: Scenario, reduced: bool = True,
 
         turnstile = Turnstile(choose)
         world = World(turnstile.step, reduced, scenario.config, scenario.host, store_factory,
-                      turnstile.note)
+                      turnstile.note, turnstile.touch)
         world.install_locks(turnstile)
         scenario.setup(world)
         world.setup_runs = {r.id: r.run_id for r in world.inner.list_all()}
@@ -451,14 +582,33 @@ def subject(scenario: Scenario, reduced: bool = True,
         except AssertionError as e:
             problems.append(str(e))
         steps = [[names[i], label] for i, label in turnstile.steps]
+        end = [[list(attrs.astuple(t, recurse=False))[:9] for t in world.inner.list_all()],
+               sorted([k, t.id, t.run_id, t.status.value, t.summary] for k, t in world.reports),
+               # the oracles read actions per actor, never their order across actors
+               sorted(json.dumps([names.index(a) if a in names else -1, did, _outcome(r)],
+                                 default=str) for a, did, _b, r in world.actions),
+               world.events]
         rows = [[t.id, t.run_id, t.status.value, t.attempt] for t in world.inner.list_all()]
         obs = {"outcome": "failed" if problems else "ok", "problems": problems,
-               "steps": steps, "rows": rows}
+               "steps": steps, "rows": rows,
+               "end": json.dumps(end, sort_keys=True, default=str),
+               # what the reduction (``dpor``) reads: per decision, who was offered,
+               # who went, and what that step touched
+               "decisions": [(offered, i, sorted(fp)) for offered, (i, _), fp in
+                             zip(turnstile.offered, turnstile.steps, turnstile.footprints)]}
         sha = hashlib.sha256(json.dumps([steps, rows], separators=(",", ":"))
                              .encode()).hexdigest()
         return obs, sha
 
     return run
+
+
+def _outcome(result: Any) -> Any:
+    if isinstance(result, Task):
+        return [result.id, result.run_id, result.status.value, result.attempt]
+    if isinstance(result, list):
+        return [_outcome(r) for r in result]
+    return None if result is None else str(result)
 
 
 def problems_of(obs: dict) -> list[str]:
@@ -477,13 +627,24 @@ class Exploration:
 
 
 def explore(scenario: Scenario, reduced: bool = True, store_factory: Callable[[], Any] =
-            MemoryStore, limit: int = 100_000) -> Exploration:
-    """Run every interleaving of the scenario's actors (``sim.exhaustive``); the
-    first failure is shrunk."""
+            MemoryStore, limit: int = 100_000, por: bool | None = None) -> Exploration:
+    """Run every interleaving of the scenario's actors. ``reduced``: only store
+    operations, the launcher and the stopper are steps; ``por`` (default: as
+    ``reduced``): one schedule per class of equivalent ones (``dpor``),
+    otherwise every one (``sim.exhaustive``, whose first failure is shrunk)."""
+    from sim.chooser import Chooser, ReplayProvider
     from sim.exhaustive import exhaustive
 
-    report = exhaustive(subject(scenario, reduced, store_factory), [problems_of],
-                        limit=limit, reduce=False, stop_at_first=True)
+    subj = subject(scenario, reduced, store_factory)
+    if por if por is not None else reduced:
+        from forge.lifecycle.dpor import dpor
+
+        search = dpor(lambda prefix: subj(Chooser(ReplayProvider(prefix)))[0], limit)
+        failure = search.failure
+        return Exploration(scenario.name, reduced, search.runs,
+                           "; ".join(failure["problems"]) if failure else None,
+                           search.choices, search.complete or failure is not None)
+    report = exhaustive(subj, [problems_of], limit=limit, reduce=False, stop_at_first=True)
     found = report.findings[0] if report.findings else None
     return Exploration(scenario.name, reduced, report.runs,
                        "; ".join(found.problems) if found else None,
