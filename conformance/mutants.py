@@ -126,6 +126,7 @@ _ROWS = [
     ("reclaim-any-status", "lifecycle", "lifecycle.reclaim-any-status"),
     ("release-keeps-attempt", "lifecycle", "lifecycle.release-keeps-attempt"),
     ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
+    ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]

@@ -42,6 +42,9 @@ RELEASE_KEEPS_ATTEMPT = declare("lifecycle.release-keeps-attempt", "lifecycle",
                                 "attempt it claimed")
 SWEEP_FAILS_PAUSED = declare("lifecycle.sweep-fails-paused", "lifecycle",
                              "the restart sweep also fails rows paused on an approval")
+CAP_NOT_IN_STORE = declare("lifecycle.cap-not-in-store", "lifecycle",
+                           "the store's create and retry claim ignore the per-parent cap, "
+                           "leaving it to each Manager's own lock")
 ORPHAN_SUMMARY = "the process restarted while the task was running"
 
 
@@ -183,7 +186,7 @@ class MemoryStore:
         check_create(task)
         if task.id in self._rows:
             raise ValueError(f"tasks: duplicate id {task.id}")
-        if max_live > 0 and len(self._live.get(task.parent_session_id, {})) >= max_live:
+        if self._full(task.parent_session_id, max_live):
             raise CapReached(task.parent_session_id)
         self._seq += 1
         row = attrs.evolve(task, seq=self._seq)
@@ -192,6 +195,11 @@ class MemoryStore:
         self._by_parent.setdefault(row.parent_session_id, []).append(row.id)
         self._track(row)
         return row
+
+    def _full(self, parent_session_id: str, max_live: int) -> bool:
+        """The per-parent cap as a store predicate (0: no cap)."""
+        return (max_live > 0 and not CAP_NOT_IN_STORE.on
+                and len(self._live.get(parent_session_id, {})) >= max_live)
 
     def _track(self, row: Task) -> None:
         """Keep the per-parent set of live rows (the cap's count) up to date."""
@@ -245,7 +253,7 @@ class MemoryStore:
         if ((row.status is not TaskStatus.FAILED and not CLAIM_ANY_STATUS.on)
                 or not (under_ceiling(row.attempt, max_attempts) or CEILING_OUTSIDE_STORE.on)):
             return None
-        if max_live > 0 and len(self._live.get(row.parent_session_id, {})) >= max_live:
+        if self._full(row.parent_session_id, max_live):
             return None
         self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,

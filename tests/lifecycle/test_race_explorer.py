@@ -8,6 +8,7 @@ lifecycle.race.stop-already-finished-outcome-late-or-lost /
 lifecycle.race.graceful-stop-vs-run-ending / lifecycle.race.stop-in-launch-window /
 lifecycle.race.concurrent-retries / lifecycle.race.retry-launch-failure /
 lifecycle.race.retry-vs-cap / lifecycle.race.restart-during-attempt /
+lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot /
 lifecycle.race.advance-vs-stop-sweep-retry / lifecycle.race.pause-during-continue /
 lifecycle.finalize.single-winner / lifecycle.stop.chases-current-run /
 lifecycle.restart.keeps-paused.
@@ -68,6 +69,9 @@ MUTANT_FOR_RACE = [
     ("retries-at-the-ceiling", "lifecycle.retry-ceiling-outside-store", "over the ceiling"),
     # 9. retry launch failure: the release rolls the attempt back
     ("retry-launch-failure", "lifecycle.release-keeps-attempt", "not 1"),
+    # 10. the per-parent cap across two processes (their Managers share no lock)
+    ("spawns-from-two-processes", "lifecycle.cap-not-in-store", "over the cap"),
+    ("retry-vs-spawn-for-the-slot", "lifecycle.cap-not-in-store", "over the cap"),
     # 11. the sweep: every failed row reported, paused rows kept
     ("sweep-vs-retry", "lifecycle.sweep-reports-nothing", "reported as"),
     ("sweep-vs-approval", "lifecycle.sweep-fails-paused", "not working"),
