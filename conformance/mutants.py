@@ -127,6 +127,7 @@ _ROWS = [
     ("release-keeps-attempt", "lifecycle", "lifecycle.release-keeps-attempt"),
     ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
     ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
+    ("status-delivers-working", "lifecycle", "lifecycle.status-delivers-working"),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]

@@ -3,7 +3,7 @@
 Each action is one call a real host makes into the Manager - a run ending
 (completing, failing, pausing), a stop, a graceful stop, stop-tree, a retry
 from the host API or from the model's tool, a spawn, an approval resuming,
-the restart sweep - with the parameters a scenario may give it. ``perform``
+the restart sweep, a task_status read - with the parameters a scenario may give it. ``perform``
 runs one against a ``World``: unscheduled in a scenario's setup, as a step
 sequence inside an actor when racing. A refusal (``TaskError``) is an
 action's result, not a failure: losing a race is allowed.
@@ -33,6 +33,7 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "retry": {"via": "host"},
     "spawn": {"parent": "p", "label": ""},
     "resume": {},
+    "status": {"wait": 0},
     "recover": {},
 }
 #: The allowed values of string parameters that are choices.
@@ -72,10 +73,13 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     needs_task = action not in ("spawn", "recover", "stop_tree")
     tid = world.task_id(p["task"]) if needs_task else None  # IndexError: not spawned
     before = _peek(world, tid) if tid is not None else None
+    world.acting.action = action  # a report made now is a read's, not an ending's
     try:
         result = _call(world, mgr, action, p, tid)
     except (TaskError, HostFailure) as e:  # a refusal or a failed launch: its answer
         result = e
+    finally:
+        world.acting.action = None
     # a graceful stop leaves the row working by design: the oracles tell it apart
     label = "graceful_stop" if action == "stop" and p["graceful"] else action
     world.actions.append((actor, label, before, result))
@@ -101,6 +105,8 @@ def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | Non
                                       input="go", label=p["label"]))
         world.add_task(task.id)
         return task
+    if action == "status":
+        return mgr.status(tid, wait=p["wait"])
     if action == "resume":
         return mgr.resume_after_approval(tid)
     if action == "recover":

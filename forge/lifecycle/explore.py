@@ -369,6 +369,9 @@ class World:
         #: (actor, action, row before, result) of every action an actor took
         self.actions: list[tuple[str, str, Task | None, Any]] = []
         self.events: list[tuple[str, str]] = []  # ("launch" | "stop", run id), in order
+        #: The action each actor is performing (a status read's deliveries are
+        #: reads, not the report of an ending).
+        self.acting = threading.local()
         host_gate = (lambda _label: None) if reduced else gate
         settings = dict(config)
         wants_continue = settings.pop("continue_hook", bool(host.continuations))
@@ -404,7 +407,8 @@ class World:
         def report(kind: str) -> Callable[[Task], None]:
             def hook(task: Task) -> None:
                 host_gate(kind)
-                self.reports.append((kind, task))
+                reading = getattr(self.acting, "action", None) == "status"
+                self.reports.append(("read" if reading else kind, task))
             return hook
 
         def cont(task: Task, out: RunOutcome) -> Continuation | None:
@@ -525,7 +529,12 @@ def check_world(world: World) -> list[str]:
     twice = sorted(k for k, n in per_attempt.items() if n > 1)
     if twice:
         problems.append(f"two finishers for one attempt: {twice}")
-    reported = sorted((t.id, t.run_id, t.status.value) for _k, t in world.reports)
+    reported = sorted((t.id, t.run_id, t.status.value) for k, t in world.reports
+                      if k != "read")
+    for kind, t in world.reports:
+        if kind == "read" and not t.status.terminal:
+            problems.append(f"a status read of {t.id} while {t.status.value} was reported "
+                            "as delivered")
     if reported != sorted(endings):
         problems.append(f"endings {sorted(endings)} were reported as {reported}")
     for kind, t in world.reports:

@@ -48,6 +48,9 @@ LAUNCH_NEVER_LOOKS_BACK = declare("lifecycle.launch-never-looks-back", "lifecycl
                                   "claim-to-launch window")
 SWEEP_REPORTS_NOTHING = declare("lifecycle.sweep-reports-nothing", "lifecycle",
                                 "the restart sweep fails interrupted tasks without reporting them")
+STATUS_DELIVERS_WORKING = declare("lifecycle.status-delivers-working", "lifecycle",
+                                  "a status read counts as delivered even when the task is "
+                                  "still working")
 GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "lifecycle",
                                       "a graceful stop followed by a failed last turn still "
                                       "asks the Continue hook")
@@ -495,7 +498,7 @@ class Manager:
         if not row.status.terminal and wait > 0:
             self.c.clock.wait_for(lambda: self._gone_or_done(task_id), wait)
             row = self.store.get(task_id)
-        if row.status.terminal:
+        if row.status.terminal or STATUS_DELIVERS_WORKING.on:
             self.c.on_result_delivered(row)
         return row
 

@@ -78,6 +78,8 @@ MUTANT_FOR_RACE = [
     # 12. continuations
     ("continuation-vs-stop", "lifecycle.advance-any-status", "overwritten by advance"),
     ("continuation-vs-stale-pause", "lifecycle.advance-any-status", "advanced a row"),
+    # 13. delivery accounting: a status read delivers only a finished task
+    ("status-vs-completion", "lifecycle.status-delivers-working", "while working"),
 ]
 
 
