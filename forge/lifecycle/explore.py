@@ -18,14 +18,17 @@ oracles compare as multisets, so they commute with everything the other
 actors do; ``reduced=True`` makes only store operations and the calls that
 reach the host's run registry (launcher, stopper) steps. The launcher and
 the stopper must stay steps: whether a stop finds a run depends on whether
-its launch has registered yet.
+its launch has registered yet. Each step also records its footprint - what
+it read and wrote of the shared world (``Turnstile.touch``) - for the
+partial-order reduction (``dpor``).
 
-Lives here: the turnstile, the stepped store and clock, ``World`` (one
-schedule's Managers, store and fake host), the oracles, ``subject`` (a
-scenario as a simulator subject) and ``explore`` (every interleaving).
-Does not live here: the actions actors perform (``actors``), the scenario
-file format and the shipped races (``scenario``), the strategies and the
-search (``sim``), the command (``forge.lifecycle.command``).
+Lives here: the turnstile, the stepped store and clock, the watched Manager
+state, ``World`` (one schedule's Managers, store and fake host), the
+oracles, ``subject`` (a scenario as a simulator subject) and ``explore``
+(every interleaving, or one per class of equivalent ones). Does not live
+here: the actions actors perform (``actors``), the scenario file format and
+the shipped races (``scenario``), the reduction's search (``dpor``), the
+strategies (``sim``), the command (``command``).
 """
 
 from __future__ import annotations

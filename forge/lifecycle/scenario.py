@@ -115,7 +115,7 @@ class _Checker:
             if not _is(item, type(default)):
                 self.bad(f"{where}.{key}", f"must be {_type_name(type(default))}")
             if key in CHOICES and item not in CHOICES[key]:
-                self.bad(f"{where}.{key}", f"must be one of " + ", ".join(CHOICES[key]))
+                self.bad(f"{where}.{key}", "must be one of " + ", ".join(CHOICES[key]))
             if key == "task" and item < 1:
                 self.bad(f"{where}.{key}", "tasks are numbered from 1, in spawn order")
             params[key] = item
