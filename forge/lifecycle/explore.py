@@ -350,6 +350,8 @@ class Scenario:
     check: Callable[[World, list], None] = lambda world, results: None
     config: dict = attrs.field(factory=dict)
     host: Host = Host()
+    #: Which store the race runs on: "memory" or "sqlite" (in memory).
+    store: str = "memory"
 
 
 class World:
@@ -563,9 +565,11 @@ def check_world(world: World) -> list[str]:
 # -- a scenario as a simulator subject --------------------------------------------
 
 def subject(scenario: Scenario, reduced: bool = True,
-            store_factory: Callable[[], Any] = MemoryStore) -> Callable:
+            store_factory: Callable[[], Any] | None = None) -> Callable:
     """``subject(chooser) -> (observation, trace sha)``, the shape ``sim.explore``
     and ``sim.exhaustive`` drive: one schedule of the race per call."""
+
+    make_store = store_factory or store_of(scenario)
 
     def run(chooser: Any) -> tuple[dict, str]:
         names: list[str] = []
@@ -574,7 +578,7 @@ def subject(scenario: Scenario, reduced: bool = True,
             return chooser.choose(TURN, [f"actor:{names[i]}" for i in enabled])
 
         turnstile = Turnstile(choose)
-        world = World(turnstile.step, reduced, scenario.config, scenario.host, store_factory,
+        world = World(turnstile.step, reduced, scenario.config, scenario.host, make_store,
                       turnstile.note, turnstile.touch)
         world.install_locks(turnstile)
         scenario.setup(world)
@@ -638,8 +642,17 @@ class Exploration:
     complete: bool = True
 
 
-def explore(scenario: Scenario, reduced: bool = True, store_factory: Callable[[], Any] =
-            MemoryStore, limit: int = 100_000, por: bool | None = None) -> Exploration:
+def store_of(scenario: Scenario) -> Callable[[], Any]:
+    """A fresh store of the kind the scenario names, per schedule."""
+    if scenario.store == "sqlite":
+        from forge.lifecycle.sqlite_store import SqliteStore
+        return lambda: SqliteStore(":memory:")
+    return MemoryStore
+
+
+def explore(scenario: Scenario, reduced: bool = True,
+            store_factory: Callable[[], Any] | None = None, limit: int = 100_000,
+            por: bool | None = None) -> Exploration:
     """Run every interleaving of the scenario's actors. ``reduced``: only store
     operations, the launcher and the stopper are steps; ``por`` (default: as
     ``reduced``): one schedule per class of equivalent ones (``dpor``),

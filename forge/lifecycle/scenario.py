@@ -21,10 +21,12 @@ import pathlib
 import tomllib
 from typing import Any
 
+import attrs
+
 from forge.errors import InputError
 from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, perform
 from forge.lifecycle.errors import TaskError
-from forge.lifecycle.explore import HostFailure, Host, Scenario, World
+from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
 from forge.lifecycle.records import Continuation, Task, TaskStatus
 
 #: The suffixes a scenario file has (``forge explore`` dispatches on them).
@@ -34,8 +36,9 @@ MAX_ACTORS = 8
 MAX_ACTIONS = 64
 SHIPPED = pathlib.Path(__file__).resolve().parents[2] / "examples" / "lifecycle"
 
-_TOP = {"name": str, "description": str, "setup": list, "config": dict, "host": dict,
-        "actor": list, "expect": dict}
+_TOP = {"name": str, "description": str, "store": str, "setup": list, "config": dict,
+        "host": dict, "actor": list, "expect": dict}
+_STORES = ("memory", "sqlite")
 _CONFIG = {"max_attempts_per_task": int, "max_concurrent_per_parent": int,
            "max_continuations": int, "max_depth": int, "stop_settle_wait": (int, float),
            "continue_hook": bool}
@@ -142,6 +145,9 @@ def parse(path: str, data: Any) -> Scenario:
     if "stop_settle_wait" in config and not 0 <= config["stop_settle_wait"] <= 3600:
         c.bad("config.stop_settle_wait", "from 0 to 3600 seconds")
     host = _host(c, data.get("host", {}))
+    store = data.get("store", "memory")
+    if store not in _STORES:
+        c.bad("store", "must be one of " + ", ".join(_STORES))
     setup = c.actions(data.get("setup", ["spawn"]), "setup", least=0)
     actors_raw = data["actor"]
     if not 1 <= len(actors_raw) <= MAX_ACTORS:
@@ -170,7 +176,7 @@ def parse(path: str, data: Any) -> Scenario:
         actors.append((name, steps))
     expect = _expect(c, data.get("expect", {}))
     name = data.get("name") or pathlib.Path(path).name.split(".")[0]
-    scenario = _build(name, config, host, setup, actors, expect)
+    scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store)
     _dry_run(c, scenario, setup)
     return scenario
 
@@ -243,7 +249,8 @@ def _build(name: str, config: dict, host: Host, setup: list, actors: list,
 
 def _dry_run(c: _Checker, scenario: Scenario, setup: list) -> None:
     """Run the setup once, unscheduled: a refused step is the file's fault."""
-    world = World(lambda _label: None, True, scenario.config, scenario.host, _memory)
+    world = World(lambda _label: None, True, scenario.config, scenario.host,
+                  store_of(scenario))
     world.mgr.recover()
     for i, (action, params) in enumerate(setup):
         try:
@@ -253,11 +260,6 @@ def _dry_run(c: _Checker, scenario: Scenario, setup: list) -> None:
                   "the setup has not spawned")
         if isinstance(out, (TaskError, HostFailure)):
             c.bad(f"setup[{i}]", f"the Manager refused {action}: {out}")
-
-
-def _memory() -> Any:
-    from forge.lifecycle.store import MemoryStore
-    return MemoryStore()
 
 
 def load(path: str) -> Scenario:

@@ -90,3 +90,22 @@ def test_each_race_catches_a_mutant(race, site, words):
     assert got.failure, f"{race} passes with {site} switched on"
     if words is not None:
         assert words in got.failure, got.failure
+
+
+# -- the same races on the SQLite store ------------------------------------------
+
+ON_SQLITE = ["completion-vs-stop", "retry-vs-stop", "spawn-vs-stop-tree", "stop-vs-approval",
+             "spawns-from-two-processes", "retry-vs-spawn-for-the-slot", "sweep-vs-approval",
+             "two-finishers", "status-vs-completion", "stop-vs-finished-run"]
+
+
+@pytest.mark.parametrize("race", ON_SQLITE)
+def test_the_races_hold_on_the_sqlite_store(race):
+    """The SQLite store states the compare-and-sets in SQL: the same races, the
+    same classes of schedules, the same verdict."""
+    import attrs
+
+    on_sqlite = explore(attrs.evolve(RACES[race], store="sqlite"))
+    assert on_sqlite.failure is None, (on_sqlite.failure, on_sqlite.choices)
+    assert on_sqlite.complete
+    assert on_sqlite.interleavings == explore(RACES[race]).interleavings
