@@ -109,7 +109,7 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
 
     from forge.lifecycle.dpor import dpor
 
-    search = dpor(lambda prefix: subj(Chooser(ReplayProvider(prefix)))[0], runs)
+    search = dpor(lambda provider: subj(Chooser(provider))[0], runs)
     failure = None
     if search.failure is not None:
         chooser = Chooser(ReplayProvider(search.choices))

@@ -578,6 +578,11 @@ def subject(scenario: Scenario, reduced: bool = True,
             return chooser.choose(TURN, [f"actor:{names[i]}" for i in enabled])
 
         turnstile = Turnstile(choose)
+        # a provider that steers by what the steps so far touched (``dpor``'s
+        # sleep sets) is handed the record as it grows
+        attach = getattr(chooser.provider, "attach", None)
+        if attach is not None:
+            attach(turnstile)
         world = World(turnstile.step, reduced, scenario.config, scenario.host, make_store,
                       turnstile.note, turnstile.touch)
         world.install_locks(turnstile)
@@ -603,7 +608,11 @@ def subject(scenario: Scenario, reduced: bool = True,
                # the oracles read actions per actor, never their order across actors
                sorted(json.dumps([names.index(a) if a in names else -1, did, _outcome(r)],
                                  default=str) for a, did, _b, r in world.actions),
-               world.events]
+               world.events,
+               # each row's history and the cap's counts: what the oracles read of
+               # the order of writes (steps on one row are dependent, so it is the
+               # same for every schedule of one class)
+               _histories(world.writes)]
         rows = [[t.id, t.run_id, t.status.value, t.attempt] for t in world.inner.list_all()]
         obs = {"outcome": "failed" if problems else "ok", "problems": problems,
                "steps": steps, "rows": rows,
@@ -617,6 +626,22 @@ def subject(scenario: Scenario, reduced: bool = True,
         return obs, sha
 
     return run
+
+
+def _histories(writes: list) -> dict[str, list]:
+    def view(row: Any) -> Any:
+        return [row.status.value, row.run_id, row.attempt] if isinstance(row, Task) else None
+
+    out: dict[str, list] = {}
+    for name, args, before, after, live in writes:
+        if name == "fail_orphans":
+            for row in after:
+                out.setdefault(row.id, []).append([name, view(before[row.id]), view(row)])
+            continue
+        key = args[0].id if name == "create" else str(args[0])
+        counted = live if name in ("create", "retry_claim") else None
+        out.setdefault(key, []).append([name, view(before), view(after), counted])
+    return out
 
 
 def _outcome(result: Any) -> Any:
@@ -657,14 +682,14 @@ def explore(scenario: Scenario, reduced: bool = True,
     operations, the launcher and the stopper are steps; ``por`` (default: as
     ``reduced``): one schedule per class of equivalent ones (``dpor``),
     otherwise every one (``sim.exhaustive``, whose first failure is shrunk)."""
-    from sim.chooser import Chooser, ReplayProvider
+    from sim.chooser import Chooser
     from sim.exhaustive import exhaustive
 
     subj = subject(scenario, reduced, store_factory)
     if por if por is not None else reduced:
         from forge.lifecycle.dpor import dpor
 
-        search = dpor(lambda prefix: subj(Chooser(ReplayProvider(prefix)))[0], limit)
+        search = dpor(lambda provider: subj(Chooser(provider))[0], limit)
         failure = search.failure
         return Exploration(scenario.name, reduced, search.runs,
                            "; ".join(failure["problems"]) if failure else None,
