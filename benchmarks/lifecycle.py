@@ -15,7 +15,8 @@ Measures, in-process:
   driven by sim's chooser) over the six two-actor races, exhaustively, on the
   memory store (CPU time), against the plain spawn-and-complete baseline, with
   each race's interleavings before reduction (every host call a step), with
-  store steps only, and after partial-order reduction (forge.lifecycle.dpor).
+  store steps only, and after partial-order reduction (forge.lifecycle.dpor:
+  DPOR with sleep sets).
 Each figure is the median of five timed rounds; ratios compare numbers taken
 in the same process.
 """
