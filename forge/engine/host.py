@@ -55,22 +55,27 @@ class Host:
 
     # ------------------------------------------------------------ library
     def _build_lib(self):
+        """The host library, built in one Lua call.
+
+        The model side (`models`, `messages`, `compactors`, `tools`, `input`)
+        joins only when the prompt can reach it (`models.needed`): building
+        it is most of a small run's setup.
+        """
         L = self.lua
-        lib = L.lua.table()
-        lib[b"log"] = L.host(self._log)
-        lib[b"list_from_section"] = L.host(self._list_from_section)
-        lib[b"jump"] = L.host(self._jump)
-        lib[b"call"] = L.suspender("call")
-        lib[b"fanout"] = L.suspender("fanout")
+        spec = [
+            b"host", b"log", L.guard(self._log),
+            b"host", b"list_from_section", L.guard(self._list_from_section),
+            b"host", b"jump", L.guard(self._jump),
+            b"suspend", b"call", None,
+            b"suspend", b"fanout", None,
+        ]
         self.suspending["fanout"] = self.run.fanout.start
-        store = L.lua.table()
         for op in STORE_OPS:
-            store[op.encode()] = L.E.store_function(
-                f"store.{op}".encode(), L.host(self._direct_store(op)))
-        lib[b"store"] = store
-        lib[b"tasks"] = self.run.tasks_api.build_namespace(self.suspending)
-        self.run.models.install(lib, self.suspending)
-        return lib
+            spec += (b"store", f"store.{op}".encode(), L.guard(self._direct_store(op)))
+        self.run.tasks_api.library(spec, self.suspending)
+        if self.run.models.needed():
+            self.run.models.library(spec, self.suspending)
+        return L.build_library(spec)
 
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.run.error_value(kind, message, self.run.current, **fields))

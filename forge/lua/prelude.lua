@@ -405,6 +405,31 @@ E.store_function = function(op, direct)
   end
 end
 
+-- The host library in one call, from flat (kind, name, value) triples:
+-- kind `host` wraps a Python function answering at once, `suspend` makes a
+-- suspending call named `name`, `store` a store function (`value` is its
+-- direct form), `value` takes `value` as it is.  A dotted name goes into
+-- its namespace table.  One call instead of one per function: each crossing
+-- from Python into Lua costs more than the Lua work it does here.
+E.build_library = function(...)
+  local spec, lib = tpack(...), {}
+  for i = 1, spec.n, 3 do
+    local kind, name, v = spec[i], spec[i + 1], spec[i + 2]
+    if kind == 'host' then v = host(v)
+    elseif kind == 'suspend' then v = E.suspender(name)
+    elseif kind == 'store' then v = E.store_function(name, host(v)) end
+    local ns, key = name:match('^([^.]+)%.(.+)$')
+    if ns then
+      local t = lib[ns]
+      if t == nil then t = {}; lib[ns] = t end
+      t[key] = v
+    else
+      lib[name] = v
+    end
+  end
+  return lib
+end
+
 ---------------------------------------------------------------------------
 -- A fresh section VM environment.  Library tables are copied per
 -- environment, so a section that rebinds string.upper changes nothing for

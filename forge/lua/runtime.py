@@ -119,8 +119,7 @@ class LuaRuntime:
         return self.lua.get_memory_used() + extra > self.max_memory * 0.75
 
     def load_engine_chunk(self, name: str):
-        loader = self.lua.execute("return load")
-        return loader(engine_chunk(name), f"=forge/{name}".encode(), b"b")
+        return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")
 
     # -- building Lua values -------------------------------------------------
     def table(self, mapping: dict | None = None, **kw: Any):
@@ -153,7 +152,11 @@ class LuaRuntime:
         return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
 
     def host(self, fn):
-        """Wrap a Python function answering (ok, *values) as a raising Lua function.
+        """Wrap a Python function answering (ok, *values) as a raising Lua function."""
+        return self.host_raw(self.guard(fn))
+
+    def guard(self, fn):
+        """`fn` (answering (ok, *values)) guarded for Lua, still a Python function.
 
         A Python exception inside `fn` is a bug in the engine, not the
         prompt's error: it is kept in `internal_error` (the run ends as
@@ -176,7 +179,12 @@ class LuaRuntime:
                 return (False, self.E.abort_with(self.error("internal", f"internal invariant "
                                                                   f"violated: {type(e).__name__}: {e}")))
 
-        return self.host_raw(guarded)
+        return guarded
+
+    def build_library(self, spec: list) -> Any:
+        """The host library table from flat (kind, name, value) triples
+        (`E.build_library` says what each kind means), in one Lua call."""
+        return self.E.build_library(*spec)
 
     def suspender(self, op: str):
         return self.suspender_raw(op.encode())
