@@ -644,6 +644,24 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
   return env, control
 end
 
+-- A section entry's VM in one call from Python: `sys` from its fields, the
+-- guarded `var` over `backing`, `item` when the entry has one, and the
+-- environment.  `prose` renders through `render(key)`, the run's one prose
+-- callback (key names the entry for Python).  Returns the environment, the
+-- prose reset, the argv reader and the `var` proxy.
+E.section_vm = function(lib, render, key, id, taskid, section_name, execution, section_count,
+                        when, index, args, backing, has_item, item, argv, in_h1)
+  local sys = E.make_sys({
+    id = id, taskid = taskid, section_name = section_name, execution = execution,
+    section_count = section_count, when = when, index = index,
+  })
+  local var = var_proxy(backing, 'var')
+  local globals = { args = args, sys = sys, var = var }
+  if has_item then globals.item = item end
+  local env, control = E.section_env(lib, globals, function() return render(key) end, argv, in_h1)
+  return env, control.reset_prose, control.argv, var
+end
+
 -- A fanout result entry: read-only, and tostring gives its text.
 E.fanout_result = function(text, ok, item, exhausted)
   local data = { text = text, ok = ok, item = item, exhausted = exhausted }
