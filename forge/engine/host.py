@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from forge.engine.state import Chain, Frame
@@ -58,11 +57,11 @@ class Host:
         for op in STORE_OPS:
             self.suspending[f"store.{op}"] = self._store_handler(op)
         self.lib = self._build_lib()
-        # Section entries name their chain to the one prose callback by a
-        # number, so Lua holds no Python object of the run: a chain leaves
-        # this map when nothing holds it any more.
-        self._vms: weakref.WeakValueDictionary[int, Chain] = weakref.WeakValueDictionary()
-        self._entries = 0
+        # A chain's section VMs name it to the run's one prose callback by a
+        # number (`Chain.vm_key`), so Lua holds no Python object of the run;
+        # the chain leaves this map when it ends.
+        self._vms: dict[int, Chain] = {}
+        self._keys = 0
         self._render = self.lua.host(self._render_entry)
         self._section_vm = self.lua.E.section_vm
 
@@ -123,9 +122,11 @@ class Host:
         run = self.run
         first_entry = chain.entry_counter == 1 and chain.kind == "task"
         index = chain.first_index if first_entry else None
-        self._entries += 1
-        key = self._entries
-        self._vms[key] = chain
+        key = chain.vm_key
+        if key == 0:
+            self._keys += 1
+            key = chain.vm_key = self._keys
+            self._vms[key] = chain
         env, reset, argv, var = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
             chain.section_name.encode("utf-8"), run.config.execution.encode("utf-8"),
@@ -141,8 +142,12 @@ class Host:
     def _render_entry(self, key: int):
         chain = self._vms.get(key)
         if chain is None:
-            raise ForgeInternalError("prose was read in a section VM whose chain is gone")
+            raise ForgeInternalError("prose was read in a section VM whose chain has ended")
         return self._render_prose(chain)
+
+    def forget(self, chain: Chain) -> None:
+        """`chain` has ended: no section VM of it reads prose again."""
+        self._vms.pop(chain.vm_key, None)
 
     def _render_prose(self, chain: Chain):
         from forge.engine.substitution import SubstitutionError, render

@@ -95,6 +95,7 @@ class Run:
         self.harness = harness or Harness()
         self.chooser = chooser or Chooser()
         self.config = config or RunConfig()
+        self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()
         self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
@@ -403,10 +404,9 @@ class Run:
         return Failure(kind, message, tuple(sorted(fields.items())), value)
 
     def error_value(self, kind: str, message: str, chain: Chain | None = None, **fields: str):
-        value = self.lua.error(kind, message, **fields)
         if chain is not None:
-            self.lua.E.stamp(value, chain.suspends)
-        return value
+            return self.lua.stamped_error(kind, message, chain.suspends, **fields)
+        return self.lua.error(kind, message, **fields)
 
     def failure_of(self, value: Any) -> Failure:
         """A Lua value that left a block, as a Failure."""
@@ -493,6 +493,7 @@ class Run:
 
     def _close(self, chain: Chain) -> None:
         self.scheduler.end(chain)
+        self.host.forget(chain)
         # A chain's end joins every task it owns.
         for task in chain.owned:
             self.tasks_api.joined(task)
@@ -635,15 +636,14 @@ class Run:
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,
              **fields: Any) -> None:
         task = chain.task
-        record = {
+        self.events.append({
             "kind": kind,
-            "execution": self.config.execution,
+            "execution": self.execution,
             "section": section_override or chain.section_name,
             "provenance": {"task": task.id, "seq": task.seq},
-        }
+            **fields,
+        })
         task.seq += 1
-        record.update(fields)
-        self.events.append(record)
 
     def log(self, chain: Chain, message: str) -> None:
         self.logs.append(message)

@@ -114,6 +114,8 @@ class Chain:
     #: Lua-side controls of the current section VM (prose reset, argv).
     control: Any = None
     var_proxy: Any = None
+    #: The number naming this chain to the run's prose callback (0: none yet).
+    vm_key: int = 0
     #: The limit `tasks.concurrency` clamps to: the parent chain's limit.
     ceiling: int = 0
     #: True while the section VM replays the shared library.

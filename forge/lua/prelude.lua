@@ -435,8 +435,18 @@ end
 -- environment, so a section that rebinds string.upper changes nothing for
 -- the next section.
 ---------------------------------------------------------------------------
+-- Library tables never change once built, so each one's size is counted
+-- once and every copy is made at its final size (no rehash while filling).
+local tcreate = table.create
+local lib_sizes = setmetatable({}, { __mode = 'k' })
 local function copy_lib(lib)
-  local out = {}
+  local n = lib_sizes[lib]
+  if n == nil then
+    n = 0
+    for _ in next_raw, lib do n = n + 1 end
+    lib_sizes[lib] = n
+  end
+  local out = tcreate(0, n)
   for k, v in next_raw, lib do out[k] = v end
   return out
 end
@@ -679,6 +689,12 @@ end
 local stamps = setmetatable({}, { __mode = 'k' })
 E.stamp = function(e, n) if type(e) == 'table' then stamps[e] = n end return e end
 E.stamp_of = function(e) if type(e) == 'table' then return stamps[e] end return nil end
+-- A host error value made and stamped in one call.
+E.stamped_error = function(kind, message, fields, n)
+  local e = make_error(kind, message, fields)
+  stamps[e] = n
+  return e
+end
 
 ---------------------------------------------------------------------------
 -- Compiling and running blocks.

@@ -94,6 +94,7 @@ class LuaRuntime:
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error
+        self.stamped_error_raw = E.stamped_error
         self.is_host_error = E.is_host_error
         self.new_env_raw = E.new_env
         self.run_block = E.run_block
@@ -150,6 +151,11 @@ class LuaRuntime:
     def error(self, kind: str, message: str, **fields: Any):
         extra = self.table(fields) if fields else None
         return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
+
+    def stamped_error(self, kind: str, message: str, stamp: int, **fields: Any):
+        """`error(...)` stamped with the suspend count `stamp` (`E.stamp`), in one Lua call."""
+        extra = self.table(fields) if fields else None
+        return self.stamped_error_raw(kind.encode(), message.encode("utf-8"), extra, stamp)
 
     def host(self, fn):
         """Wrap a Python function answering (ok, *values) as a raising Lua function."""

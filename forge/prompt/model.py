@@ -124,6 +124,9 @@ class Prompt:
     #: once): what the engine reads to leave out host library parts no code
     #: can name.
     words: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    #: Heading references already resolved, by (from_index, ref): the
+    #: index or the HeadingError message (`headings.resolve` fills it).
+    resolved: dict = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "top_level",
@@ -136,6 +139,7 @@ class Prompt:
             words.update(_WORD.findall(block.source))
             words.update(_WORD.findall(block.prose))
         object.__setattr__(self, "words", frozenset(words))
+        object.__setattr__(self, "resolved", {})
 
     def siblings(self, index: int) -> tuple[int, ...]:
         parent = self.sections[index].parent
