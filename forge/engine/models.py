@@ -211,7 +211,12 @@ class ModelsAPI:
         })
 
     def enter_section(self, chain: Chain) -> None:
-        """A section entry starts: fresh selection, local tools, allowlist."""
+        """A section entry starts: fresh selection, local tools, allowlist.
+
+        Without the model side (`needed`) no code can reach a section state.
+        """
+        if self.L is None:
+            return
         old = chain.section_state
         state = SectionState(self, chain, chain.section_name, chain.in_h1)
         if old is not None and old.is_h1 and not chain.in_h1:

@@ -102,7 +102,10 @@ class Run:
                               random_seed=self.config.seed)
         self.claims = Claims()
         self.logs: list[str] = []
-        self.events: list[dict] = []
+        #: Events as (kind, section, task id, seq, fields) tuples: the dicts
+        #: the observation shows are built when read (`events`).
+        self._events: list[tuple] = []
+        self._event_dicts: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self.outcome: str | None = None
         self.result: str | None = None
@@ -636,14 +639,18 @@ class Run:
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,
              **fields: Any) -> None:
         task = chain.task
-        self.events.append({
-            "kind": kind,
-            "execution": self.execution,
-            "section": section_override or chain.section_name,
-            "provenance": {"task": task.id, "seq": task.seq},
-            **fields,
-        })
+        self._events.append((kind, section_override or chain.section_name, task.id, task.seq,
+                             fields))
         task.seq += 1
+
+    @property
+    def events(self) -> list[dict]:
+        """Every event so far, as the observation shows it."""
+        built, execution = self._event_dicts, self.execution
+        for kind, section, task, seq, fields in self._events[len(built):]:
+            built.append({"kind": kind, "execution": execution, "section": section,
+                          "provenance": {"task": task, "seq": seq}, **fields})
+        return built
 
     def log(self, chain: Chain, message: str) -> None:
         self.logs.append(message)
