@@ -135,3 +135,26 @@ def test_events_read_mid_run_and_at_the_end_agree():
     assert run.events[:len(early)] == early
     assert run.events == run_prompt(prompt).events
     assert run.observation()["events"] == run.events
+
+
+def test_section_entries_hand_lua_no_python_object(monkeypatch):
+    """After a run is set up, entering sections passes no new Python object
+    into Lua: lupa 2.8's Lua 5.5 backend can mix up the identity of Python
+    objects handed to Lua and released (lupa issue #294), so per-entry
+    callbacks are Lua closures over a number, never Python closures
+    (kit: speed)."""
+    from forge.lua.runtime import LuaRuntime
+
+    text = prompt_text(section("A", "var.n = (var.n or 0) + 1 if var.n < 40 then jump('## B') end "
+                                    "return prose .. var.n"),
+                       section("B", "jump('## A')"))
+    run = Run(parse_prompt(text, "t.md"))
+    wrapped = []
+    for name in ("host", "guard"):
+        original = getattr(LuaRuntime, name)
+        monkeypatch.setattr(LuaRuntime, name,
+                            lambda self, fn, _o=original, _n=name: wrapped.append(_n) or _o(self, fn))
+    obs = run.execute().observation()
+    assert obs["result"] == "40"
+    assert run.entries == 79
+    assert wrapped == []
