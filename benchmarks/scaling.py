@@ -9,11 +9,19 @@ as a ratio to the run of one task measured in the same rounds, and per task.
 The growth exponent between two sizes is log(t2/t1) / log(n2/n1) on the
 minimum times: 1.0 is linear; `exponent` is the one from 1,000 to 10,000
 tasks, `fit` the least-squares slope from 100 up.
+
+CPU time on a shared machine moves by tens of percent between rounds, which
+is as much as the exponent's margin; so each size is also run once under
+cProfile to count the Python calls it makes - a figure that does not depend
+on the machine at all - and `calls_exponent` is that count's growth from
+1,000 to 10,000 tasks (1.0: the engine does the same work per task at
+every size).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import json
 import math
@@ -70,6 +78,16 @@ def once(parsed, n: int) -> float:
     return spent
 
 
+def calls(parsed, n: int) -> int:
+    """Python function calls one run (and its observation) makes."""
+    config = RunConfig(max_tasks=2 * n + 10, max_steps=100 * n + 1000)
+    profile = cProfile.Profile()
+    profile.enable()
+    run_prompt(parsed, Harness(), None, config).observation()
+    profile.disable()
+    return sum(entry.callcount for entry in profile.getstats())
+
+
 def exponent(a: tuple[int, float], b: tuple[int, float]) -> float:
     return math.log(b[1] / a[1]) / math.log(b[0] / a[0])
 
@@ -90,6 +108,7 @@ def measure(reps: int, sizes: tuple[int, ...]) -> dict:
     for _ in range(reps):
         for key, p in parsed.items():
             times[key].append(once(p, key[1]))
+    counted = {key: calls(p, key[1]) for key, p in parsed.items()}
     out: dict = {}
     for name in series:
         base = min(times[(name, sizes[0])])
@@ -97,7 +116,9 @@ def measure(reps: int, sizes: tuple[int, ...]) -> dict:
         for n in sizes:
             t = times[(name, n)]
             rows.append({"tasks": n, "min_s": min(t), "median_s": statistics.median(t),
-                         "vs_smallest": min(t) / base, "per_task_vs_smallest": min(t) / base / n})
+                         "vs_smallest": min(t) / base, "per_task_vs_smallest": min(t) / base / n,
+                         "python_calls": counted[(name, n)],
+                         "python_calls_per_task": counted[(name, n)] / n})
         points = [(r["tasks"], r["min_s"]) for r in rows]
         for a, b in zip(rows, rows[1:]):
             b["exponent_from_previous"] = exponent((a["tasks"], a["min_s"]), (b["tasks"], b["min_s"]))
@@ -106,6 +127,8 @@ def measure(reps: int, sizes: tuple[int, ...]) -> dict:
             "rows": rows,
             "exponent": exponent(points[-2], points[-1]),
             "fit": fit(big) if len(big) >= 2 else None,
+            "calls_exponent": exponent((rows[-2]["tasks"], rows[-2]["python_calls"]),
+                                       (rows[-1]["tasks"], rows[-1]["python_calls"])),
         }
     return out
 
@@ -125,9 +148,11 @@ def main(argv: list[str]) -> int:
             grow = (f"  exponent {r['exponent_from_previous']:.2f}"
                     if "exponent_from_previous" in r else "")
             print(f"{name:12} {r['tasks']:>6} tasks  min {r['min_s'] * 1000:9.1f} ms  "
-                  f"median {r['median_s'] * 1000:9.1f} ms  {r['vs_smallest']:8.1f}x one task{grow}")
+                  f"median {r['median_s'] * 1000:9.1f} ms  {r['vs_smallest']:8.1f}x one task  "
+                  f"{r['python_calls_per_task']:7.1f} calls/task{grow}")
         fitted = f", fit from 100: {s['fit']:.2f}" if s["fit"] is not None else ""
-        print(f"{name:12} exponent 1,000 -> {s['rows'][-1]['tasks']:,}: {s['exponent']:.2f}{fitted}")
+        print(f"{name:12} exponent {s['rows'][-2]['tasks']:,} -> {s['rows'][-1]['tasks']:,}: "
+              f"{s['exponent']:.2f}{fitted}; Python calls: {s['calls_exponent']:.3f}")
     return 0
 
 
