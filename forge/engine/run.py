@@ -221,9 +221,8 @@ class Run:
             block = chain.blocks[chain.block_index]
             chain.current_block = block
             self.host.reset_prose(chain)
-            source = ("\n" * (block.first_line - 1) + block.source).encode("utf-8")
             self.emit(chain, "lua_chunk_started")
-            chain.co = self.lua.block_coroutine(source, block.location.encode("utf-8"), chain.env)
+            chain.co = self.lua.block_coroutine(block.chunk, block.chunkname, chain.env)
             return
         self._section_finished(chain)
 
@@ -263,12 +262,10 @@ class Run:
         if shared is None:
             self.emit(chain, "lua_shared_load_succeeded")
             return
-        source = ("\n" * (shared.first_line - 1) + shared.source).encode("utf-8")
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
-            result = results(self.lua.E.load_library(source, shared.location.encode("utf-8"),
-                                                    chain.env))
+            result = results(self.lua.load_library(shared.chunk, shared.chunkname, chain.env))
         finally:
             chain.loading_library = False
             self.scheduler.current = previous

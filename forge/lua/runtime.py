@@ -98,6 +98,7 @@ class LuaRuntime:
         self.is_host_error = E.is_host_error
         self.new_env_raw = E.new_env
         self.run_block = E.run_block
+        self.load_library = E.load_library
         self.var_proxy_raw = E.var_proxy
         self.var_backing = E.var_backing
         self.json_check_raw = E.json_check
@@ -108,6 +109,7 @@ class LuaRuntime:
         self.instructions_used = E.instructions_used
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
+        self._coroutine = self.run_block.coroutine
 
     def memory_tight(self, extra: int = 0) -> bool:
         """Whether Lua state is close to the cap (with `extra` bytes more).
@@ -199,7 +201,7 @@ class LuaRuntime:
         return self.new_env_raw(globals_table)
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
-        return self.run_block.coroutine(source, chunkname, env)
+        return self._coroutine(source, chunkname, env)
 
 
 def to_lua_key(k: Any) -> Any:

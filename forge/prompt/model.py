@@ -29,6 +29,15 @@ class LuaBlock:
     first_line: int
     location: str
     prose: str = ""
+    #: What the engine loads (derived once): the source padded so Lua's line
+    #: numbers are file lines, and the chunk name, both as UTF-8 bytes.
+    chunk: bytes = attrs.field(init=False, eq=False, repr=False)
+    chunkname: bytes = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "chunk",
+                           ("\n" * (self.first_line - 1) + self.source).encode("utf-8"))
+        object.__setattr__(self, "chunkname", self.location.encode("utf-8"))
 
 
 @attrs.frozen
