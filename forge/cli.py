@@ -51,6 +51,13 @@ class ForgeGroup(click.Group):
             code = EXIT_OK if code is None or not isinstance(code, int) else code
         except InputError as e:
             code = _refuse(e.render(), EXIT_BAD_INPUT)
+        except click.MissingParameter as e:
+            what = "argument" if isinstance(e.param, click.Argument) else "option"
+            name = (getattr(e.param, "metavar", None) or _flag_name(e.param)
+                    if e.param is not None else e.param_hint or "parameter")
+            ctx = getattr(e, "ctx", None)
+            see = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+            code = _refuse(f"missing {what} {name}{see}", e.exit_code)
         except click.BadParameter as e:
             # A flag's own rule: `--flag must be ..., got ...`.
             if e.param is None:

@@ -112,6 +112,8 @@ def read_replay(path: str) -> dict:
         r.bad("", f"not JSON: {e.msg}", e.lineno)
     except RecursionError:
         r.bad("", "the JSON is nested too deeply")
+    except ValueError as e:  # an integer of thousands of digits
+        r.bad("", f"not a replay file the kit will read: {e}")
     if not isinstance(data, dict):
         r.bad("$", _SHAPE)
     if "format" in data:
