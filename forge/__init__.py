@@ -11,7 +11,7 @@ engine's only door to the outside world; `cli` is the `forge` command.
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from forge.version import __version__
 
 #: The public API, `forge.api`'s `__all__`; imported on first use, so that
 #: `forge` on the command line does not pay for it (PEP 562).

@@ -4,7 +4,8 @@ Walks every module of the four packages, reads its imports from the source
 (module level and inside functions alike; only `if TYPE_CHECKING:` blocks
 are left out, since they never run), and checks two things:
 
-- the layer rules below: a module imports nothing from a layer above it;
+- the layer rules below: a module imports nothing from a layer above it,
+  and no core module imports the top layer (`TOP`: the commands, the API);
 - no import cycles between modules, counting imports inside functions too, so
   a lazy import cannot hide a cycle.
 """
@@ -116,7 +117,19 @@ RULES = [
      "the engine and the lifecycle manager never import the layers that drive them"),
     (("forge.lifecycle",), ("forge.engine",),
      "the lifecycle manager is independent of the prompt engine"),
+    (("forge.api", "forge.pytest_plugin"), ("forge.cli", "forge.commands"),
+     "the Python API sits beside the command line, on the same core"),
 ]
+
+#: The top layer: the command line (and the suite's commands beside their
+#: subsystems), the Python API and its pytest plugin, and the `forge`
+#: package, which re-exports the API.  Every other module is core.
+TOP = ("forge.cli", "forge.commands", "forge.__main__", "forge.api", "forge.pytest_plugin",
+       "conformance.cli", "conformance.mutants_cli", "spec.cli")
+
+
+def _is_top(module: str) -> bool:
+    return module == "forge" or _under(module, *TOP)
 
 
 #: State and request values import nothing of the engine but other values.
@@ -138,6 +151,13 @@ def _violations() -> list[str]:
             for target in sorted(targets):
                 if _under(target, *banned) and not _under(target, *who):
                     found.append(f"{module} imports {target}: {why}")
+    for module, targets in GRAPH.items():
+        if _is_top(module):
+            continue
+        for target in sorted(targets):
+            if _is_top(target):
+                found.append(f"{module} imports {target}: commands and the API sit on top; "
+                             "core modules do not import them")
     return found
 
 

@@ -10,7 +10,7 @@ Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
 passes what the file expects, 2 the file is unusable, names another prompt,
 or the run drifted from the record (at the index printed).
 
-What does not live here: replaying and checking (`forge.commands.repro`),
+What does not live here: replaying and checking (`forge.repro`),
 the file's syntax (`sim.replayfile`).
 """
 
@@ -43,7 +43,7 @@ def replay(files, as_json, story, **harness):
     the file expects, 2 an unusable file, another prompt, or drift from the
     record (named by its index).
     """
-    from forge.commands.repro import replay_file
+    from forge.repro import replay_file
     from forge.engine.run import observation_json
 
     if len(files) > 2:

@@ -4,12 +4,14 @@ A `RunSpec` holds everything but the choice sequence that decides a run:
 the prompt (path and sha256), arguments, concurrency, cancel instant,
 instruction budget, latencies, the store's files, each script's content and
 the fault plan.  `run`, `explore` and `replay` all build their runs from one
-(`spec_from_flags`, `spec_from_record`), so `forge explore` seed N and
+(`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
+script data through `spec_from_values`), so `forge explore` seed N and
 `forge run --seed N` are the same run, and a replay file (`record`) carries
 the whole spec and needs nothing else.
 
 What does not live here: the flags (`forge.commands.params`), the replay file's
-syntax (`sim.replayfile`), exploring and replaying (`forge.commands.repro`).
+syntax (`sim.replayfile`), exploring and replaying (`forge.repro`).  It is
+core, below the command line and the API: it imports neither.
 """
 
 from __future__ import annotations
@@ -112,6 +114,50 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
     spec = RunSpec(prompt, text_sha256(text), text, args, concurrency, cancel_at, max_instructions,
                    store, model, operator, parse_faults(faults, fault_budget))
     return with_cancel_instants(spec)
+
+
+def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
+                     store_files: dict | None = None, concurrency: int = 8,
+                     model: Script | None = None, operator: Script | None = None,
+                     cancel_at: float | None = None, max_instructions: int | None = None,
+                     faults: str | None = None, fault_budget: int = 1,
+                     latency_base: dict | None = None,
+                     latency_menu: tuple[float, ...] | None = None) -> RunSpec:
+    """The spec of a prompt given as text and scripts and store given as data
+    (the Python API's way in; `spec_from_flags` is the command line's).  The
+    prompt and the scripts are checked now, as `Runner` parses them.
+
+    Raises:
+        InputError, PromptError: an invalid prompt, script, store or fault list.
+    """
+    from forge.assembly import build_harness
+
+    store = build_harness(store_files=dict(store_files)).store.snapshot() \
+        if store_files else {}
+    spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
+                   cancel_at, max_instructions, store, model, operator,
+                   parse_faults(faults, fault_budget),
+                   dict(DEFAULT_LATENCY) if latency_base is None
+                   else {**DEFAULT_LATENCY, **latency_base},
+                   LATENCY_MENU if latency_menu is None else tuple(latency_menu))
+    Runner(spec)          # refuse a bad prompt or script before anything runs
+    return with_cancel_instants(spec)
+
+
+def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
+    """The chooser of `forge run --seed/--strategy`, its run seed set: the
+    seed given, else the strategy's own (`pct:N:...` is explore's seed N),
+    else 0.
+
+    Raises:
+        InputError: an unknown strategy spelling (`forge.assembly.make_chooser`).
+    """
+    from forge.assembly import make_chooser
+
+    chooser = make_chooser(seed, strategy)
+    drawn = chooser.provider.describe().get("seed")
+    chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
+    return chooser
 
 
 class Runner:
@@ -311,7 +357,7 @@ def load_check(name: str, where: str = "--check"):
 
 
 def kit_version() -> str:
-    from forge import __version__
+    from forge.version import __version__
 
     return f"forge-kit {__version__}"
 
