@@ -73,6 +73,8 @@ class ReplayOutcome:
     #: it recorded a passing run).
     recorded_problems: tuple[str, ...] = ()
     trace: str = attrs.field(default="", eq=False, repr=False)
+    #: The choice values this run made.
+    choices: tuple[int, ...] = attrs.field(default=(), eq=False, repr=False)
 
     @property
     def observation_sha256(self) -> str:
@@ -180,7 +182,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     drift = getattr(provider, "drift", None)
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
                          tuple(tell(run.trace.records, chooser, run.harness.faults)),
-                         recorded_problems, run.trace.lines())
+                         recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
 
 def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
