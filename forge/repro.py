@@ -200,19 +200,28 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
 
 
 def _override(spec: RunSpec, overrides: dict) -> RunSpec:
-    rebuilt = spec_from_flags(spec.prompt_path, **{
-        "args": spec.args, "concurrency": spec.concurrency, "cancel_at": spec.cancel_at,
-        "max_instructions": spec.max_instructions, **overrides})
-    keep = {}
-    if "store_dir" not in overrides:
-        keep["store_files"] = spec.store_files
-    if "model_script" not in overrides:
-        keep["model"] = spec.model
-    if "operator_script" not in overrides:
-        keep["operator"] = spec.operator
-    if "faults" not in overrides and "fault_budget" not in overrides:
-        keep["faults"] = spec.faults
-    return attrs.evolve(rebuilt, **keep)
+    """The recorded spec with the flags given changed; the prompt stays the
+    recorded text (a prompt given as text has no file to read again)."""
+    from forge.runspec import read_script_file, read_store_folder, spec_from_values
+
+    given = overrides.get
+    rebuilt = spec_from_values(
+        spec.prompt_path, spec.prompt_text, args=given("args", spec.args),
+        store_files=read_store_folder(overrides["store_dir"]) if "store_dir" in overrides
+        else spec.store_files,
+        concurrency=given("concurrency", spec.concurrency),
+        model=read_script_file(overrides["model_script"]) if "model_script" in overrides
+        else spec.model,
+        operator=read_script_file(overrides["operator_script"])
+        if "operator_script" in overrides else spec.operator,
+        cancel_at=given("cancel_at", spec.cancel_at),
+        max_instructions=given("max_instructions", spec.max_instructions),
+        faults=given("faults", ",".join(spec.faults.kinds)),
+        fault_budget=given("fault_budget", spec.faults.budget),
+        latency_base=spec.latency_base, latency_menu=spec.latency_menu)
+    if "faults" in overrides or "fault_budget" in overrides:
+        return rebuilt
+    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
 
 
 # -- telling a run ---------------------------------------------------------------------------

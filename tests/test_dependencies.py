@@ -211,3 +211,13 @@ def test_no_import_cycles_even_through_lazy_imports():
 def test_the_walker_sees_imports(module):
     """The walker is not vacuous: modules known to import others are seen to."""
     assert GRAPH[module], f"{module} should import something of the project"
+
+
+def test_the_api_and_the_commands_sit_on_one_core():
+    """`forge.api` and the commands both drive `forge.runspec`/`forge.repro`; the core
+    imports neither, and the API no command (the rule above is not vacuous here)."""
+    assert {"forge.repro", "forge.runspec"} <= GRAPH["forge.api"]
+    assert {"forge.repro", "forge.runspec"} <= GRAPH["forge.commands.explore"]
+    assert _is_top("forge.api") and _is_top("forge.commands.explore") and _is_top("forge")
+    assert not _is_top("forge.repro") and not _is_top("forge.runspec")
+    assert not [t for t in GRAPH["forge.api"] if _under(t, "forge.commands", "forge.cli")]

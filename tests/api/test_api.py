@@ -178,6 +178,9 @@ def test_a_source_prompt_replays_from_its_file_alone(tmp_path):
                            expect_result="alpha beta gamma", replay_out=out)
     cli = _cli(*report.failures[0].replay_command.split()[1:])
     assert cli.returncode == 1 and "reproduced byte for byte" in cli.stderr
+    # A what-if changes the run, not the prompt: the recorded text is used, no file read.
+    what_if = forge.replay(out, concurrency=1)
+    assert what_if.identical is None and what_if.observation.result == "alpha beta gamma"
 
 
 def test_named_checks_are_recorded_and_callable_checks_are_not(tmp_path):
