@@ -121,11 +121,13 @@ RULES = [
      "the Python API sits beside the command line, on the same core"),
 ]
 
-#: The top layer: the command line (and the suite's commands beside their
-#: subsystems), the Python API and its pytest plugin, and the `forge`
-#: package, which re-exports the API.  Every other module is core.
+#: The top layer: the command line (and the commands that live beside their
+#: subsystems: the suite's, and `forge.lifecycle.command`, which prints
+#: `forge explore`/`forge replay` on a scenario file), the Python API and its
+#: pytest plugin, and the `forge` package, which re-exports the API.  Every
+#: other module is core.
 TOP = ("forge.cli", "forge.commands", "forge.__main__", "forge.api", "forge.pytest_plugin",
-       "conformance.cli", "conformance.mutants_cli", "spec.cli")
+       "conformance.cli", "conformance.mutants_cli", "spec.cli", "forge.lifecycle.command")
 
 
 def _is_top(module: str) -> bool:

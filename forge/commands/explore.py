@@ -71,6 +71,11 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
     3 an exhaustive search stopped at --runs before covering the tree.
     """
+    from forge.lifecycle.scenario import is_scenario
+    if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md), not a prompt
+        from forge.lifecycle.command import explore_file
+        sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
+                              no_reduce, replay_out, as_json))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
     from sim.replayfile import write_record

@@ -4,7 +4,8 @@
 sha256, the harness, the scripts, the faults, the seed, the expectation and
 every choice.  `forge replay PROMPT FILE` uses PROMPT instead of the
 recorded path (its sha256 must match).  Harness flags given override the
-recording (a what-if run; the choices may then drift).
+recording (a what-if run; the choices may then drift).  `forge replay
+SCENARIO FILE` replays a lifecycle race (`forge.lifecycle.command`).
 
 Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
 passes what the file expects, 2 the file is unusable, names another prompt,
@@ -43,12 +44,16 @@ def replay(files, as_json, story, **harness):
     the file expects, 2 an unusable file, another prompt, or drift from the
     record (named by its index).
     """
-    from forge.repro import replay_file
-    from forge.engine.run import observation_json
-
     if len(files) > 2:
         raise click.UsageError("give REPLAY_FILE, or PROMPT and REPLAY_FILE")
     prompt, path = (None, files[0]) if len(files) == 1 else files
+    from forge.lifecycle.scenario import is_scenario
+    if prompt is not None and is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md)
+        from forge.lifecycle.command import replay_file as replay_scenario
+        sys.exit(replay_scenario(prompt, path, as_json))
+    from forge.repro import replay_file
+    from forge.engine.run import observation_json
+
     overrides = harness_kwargs(harness)
     outcome = replay_file(path, prompt=prompt, overrides=overrides)
     if outcome.other_kit is not None:
