@@ -2,7 +2,11 @@
 
 What lives here: `MemoryStore` (files and directories in memory, seeded from
 a folder), the path and glob validators, each operation's semantics and its
-exact messages.  It sits below both the harness (which holds the backend a
+exact messages, and the store's quota (`StoreQuota`: at most
+`MAX_STORE_BYTES` in `MAX_STORE_FILES` files at any moment, the same limits a
+seeding folder is held to; passing it ends the run as `Budget`).  An append
+costs what it appends: appended text is kept as chunks and joined when the
+file is next read.  It sits below both the harness (which holds the backend a
 run uses) and the engine (which issues the operations).  What does not: when
 an operation happens (the engine issues it through the harness, which gives
 it a virtual duration), the claims that turn unjoined sharing into a
@@ -18,6 +22,8 @@ import re
 from collections.abc import Iterable
 
 import attrs
+
+from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
 
 MAX_PATH_BYTES = 1024
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9])", re.IGNORECASE)
@@ -125,15 +131,30 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+class StoreQuota(Exception):
+    """An operation would take the store past its quota; the message says which."""
+
+
+def _nbytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
 class MemoryStore:
     """Files (path -> text) and explicit directories, in memory.
 
-    Invariant: every parent directory of a file is in `dirs`.
+    Invariants: every parent directory of a file is in `dirs`; a file's text
+    is `files[path]` followed by its pending appended chunks `_tails[path]`;
+    `sizes[path]` is that text's UTF-8 length and `total` their sum.
     """
 
-    def __init__(self, files: dict[str, str] | None = None) -> None:
+    def __init__(self, files: dict[str, str] | None = None, *,
+                 max_bytes: int = MAX_STORE_BYTES, max_files: int = MAX_STORE_FILES) -> None:
         self.files: dict[str, str] = {}
         self.dirs: set[str] = set()
+        self.sizes: dict[str, int] = {}
+        self.total = 0
+        self.max_bytes, self.max_files = max_bytes, max_files
+        self._tails: dict[str, list[str]] = {}
         for path, text in sorted((files or {}).items()):
             self._put(path, text)
 
@@ -150,6 +171,8 @@ class MemoryStore:
         return cls(files)
 
     def snapshot(self) -> dict[str, str]:
+        for path in list(self._tails):
+            self._join(path)
         return dict(sorted(self.files.items()))
 
     # -- helpers --------------------------------------------------------------
@@ -158,21 +181,41 @@ class MemoryStore:
         for i in range(1, len(parts)):
             yield "/".join(parts[:i])
 
+    def _charge(self, path: str, size: int) -> None:
+        """Check that `path` holding `size` bytes keeps the store in its quota."""
+        if path not in self.files and len(self.files) >= self.max_files:
+            raise StoreQuota(f"store budget exhausted: the store would hold more than "
+                             f"{self.max_files:,} files")
+        if self.total - self.sizes.get(path, 0) + size > self.max_bytes:
+            raise StoreQuota(f"store budget exhausted: the store would hold more than "
+                             f"{self.max_bytes:,} bytes (writing {path})")
+
     def _put(self, path: str, text: str) -> None:
         for parent in self._parents(path):
             if parent in self.files:
                 raise StoreFailure("store backend failure", "backend", path)
         if path in self.dirs:
             raise StoreFailure("store backend failure", "backend", path)
+        size = _nbytes(text)
+        self._charge(path, size)
         for parent in self._parents(path):
             self.dirs.add(parent)
+        self._tails.pop(path, None)
         self.files[path] = text
+        self.total += size - self.sizes.get(path, 0)
+        self.sizes[path] = size
+
+    def _join(self, path: str) -> None:
+        tail = self._tails.pop(path, None)
+        if tail:
+            self.files[path] = "".join([self.files[path], *tail])
 
     def _text(self, path: str) -> str:
         if path in self.dirs:
             raise StoreFailure("store backend failure", "backend", path)
         if path not in self.files:
             raise StoreFailure(f"file not found in store: {path}", "not_found", path)
+        self._join(path)
         return self.files[path]
 
     # -- the operations ---------------------------------------------------------
@@ -184,7 +227,14 @@ class MemoryStore:
         check_path(path)
         if path in self.dirs:
             raise StoreFailure("store backend failure", "backend", path)
-        self._put(path, self.files.get(path, "") + contents)
+        if path not in self.files:
+            self._put(path, contents)
+            return
+        size = self.sizes[path] + _nbytes(contents)
+        self._charge(path, size)
+        self._tails.setdefault(path, []).append(contents)
+        self.total += size - self.sizes[path]
+        self.sizes[path] = size
 
     def exists(self, path: str) -> bool:
         check_path(path)
@@ -194,6 +244,8 @@ class MemoryStore:
         check_path(path)
         if path in self.files:
             del self.files[path]
+            self._tails.pop(path, None)
+            self.total -= self.sizes.pop(path)
         elif path in self.dirs:
             prefix = path + "/"
             if any(p.startswith(prefix) for p in self.files) or any(
@@ -261,4 +313,4 @@ class MemoryStore:
                 path,
                 (("count", str(count)),),
             )
-        self.files[path] = text.replace(old, new, 1)
+        self._put(path, text.replace(old, new, 1))

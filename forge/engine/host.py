@@ -205,7 +205,8 @@ class Host:
         if chain.log_bytes + len(message) > LOG_BYTES_PER_VM:
             return self.err("lua log cumulative byte budget exceeded")
         chain.log_bytes += len(message)
-        self.run.log(chain, text)
+        if not self.run.log(chain, text, len(message)):
+            return self.err("log budget exhausted")     # the run has ended as Budget
         return (True,)
 
     # ------------------------------------------------------------ headings

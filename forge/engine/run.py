@@ -33,7 +33,7 @@ from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
 from forge.engine.rules.endings import AbandonReason
 from forge.engine.claims import WRITES, Claims
-from forge.store import StoreFailure
+from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua.runtime import (
@@ -58,6 +58,11 @@ DEFAULT_MAX_STEPS = 200_000
 DEFAULT_MAX_TASKS = 10_000
 #: Section entries one run may make (an endless jump loop runs no Lua loop).
 DEFAULT_MAX_ENTRIES = 50_000
+#: `log` checkpoints, and their UTF-8 bytes, one run may record in all.  The
+#: spec's quotas are per section VM; with up to `DEFAULT_MAX_TASKS` VMs they
+#: would allow gigabytes, so the kit bounds the run as a whole too.
+DEFAULT_MAX_LOGS = 100_000
+DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024
 
 
 TASK_RUNS_TARGET_ONLY = declare("walk.task-runs-target-only", "walk",
@@ -77,6 +82,8 @@ class RunConfig:
     max_steps: int = DEFAULT_MAX_STEPS
     max_tasks: int = DEFAULT_MAX_TASKS
     max_entries: int = DEFAULT_MAX_ENTRIES
+    max_logs: int = DEFAULT_MAX_LOGS
+    max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
     execution: str = "run-1"
     seed: int = 0
 
@@ -102,6 +109,7 @@ class Run:
                               random_seed=self.config.seed)
         self.claims = Claims()
         self.logs: list[str] = []
+        self.log_bytes = 0
         #: Events as (kind, section, task id, seq, fields) tuples: the dicts
         #: the observation shows are built when read (`events`).
         self._events: list[tuple] = []
@@ -613,6 +621,9 @@ class Run:
             if self.harness.refuses(op, path):
                 raise StoreFailure("store operation failed", "refused", path)
             value = run_op()
+        except StoreQuota as q:
+            self.abort("Budget", str(q))
+            return PARK
         except StoreFailure as f:
             self.emit(chain, f"store_{_event_op(op)}_failed")
             return (False, self.error_value("store", f.message, chain, **f.fields()))
@@ -653,9 +664,18 @@ class Run:
                           "provenance": {"task": task, "seq": seq}, **fields})
         return built
 
-    def log(self, chain: Chain, message: str) -> None:
+    def log(self, chain: Chain, message: str, nbytes: int) -> bool:
+        """Record a checkpoint; False (the run ended as Budget) past the
+        run-wide log budget."""
+        self.log_bytes += nbytes
+        if len(self.logs) >= self.config.max_logs or self.log_bytes > self.config.max_log_bytes:
+            self.abort("Budget", f"log budget exhausted: the run logged more than "
+                                 f"{self.config.max_logs:,} checkpoints or "
+                                 f"{self.config.max_log_bytes:,} bytes")
+            return False
         self.logs.append(message)
         self.emit(chain, "lua", message=message)
+        return True
 
     # --------------------------------------------------------- observation
     def observation(self) -> dict:

@@ -125,6 +125,29 @@ RUNAWAY = {
         section("Main", "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"),
         "memory",
     ),
+    # The store lives outside Lua's heap: without its own quota these held
+    # gigabytes (a 1 MB write a step reached 24 GB in a minute).
+    "store-bomb": (
+        section("Main", "local c = string.rep('a', 1000000) "
+                        "for i = 1, 100000 do store.write('f' .. i, c) end"),
+        "store budget exhausted: the store would hold more than 67,108,864 bytes",
+    ),
+    "append-bomb": (
+        section("Main", "local c = string.rep('a', 1000000) "
+                        "for i = 1, 100000 do store.append('f', c) end"),
+        "store budget exhausted: the store would hold more than 67,108,864 bytes (writing f)",
+    ),
+    "file-count-bomb": (
+        section("Main", "for i = 1, 100000 do store.write('f' .. i, 'x') end"),
+        "store budget exhausted: the store would hold more than 10,000 files",
+    ),
+    # The spec's log quotas are per section VM; thousands of VMs could each use theirs.
+    "log-bomb-across-tasks": (
+        section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
+                        "tasks.join(ts)")
+        + section("L", "for i = 1, 1000 do log(string.rep('b', 250)) end", level=3),
+        "log budget exhausted: the run logged more than 100,000 checkpoints or 16,777,216 bytes",
+    ),
 }
 
 
@@ -133,11 +156,32 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
     """Endless loops, endless jumps, unbounded spawning, a memory bomb and results too large to
     deliver each end the run with a message naming the exhausted budget - never a process
     abort (kit: budget.instructions, kit: budget.section-entries, kit: budget.tasks,
-    kit: budget.memory)."""
+    kit: budget.memory, kit: budget.store, kit: budget.logs)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=5_000_000)
     assert obs["outcome"] == "failed"
     assert phrase in obs["error"]["message"]
+    assert obs["error"]["kind"] in ("Budget", "Lua")
+
+
+def test_a_caught_log_refusal_past_the_run_budget_still_ends_the_run():
+    """kit: budget.logs - once the run-wide log budget is spent, a pcall around `log` cannot
+    keep the block going: each task logs until its own VM's quota refuses it, but the task
+    that spends the run's budget is stopped there, not left spinning until the instruction
+    budget."""
+    loop = ("while true do local ok, e = pcall(log, 'x') "
+            "if not ok and tostring(e):find('event budget') then break end end "
+            "tasks.spawn('#### Z')")
+    text = (section("Main", "local ts = {} for i = 1, 200 do ts[#ts + 1] = tasks.spawn('### L') "
+                            "end tasks.join(ts)")
+            + section("L", loop, level=3)
+            + section("Z", "return 'z'", level=4))
+    obs = run_text(prompt_text(text))
+    assert obs["error"]["kind"] == "Budget"
+    assert obs["error"]["message"].startswith("log budget exhausted")
+    assert len(obs["logs"]) == 100_000
+    spawned_after = [t for t in obs["tasks"].values() if t["target"] == "Z"]
+    assert len(spawned_after) == 100_000 // 1024     # the tasks whose own quota ran out first
 
 
 def test_unbounded_recursion_ends():
