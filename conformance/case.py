@@ -50,6 +50,7 @@ import attrs
 
 from conformance import matchers, schemas
 from conformance._toml import read_toml
+from conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
 
@@ -214,8 +215,9 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
     if catalogue is not None:
         for cid in data["clauses"]:
             if cid not in catalogue:
-                raise InputError(f"unknown clause id `{cid}` (not in the catalogue)", file=name,
-                                 line=_line_of_string(text, cid), kind="clause")
+                hint = did_you_mean([cid], catalogue)
+                raise InputError(f"unknown clause id `{cid}` (not in the catalogue){hint}",
+                                 file=name, line=_line_of_string(text, cid), kind="clause")
 
 
 def _check_bounds(data: dict, text: str, name: str) -> None:
