@@ -2,9 +2,10 @@
 runner does with an observation that breaks one.
 
 Every observation the reference produces for the suite validates: here each
-case on the canonical schedule, and the whole suite on every schedule in
-test_conformance_cli (the runner errors a case whose observation breaks the
-schema, and that suite must pass).  Every example prompt under examples/,
+case on the canonical schedule in process, and the whole suite on every
+schedule over the pipe in test_impl_serve (the runner checks every
+observation an implementation process sends, and errors a case whose
+observation breaks the schema; that suite must pass).  Every example prompt under examples/,
 run with its model script, validates too.  The runner's fast path (one
 event kind's rules at a time) is checked against plain jsonschema on the
 same observations, valid and broken.
