@@ -40,7 +40,8 @@ speaks the JSON-lines protocol of docs/protocol.md on stdin/stdout.
 Each case runs on the canonical schedule, and cases flagged any-schedule
 also on random ones.  Failures are shown with their mismatches and a
 unified diff of expected vs observed; the last line is always
-`N passed, N failed, N errored, N skipped`.
+`N passed, N failed, N errored, N skipped` (then `, N expected failures`
+when there are any).
 
 \b
 Examples:
@@ -51,8 +52,8 @@ Examples:
       --expectations my-engine.expect.toml --json report.json --junit report.xml
   forge conformance --impl 'forge impl-serve'      # the protocol, end to end
 
-An observation that breaks the shipped schema (docs/observation.md) errors
-its case, naming each field by its JSON pointer.  Expected failures (an
+An --impl observation that breaks the shipped schema (docs/observation.md)
+errors its case, naming each field by its JSON pointer.  Expected failures (an
 expectations file's "fail") are a count of their own; --write-expectations
 turns this run's failures into such a file.
 
