@@ -21,6 +21,14 @@ CPU time beside them, baselines measured in the same run.
   from brute force, against the reduced search (and the reduced search
   under a deviation bound of 1).  `--full` adds N=2: 93,750 naive
   schedules, several CPU minutes.
+- **faults** on `examples/explore/refused-write.md` (a planted bug: Beta
+  does not retry its second write when the store refuses it) with
+  `--faults store --fault-budget 1`: the share of campaigns of 100 runs that
+  find it, per strategy, the median runs to find, and the deviations of
+  the shrunk finds (the minimum is 1: that one refusal).
+- **replay** each campaign's shrunk find through its replay record in this
+  process: how many reproduce the recorded trace byte for byte
+  (`tests/sim/test_repro.py` does the same across processes).
 """
 
 from __future__ import annotations
@@ -241,6 +249,44 @@ def exhaustive_counts(writes: int) -> dict:
     return out
 
 
+# ---------------------------------------------------------------------- faults
+def fault_campaigns(strategy: str, count: int, runs: int) -> dict:
+    from forge.commands.repro import explore_prompt, replay_file
+    from forge.commands.runspec import Expectation, spec_from_flags
+    from sim.replayfile import write_record
+    import tempfile
+
+    spec = spec_from_flags(str(EXAMPLES / "refused-write.md"), faults="store")
+    expect = Expectation(result="2 2 2")
+    found, to_find, shrunk, identical = 0, [], [], 0
+    start = time.process_time()
+    with tempfile.TemporaryDirectory() as folder:
+        for campaign in range(count):
+            outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                     start_seed=campaign * runs, shrink_budget=3000)
+            if outcome.failure is None:
+                continue
+            found += 1
+            to_find.append(outcome.report.runs)
+            shrunk.append(outcome.report.findings[0].deviations)
+            path = pathlib.Path(folder) / f"{campaign}.json"
+            path.write_text(write_record(outcome.failure.record))
+            again = replay_file(str(path))
+            identical += bool(again.identical and again.problems and again.drift is None)
+    return {"campaigns": count, "found": found, "rate": found / count,
+            "median_runs_to_find": statistics.median(to_find) if to_find else None,
+            "shrunk_deviations": _count(shrunk),
+            "replayed_identical": identical,
+            "cpu_s": round(time.process_time() - start, 2)}
+
+
+def _count(values) -> dict:
+    out: dict = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--campaigns", type=int, default=100)
@@ -248,13 +294,20 @@ def main() -> None:
     parser.add_argument("--shrink-cases", type=int, default=10)
     parser.add_argument("--full", action="store_true", help="also the 93,750-schedule tree")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--only", choices=["faults"], default=None,
+                        help="run only this section")
     opts = parser.parse_args()
+    faults = {s: fault_campaigns(s, opts.campaigns, opts.runs) for s in ("random", "pct")}
+    if opts.only == "faults":
+        print(json.dumps(faults, sort_keys=True) if opts.json else _faults_text(faults, opts.runs))
+        return
 
     results = {
         "pct": campaigns("pct", opts.campaigns, opts.runs),
         "random": campaigns("random", opts.campaigns, opts.runs),
         "shrink": shrink_cases(opts.shrink_cases),
         "exhaustive": [exhaustive_counts(1)] + ([exhaustive_counts(2)] if opts.full else []),
+        "faults": faults,
     }
     if opts.json:
         print(json.dumps(results, sort_keys=True))
@@ -276,6 +329,15 @@ def main() -> None:
               f"({r['share_of_naive']:.1%}, covers all: {r['covers_every_outcome']}); "
               f"bound 1 {b['runs']} ({b['share_of_naive']:.1%}, covers all: "
               f"{b['covers_every_outcome']})")
+    print(_faults_text(faults, opts.runs))
+
+
+def _faults_text(faults: dict, runs: int) -> str:
+    return "\n".join(
+        f"faults  {s:6} found the refused-write bug in {r['found']}/{r['campaigns']} campaigns "
+        f"of {runs} runs; median runs to find {r['median_runs_to_find']}; shrunk deviations "
+        f"{r['shrunk_deviations']}; {r['replayed_identical']}/{r['found']} replay files "
+        f"reproduce byte for byte ({r['cpu_s']} s CPU)" for s, r in faults.items())
 
 
 if __name__ == "__main__":

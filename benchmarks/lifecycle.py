@@ -11,8 +11,12 @@ Measures, in-process:
   completion, the model reading the result) on each store;
 - race steps/s: random stop/retry/finish races applied to the Manager on the
   memory store, against a plain spawn-and-complete loop as the baseline;
-- interleavings/s of the exhaustive race explorer (forge.lifecycle.explore)
-  over its six two-actor races, on the memory store.
+- interleavings/s of the races on the simulator (forge.lifecycle.explore,
+  driven by sim's chooser) over the six two-actor races, exhaustively, on the
+  memory store (CPU time), against the plain spawn-and-complete baseline, with
+  each race's interleavings before reduction (every host call a step), with
+  store steps only, and after partial-order reduction (forge.lifecycle.dpor:
+  DPOR with sleep sets).
 Each figure is the median of five timed rounds; ratios compare numbers taken
 in the same process.
 """
@@ -33,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from timing import rate  # noqa: E402
-from forge.lifecycle.explore import RACES, explore  # noqa: E402
+from forge.lifecycle.explore import explore  # noqa: E402
+from forge.lifecycle.scenario import races as shipped_races  # noqa: E402
 from forge.lifecycle.manager import Config, Manager  # noqa: E402
 from forge.lifecycle.records import (  # noqa: E402
     RunOutcome,
@@ -132,6 +137,11 @@ def plain_lives():
     return step
 
 
+#: The two-actor races the issue names (examples/lifecycle).
+TWO_ACTOR = ("completion-vs-stop", "retry-vs-stop", "two-retries", "continuation-vs-stop",
+             "sweep-vs-retry", "graceful-stop-vs-failing-turn")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="time per figure")
@@ -147,10 +157,20 @@ def main() -> None:
         memory_lives = rate(manager_life(MemoryStore()), opts.seconds, WALL)
         sqlite_file_lives = rate(manager_life(file_store("lives.db")), opts.seconds, WALL)
     races = rate(interleavings(), opts.seconds, WALL)
-    start = time.perf_counter()
-    explored = sum(explore(s, reduced=False).interleavings for s in RACES.values())
-    explore_rate = explored / (time.perf_counter() - start)
-    plain = rate(plain_lives(), opts.seconds, WALL)
+    shipped = shipped_races()
+    counts = {}
+    start = time.process_time()
+    for name in TWO_ACTOR:
+        full = explore(shipped[name], reduced=False)
+        coarse = explore(shipped[name], reduced=True, por=False)
+        reduced = explore(shipped[name])
+        assert not (full.failure or coarse.failure or reduced.failure), name
+        counts[name] = {"interleavings": full.interleavings,
+                        "store_steps_only": coarse.interleavings,
+                        "after_reduction": reduced.interleavings}
+    explored = sum(sum(c.values()) for c in counts.values())
+    explore_rate = explored / (time.process_time() - start)
+    plain = rate(plain_lives(), opts.seconds)
     figures = {
         "store_ops_per_s": {"memory": 5 * memory_cycles, "sqlite_file_wal": 5 * sqlite_file_cycles,
                             "sqlite_file_wal_normal": 5 * sqlite_normal_cycles,
@@ -162,6 +182,8 @@ def main() -> None:
         "race_step_vs_plain_life": races / plain,
         "explored_interleavings": explored,
         "explored_interleavings_per_s": explore_rate,
+        "interleaving_vs_plain_life": explore_rate / plain,
+        "races": counts,
     }
     if opts.json:
         print(json.dumps(figures, indent=2))
@@ -174,11 +196,16 @@ def main() -> None:
     lives = figures["task_lives_per_s"]
     print(f"task lives/s (spawn, fail, retry, complete, read): memory {lives['memory']:,.0f}, "
           f"SQLite file {lives['sqlite_file_wal']:,.0f}")
-    print(f"race interleavings/s on the memory store: {races:,.0f} "
+    print(f"random race steps/s applied to the Manager (no scheduler): {races:,.0f} "
           f"({figures['race_step_vs_plain_life']:.2f}x a plain spawn-and-complete, "
           f"{plain:,.0f}/s)")
-    print(f"exhaustive exploration: {explored:,} interleavings of six races at "
-          f"{explore_rate:,.0f}/s")
+    print(f"exhaustive exploration on the simulator: {explored:,} interleavings of six races "
+          f"at {explore_rate:,.0f}/s CPU ({figures['interleaving_vs_plain_life']:.4f}x a plain "
+          "spawn-and-complete)")
+    for name, c in counts.items():
+        print(f"  {name:32} {c['interleavings']:6,} interleavings, "
+              f"{c['store_steps_only']:5,} with store steps only, "
+              f"{c['after_reduction']:5,} after partial-order reduction")
 
 
 if __name__ == "__main__":

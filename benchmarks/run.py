@@ -1,16 +1,29 @@
-"""Benchmarks: one command, ratios measured in one run.
+"""Benchmarks of the reference engine: one command, ratios measured in one run.
 
-    python benchmarks/run.py [--seconds S] [--json]
+    python3 benchmarks/run.py [--seconds S] [--json] [--quick]
 
-Measures, in-process:
-- runs/s of a small walk/call/store prompt on the reference engine;
-- runs/s of the seed's first example (two tasks joined);
-- the cost of creating a run (Run construction: a fresh Lua runtime, the
-  sandbox and the host library) against a bare lupa runtime as the baseline;
-- schedules/s of `forge explore`'s inner loop (random chooser + invariants).
-Each figure is the median of several timed rounds; ratios compare numbers
-taken in the same process, so they travel between machines better than the
-absolute rates.
+Every figure is CPU time (`time.process_time`) per call, min and median over
+rounds, and the functions compared are measured interleaved
+(`timing.interleaved`), so a busy machine moves them alike.  What matters
+is the ratios; the absolute rates are for this machine only.
+
+- `fresh_floor`: lupa itself doing a run's Lua work - a fresh `LuaRuntime`
+  with the engine's options, every block of the prompt loaded as text into
+  its own environment and run in a coroutine (host names answered by a stub),
+  and the run's trace records hashed exactly as a run hashes them.  No
+  engine could do less with a runtime of its own per run.
+- `reused_floor`: the same with one runtime kept across runs.
+- `two_tasks` and `walk_call_store`: a whole run of each prompt
+  (`run_prompt(...).observation()`), and their ratios to the floors.
+- `run_creation`: `Run(prompt)` alone against a bare `LuaRuntime`.
+- `explore`: one random schedule of two-tasks plus the oracle checks.
+- `conformance`: every case on its canonical schedule, cases per second.
+- `endless_jump`: the runaway prompt that jumps between two sections until
+  the section entry budget (50,000 entries) stops it.
+
+The reference engine builds one runtime per run (runs never share Lua
+state, so a run cannot depend on the runs before it); `reused_floor` says
+what a runtime pool could at best still win.
 """
 
 from __future__ import annotations
@@ -19,17 +32,20 @@ import argparse
 import json
 import pathlib
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from timing import rate  # noqa: E402
+import lupa.lua55 as lua55  # noqa: E402
+
+from timing import interleaved  # noqa: E402
 from forge.engine.run import Run, RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
+from forge.lua import runtime as lua_runtime  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
-from conformance import oracles  # noqa: E402
-from sim.chooser import Chooser, RandomProvider  # noqa: E402
+from sim.trace import Trace  # noqa: E402
 
 WALK = """---
 name: walk
@@ -61,20 +77,115 @@ return 'helper:' .. args .. ':'
 ```
 """
 
+JUMP = """---
+name: endless-jump
+description: jumps between two sections until the entry budget stops it
+promptforge: 0
+---
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement")
-    parser.add_argument("--json", action="store_true")
-    opts = parser.parse_args()
+# Jump
 
-    import lupa.lua55 as lua55
+## A
+
+```lua
+jump('## B')
+```
+
+## B
+
+```lua
+jump('## A')
+```
+"""
+
+#: The floor's Lua side: a stub for every host name, and a driver that loads
+#: each block into a fresh environment and runs it in a coroutine.
+FLOOR_LUA = b"""
+local stub_mt, stub = {}, nil
+stub = setmetatable({}, stub_mt)
+stub_mt.__index = function() return stub end
+stub_mt.__call = function() return stub end
+stub_mt.__concat = function() return '' end
+local env_mt = { __index = function() return stub end }
+return function(...)
+  local n = select('#', ...)
+  for i = 1, n, 2 do
+    local source, name = select(i, ...)
+    local f = assert(load(source, name, 't', setmetatable({}, env_mt)))
+    coroutine.resume(coroutine.create(function() return pcall(f) end))
+  end
+end
+"""
+
+
+def _runtime():
+    return lua55.LuaRuntime(
+        encoding=None, unpack_returned_tuples=True, register_eval=False,
+        register_builtins=False, attribute_filter=lua_runtime._filter,
+        string_hash_seed=lua_runtime.STRING_HASH_SEED,
+        max_memory=lua_runtime.DEFAULT_MAX_MEMORY)
+
+
+class Floor:
+    """The least a run of `prompt` could cost: its Lua chunks and its trace hash."""
+
+    def __init__(self, prompt) -> None:
+        blocks = list(prompt.h1_blocks) + [b for s in prompt.sections for b in s.blocks]
+        self.chunks = []
+        for block in blocks:
+            self.chunks += [("\n" * (block.first_line - 1) + block.source).encode("utf-8"),
+                            block.location.encode("utf-8")]
+        records = run_prompt(prompt).trace.records
+        self.records = [(r["t"], r["what"], {k: v for k, v in r.items() if k not in ("i", "t", "what")})
+                        for r in records]
+        self.driver_bytecode = _runtime().execute(
+            b"return function(s) return string.dump(assert(load(s, '=floor'))) end")(FLOOR_LUA)
+        self.kept = self._driver(_runtime())
+
+    def _driver(self, lua):
+        return lua.globals().load(self.driver_bytecode, b"=floor", b"b")()
+
+    def _hash(self) -> str:
+        trace = Trace()
+        for t, what, fields in self.records:
+            trace.emit(t, what, **fields)
+        return trace.sha256()
+
+    def fresh(self) -> str:
+        self._driver(_runtime())(*self.chunks)
+        return self._hash()
+
+    def reused(self) -> str:
+        self.kept(*self.chunks)
+        return self._hash()
+
+
+def _conformance_pass():
+    from conformance.adapters import InProcessAdapter
+    from conformance.case import DEFAULT_CASES_DIR, load_cases
+
+    cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
+    adapter = InProcessAdapter()
+
+    def one_pass():
+        for case in cases:
+            try:
+                adapter.run(case, None)
+            except Exception:  # noqa: BLE001 - a case's outcome is not what is measured
+                pass
+
+    return one_pass, len(cases)
+
+
+def measure(seconds: float, quick: bool) -> dict:
+    from conformance import oracles
+    from sim.chooser import Chooser, RandomProvider
 
     walk = parse_prompt(WALK, "walk.md")
     two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")
     assert run_prompt(walk).observation()["result"] == "helper:x:alpha+1"
     assert run_prompt(two).observation()["result"] == "alpha text + beta text"
-
+    two_floor, walk_floor = Floor(two), Floor(walk)
     seed = iter(range(10**9))
 
     def explore_one():
@@ -82,22 +193,92 @@ def main() -> None:
         for check in oracles.DEFAULT_CHECKS:
             check(obs)
 
-    results = {
-        "walk_call_store_runs_per_s": rate(lambda: run_prompt(walk), opts.seconds),
-        "two_tasks_runs_per_s": rate(lambda: run_prompt(two), opts.seconds),
-        "run_creation_per_s": rate(lambda: Run(walk), opts.seconds),
-        "bare_lupa_runtime_per_s": rate(lambda: lua55.LuaRuntime(encoding=None), opts.seconds),
-        "explore_schedules_per_s": rate(explore_one, opts.seconds),
+    per_call = interleaved({
+        "two_tasks": lambda: run_prompt(two).observation(),
+        "two_tasks_fresh_floor": two_floor.fresh,
+        "two_tasks_reused_floor": two_floor.reused,
+        "walk_call_store": lambda: run_prompt(walk).observation(),
+        "walk_fresh_floor": walk_floor.fresh,
+        "walk_reused_floor": walk_floor.reused,
+        "run_creation": lambda: Run(two),
+        "bare_lupa_runtime": _runtime,
+        "explore_schedule": explore_one,
+    }, seconds)
+    out: dict = {"per_call_s": per_call}
+    m = {k: v["min"] for k, v in per_call.items()}
+    med = {k: v["median"] for k, v in per_call.items()}
+    out["ratios"] = {
+        "two_tasks_vs_fresh_floor": {"min": m["two_tasks"] / m["two_tasks_fresh_floor"],
+                                     "median": med["two_tasks"] / med["two_tasks_fresh_floor"]},
+        "two_tasks_vs_reused_floor": {"min": m["two_tasks"] / m["two_tasks_reused_floor"],
+                                      "median": med["two_tasks"] / med["two_tasks_reused_floor"]},
+        "walk_vs_fresh_floor": {"min": m["walk_call_store"] / m["walk_fresh_floor"],
+                                "median": med["walk_call_store"] / med["walk_fresh_floor"]},
+        "walk_vs_reused_floor": {"min": m["walk_call_store"] / m["walk_reused_floor"],
+                                 "median": med["walk_call_store"] / med["walk_reused_floor"]},
+        "run_creation_vs_bare_runtime": {"min": m["run_creation"] / m["bare_lupa_runtime"],
+                                         "median": med["run_creation"] / med["bare_lupa_runtime"]},
+        "explore_schedule_vs_two_tasks": {"min": m["explore_schedule"] / m["two_tasks"],
+                                          "median": med["explore_schedule"] / med["two_tasks"]},
     }
-    results["run_creation_cost_vs_bare_lupa"] = (
-        results["bare_lupa_runtime_per_s"] / results["run_creation_per_s"]
-    )
-    results["run_creation_ms"] = 1000 / results["run_creation_per_s"]
+    out["runs_per_s"] = {
+        "two_tasks": 1 / med["two_tasks"],
+        "walk_call_store": 1 / med["walk_call_store"],
+        "explore_schedules": 1 / med["explore_schedule"],
+    }
+    if not quick:
+        jump = parse_prompt(JUMP, "jump.md")
+        one_pass, n_cases = _conformance_pass()
+        # Each of these takes seconds: a few rounds, each next to a floor
+        # measured right then, so the ratio is of numbers taken together.
+        rows: dict = {"endless_jump": [], "conformance_pass": [], "floor_then": []}
+        for _ in range(3):
+            start = time.process_time()
+            run = run_prompt(jump)
+            rows["endless_jump"].append(time.process_time() - start)
+            assert run.error is not None and run.error.message.startswith(
+                "section entry budget exhausted"), run.error
+            start = time.process_time()
+            one_pass()
+            rows["conformance_pass"].append(time.process_time() - start)
+            start = time.process_time()
+            for _ in range(200):
+                two_floor.fresh()
+            rows["floor_then"].append((time.process_time() - start) / 200)
+        jump_s, pass_s, floor_s = (sorted(rows[k])[1] for k in ("endless_jump", "conformance_pass",
+                                                                   "floor_then"))
+        out["endless_jump_s"] = {"min": min(rows["endless_jump"]), "median": jump_s}
+        out["endless_jump_entry_vs_fresh_floor"] = jump_s / 50_000 / floor_s
+        out["conformance"] = {"cases": n_cases, "cases_per_s": n_cases / pass_s,
+                              "case_vs_fresh_floor": pass_s / n_cases / floor_s}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=12.0,
+                        help="CPU seconds shared by the interleaved measurements")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser.add_argument("--quick", action="store_true",
+                        help="leave out the conformance pass and the endless-jump runaway")
+    opts = parser.parse_args()
+    out = measure(opts.seconds, opts.quick)
     if opts.json:
-        print(json.dumps({k: round(v, 3) for k, v in results.items()}, sort_keys=True))
+        print(json.dumps(out, indent=1, sort_keys=True))
         return
-    for key, value in results.items():
-        print(f"{key:36} {value:12.2f}")
+    for name, v in out["per_call_s"].items():
+        print(f"{name:28} min {v['min'] * 1e6:9.1f} us   median {v['median'] * 1e6:9.1f} us")
+    for name, v in out["ratios"].items():
+        print(f"{name:34} min {v['min']:6.2f}x  median {v['median']:6.2f}x")
+    for name, v in out["runs_per_s"].items():
+        print(f"{name + ' per s':34} {v:9.0f}")
+    if "conformance" in out:
+        c = out["conformance"]
+        print(f"{'conformance cases per s':34} {c['cases_per_s']:9.1f}   "
+              f"({c['cases']} cases; a case costs {c['case_vs_fresh_floor']:.0f} fresh floors)")
+        j = out["endless_jump_s"]
+        print(f"{'endless jump (50,000 entries)':34} min {j['min']:.2f} s  median {j['median']:.2f} s"
+              f"   (an entry costs {out['endless_jump_entry_vs_fresh_floor']:.2f} fresh floors)")
 
 
 if __name__ == "__main__":

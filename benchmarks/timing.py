@@ -28,3 +28,32 @@ def rate(fn, seconds: float, clock=time.process_time) -> float:
                 break
         rounds.append(n / (now - start))
     return statistics.median(rounds)
+
+
+def interleaved(fns: dict, seconds: float, rounds: int = 7, clock=time.process_time) -> dict:
+    """Seconds per call of each function, measured interleaved: every round
+    runs each function in turn (the starting one rotating), so a machine that
+    slows down or speeds up mid-benchmark moves every figure alike.
+
+    Each function gets about seconds/len(fns) in all.  Returns
+    {name: {"min": s, "median": s}} per call.
+    """
+    names = list(fns)
+    counts = {}
+    for name in names:                # calibrate: calls per ~1/rounds of its share
+        fn, n, start = fns[name], 0, clock()
+        while clock() - start < 0.02 or n < 1:
+            fn()
+            n += 1
+        per_call = (clock() - start) / n
+        counts[name] = max(1, int(seconds / len(names) / rounds / per_call))
+    samples: dict = {name: [] for name in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            fn, n = fns[name], counts[name]
+            start = clock()
+            for _ in range(n):
+                fn()
+            samples[name].append((clock() - start) / n)
+    return {name: {"min": min(s), "median": statistics.median(s)} for name, s in samples.items()}

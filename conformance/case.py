@@ -87,6 +87,21 @@ class HarnessSpec:
     def from_json(cls, data: dict) -> HarnessSpec:
         return cls(**{f.name: data[f.name] for f in attrs.fields(cls) if f.name in data})
 
+    @classmethod
+    def from_message(cls, data: dict) -> HarnessSpec:
+        """The `harness` object of a protocol `run` message, checked as a case's
+        harness table is (fields it does not know are ignored, as the protocol
+        says); raises `InputError` naming the field."""
+        # `null` is how the protocol spells a field left out (TOML has none).
+        known = {f.name: data[f.name] for f in attrs.fields(cls)
+                 if data.get(f.name) is not None}
+        errors = schemas.errors(schemas.CASE, known, definition="harness")
+        if errors:
+            path, message, _ = schemas.describe(errors[0], schemas.schema(schemas.CASE))
+            raise InputError(f"{json_path(('harness', *path))}: {message}")
+        _check_bounds({"harness": known}, "", "harness")
+        return cls.from_json(known)
+
     def to_json(self) -> dict:
         out = attrs.asdict(self)
         # How many schedules to try is the runner's business, not the run's.

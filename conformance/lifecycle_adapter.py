@@ -68,7 +68,7 @@ _OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "meta_for": ((), ("parent", "from_task")),
     "notices": ((), ("tasks",)),
     "delete_tree": ((), ("parent", "from_task")),
-    "store_retry_claim": (("task",), ("max_attempts",)),
+    "store_retry_claim": (("task",), ("max_attempts", "max_live")),
     "store_rewrite_state": (("task",), ("state",)),
     "tools": ((), ("only",)),
     "tool": (("name",), ("args", "parent", "from_task", "no_session", "tool_call_id",
@@ -149,7 +149,7 @@ def validate(operations: Any, where: str = "operations", top: bool = True) -> No
         if "attempt" in op and (isinstance(op["attempt"], bool)
                                 or not isinstance(op["attempt"], int) or op["attempt"] < 1):
             raise _bad(at, "`attempt` is a positive integer")
-        for key in CONFIG_KEYS + ("max_attempts",):
+        for key in CONFIG_KEYS + ("max_attempts", "max_live"):
             if key in op and (isinstance(op[key], bool) or not isinstance(op[key], int)
                               or op[key] < 0):
                 raise _bad(at, f"`{key}` is a non-negative integer")
@@ -544,7 +544,8 @@ class _Run:
     def op_store_retry_claim(self, op: dict, where: str) -> dict | None:
         task_id = self.task_id(op["task"], where)
         cap = op.get("max_attempts", self.mgr.c.max_attempts_per_task)
-        snap = self.store.retry_claim(task_id, self._new_id("r"), cap)
+        snap = self.store.retry_claim(task_id, self._new_id("r"), cap,
+                                      max_live=op.get("max_live", 0))
         if snap is not None:
             self.runs.setdefault(task_id, []).append(snap.run_id)
         return None if snap is None else self.view(snap)

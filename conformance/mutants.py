@@ -123,6 +123,11 @@ _ROWS = [
     ("launch-never-looks-back", "lifecycle", "lifecycle.launch-never-looks-back"),
     ("sweep-reports-nothing", "lifecycle", "lifecycle.sweep-reports-nothing"),
     ("graceful-ignored-on-failure", "lifecycle", "lifecycle.graceful-ignored-on-failure"),
+    ("reclaim-any-status", "lifecycle", "lifecycle.reclaim-any-status"),
+    ("release-keeps-attempt", "lifecycle", "lifecycle.release-keeps-attempt"),
+    ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
+    ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
+    ("status-delivers-working", "lifecycle", "lifecycle.status-delivers-working"),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]

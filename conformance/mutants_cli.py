@@ -1,4 +1,8 @@
-"""`forge mutants`: the suite and the schedule invariants against each mutant."""
+"""`forge mutants`: the suite and the schedule invariants against each mutant.
+
+Progress goes to stderr (`forge.progress`): a bar on a terminal, a plain
+line every few seconds in a log.
+"""
 
 from __future__ import annotations
 
@@ -39,22 +43,17 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     """
     from conformance.case import DEFAULT_CASES_DIR, load_cases
     from conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
+    from forge.progress import reporter
 
     cases = with_fewer_schedules(load_cases(cases_dir or DEFAULT_CASES_DIR), case_seeds)
-    show = sys.stderr.isatty()
     selected = [m for m in CATALOGUE if not pattern or pattern in m.id]
-
-    def progress(n, m):
-        if show:
-            click.echo(f"\r[{n}/{len(selected)}] {m.id:40}", nl=False, err=True)
-
-    matrix = kill_matrix(selected, cases, seeds, workers=workers, progress=progress)
+    show = reporter(len(selected), "mutants")
+    matrix = kill_matrix(selected, cases, seeds, workers=workers,
+                         progress=lambda n, m: show(n, m.id))
     rows = [{"id": m.id, "category": m.category, "description": m.description,
              "site": m.site, "killed": bool(killers), "killers": killers[:5],
              "equivalent": m.equivalent}
             for m, killers in zip(selected, matrix)]
-    if show:
-        click.echo("", err=True)
     for row in rows:
         mark = "killed " if row["killed"] else ("equiv. " if row["equivalent"] else "SURVIVED")
         by = ", ".join(row["killers"][:3]) if row["killed"] else (row["equivalent"] or row["description"])

@@ -19,6 +19,9 @@ from the one module that holds them.
 - `consistent_ids(reference)`: an id present in both schedules names the
   same target and origin (a schedule may start fewer tasks, for example when
   a cancel lands before a worker spawns).
+- `schedule_independent(reference)`: the observation equals a reference
+  schedule's in everything a schedule may not change (`SCHEDULE_OPEN` lists
+  what it may: the order of events and logs, the virtual time, the trace).
 """
 
 from __future__ import annotations
@@ -123,3 +126,34 @@ def consistent_ids(reference: dict) -> Callable[[dict], list[str]]:
 
 
 DEFAULT_CHECKS = (each_task_ends_once, abandon_has_one_reason, status_matches_events)
+
+
+#: Observation fields a schedule may change: the interleaving (events, the
+#: trace), when things happen (virtual time), and the order - not the
+#: content - of the log lines.
+SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256")
+
+
+def _fixed(obs: dict) -> dict:
+    fixed = {k: v for k, v in obs.items() if k not in SCHEDULE_OPEN}
+    fixed["logs"] = sorted(fixed.get("logs") or [])
+    return fixed
+
+
+def schedule_independent(reference: dict) -> Callable[[dict], list[str]]:
+    expected = _fixed(reference)
+
+    def check(obs: dict) -> list[str]:
+        got = _fixed(obs)
+        for key in sorted(set(expected) | set(got)):
+            if expected.get(key) != got.get(key):
+                return [f"schedule-dependent {key}: {_short(got.get(key))} here, "
+                        f"{_short(expected.get(key))} on the canonical schedule"]
+        return []
+
+    return check
+
+
+def _short(value, limit: int = 160) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -59,13 +59,21 @@ def _registry() -> Registry:
 
 
 @functools.cache
-def validator(name: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema(name), registry=_registry())
+def validator(name: str, definition: str | None = None) -> jsonschema.Draft202012Validator:
+    """Schema `name`'s validator, or one for its definition `definition` (`$defs`)."""
+    whole = jsonschema.Draft202012Validator(schema(name), registry=_registry())
+    if definition is None:
+        return whole
+    root = schema(name)
+    return whole.evolve(schema={"$schema": root["$schema"], "$id": root["$id"],
+                                "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
 
 
-def errors(name: str, instance: Any) -> list[ValidationError]:
-    """Every error of `instance` against schema `name`, the most relevant first."""
-    return sorted(validator(name).iter_errors(instance), key=relevance, reverse=True)
+def errors(name: str, instance: Any, definition: str | None = None) -> list[ValidationError]:
+    """Every error of `instance` against schema `name` (or one of its
+    definitions), the most relevant first."""
+    return sorted(validator(name, definition).iter_errors(instance), key=relevance,
+                  reverse=True)
 
 
 def violations(name: str, instance: Any, limit: int | None = SHOW_VIOLATIONS) -> list[str]:

@@ -27,6 +27,7 @@ from conformance.adapters import (
     reference_observation,
 )
 from conformance.case import HarnessSpec
+from forge.errors import InputError
 from forge.limits import MAX_DEPTH, data_problem, render_path
 
 NAME = "forge-reference"
@@ -52,6 +53,9 @@ def serve(infile: IO[bytes], outfile: IO[bytes]) -> int:
                 continue
             except RecursionError:
                 answer(_error(None, f"a message is nested deeper than {MAX_DEPTH} levels"))
+                continue
+            except ValueError as e:  # e.g. an integer of thousands of digits
+                answer(_error(None, f"not a message the reference will read: {e}"))
                 continue
             problem = data_problem(message)
             if problem is not None:
@@ -93,7 +97,10 @@ def _run(message: dict) -> dict:
     if not isinstance(harness, dict):
         return _error(case_id, "`harness` is a JSON object")
     try:
-        spec = HarnessSpec.from_json(harness)
+        spec = HarnessSpec.from_message(harness)
+    except InputError as e:
+        return _error(case_id, e.message)
+    try:
         observation = reference_observation(prompt, spec, seed, case_id)
     except AdapterError as e:
         return _error(case_id, e.render())

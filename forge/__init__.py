@@ -1,9 +1,86 @@
-"""forge: the reference engine of the forge kit.
+"""forge: the reference engine of the forge kit, and its public Python API.
 
-Subpackages: `prompt` (parsing prompt files), `lua` (the sandboxed Lua 5.5
-runtime), `engine` (running a prompt on the simulator), `lifecycle` (the task
-lifecycle manager).  `harness` is the engine's only door to the outside
-world; `cli` is the `forge` command.
+The names below are the kit's public API (`forge.api`, documented in
+docs/api.md): `run_prompt`, `explore`, `replay`, `run_conformance`, the
+frozen values they return, and the task lifecycle manager's entry points.
+Everything else is internal: subpackages `prompt` (parsing prompt files),
+`lua` (the sandboxed Lua 5.5 runtime), `engine` (running a prompt on the
+simulator), `lifecycle` (the task lifecycle manager); `harness` is the
+engine's only door to the outside world; `cli` is the `forge` command.
 """
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+#: The public API, `forge.api`'s `__all__`; imported on first use, so that
+#: `forge` on the command line does not pay for it (PEP 562).
+__all__ = [
+    "CaseOutcome",
+    "Check",
+    "ConformanceReport",
+    "ExploreReport",
+    "Failure",
+    "InputError",
+    "LifecycleConfig",
+    "LifecycleManager",
+    "MemorySessions",
+    "MemoryTaskStore",
+    "Observation",
+    "PathLike",
+    "RunOutcome",
+    "SqliteTaskStore",
+    "StopOutcome",
+    "TaskError",
+    "TaskStatus",
+    "ThreadClock",
+    "VirtualClock",
+    "explore",
+    "replay",
+    "run_conformance",
+    "run_prompt",
+    "run_store_contract",
+    "__version__",
+]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` does it
+    from forge.api import (
+        CaseOutcome as CaseOutcome,
+        Check as Check,
+        ConformanceReport as ConformanceReport,
+        ExploreReport as ExploreReport,
+        Failure as Failure,
+        InputError as InputError,
+        LifecycleConfig as LifecycleConfig,
+        LifecycleManager as LifecycleManager,
+        MemorySessions as MemorySessions,
+        MemoryTaskStore as MemoryTaskStore,
+        Observation as Observation,
+        PathLike as PathLike,
+        RunOutcome as RunOutcome,
+        SqliteTaskStore as SqliteTaskStore,
+        StopOutcome as StopOutcome,
+        TaskError as TaskError,
+        TaskStatus as TaskStatus,
+        ThreadClock as ThreadClock,
+        VirtualClock as VirtualClock,
+        explore as explore,
+        replay as replay,
+        run_conformance as run_conformance,
+        run_prompt as run_prompt,
+        run_store_contract as run_store_contract,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from forge import api
+
+        value = getattr(api, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'forge' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

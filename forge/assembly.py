@@ -78,7 +78,7 @@ def _check_store_folder(root: str) -> None:
 
 #: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.
 MAX_PCT_DEPTH = 1000
-_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20})?|replay:.+",
+_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20}){0,2}|replay:.+",
                        re.ASCII | re.DOTALL)
 
 
@@ -93,8 +93,8 @@ def make_chooser(seed: int | None, strategy: str | None):
     from sim.strategies import make_provider
 
     if strategy:
-        usage = ("unknown strategy {!r}: use canonical, random:SEED, pct:SEED[:DEPTH] "
-                 "or replay:FILE".format(strategy[:80]))
+        usage = ("unknown strategy {!r}: use canonical, random:SEED, "
+                 "pct:SEED[:DEPTH[:HORIZON]] or replay:FILE".format(strategy[:80]))
         if not _STRATEGY.fullmatch(strategy):
             raise InputError(usage, file="--strategy")
         name, _, rest = strategy.partition(":")

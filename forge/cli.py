@@ -4,7 +4,8 @@ Subcommands: `run` (a prompt on the reference engine), `explore` (many
 schedules of one prompt, checking invariants), `replay` (one recorded
 schedule), `spec` (the clause catalogue), `conformance` (the suite against an
 implementation), `impl-serve` (the reference engine behind the subprocess
-protocol) and `mutants` (the suite against deliberately wrong engines).
+protocol), `mutants` (the suite against deliberately wrong engines) and
+`trace` (one run's trace drawn as a timeline page).
 
 Exit codes: 0 success; 1 the run (or suite) failed; 2 bad input - an
 unreadable or invalid prompt, case, script, replay file or flag - reported
@@ -26,7 +27,7 @@ import sys
 import click
 
 from forge.assembly import build_harness, make_chooser
-from forge.commands.params import TEXT, BoundedInt, OutputPath, Seconds, write_output
+from forge.commands.params import BoundedInt, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
@@ -114,31 +115,18 @@ def main() -> None:
 
 @main.command()
 @click.argument("prompt", type=click.Path(dir_okay=False))
-@click.option("--args", "args_text", default="", type=TEXT,
-              help="The run's argument string (read as `args`).")
 @click.option("--seed", type=BoundedInt(), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
-              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH] or replay:FILE.")
-@click.option("--store", "store_dir", type=click.Path(file_okay=False, exists=True), default=None,
-              help="Seed the in-memory store from the files in this folder.")
-@click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=8, show_default=True,
-              help="The harness's ceiling on tasks running at once.")
-@click.option("--model-script", type=click.Path(dir_okay=False), default=None,
-              help="A JSON model script that answers model rounds.")
-@click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
-              help="A JSON operator script that answers input.ask().")
-@click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
-              help="Have the host cancel the run at this virtual instant.")
+              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "
+                   "replay:FILE.")
+@harness_options()
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")
 @click.option("--replay-out", type=OutputPath(), default=None,
-              help="Write the run's choice sequence, for `--strategy replay:FILE`.")
-@click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
-              help="Lua instruction budget for the whole run (ends runaway loops).")
+              help="Write a replay file of this run, for `forge replay FILE`.")
 @click.option("--json", "as_json", is_flag=True, help="Print the observation as one JSON object.")
-def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script, operator_script,
-        cancel_at, trace_file, replay_out, max_instructions, as_json):
+def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
     """Run PROMPT on the reference engine, on a virtual clock.
 
     The same prompt, arguments, scripts and seed give the same result and
@@ -148,23 +136,23 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
     Exit codes: 0 the run succeeded, 1 it failed or was cancelled,
     2 bad input (the prompt, a script or a flag).
     """
-    from forge.engine.run import RunConfig, observation_json, run_prompt
-    from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
-    from forge.assembly import load_prompt
-    from sim.chooser import dump_replay
+    from forge.commands.runspec import Expectation, Runner, record, spec_from_flags
+    from forge.engine.run import observation_json
+    from sim.replayfile import write_record
 
-    parsed = load_prompt(prompt)
-    harness = build_harness(store_dir, concurrency, model_script, operator_script,
-                            cancel_at=cancel_at)
+    spec = spec_from_flags(prompt, **harness_kwargs(harness))
     chooser = make_chooser(seed, strategy)
-    config = RunConfig(args=args_text, seed=seed or 0,
-                       max_instructions=max_instructions or DEFAULT_MAX_INSTRUCTIONS)
-    result = run_prompt(parsed, harness, chooser, config)
+    # The run seed is the schedule's: `--strategy pct:N:...` is explore's seed N.
+    drawn = chooser.provider.describe().get("seed")
+    chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
+    result = Runner(spec).run(chooser)
     obs = result.observation()
     if trace_file:
         write_output(trace_file, result.trace.lines())
     if replay_out:
-        write_output(replay_out, dump_replay(chooser, prompt=prompt, args=args_text))
+        write_output(replay_out, write_record(record(
+            spec, Expectation(), chooser.seed, chooser.choices, obs,
+            strategy=chooser.provider.describe())))
     if as_json:
         click.echo(observation_json(obs))
     elif obs["outcome"] == "ok":
@@ -174,7 +162,7 @@ def run(prompt, args_text, seed, strategy, store_dir, concurrency, model_script,
         for line in obs["logs"]:
             click.echo(f"log: {line}", err=True)
         click.echo(f"{obs['outcome']}: {error.get('kind')}: {error.get('message')}", err=True)
-        if model_script is None and "is not a bound model role" in str(error.get("message")):
+        if spec.model is None and "is not a bound model role" in str(error.get("message")):
             click.echo("hint: this run has no model; give it one with --model-script FILE "
                        "(see examples/*.model.json)", err=True)
     sys.exit(EXIT_OK if obs["outcome"] == "ok" else EXIT_FAILED)
@@ -187,9 +175,11 @@ def _register_commands() -> None:
 
     from forge.commands.explore import explore
     from forge.commands.replay import replay
+    from forge.commands.trace import trace
 
     main.add_command(explore)
     main.add_command(replay)
+    main.add_command(trace)
     for module in ("conformance.cli", "conformance.mutants_cli", "spec.cli"):
         try:
             mod = importlib.import_module(module)

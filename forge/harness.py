@@ -9,7 +9,13 @@ enter a run:
 - how long each operation takes (`LatencyModel`, a menu of durations whose
   first entry is the canonical one),
 - the model's replies and the operator's answers (scripts, `forge.scripts`),
-- the concurrency ceiling and host faults (a host cancel at a given instant).
+- the concurrency ceiling and host faults: a host cancel at a given instant,
+  and faults drawn from the chooser (`FaultPlan`, `Faults`): a store
+  refusal, a failed model round, an operator who never answers, a host
+  cancel at one of the instants the plan offers.  Each opportunity is a
+  decision `fault:KIND` with options (`none`, the fault), so option 0 is
+  always "no fault" and shrinking prefers fewer faults; a per-run budget
+  caps how many fire, and once it is spent no more decisions are asked.
 
 What does not live here: the meaning of an operation (the engine's), and the
 event queue (the simulator's).
@@ -58,6 +64,57 @@ class LatencyModel:
         return seconds_to_ns(base * self.menu[pick])
 
 
+#: The faults the chooser may inject (`--faults`), in the order docs list them.
+FAULT_KINDS: tuple[str, ...] = ("store", "model", "operator", "cancel")
+
+
+@attrs.frozen
+class FaultPlan:
+    """Which faults a run may draw, and how many may fire in one run."""
+
+    kinds: tuple[str, ...] = ()
+    budget: int = 1
+    #: The instants (nanoseconds) a `cancel` fault may land on: option i+1 of
+    #: `fault:cancel_at` is `cancel_instants_ns[i]`.  Set from the canonical
+    #: run's harness completions (`forge.commands.runspec`).
+    cancel_instants_ns: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.kinds) and self.budget > 0
+
+
+class Faults:
+    """One run's fault injector: every opportunity is a chooser decision."""
+
+    def __init__(self, plan: FaultPlan, chooser: Chooser) -> None:
+        self.plan, self.chooser = plan, chooser
+        #: (kind, label) of each fault that fired, in order.
+        self.fired: list[tuple[str, str]] = []
+        #: The run's trace, if the caller wants to know where each fault fell
+        #: (`at`): read only, so a fault leaves the trace bytes as they are.
+        self.trace: Any = None
+        #: For each fired fault, how many trace records preceded it.
+        self.at: list[int] = []
+
+    def fires(self, kind: str, label: str) -> bool:
+        """Draw whether a `kind` fault fires here (never once the budget is spent)."""
+        if kind not in self.plan.kinds or len(self.fired) >= self.plan.budget:
+            return False
+        if self.chooser.choose(f"fault:{kind}", ("none", label)):
+            self.fired.append((kind, label))
+            self.at.append(len(self.trace.records) if self.trace is not None else 0)
+            return True
+        return False
+
+    def cancel_instant(self) -> float | None:
+        """At the run's start: the instant (seconds) of a drawn host cancel, or None."""
+        instants = self.plan.cancel_instants_ns
+        if not instants or not self.fires("cancel", "host cancel"):
+            return None
+        pick = self.chooser.choose("fault:cancel_at", tuple(f"t={t}ns" for t in instants))
+        return instants[pick] / 1_000_000_000
+
+
 @attrs.define(eq=False)
 class Harness:
     """The outside world of one run."""
@@ -74,7 +131,29 @@ class Harness:
     operator: Any = None
     #: Store paths whose operations the host refuses (a fault), by operation.
     refuse: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    #: The run's drawn faults (`attach_faults`), or None.
+    faults: Faults | None = None
 
     def refuses(self, op: str, path: str | None) -> bool:
         paths = self.refuse.get(op, ()) + self.refuse.get("*", ())
-        return path is not None and (path in paths or "*" in paths)
+        if path is not None and (path in paths or "*" in paths):
+            return True
+        # `spawn` asks whether a task's setup is refused; a store fault is an operation's.
+        return (self.faults is not None and op != "spawn"
+                and self.faults.fires("store", f"refuse {op} {path or ''}".rstrip()))
+
+    def attach_faults(self, plan: FaultPlan, chooser: Chooser) -> None:
+        """Draw this run's faults from `chooser` (call once, before the run).
+
+        The scripts get the injector too, since a model round and an ask are
+        answered there; a cancel fault is drawn now and fixes `cancel_at`.
+        """
+        if not plan:
+            return
+        self.faults = faults = Faults(plan, chooser)
+        if self.model is not None:
+            self.model = attrs.evolve(self.model, faults=faults)
+        if self.operator is not None:
+            self.operator = attrs.evolve(self.operator, faults=faults)
+        if self.cancel_at is None:
+            self.cancel_at = faults.cancel_instant()

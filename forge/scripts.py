@@ -47,6 +47,11 @@ checked before parsing; nesting, 64-bit integers, finite numbers and valid
 Unicode anywhere in it (tool-call arguments included); delays at most
 `MAX_SECONDS`.
 
+Injected faults (`forge.harness.Faults`, attached to a script per run)
+are answered here too: a model fault fails the round with
+`MODEL_FAULT_MESSAGE` and leaves its entry for the next round; an operator
+fault leaves the ask pending, the answer kept for the next ask.
+
 What does not live here: what a reply means to the run (the engine's
 `forge.engine.models`), and which entry a round takes at run time
 (`ScriptCursor`, one per run, so a script object can serve many runs).
@@ -65,6 +70,10 @@ from forge.errors import InputError
 from forge.limits import MAX_SCRIPT_BYTES, MAX_SECONDS, data_problem, read_limited, render_path
 
 DEFAULT_MODEL_ID = "scripted-model"
+#: What a prompt sees when an injected model fault (`forge.harness.Faults`)
+#: fails its round: the spec leaves a backend failure's text to the host; the
+#: error is kind `internal`, as for a script's `fail`.
+MODEL_FAULT_MESSAGE = "the model backend failed (an injected fault)"
 DEFAULT_CONTEXT = 131072
 MAX_CONTEXT = 2**32 - 1
 
@@ -117,6 +126,9 @@ class ModelScript:
     model_id: str = DEFAULT_MODEL_ID
     context: int = DEFAULT_CONTEXT
     description: str = ""
+    #: The run's fault injector (`forge.harness.Faults`), attached per run by
+    #: `Harness.attach_faults`; None draws no faults.
+    faults: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -130,6 +142,8 @@ class OperatorAnswer:
 class OperatorScript:
     source: str
     answers: tuple[OperatorAnswer, ...] = ()
+    #: As `ModelScript.faults`.
+    faults: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -175,6 +189,12 @@ def _check_limits(check: "_Checker", data: Any, root: str) -> None:
     if problem is not None:
         path, rule = problem
         check.fail(render_path(path) if path else root, rule)
+
+
+def read_script_data(path: str | Path) -> Any:
+    """A script file's decoded JSON, within the limits (not yet checked as a script):
+    what a replay file records, so `model_script_from_data` rebuilds the script."""
+    return _read_json(path)
 
 
 def load_model_script(path: str | Path) -> ModelScript:
@@ -350,9 +370,25 @@ class ScriptCursor:
         assert self.model is not None
         for i, entry in enumerate(self.model.rounds):
             if not self._used[i] and entry.section in (None, section):
+                if self._model_fault(section):
+                    return self._failed(entry)
                 self._used[i] = True
                 return entry
-        return self.model.default
+        entry = self.model.default
+        if entry is not None and self._model_fault(section):
+            return self._failed(entry)
+        return entry
+
+    def _model_fault(self, section: str) -> bool:
+        faults = self.model.faults
+        return faults is not None and faults.fires("model", f"fail a round of `{section}`")
+
+    @staticmethod
+    def _failed(entry: ScriptEntry) -> ScriptEntry:
+        """An injected backend failure in place of `entry`, which stays unused
+        (the next round gets it, as after a real transient failure)."""
+        return attrs.evolve(entry, where=f"{entry.where} (injected fault)",
+                            reply=Reply(fail=MODEL_FAULT_MESSAGE))
 
     def no_round_message(self, section: str, round_number: int, task: str) -> str:
         model = self.model
@@ -367,6 +403,9 @@ class ScriptCursor:
         assert self.operator is not None
         if self._next_answer >= len(self.operator.answers):
             return None
+        faults = self.operator.faults
+        if faults is not None and faults.fires("operator", "never answer"):
+            return None     # this ask stays pending; the answer waits for the next one
         answer = self.operator.answers[self._next_answer]
         self._next_answer += 1
         return answer
@@ -388,4 +427,5 @@ __all__ = [
     "load_operator_script",
     "model_script_from_data",
     "operator_script_from_data",
+    "read_script_data",
 ]

@@ -24,12 +24,18 @@ The decisions the engine asks for, and what a provider may read from them:
 picks the duration of a harness operation the chain that ran last just
 issued, from options labelled `x<multiplier>` of the operation's base
 duration (option 0 is `x1.0`).  Operations whose durations end on the same
-instant complete in the order they were issued.
+instant complete in the order they were issued.  `fault:KIND` (store,
+model, operator, cancel; only when the run's fault plan offers it) is
+`none` or the fault, and `fault:cancel_at` picks the instant of a drawn
+host cancel (`forge.harness.Faults`).
+
+A full record of a run's choices is replayed by `RecordedProvider`, which
+reports the first `Drift` (a kind or option count that differs) instead of
+clamping; the replay file itself is `sim.replayfile`.
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -152,11 +158,67 @@ class ReplayProvider(Provider):
         return 0
 
 
-class Chooser:
-    """Records every decision; the engine's only source of open choices."""
+@attrs.frozen
+class Drift:
+    """Where a replay stopped matching its record: the run asked for a choice
+    whose kind or option count differs from the recorded one (or for more
+    choices than were recorded, then `recorded` is None)."""
 
-    def __init__(self, provider: Provider | None = None) -> None:
+    index: int
+    recorded: tuple[str, int] | None
+    asked: tuple[str, int]
+
+    def describe(self) -> str:
+        kind, n = self.asked
+        now = f"the run asked for {kind} with {n} option{'s' * (n != 1)}"
+        if self.recorded is None:
+            return f"choice {self.index}: the record ends there, but {now}"
+        rkind, rn = self.recorded
+        return f"choice {self.index}: recorded {rkind} with {rn} option{'s' * (rn != 1)}, but {now}"
+
+
+class RecordedProvider(Provider):
+    """Answers from a full record of (kind, n, value), checking each against it.
+
+    Unlike `ReplayProvider` (a prefix for search and shrinking, where drift is
+    expected), a mismatch here is reported: the first `Drift` is kept and
+    every later answer is canonical, so the caller can refuse the run.
+    """
+
+    name = "recorded"
+
+    def __init__(self, choices: Sequence[Choice | tuple[str, int, int]]) -> None:
+        self.record = [c if isinstance(c, Choice) else Choice(*c) for c in choices]
+        self.pos = 0
+        self.drift: Drift | None = None
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        pos = self.pos
+        self.pos += 1
+        if self.drift is not None:
+            return 0
+        n = len(options)
+        if pos >= len(self.record):
+            self.drift = Drift(pos, None, (kind, n))
+            return 0
+        want = self.record[pos]
+        if want.kind != kind or want.n != n:
+            self.drift = Drift(pos, (want.kind, want.n), (kind, n))
+            return 0
+        return want.value
+
+
+class Chooser:
+    """Records every decision; the engine's only source of open choices.
+
+    `seed` is the run's seed (what seeds `math.random` and the nonce), kept
+    beside the provider so that a schedule found at seed N is `forge run
+    --seed N`, and its shrunk replays keep the same seed.
+    """
+
+    def __init__(self, provider: Provider | None = None, seed: int = 0) -> None:
         self.provider = provider or Canonical()
+        self.seed = seed
         self.choices: list[Choice] = []
         #: The option labels of each choice, parallel to `choices`: what the
         #: explorer's reduction reads (which chain, which duration).
@@ -179,98 +241,7 @@ class Chooser:
         return [c.value for c in self.choices]
 
 
-#: The largest replay file read, in bytes; checked before parsing.
-MAX_REPLAY_BYTES = 64 * 1024 * 1024  # = forge.limits.MAX_REPLAY_BYTES (sim imports no forge)
-#: The most choices a replay file may hold.
-MAX_REPLAY_CHOICES = 10_000_000
-_REPLAY_KEYS = ("args", "choices", "prompt", "seed")
-_I64 = range(-(2**63), 2**63)
 
-
-class ReplayFileError(ValueError):
-    """A replay file that cannot be used: names the file, the place and the rule."""
-
-    def __init__(self, path: str, where: str, rule: str, line: int | None = None) -> None:
-        self.path, self.where, self.rule, self.line = path, where, rule, line
-        self.detail = f"{where}: {rule}" if where else rule
-        at = f":{line}" if line else ""
-        super().__init__(f"{path}{at}: {self.detail}")
-
-
-def read_replay(path: str) -> dict:
-    """The checked contents of a replay file written by `dump_replay` or `forge explore`:
-    `{"choices": [int, ...], "args": str, "prompt": str | None, "seed": int | None}`.
-
-    Raises:
-        ReplayFileError: unreadable, too large, not JSON, or not the replay shape.
-    """
-    def bad(where: str, rule: str, line: int | None = None):
-        raise ReplayFileError(path, where, rule, line)
-
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_REPLAY_BYTES + 1)
-    except OSError as e:
-        bad("", f"cannot read replay file: {e.strerror or e}")
-    if len(raw) > MAX_REPLAY_BYTES:
-        bad("", f"a replay file is at most {MAX_REPLAY_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        bad("", f"not valid UTF-8 (byte {e.start})", raw[:e.start].count(b"\n") + 1)
-    except json.JSONDecodeError as e:
-        bad("", f"not JSON: {e.msg}", e.lineno)
-    except RecursionError:
-        bad("", "the JSON is nested too deeply")
-    shape = 'a replay file holds {"choices": [[kind, n, value], ...]}'
-    if not isinstance(data, dict):
-        bad("$", shape)
-    for key in data:
-        if key not in _REPLAY_KEYS:
-            bad(f"$.{key}", "unknown key; expected one of " + ", ".join(_REPLAY_KEYS))
-    choices = data.get("choices")
-    if not isinstance(choices, list):
-        bad("$.choices", shape)
-    if len(choices) > MAX_REPLAY_CHOICES:
-        bad("$.choices", f"at most {MAX_REPLAY_CHOICES} choices")
-    def bad_choice(where: str, rule: str):
-        bad(where, f"{rule}; {shape}")
-
-    values = []
-    for i, c in enumerate(choices):
-        where = f"$.choices[{i}]"
-        if not (isinstance(c, list) and len(c) == 3):
-            bad_choice(where, "a choice is [kind, n, value]")
-        kind, n, value = c
-        if not isinstance(kind, str):
-            bad_choice(f"{where}[0]", "the kind is a string")
-        if not _is_int(n) or not 1 <= n < 2**63:
-            bad_choice(f"{where}[1]", "the option count is a whole number from 1 to 2^63-1")
-        if not _is_int(value) or not 0 <= value < n:
-            bad_choice(f"{where}[2]", f"the value is a whole number from 0 to n-1 ({n - 1})")
-        values.append(value)
-    args = data.get("args", "")
-    if not isinstance(args, str):
-        bad("$.args", "the run's arguments are a string")
-    prompt = data.get("prompt")
-    if prompt is not None and not isinstance(prompt, str):
-        bad("$.prompt", "the prompt path is a string")
-    seed = data.get("seed")
-    if seed is not None and not (_is_int(seed) and seed in _I64):
-        bad("$.seed", "the seed is a whole number within 64 bits")
-    return {"choices": values, "args": args, "prompt": prompt, "seed": seed}
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def load_replay(path: str) -> list[int]:
-    """The choice values of a replay file (see `read_replay`)."""
-    return read_replay(path)["choices"]
-
-
-def dump_replay(chooser: Chooser, **meta) -> str:
-    body = dict(sorted(meta.items()))
-    body["choices"] = [c.to_json() for c in chooser.choices]
-    return json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n"
+# The replay file format lives in `sim.replayfile`; these names stay importable here.
+from sim.replayfile import (  # noqa: E402
+    MAX_REPLAY_BYTES, MAX_REPLAY_CHOICES, ReplayFileError, dump_replay, load_replay, read_replay)

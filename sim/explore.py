@@ -90,7 +90,7 @@ def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bo
     """Shrink the failing run recorded in `chooser` (see `sim.shrink`)."""
 
     def run(candidate: Sequence[int]):
-        replay = Chooser(ReplayProvider(candidate))
+        replay = Chooser(ReplayProvider(candidate), seed=chooser.seed)
         obs, _ = subject(replay)
         return fails(obs), replay.values(), [c.n for c in replay.choices]
 
@@ -98,9 +98,9 @@ def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bo
 
 
 def shrink(subject: Subject, choices: Sequence[int], fails: Callable[[dict], bool],
-           budget: int = 3000) -> tuple[int, ...]:
+           budget: int = 3000, seed: int = 0) -> tuple[int, ...]:
     """The shrunk form of a failing choice sequence (see `shrink_result`)."""
-    chooser = Chooser(ReplayProvider(choices))
+    chooser = Chooser(ReplayProvider(choices), seed=seed)
     subject(chooser)
     return shrink_result(subject, chooser, fails, budget).choices
 
@@ -128,7 +128,8 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     for seed in seeds:
         provider = campaign.provider(seed) if campaign else RandomProvider(seed)
         described = provider.describe()
-        chooser = Chooser(provider)
+        # The run's own seed is the schedule's: seed N here is `forge run --seed N`.
+        chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
         if campaign:
             campaign.learn(provider)

@@ -8,8 +8,10 @@ canonical schedule, so a failing schedule is shrunk by Hypothesis's own
 shrinker and reproduced from its database or a `@reproduce_failure` blob.
 Inside a test body, `HypothesisProvider(data)` on `st.data()` draws each
 decision lazily instead.  The chooser records what it
-answered, like any other, so a failure can also be saved for `forge
-replay` (`dump_replay(chooser, ...)`) or shrunk again by `sim.shrink`.
+answered, like any other, so a failure of a prompt run can also be
+saved as a self-contained file for `forge replay`
+(`forge.commands.repro.replay_text(spec, chooser, obs, ...)`) or shrunk
+again by `sim.shrink`.
 
     from sim.hypothesis import schedules
 

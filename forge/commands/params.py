@@ -10,6 +10,12 @@ render DIR`) are checked when the flag is read - before any work - and
 written with `write_output`, which turns an OS error into an `InputError`
 naming the file.
 
+`harness_options` is the one list of flags that define a run's harness
+(`--args`, `--store`, `--concurrency`, the scripts, `--cancel-at`,
+`--max-instructions`, `--faults`, `--fault-budget`), shared by `run`,
+`explore` and `replay`; `harness_kwargs` turns their values into
+`forge.commands.runspec.spec_from_flags` keywords.
+
 What does not live here: the commands themselves, and the error mechanism
 (`forge.cli.ForgeGroup`).
 """
@@ -181,6 +187,61 @@ def write_output(path: str, text: str) -> None:
     except (OSError, ValueError) as e:
         raise InputError(f"cannot write this file: {getattr(e, 'strerror', None) or e}",
                          file=path) from None
+
+
+#: The harness flags' parameter names and the `spec_from_flags` keyword each sets.
+HARNESS_KEYWORDS = {
+    "args_text": "args", "store_dir": "store_dir", "concurrency": "concurrency",
+    "model_script": "model_script", "operator_script": "operator_script",
+    "cancel_at": "cancel_at", "max_instructions": "max_instructions", "faults": "faults",
+    "fault_budget": "fault_budget",
+}
+
+
+def harness_options(recorded: bool = False):
+    """Decorate a command with the harness flags.
+
+    With `recorded` (for `forge replay`) no flag has a default: a flag given
+    overrides what the replay file records, one left out keeps it.
+    """
+    def default(value):
+        return None if recorded else value
+
+    options = [
+        click.option("--args", "args_text", default=default(""), type=TEXT,
+                     help="The run's argument string (read as `args`)."),
+        click.option("--store", "store_dir", type=click.Path(file_okay=False, exists=True),
+                     default=None, help="Seed the in-memory store from the files in this folder."),
+        click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=default(8),
+                     show_default=not recorded,
+                     help="The harness's ceiling on tasks running at once."),
+        click.option("--model-script", type=click.Path(dir_okay=False), default=None,
+                     help="A JSON model script that answers model rounds."),
+        click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
+                     help="A JSON operator script that answers input.ask()."),
+        click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
+                     help="Have the host cancel the run at this virtual instant."),
+        click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
+                     help="Lua instruction budget for the whole run (ends runaway loops)."),
+        click.option("--faults", default=None, metavar="KINDS", type=TEXT,
+                     help="Let the chooser inject faults: a comma-separated list of store, "
+                          "model, operator, cancel."),
+        click.option("--fault-budget", type=BoundedInt(0, 1_000_000), default=default(1),
+                     show_default=not recorded, help="The most faults one run may draw."),
+    ]
+
+    def decorate(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
+
+
+def harness_kwargs(values: dict) -> dict:
+    """The `spec_from_flags` keywords of the harness flags given (None left out)."""
+    return {HARNESS_KEYWORDS[k]: v for k, v in values.items()
+            if k in HARNESS_KEYWORDS and v is not None}
 
 
 def _show(value) -> str:

@@ -1,7 +1,18 @@
-"""`forge replay`: run a prompt again under a schedule recorded in a replay file.
+"""`forge replay`: run again the schedule a replay file records, and re-check it.
 
-What does not live here: the replay file format and its checks
-(`sim.chooser.read_replay`), and building a run (`forge.assembly`).
+`forge replay FILE` needs nothing else: the file holds the prompt's path and
+sha256, the harness, the scripts, the faults, the seed, the expectation and
+every choice.  `forge replay PROMPT FILE` uses PROMPT instead of the
+recorded path (its sha256 must match).  Harness flags given override the
+recording (a what-if run; the choices may then drift).  `forge replay
+SCENARIO FILE` replays a lifecycle race (`forge.lifecycle.command`).
+
+Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
+passes what the file expects, 2 the file is unusable, names another prompt,
+or the run drifted from the record (at the index printed).
+
+What does not live here: replaying and checking (`forge.commands.repro`),
+the file's syntax (`sim.replayfile`).
 """
 
 from __future__ import annotations
@@ -10,31 +21,66 @@ import sys
 
 import click
 
-from forge.commands.params import TEXT
+from forge.commands.params import harness_kwargs, harness_options
+from forge.errors import InputError
 
 
 @click.command()
-@click.argument("prompt", type=click.Path(dir_okay=False))
-@click.argument("replay_file", type=click.Path(dir_okay=False, exists=True))
-@click.option("--args", "args_text", default=None, type=TEXT,
-              help="Override the arguments in the replay file.")
-@click.option("--json", "as_json", is_flag=True)
-def replay(prompt, replay_file, args_text, as_json):
-    """Run PROMPT again under the schedule recorded in REPLAY_FILE."""
-    from forge.assembly import build_harness, load_prompt, read_replay
-    from forge.engine.run import RunConfig, observation_json, run_prompt
-    from sim.chooser import Chooser, ReplayProvider
+@click.argument("files", nargs=-1, required=True, metavar="[PROMPT] REPLAY_FILE",
+                type=click.Path(dir_okay=False))
+@harness_options(recorded=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the run's observation.")
+@click.option("--story", is_flag=True, help="Print the run as a story in virtual time.")
+def replay(files, as_json, story, **harness):
+    """Run the schedule recorded in REPLAY_FILE again and re-check what it expects.
 
-    recorded = read_replay(replay_file)
-    args = args_text if args_text is not None else recorded["args"]
-    provider = ReplayProvider(recorded["choices"])
-    run = run_prompt(load_prompt(prompt), build_harness(), Chooser(provider), RunConfig(args=args))
-    obs = run.observation()
-    if provider.misaligned_at is not None:
-        click.echo(f"warning: the replay drifted at choice {provider.misaligned_at} "
-                   "(the prompt changed since it was recorded?)", err=True)
+    The file holds the whole run (prompt text and hash, harness, scripts,
+    faults, seed, expectation, every choice); PROMPT, if given, must hash
+    to the recorded sha256.  A harness flag given overrides the recording
+    (a what-if run: its choices may drift).
+
+    \b
+    Exit codes: 1 the recorded failure reproduces, 0 the run passes what
+    the file expects, 2 an unusable file, another prompt, or drift from the
+    record (named by its index).
+    """
+    if len(files) > 2:
+        raise click.UsageError("give REPLAY_FILE, or PROMPT and REPLAY_FILE")
+    prompt, path = (None, files[0]) if len(files) == 1 else files
+    from forge.lifecycle.scenario import is_scenario
+    if prompt is not None and is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md)
+        from forge.lifecycle.command import replay_file as replay_scenario
+        sys.exit(replay_scenario(prompt, path, as_json))
+    from forge.commands.repro import replay_file
+    from forge.engine.run import observation_json
+
+    overrides = harness_kwargs(harness)
+    outcome = replay_file(path, prompt=prompt, overrides=overrides)
+    if outcome.other_kit is not None:
+        click.echo(f"note: {path} was written by {outcome.other_kit}", err=True)
+    if outcome.drift is not None and not overrides:
+        raise InputError(f"the run drifted from the record at {outcome.drift.describe()} "
+                         "(a different kit or engine?)", file=path, kind="replay")
+    if outcome.drift is not None:
+        click.echo(f"note: with the flags given the run left the record at "
+                   f"{outcome.drift.describe()}", err=True)
+    if outcome.identical is False and outcome.drift is None:
+        raise InputError(f"the run took the recorded choices but its observation differs "
+                         f"(sha256 {outcome.observation_sha256[:12]}..., recorded "
+                         f"{outcome.recorded_sha256[:12]}...): please report this", file=path,
+                         kind="replay")
+    obs = outcome.observation
     if as_json:
         click.echo(observation_json(obs))
     else:
         click.echo(f"{obs['outcome']}: {obs['result'] if obs['outcome'] == 'ok' else obs['error']}")
-    sys.exit(0 if obs["outcome"] == "ok" else 1)
+    if story:
+        for line in outcome.story:
+            click.echo("  " + line, err=as_json)
+    for problem in outcome.problems:
+        click.echo(f"FAILED: {problem}", err=as_json)
+    if outcome.identical:
+        what = "the recorded failure" if outcome.problems else "the recorded run"
+        click.echo(f"{what}, reproduced byte for byte (observation sha256 "
+                   f"{outcome.observation_sha256[:16]}...)", err=True)
+    sys.exit(1 if outcome.problems else 0)

@@ -20,6 +20,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from forge.engine.state import Chain, Frame
+from forge.errors import ForgeInternalError
 from forge.engine.failures import Failure
 from forge.engine.parking import PARK
 from forge.engine.requests import CalledChain
@@ -34,6 +35,10 @@ LOG_MAX_CHARS = 256
 #: Log quotas per section VM: events, and bytes (events x 256).
 LOG_EVENTS_PER_VM = 1024
 LOG_BYTES_PER_VM = LOG_EVENTS_PER_VM * LOG_MAX_CHARS
+
+#: `sys.when`: the one instant every run reports, so no run reads the clock.
+WHEN = "2026-01-01T00:00:00Z"
+_WHEN = WHEN.encode()
 
 STORE_OPS = ("write", "append", "read", "read_numbered", "str_replace", "delete", "glob", "exists")
 
@@ -52,25 +57,37 @@ class Host:
         for op in STORE_OPS:
             self.suspending[f"store.{op}"] = self._store_handler(op)
         self.lib = self._build_lib()
+        # A chain's section VMs name it to the run's one prose callback by a
+        # number (`Chain.vm_key`), so Lua holds no Python object of the run;
+        # the chain leaves this map when it ends.
+        self._vms: dict[int, Chain] = {}
+        self._keys = 0
+        self._render = self.lua.host(self._render_entry)
+        self._section_vm = self.lua.E.section_vm
 
     # ------------------------------------------------------------ library
     def _build_lib(self):
+        """The host library, built in one Lua call.
+
+        The model side (`models`, `messages`, `compactors`, `tools`, `input`)
+        joins only when the prompt can reach it (`models.needed`): building
+        it is most of a small run's setup.
+        """
         L = self.lua
-        lib = L.lua.table()
-        lib[b"log"] = L.host(self._log)
-        lib[b"list_from_section"] = L.host(self._list_from_section)
-        lib[b"jump"] = L.host(self._jump)
-        lib[b"call"] = L.suspender("call")
-        lib[b"fanout"] = L.suspender("fanout")
+        spec = [
+            b"host", b"log", L.guard(self._log),
+            b"host", b"list_from_section", L.guard(self._list_from_section),
+            b"host", b"jump", L.guard(self._jump),
+            b"suspend", b"call", None,
+            b"suspend", b"fanout", None,
+        ]
         self.suspending["fanout"] = self.run.fanout.start
-        store = L.lua.table()
         for op in STORE_OPS:
-            store[op.encode()] = L.E.store_function(
-                f"store.{op}".encode(), L.host(self._direct_store(op)))
-        lib[b"store"] = store
-        lib[b"tasks"] = self.run.tasks_api.build_namespace(self.suspending)
-        self.run.models.install(lib, self.suspending)
-        return lib
+            spec += (b"store", f"store.{op}".encode(), L.guard(self._direct_store(op)))
+        self.run.tasks_api.library(spec, self.suspending)
+        if self.run.models.needed():
+            self.run.models.library(spec, self.suspending)
+        return L.build_library(spec)
 
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
@@ -100,34 +117,37 @@ class Host:
                 root.in_h1 = False
 
     def section_env(self, chain: Chain, entry: str):
+        """A fresh section VM environment for `chain`'s entry `entry`, built
+        in one Lua call (`E.section_vm`)."""
         run = self.run
-        fields = {
-            "id": entry,
-            "taskid": ids.taskid(chain),
-            "section_name": chain.section_name,
-            "execution": run.config.execution,
-            "section_count": len(run.prompt.top_level),
-            "when": "2026-01-01T00:00:00Z",
-        }
         first_entry = chain.entry_counter == 1 and chain.kind == "task"
-        if first_entry and chain.first_index is not None:
-            fields["index"] = chain.first_index
-        globals_ = self.lua.lua.table()
-        globals_[b"args"] = chain.args
-        globals_[b"sys"] = self.lua.E.make_sys(self.lua.table(fields))
-        globals_[b"var"] = self.lua.var_proxy_raw(chain.var, b"var")
-        if first_entry and chain.has_item:
-            globals_[b"item"] = chain.first_item
-        env, control = self.lua.E.section_env(
-            self.lib, globals_, self.lua.host(lambda: self._render_prose(chain)), chain.argv,
-            chain.in_h1,
-        )
-        chain.control = control
-        chain.var_proxy = globals_[b"var"]
+        index = chain.first_index if first_entry else None
+        key = chain.vm_key
+        if key == 0:
+            self._keys += 1
+            key = chain.vm_key = self._keys
+            self._vms[key] = chain
+        env, reset, argv, var = self._section_vm(
+            self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
+            chain.section_name.encode("utf-8"), run.config.execution.encode("utf-8"),
+            len(run.prompt.top_level), _WHEN, index, chain.args, chain.var,
+            first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
+        chain.control = (reset, argv)
+        chain.var_proxy = var
         return env
 
     def reset_prose(self, chain: Chain) -> None:
-        chain.control[b"reset_prose"]()
+        chain.control[0]()
+
+    def _render_entry(self, key: int):
+        chain = self._vms.get(key)
+        if chain is None:
+            raise ForgeInternalError("prose was read in a section VM whose chain has ended")
+        return self._render_prose(chain)
+
+    def forget(self, chain: Chain) -> None:
+        """`chain` has ended: no section VM of it reads prose again."""
+        self._vms.pop(chain.vm_key, None)
 
     def _render_prose(self, chain: Chain):
         from forge.engine.substitution import SubstitutionError, render
@@ -152,7 +172,7 @@ class Host:
 
     def end_h1(self, chain: Chain) -> None:
         """The H1 pass hands over to the walk: argv freezes, claims restart."""
-        argv = chain.control[b"argv"]()
+        argv = chain.control[1]()
         if argv is not None:
             err = self.lua.json_check_raw(argv, b"argv")
             if err is not None:
@@ -391,7 +411,7 @@ class _Resolver:
             "section_name": chain.section_name,
             "execution": run.config.execution,
             "section_count": len(run.prompt.top_level),
-            "when": "2026-01-01T00:00:00Z",
+            "when": WHEN,
             "id": f"{chain.id}.{chain.entry_counter - 1}",
         }
         if chain.kind == "task" and chain.entry_counter == 1 and chain.first_index is not None:

@@ -119,6 +119,7 @@ class Scheduler:
         """`chain` is over: it never runs or waits again."""
         if chain.timer is not None:
             self.events.cancel(chain.timer)
+        was_ready = chain.state == "ready"
         chain.state = "ended"
         chain.co = None
         chain.parked_on = None
@@ -126,7 +127,10 @@ class Scheduler:
         # Nothing reads an ended chain's section VM again: let Lua collect it,
         # so a run's memory follows its live chains, not every chain it ran.
         chain.env = chain.control = chain.var_proxy = chain.first_item = None
-        if chain in self.ready:
+        # Nor its `var` and `argv`: a run of many tasks holds Lua state for its
+        # live chains only (a spawn or call copies them from a live chain).
+        chain.var = chain.argv = None
+        if was_ready:           # the invariant: only a ready chain is in the list
             self.ready.remove(chain)
 
     def note(self, what: str, **fields: Any) -> None:

@@ -175,22 +175,32 @@ class ModelsAPI:
         self.L: Any = None
 
     # ------------------------------------------------------------ hooks
-    def install(self, lib: Any, suspending: dict) -> None:
-        """Add `models`, `messages`, `compactors`, `tools`, `input` to the host library."""
+    #: The globals of the model side: a prompt whose code and prose never
+    #: name one of these (nor `_G`/`_ENV`, through which any global is
+    #: reachable by a computed name) and declares no roles or tools cannot
+    #: observe whether the model side is installed.
+    GLOBALS = frozenset({"models", "messages", "compactors", "tools", "input", "_G", "_ENV"})
+
+    def needed(self) -> bool:
+        """Whether the run's host library needs the model side."""
+        prompt = self.run.prompt
+        return bool(prompt.roles or prompt.tools or prompt.models
+                    or not self.GLOBALS.isdisjoint(prompt.words))
+
+    def library(self, spec: list, suspending: dict) -> None:
+        """Add `models`, `messages`, `compactors`, `tools`, `input` to the host
+        library's spec (`Host`)."""
         L = self.lua
         self.L = L.load_engine_chunk("models.lua")(L.E)
-        models = L.lua.table()
-        self.roles.install(models, self.L)
-        models[b"infer"] = self.L.infer
-        models[b"loop"] = self.L.loop
-        lib[b"models"] = models
-        lib[b"messages"] = L.table_from({b"new": self.L.new_list})
-        lib[b"compactors"] = L.table_from({b"fail": L.host(self._compactors_fail)})
-        lib[b"tools"] = self.tools.build(self.L)
-        lib[b"input"] = L.table_from({
-            b"ask": L.suspender("input.ask"),
-            b"connected": L.host(lambda *a: (True, self.cursor.operator is not None)),
-        })
+        self.roles.library(spec, self.L)
+        spec += (b"value", b"models.infer", self.L.infer,
+                 b"value", b"models.loop", self.L.loop,
+                 b"value", b"messages.new", self.L.new_list,
+                 b"host", b"compactors.fail", L.guard(self._compactors_fail))
+        self.tools.library(spec, self.L)
+        spec += (b"suspend", b"input.ask", None,
+                 b"host", b"input.connected",
+                 L.guard(lambda *a: (True, self.cursor.operator is not None)))
         suspending.update({
             "models.loop": self._loop,
             "models.infer": self._infer,
@@ -201,7 +211,12 @@ class ModelsAPI:
         })
 
     def enter_section(self, chain: Chain) -> None:
-        """A section entry starts: fresh selection, local tools, allowlist."""
+        """A section entry starts: fresh selection, local tools, allowlist.
+
+        Without the model side (`needed`) no code can reach a section state.
+        """
+        if self.L is None:
+            return
         old = chain.section_state
         state = SectionState(self, chain, chain.section_name, chain.in_h1)
         if old is not None and old.is_h1 and not chain.in_h1:

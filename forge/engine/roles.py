@@ -91,9 +91,10 @@ class RolesAPI:
         self.roles = {r.label: r for r in roles} if self.script is not None else {}
         self.default_label: str | None = None
 
-    def install(self, models_table: Any, L: Any) -> None:
+    def library(self, spec: list, L: Any) -> None:
+        """Add `models.default`, `models.use`, `models.get` to the host library's spec."""
         for name in ("default", "use", "get"):
-            models_table[name.encode()] = self.lua.host(getattr(self, "_" + name))
+            spec += (b"host", f"models.{name}".encode(), self.lua.guard(getattr(self, "_" + name)))
         # Handles are the only Python objects prompt code can hold: seal the
         # bridge's metatable for them, so getmetatable cannot reach it.
         L.seal_python_objects(lupa.as_itemgetter(ModelHandle(Selection(""), {"name": ""}, (),

@@ -95,15 +95,22 @@ class Run:
         self.harness = harness or Harness()
         self.chooser = chooser or Chooser()
         self.config = config or RunConfig()
+        self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()
         self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
                               random_seed=self.config.seed)
         self.claims = Claims()
         self.logs: list[str] = []
-        self.events: list[dict] = []
+        #: Events as (kind, section, task id, seq, fields) tuples: the dicts
+        #: the observation shows are built when read (`events`).
+        self._events: list[tuple] = []
+        self._event_dicts: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self.outcome: str | None = None
+        #: Set while the run's end strands what is still live: no chain
+        #: resumes from then on, so a waiter is not handed a stranded member.
+        self.ending = False
         self.result: str | None = None
         self.error: RunError | None = None
         self.entries = 0
@@ -217,9 +224,8 @@ class Run:
             block = chain.blocks[chain.block_index]
             chain.current_block = block
             self.host.reset_prose(chain)
-            source = ("\n" * (block.first_line - 1) + block.source).encode("utf-8")
             self.emit(chain, "lua_chunk_started")
-            chain.co = self.lua.block_coroutine(source, block.location.encode("utf-8"), chain.env)
+            chain.co = self.lua.block_coroutine(block.chunk, block.chunkname, chain.env)
             return
         self._section_finished(chain)
 
@@ -259,12 +265,10 @@ class Run:
         if shared is None:
             self.emit(chain, "lua_shared_load_succeeded")
             return
-        source = ("\n" * (shared.first_line - 1) + shared.source).encode("utf-8")
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
-            result = results(self.lua.E.load_library(source, shared.location.encode("utf-8"),
-                                                    chain.env))
+            result = results(self.lua.load_library(shared.chunk, shared.chunkname, chain.env))
         finally:
             chain.loading_library = False
             self.scheduler.current = previous
@@ -403,10 +407,9 @@ class Run:
         return Failure(kind, message, tuple(sorted(fields.items())), value)
 
     def error_value(self, kind: str, message: str, chain: Chain | None = None, **fields: str):
-        value = self.lua.error(kind, message, **fields)
         if chain is not None:
-            self.lua.E.stamp(value, chain.suspends)
-        return value
+            return self.lua.stamped_error(kind, message, chain.suspends, **fields)
+        return self.lua.error(kind, message, **fields)
 
     def failure_of(self, value: Any) -> Failure:
         """A Lua value that left a block, as a Failure."""
@@ -493,6 +496,7 @@ class Run:
 
     def _close(self, chain: Chain) -> None:
         self.scheduler.end(chain)
+        self.host.forget(chain)
         # A chain's end joins every task it owns.
         for task in chain.owned:
             self.tasks_api.joined(task)
@@ -523,8 +527,9 @@ class Run:
         self._finish_run(outcome, None, error)
 
     def _finish_run(self, outcome: str, result: str | None, error: RunError | None) -> None:
-        if self.outcome is not None:
+        if self.outcome is not None or self.ending:
             return
+        self.ending = True
         # Anything still live is stranded by the run's end.
         # Parents sort before their children, and abandoning a parent
         # abandons its children first as owner_aborted, so each task is
@@ -635,15 +640,18 @@ class Run:
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,
              **fields: Any) -> None:
         task = chain.task
-        record = {
-            "kind": kind,
-            "execution": self.config.execution,
-            "section": section_override or chain.section_name,
-            "provenance": {"task": task.id, "seq": task.seq},
-        }
+        self._events.append((kind, section_override or chain.section_name, task.id, task.seq,
+                             fields))
         task.seq += 1
-        record.update(fields)
-        self.events.append(record)
+
+    @property
+    def events(self) -> list[dict]:
+        """Every event so far, as the observation shows it."""
+        built, execution = self._event_dicts, self.execution
+        for kind, section, task, seq, fields in self._events[len(built):]:
+            built.append({"kind": kind, "execution": execution, "section": section,
+                          "provenance": {"task": task, "seq": seq}, **fields})
+        return built
 
     def log(self, chain: Chain, message: str) -> None:
         self.logs.append(message)

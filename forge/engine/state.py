@@ -114,6 +114,13 @@ class Chain:
     #: Lua-side controls of the current section VM (prose reset, argv).
     control: Any = None
     var_proxy: Any = None
+    #: The number naming this chain to the run's prose callback (0: none yet).
+    vm_key: int = 0
+    #: A stable name for scheduling choices and traces: `kind:id` (neither changes).
+    label: str = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.label = f"{self.kind}:{self.id}"
     #: The limit `tasks.concurrency` clamps to: the parent chain's limit.
     ceiling: int = 0
     #: True while the section VM replays the shared library.
@@ -124,10 +131,6 @@ class Chain:
     log_events: int = 0
     log_bytes: int = 0
 
-    @property
-    def label(self) -> str:
-        """A stable name for scheduling choices and traces."""
-        return f"{self.kind}:{self.id}"
 
     @property
     def section_name(self) -> str:

@@ -95,16 +95,15 @@ class TasksAPI:
         self.lua = run.lua
 
     # ------------------------------------------------------------ namespace
-    def build_namespace(self, suspending: dict):
-        L = self.lua
-        ns = L.lua.table()
+    def library(self, spec: list, suspending: dict) -> None:
+        """Add the `tasks` namespace to the host library's spec (`Host`)."""
+        guard = self.lua.guard
         for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel"):
-            ns[name.encode()] = L.host(self._counted(getattr(self, "_" + name)))
-        ns[b"join_any"] = L.suspender("tasks.join_any")
-        ns[b"join"] = L.suspender("tasks.join")
+            spec += (b"host", f"tasks.{name}".encode(),
+                     guard(self._counted(getattr(self, "_" + name))))
+        spec += (b"suspend", b"tasks.join_any", None, b"suspend", b"tasks.join", None)
         suspending["tasks.join_any"] = lambda c, *a: self._wait(c, "tasks.join_any", a)
         suspending["tasks.join"] = lambda c, *a: self._wait(c, "tasks.join", a)
-        return ns
 
     def _counted(self, fn):
         """An immediate tasks function, counted as a suspending call.
@@ -278,7 +277,9 @@ class TasksAPI:
     def task_ended(self, task: Task) -> None:
         run = self.run
         run.admission.ended(task)
-        for waiter in list(task.waiters):
+        # The run's end strands its waiters too: a waiter is not handed a
+        # member the end abandoned, since it never resumes.
+        for waiter in ([] if run.ending else list(task.waiters)):
             request = waiter.parked_on
             if isinstance(request, Join):
                 self._maybe_wake(waiter, request)

@@ -113,12 +113,11 @@ class ToolsAPI:
         self.run = models.run
         self.lua = models.run.lua
 
-    def build(self, L) -> Any:
-        ns = self.lua.lua.table()
+    def library(self, spec: list, L: Any) -> None:
+        """Add the `tools` namespace to the host library's spec."""
         for name in ("always", "add", "add_local", "allow_tasks"):
-            ns[name.encode()] = self.lua.host(getattr(self, "_" + name))
-        ns[b"call"] = L.call
-        return ns
+            spec += (b"host", f"tools.{name}".encode(), self.lua.guard(getattr(self, "_" + name)))
+        spec += (b"value", b"tools.call", L.call)
 
     def _err(self, message: str, kind: str = "lua", **fields: str):
         return self.models.err(message, kind, **fields)

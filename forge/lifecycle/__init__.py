@@ -4,14 +4,20 @@ Racing parties (finalizers, stops, retries, restarts) are explicit calls whose
 order the caller chooses, and both bounded waits (a stop's look-again,
 task_status's wait) run on an injectable clock, virtual by default, so tests
 and state machines force every interleaving the specification worries about
-without wall time.
+without wall time. On the simulator, the racing parties run as actors the
+chooser interleaves at every store operation and host call.
 
 Lives here: records (``records``), refusals (``errors``), clocks (``clock``),
 the compare-and-set stores (``store`` in memory, ``sqlite_store``) and the
 contract they pass (``contract``), session repositories (``sessions``), the
 Manager (``manager``), the model's four tools (``tools``) and their texts
-(``cards``), and the wake-up text formatter (``notices``).
+(``cards``), the wake-up text formatter (``notices``), and the races on the
+simulator: actors and oracles (``explore``), what actors do (``actors``),
+scenario files (``scenario``), partial-order reduction (``dpor``), running
+strategies and replays (``campaign``) and ``forge explore``'s printing
+(``command``).
 Not modelled: generation columns on the SQL store (a row surviving a delete
-some other way is not made inert), several Managers sharing one per-parent
-cap (the cap is exact per Manager, as in the original).
+some other way is not made inert). The per-parent cap is checked by each
+Manager under its lock and again inside the store's create and retry claim,
+so it holds for several Managers over one store too.
 """

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forge.lifecycle.records import Task, TaskStatus
-from forge.lifecycle.store import KEEP, ORPHAN_SUMMARY, NotFound
+from forge.lifecycle.store import KEEP, ORPHAN_SUMMARY, CapReached, NotFound
 
 W, P, C, F, X = (TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED, TaskStatus.COMPLETED,
                  TaskStatus.FAILED, TaskStatus.CANCELLED)
@@ -145,6 +145,24 @@ def retry_claim_enforces_the_ceiling_in_the_store(store: Any) -> None:
     store.finalize("t1", "r3", F, "x", "x")
     assert store.retry_claim("t1", "r4", 3) is None, "attempt 3 of 3 is the last"
     assert store.get("t1").attempt == 3
+
+
+@_check()
+def create_and_claim_hold_the_per_parent_cap(store: Any) -> None:
+    """With ``max_live``, create and retry_claim count the parent's live rows in
+    their own step (the cap across processes); 0 means no cap."""
+    store.create(_row("a"), max_live=2)
+    store.create(_row("b"), max_live=2)
+    _raises(CapReached, store.create, _row("c"), 2)
+    assert [t.id for t in store.list_all()] == ["a", "b"], "a refused create writes nothing"
+    store.create(_row("x", parent="q"), max_live=2)  # another parent has its own slots
+    store.create(_row("c"), max_live=0)
+    _fail(store, "a")
+    assert store.retry_claim("a", "r2", 3, max_live=2) is None, "no slot is free for a"
+    assert store.get("a").status is F
+    _fail(store, "b")
+    snap = store.retry_claim("a", "r2", 3, max_live=2)
+    assert snap is not None and snap.attempt == 2
 
 
 @_check()

@@ -36,7 +36,7 @@ from forge.lifecycle.records import (
 from forge.lifecycle.clock import Clock, VirtualClock
 from forge.lifecycle.errors import LookupFailed, TaskError
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
-from forge.lifecycle.store import KEEP, NotFound, Store
+from forge.lifecycle.store import KEEP, CapReached, NotFound, Store
 from forge.variation import declare
 
 # Variation sites of the manager's race rules (forge.variation).
@@ -48,6 +48,9 @@ LAUNCH_NEVER_LOOKS_BACK = declare("lifecycle.launch-never-looks-back", "lifecycl
                                   "claim-to-launch window")
 SWEEP_REPORTS_NOTHING = declare("lifecycle.sweep-reports-nothing", "lifecycle",
                                 "the restart sweep fails interrupted tasks without reporting them")
+STATUS_DELIVERS_WORKING = declare("lifecycle.status-delivers-working", "lifecycle",
+                                  "a status read counts as delivered even when the task is "
+                                  "still working")
 GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "lifecycle",
                                       "a graceful stop followed by a failed last turn still "
                                       "asks the Continue hook")
@@ -187,11 +190,17 @@ class Manager:
         return len(self.store.list_non_terminal(parent_session_id))
 
     def _check_slot(self, parent_session_id: str, row: Task | None = None) -> None:
-        """lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot."""
+        """lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot. The
+        per-parent lock serializes this check within one Manager; the store's
+        create and claim check the cap again in their own step, so it also holds
+        for Managers of two processes over one store."""
+        if self._live(parent_session_id) >= self.c.max_concurrent_per_parent:
+            raise self._cap_error(row)
+
+    def _cap_error(self, row: Task | None = None) -> TaskError:
         n = self.c.max_concurrent_per_parent
-        if self._live(parent_session_id) >= n:
-            raise TaskError(f"tasks: this conversation already has {n} tasks running; "
-                            "wait for one to finish", row)
+        return TaskError(f"tasks: this conversation already has {n} tasks running; "
+                         "wait for one to finish", row)
 
     # -- spawn -------------------------------------------------------------
     def spawn(self, req: SpawnRequest) -> Task:
@@ -218,9 +227,12 @@ class Manager:
                     parent_session_id=req.parent_session_id, child_session_id=child,
                     label=label, kind=req.kind, state=req.state,
                     parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
-                    depth=depth, inherit=spec.inherit))
-            except BaseException:
+                    depth=depth, inherit=spec.inherit),
+                    max_live=self.c.max_concurrent_per_parent)
+            except BaseException as exc:
                 self.sessions.delete(child)
+                if isinstance(exc, CapReached):  # another process took the last slot
+                    raise self._cap_error() from None
                 raise
             self._launching[row.run_id] = False
             try:
@@ -422,10 +434,12 @@ class Manager:
             self._check_slot(row.parent_session_id, row)
             prompt = self.retry_prompt(row)  # before the claim clears the failure
             new_run = self.c.new_id("r")
-            claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task)
+            claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task,
+                                             max_live=self.c.max_concurrent_per_parent)
             if claimed is None:
                 now = self.store.get(task_id)
                 self._retryable(now)
+                self._check_slot(now.parent_session_id, now)
                 raise TaskError("tasks: another writer claimed this task first; try again", now)
             self._launching[new_run] = False
             try:
@@ -484,7 +498,7 @@ class Manager:
         if not row.status.terminal and wait > 0:
             self.c.clock.wait_for(lambda: self._gone_or_done(task_id), wait)
             row = self.store.get(task_id)
-        if row.status.terminal:
+        if row.status.terminal or STATUS_DELIVERS_WORKING.on:
             self.c.on_result_delivered(row)
         return row
 

@@ -28,6 +28,7 @@ from typing import Any
 from forge.lifecycle.records import Debt, Task, TaskStatus
 from forge.lifecycle.sessions import Session, SessionNotFound
 from forge.lifecycle.store import (
+    CapReached,
     KEEP,
     ORPHAN_SUMMARY,
     NotFound,
@@ -164,11 +165,17 @@ class SqliteStore:
             "SELECT task_id, run_id, status, summary FROM debts ORDER BY seq")]
 
     # -- writes ------------------------------------------------------------
-    def create(self, task: Task) -> Task:
+    def create(self, task: Task, max_live: int = 0) -> Task:
         check_create(task)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task.id,)).fetchone():
                 raise ValueError(f"tasks: duplicate id {task.id}")
+            if max_live > 0:
+                (live,) = db.execute(f"SELECT COUNT(*) FROM tasks WHERE parent_session_id = ? "
+                                     f"AND status IN {_LIVE}",
+                                     (task.parent_session_id,)).fetchone()
+                if live >= max_live:
+                    raise CapReached(task.parent_session_id)
             (seq,) = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM tasks").fetchone()
             values = {c: getattr(task, c) for c in _COLUMNS}
             values.update(seq=seq, status=TaskStatus(task.status).value,
@@ -209,14 +216,17 @@ class SqliteStore:
                              (*args, task_id, run_id))
             return self._owe(db, snap)
 
-    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int) -> Task | None:
+    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int,
+                    max_live: int = 0) -> Task | None:
         with self.transaction() as db:
             snap = self._cas(
                 db, task_id,
                 "status = 'working', run_id = ?, attempt = MAX(attempt, 1) + 1, summary = '', "
                 "result = '', continuations = 0",
-                "status = 'failed' AND (? <= 0 OR MAX(attempt, 1) < ?)",
-                (new_run_id, task_id, max_attempts, max_attempts))
+                "status = 'failed' AND (? <= 0 OR MAX(attempt, 1) < ?) AND (? <= 0 OR "
+                "(SELECT COUNT(*) FROM tasks AS t WHERE t.parent_session_id = "
+                f"tasks.parent_session_id AND t.status IN {_LIVE}) < ?)",
+                (new_run_id, task_id, max_attempts, max_attempts, max_live, max_live))
             if snap is not None:
                 db.execute("DELETE FROM debts WHERE task_id = ?", (task_id,))
             return snap

@@ -35,6 +35,16 @@ CLAIM_ANY_STATUS = declare("lifecycle.retry-claim-any-status", "lifecycle",
                            "a retry claim does not check that the task is still failed")
 ADVANCE_ANY_STATUS = declare("lifecycle.advance-any-status", "lifecycle",
                              "a continuation advances a row that is no longer working")
+RECLAIM_ANY_STATUS = declare("lifecycle.reclaim-any-status", "lifecycle",
+                             "an approval's resume reclaims a row that is no longer paused")
+RELEASE_KEEPS_ATTEMPT = declare("lifecycle.release-keeps-attempt", "lifecycle",
+                                "releasing a retry claim whose run never started keeps the "
+                                "attempt it claimed")
+SWEEP_FAILS_PAUSED = declare("lifecycle.sweep-fails-paused", "lifecycle",
+                             "the restart sweep also fails rows paused on an approval")
+CAP_NOT_IN_STORE = declare("lifecycle.cap-not-in-store", "lifecycle",
+                           "the store's create and retry claim ignore the per-parent cap, "
+                           "leaving it to each Manager's own lock")
 ORPHAN_SUMMARY = "the process restarted while the task was running"
 
 
@@ -45,15 +55,20 @@ class NotFound(KeyError):
         return "tasks: not found"
 
 
+class CapReached(Exception):
+    """A create refused because the parent already has ``max_live`` live tasks."""
+
+
 class Store(Protocol):
-    def create(self, task: Task) -> Task: ...
+    def create(self, task: Task, max_live: int = 0) -> Task: ...
     def get(self, task_id: str) -> Task: ...
     def by_child_session(self, session_id: str) -> Task | None: ...
     def list_by_parent(self, parent_session_id: str) -> list[Task]: ...
     def list_all(self) -> list[Task]: ...
     def finalize(self, task_id: str, run_id: str, status: TaskStatus, summary: str,
                  result: str, state: Any = KEEP) -> Task | None: ...
-    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int) -> Task | None: ...
+    def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int,
+                    max_live: int = 0) -> Task | None: ...
     def release_retry_claim(self, task_id: str, run_id: str, summary: str,
                             result: str) -> Task | None: ...
     def advance(self, task_id: str, run_id: str, next_run_id: str,
@@ -165,10 +180,14 @@ class MemoryStore:
         return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
 
     # -- writes ----------------------------------------------------------
-    def create(self, task: Task) -> Task:
+    def create(self, task: Task, max_live: int = 0) -> Task:
+        """Insert a row; with ``max_live`` > 0, only while its parent has fewer live
+        rows (the per-parent cap as one step, so it holds across processes too)."""
         check_create(task)
         if task.id in self._rows:
             raise ValueError(f"tasks: duplicate id {task.id}")
+        if self._full(task.parent_session_id, max_live):
+            raise CapReached(task.parent_session_id)
         self._seq += 1
         row = attrs.evolve(task, seq=self._seq)
         self._rows[row.id] = row
@@ -176,6 +195,11 @@ class MemoryStore:
         self._by_parent.setdefault(row.parent_session_id, []).append(row.id)
         self._track(row)
         return row
+
+    def _full(self, parent_session_id: str, max_live: int) -> bool:
+        """The per-parent cap as a store predicate (0: no cap)."""
+        return (max_live > 0 and not CAP_NOT_IN_STORE.on
+                and len(self._live.get(parent_session_id, {})) >= max_live)
 
     def _track(self, row: Task) -> None:
         """Keep the per-parent set of live rows (the cap's count) up to date."""
@@ -222,11 +246,14 @@ class MemoryStore:
             self._debts[snap.id] = Debt(snap.id, snap.run_id, snap.status, snap.summary)
         return snap
 
-    def retry_claim(self, task_id, new_run_id, max_attempts):
-        """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the cap."""
+    def retry_claim(self, task_id, new_run_id, max_attempts, max_live=0):
+        """lifecycle.retry.cas / .ceiling-in-store: failed -> working, under the
+        attempt ceiling and (``max_live`` > 0) while the parent has a free slot."""
         row = self.get(task_id)
         if ((row.status is not TaskStatus.FAILED and not CLAIM_ANY_STATUS.on)
                 or not (under_ceiling(row.attempt, max_attempts) or CEILING_OUTSIDE_STORE.on)):
+            return None
+        if self._full(row.parent_session_id, max_live):
             return None
         self._debts.pop(task_id, None)  # lifecycle.durable.drop-in-retry-claim
         return self._swap(row, status=TaskStatus.WORKING, run_id=new_run_id,
@@ -238,8 +265,9 @@ class MemoryStore:
         row = self.get(task_id)
         if row.status is not TaskStatus.WORKING or row.run_id != run_id:
             return None
+        attempt = row.attempt if RELEASE_KEEPS_ATTEMPT.on else max(1, row.attempt - 1)
         return self._owe(self._swap(row, status=TaskStatus.FAILED,
-                                    attempt=max(1, row.attempt - 1), summary=summary,
+                                    attempt=attempt, summary=summary,
                                     result=result))
 
     def advance(self, task_id, run_id, next_run_id, state=KEEP):
@@ -265,7 +293,8 @@ class MemoryStore:
         """An approval resumes the paused run: input_required -> working, only while
         the row still names ``run_id`` (a stop that claimed first wins)."""
         row = self.get(task_id)
-        if row.status is not TaskStatus.INPUT_REQUIRED or row.run_id != run_id:
+        if ((row.status is not TaskStatus.INPUT_REQUIRED and not RECLAIM_ANY_STATUS.on)
+                or row.run_id != run_id):
             return None
         return self._swap(row, status=TaskStatus.WORKING)
 
@@ -298,7 +327,8 @@ class MemoryStore:
         """lifecycle.restart.fails-working / .keeps-paused / .fails-at-step."""
         out = []
         for row in self.list_all():
-            if row.status is TaskStatus.WORKING:
+            if row.status is TaskStatus.WORKING or (
+                    SWEEP_FAILS_PAUSED.on and row.status is TaskStatus.INPUT_REQUIRED):
                 out.append(self._owe(self._swap(row, status=TaskStatus.FAILED,
                                                 summary=ORPHAN_SUMMARY,
                                                 result=ORPHAN_SUMMARY)))

@@ -405,13 +405,48 @@ E.store_function = function(op, direct)
   end
 end
 
+-- The host library in one call, from flat (kind, name, value) triples:
+-- kind `host` wraps a Python function answering at once, `suspend` makes a
+-- suspending call named `name`, `store` a store function (`value` is its
+-- direct form), `value` takes `value` as it is.  A dotted name goes into
+-- its namespace table.  One call instead of one per function: each crossing
+-- from Python into Lua costs more than the Lua work it does here.
+E.build_library = function(...)
+  local spec, lib = tpack(...), {}
+  for i = 1, spec.n, 3 do
+    local kind, name, v = spec[i], spec[i + 1], spec[i + 2]
+    if kind == 'host' then v = host(v)
+    elseif kind == 'suspend' then v = E.suspender(name)
+    elseif kind == 'store' then v = E.store_function(name, host(v)) end
+    local ns, key = name:match('^([^.]+)%.(.+)$')
+    if ns then
+      local t = lib[ns]
+      if t == nil then t = {}; lib[ns] = t end
+      t[key] = v
+    else
+      lib[name] = v
+    end
+  end
+  return lib
+end
+
 ---------------------------------------------------------------------------
 -- A fresh section VM environment.  Library tables are copied per
 -- environment, so a section that rebinds string.upper changes nothing for
 -- the next section.
 ---------------------------------------------------------------------------
+-- Library tables never change once built, so each one's size is counted
+-- once and every copy is made at its final size (no rehash while filling).
+local tcreate = table.create
+local lib_sizes = setmetatable({}, { __mode = 'k' })
 local function copy_lib(lib)
-  local out = {}
+  local n = lib_sizes[lib]
+  if n == nil then
+    n = 0
+    for _ in next_raw, lib do n = n + 1 end
+    lib_sizes[lib] = n
+  end
+  local out = tcreate(0, n)
   for k, v in next_raw, lib do out[k] = v end
   return out
 end
@@ -619,6 +654,24 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
   return env, control
 end
 
+-- A section entry's VM in one call from Python: `sys` from its fields, the
+-- guarded `var` over `backing`, `item` when the entry has one, and the
+-- environment.  `prose` renders through `render(key)`, the run's one prose
+-- callback (key names the entry for Python).  Returns the environment, the
+-- prose reset, the argv reader and the `var` proxy.
+E.section_vm = function(lib, render, key, id, taskid, section_name, execution, section_count,
+                        when, index, args, backing, has_item, item, argv, in_h1)
+  local sys = E.make_sys({
+    id = id, taskid = taskid, section_name = section_name, execution = execution,
+    section_count = section_count, when = when, index = index,
+  })
+  local var = var_proxy(backing, 'var')
+  local globals = { args = args, sys = sys, var = var }
+  if has_item then globals.item = item end
+  local env, control = E.section_env(lib, globals, function() return render(key) end, argv, in_h1)
+  return env, control.reset_prose, control.argv, var
+end
+
 -- A fanout result entry: read-only, and tostring gives its text.
 E.fanout_result = function(text, ok, item, exhausted)
   local data = { text = text, ok = ok, item = item, exhausted = exhausted }
@@ -636,6 +689,12 @@ end
 local stamps = setmetatable({}, { __mode = 'k' })
 E.stamp = function(e, n) if type(e) == 'table' then stamps[e] = n end return e end
 E.stamp_of = function(e) if type(e) == 'table' then return stamps[e] end return nil end
+-- A host error value made and stamped in one call.
+E.stamped_error = function(kind, message, fields, n)
+  local e = make_error(kind, message, fields)
+  stamps[e] = n
+  return e
+end
 
 ---------------------------------------------------------------------------
 -- Compiling and running blocks.

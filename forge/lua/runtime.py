@@ -94,9 +94,11 @@ class LuaRuntime:
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error
+        self.stamped_error_raw = E.stamped_error
         self.is_host_error = E.is_host_error
         self.new_env_raw = E.new_env
         self.run_block = E.run_block
+        self.load_library = E.load_library
         self.var_proxy_raw = E.var_proxy
         self.var_backing = E.var_backing
         self.json_check_raw = E.json_check
@@ -107,6 +109,7 @@ class LuaRuntime:
         self.instructions_used = E.instructions_used
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
+        self._coroutine = self.run_block.coroutine
 
     def memory_tight(self, extra: int = 0) -> bool:
         """Whether Lua state is close to the cap (with `extra` bytes more).
@@ -119,8 +122,7 @@ class LuaRuntime:
         return self.lua.get_memory_used() + extra > self.max_memory * 0.75
 
     def load_engine_chunk(self, name: str):
-        loader = self.lua.execute("return load")
-        return loader(engine_chunk(name), f"=forge/{name}".encode(), b"b")
+        return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")
 
     # -- building Lua values -------------------------------------------------
     def table(self, mapping: dict | None = None, **kw: Any):
@@ -152,8 +154,17 @@ class LuaRuntime:
         extra = self.table(fields) if fields else None
         return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
 
+    def stamped_error(self, kind: str, message: str, stamp: int, **fields: Any):
+        """`error(...)` stamped with the suspend count `stamp` (`E.stamp`), in one Lua call."""
+        extra = self.table(fields) if fields else None
+        return self.stamped_error_raw(kind.encode(), message.encode("utf-8"), extra, stamp)
+
     def host(self, fn):
-        """Wrap a Python function answering (ok, *values) as a raising Lua function.
+        """Wrap a Python function answering (ok, *values) as a raising Lua function."""
+        return self.host_raw(self.guard(fn))
+
+    def guard(self, fn):
+        """`fn` (answering (ok, *values)) guarded for Lua, still a Python function.
 
         A Python exception inside `fn` is a bug in the engine, not the
         prompt's error: it is kept in `internal_error` (the run ends as
@@ -176,7 +187,12 @@ class LuaRuntime:
                 return (False, self.E.abort_with(self.error("internal", f"internal invariant "
                                                                   f"violated: {type(e).__name__}: {e}")))
 
-        return self.host_raw(guarded)
+        return guarded
+
+    def build_library(self, spec: list) -> Any:
+        """The host library table from flat (kind, name, value) triples
+        (`E.build_library` says what each kind means), in one Lua call."""
+        return self.E.build_library(*spec)
 
     def suspender(self, op: str):
         return self.suspender_raw(op.encode())
@@ -185,7 +201,7 @@ class LuaRuntime:
         return self.new_env_raw(globals_table)
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
-        return self.run_block.coroutine(source, chunkname, env)
+        return self._coroutine(source, chunkname, env)
 
 
 def to_lua_key(k: Any) -> Any:

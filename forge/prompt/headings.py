@@ -59,12 +59,35 @@ def visible(prompt: Prompt, from_index: int | None) -> tuple[int, ...]:
     return tuple(sorted((*siblings, *prompt.sections[from_index].children)))
 
 
+#: How many resolutions one prompt remembers (code may compute any number
+#: of distinct references; past this, they are resolved each time).
+MAX_REMEMBERED = 4096
+
+
 def resolve(prompt: Prompt, from_index: int | None, ref: str) -> int:
     """The index of the visible section `ref` names, matching level and name.
+
+    A prompt never changes, so each answer is remembered on it.
 
     Raises:
         HeadingError: `ref` is malformed or names no visible section.
     """
+    memo = prompt.resolved
+    key = (from_index, ref)
+    answer = memo.get(key)
+    if answer is None:
+        try:
+            answer = _resolve(prompt, from_index, ref)
+        except HeadingError as e:
+            answer = e.message
+        if len(memo) < MAX_REMEMBERED:
+            memo[key] = answer
+    if isinstance(answer, str):
+        raise HeadingError(answer)
+    return answer
+
+
+def _resolve(prompt: Prompt, from_index: int | None, ref: str) -> int:
     heading = normalise(ref)
     for index in visible(prompt, from_index):
         if prompt.sections[index].ref == heading:

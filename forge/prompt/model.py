@@ -7,9 +7,12 @@ letting heading resolution walk up and down the tree.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen
@@ -26,6 +29,15 @@ class LuaBlock:
     first_line: int
     location: str
     prose: str = ""
+    #: What the engine loads (derived once): the source padded so Lua's line
+    #: numbers are file lines, and the chunk name, both as UTF-8 bytes.
+    chunk: bytes = attrs.field(init=False, eq=False, repr=False)
+    chunkname: bytes = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "chunk",
+                           ("\n" * (self.first_line - 1) + self.source).encode("utf-8"))
+        object.__setattr__(self, "chunkname", self.location.encode("utf-8"))
 
 
 @attrs.frozen
@@ -114,10 +126,29 @@ class Prompt:
     capabilities: tuple[Capability, ...] = ()
     input: FileDecl | None = None
     output: FileDecl | None = None
+    #: The indexes of the H2-level sections, in file order (derived once:
+    #: the engine reads it at every section entry).
+    top_level: tuple[int, ...] = attrs.field(init=False, eq=False, repr=False)
+    #: Every identifier-like word in the prompt's Lua and block prose (derived
+    #: once): what the engine reads to leave out host library parts no code
+    #: can name.
+    words: frozenset[str] = attrs.field(init=False, eq=False, repr=False)
+    #: Heading references already resolved, by (from_index, ref): the
+    #: index or the HeadingError message (`headings.resolve` fills it).
+    resolved: dict = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def top_level(self) -> tuple[int, ...]:
-        return tuple(s.index for s in self.sections if s.parent is None)
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "top_level",
+                           tuple(s.index for s in self.sections if s.parent is None))
+        blocks = list(self.h1_blocks) + [b for s in self.sections for b in s.blocks]
+        if self.shared is not None:
+            blocks.append(self.shared)
+        words: set[str] = set()
+        for block in blocks:
+            words.update(_WORD.findall(block.source))
+            words.update(_WORD.findall(block.prose))
+        object.__setattr__(self, "words", frozenset(words))
+        object.__setattr__(self, "resolved", {})
 
     def siblings(self, index: int) -> tuple[int, ...]:
         parent = self.sections[index].parent

@@ -1,0 +1,321 @@
+"""Exploring a prompt and replaying what it found: plain functions over a `RunSpec`.
+
+`explore_prompt` runs a spec under many schedules (`sim.explore`,
+`sim.exhaustive`), re-runs the shrunk failure and returns it with its
+self-contained replay record, its story and its first divergence from the
+canonical run.  `replay_file` reads a replay file, rebuilds the run it
+records, re-checks the recorded expectation and says whether the failure
+reproduced, where the choices drifted, and whether the trace is the
+recorded one byte for byte.  Both return frozen values; the click commands
+(`forge.commands.explore`, `forge.commands.replay`) only print them, and a
+Python API can call them with keyword arguments.
+
+What does not live here: the run's definition and the record's fields
+(`forge.commands.runspec`), the file's syntax (`sim.replayfile`), the
+search strategies and the shrinker (`sim`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+
+from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
+                                    observation_sha256, record, spec_from_flags,
+                                    spec_from_record)
+from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
+from sim.explore import Report
+
+#: The most lines a story prints (its head and tail are kept).
+STORY_LINES = 40
+
+
+@attrs.frozen
+class Failure:
+    """The shrunk failing run, run again: what a replay file records."""
+
+    seed: int
+    problems: tuple[str, ...]
+    record: dict = attrs.field(eq=False, repr=False)
+    story: tuple[str, ...] = ()
+    divergence: tuple[str, ...] = ()
+    faults: tuple[tuple[str, str], ...] = ()
+
+
+@attrs.frozen
+class ExploreOutcome:
+    report: Report
+    spec: RunSpec
+    expect: Expectation
+    failure: Failure | None = None
+
+
+@attrs.frozen
+class ReplayOutcome:
+    spec: RunSpec
+    observation: dict = attrs.field(eq=False, repr=False)
+    #: The recorded expectation's problems on this run (empty: it passes).
+    problems: tuple[str, ...] = ()
+    #: The first choice that did not match the record, if any.
+    drift: Drift | None = None
+    #: The recorded run's observation sha256 (None: a legacy file, or flags
+    #: changed the run).
+    recorded_sha256: str | None = None
+    #: The kit version that wrote the file, when it is not this one.
+    other_kit: str | None = None
+    story: tuple[str, ...] = ()
+
+    @property
+    def observation_sha256(self) -> str:
+        return observation_sha256(self.observation)
+
+    @property
+    def identical(self) -> bool | None:
+        """The observation (trace included) is the recorded one byte for byte
+        (None: nothing to compare)."""
+        return None if self.recorded_sha256 is None else \
+            self.recorded_sha256 == self.observation_sha256
+
+
+def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
+                   strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                   pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
+                   shrink_budget: int = 3000,
+                   progress: Callable[[int], None] | None = None) -> ExploreOutcome:
+    """Run `spec` under `runs` schedules; the first failure comes back shrunk."""
+    from sim.exhaustive import exhaustive
+    from sim.explore import explore
+
+    runner = Runner(spec)
+    canonical = runner.run(Chooser(Canonical()))
+    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults))
+    if strategy == "exhaustive":
+        report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
+                            max_deviations=max_deviations, shrink_budget=shrink_budget)
+    else:
+        report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
+                         strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
+                         progress=progress)
+    if not report.findings:
+        return ExploreOutcome(report, spec, expect)
+    found = report.findings[0]
+    seed = found.seed if found.seed is not None else 0
+    chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
+    run, crash = runner.attempt(chooser)
+    obs = crashed(run, crash) if crash is not None else run.observation()
+    problems = tuple(p for check in checks for p in check(obs))
+    faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
+    story = tuple(tell(run.trace.records, chooser, run.harness.faults))
+    failure = {"problems": list(problems), "outcome": obs["outcome"],
+               "deviations": found.deviations, "proven_minimal": found.proven,
+               "faults": [list(f) for f in faults]}
+    rec = record(spec, expect, seed, chooser.choices, obs, failure=failure,
+                 strategy=found.provider)
+    divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
+                       or observation_divergence(canonical.observation(), obs))
+    return ExploreOutcome(report, spec, expect,
+                          Failure(seed, problems, rec, story, divergence, faults))
+
+
+def replay_file(path: str, *, prompt: str | None = None,
+                overrides: dict | None = None) -> ReplayOutcome:
+    """Run the replay file at `path` again and re-check what it expects.
+
+    `prompt` stands in for the recorded prompt path (its sha256 must match);
+    `overrides` are `spec_from_flags` keywords that change the recorded run
+    (a what-if: the choices will likely drift).
+
+    Raises:
+        InputError: an unusable file, or a prompt that does not match its hash.
+    """
+    from forge.assembly import read_replay
+    from forge.errors import InputError
+
+    data = read_replay(path)
+    rec = data["record"]
+    if rec is None:
+        # The legacy shape: only choices, arguments and a prompt path.
+        where = prompt if prompt is not None else data["prompt"]
+        if where is None:
+            raise InputError("this legacy replay file names no prompt: give PROMPT before the "
+                             "file", file=path, kind="replay")
+        spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
+        expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
+        other_kit = None
+    else:
+        spec = spec_from_record(rec, path, prompt)
+        if overrides:
+            spec = _override(spec, overrides)
+        expect = Expectation.from_json(rec["expect"])
+        recorded_sha = None if overrides else rec["observation_sha256"]
+        seed = rec["run"]["seed"]
+        other_kit = rec["kit"] if rec["kit"] != kit_version() else None
+    runner = Runner(spec)
+    canonical = runner.run(Chooser(Canonical())).observation()
+    provider = RecordedProvider(data["triples"]) if rec is not None else \
+        ReplayProvider(data["choices"])
+    chooser = Chooser(provider, seed=seed)
+    run, crash = runner.attempt(chooser)
+    obs = crashed(run, crash) if crash is not None else run.observation()
+    checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
+    problems = tuple(p for check in checks for p in check(obs))
+    if rec is None and obs["outcome"] != "ok":
+        problems += (f"the run ended {obs['outcome']}",)
+    drift = getattr(provider, "drift", None)
+    return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
+                         tuple(tell(run.trace.records, chooser, run.harness.faults)))
+
+
+def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
+                expect: Expectation = Expectation(), problems=()) -> str:
+    """The replay file of a run made outside `explore_prompt`, such as a
+    Hypothesis example drawn with `sim.hypothesis.schedules()` and run with
+    `Runner(spec).run(chooser)`: `forge replay` re-checks `expect` on it."""
+    from sim.replayfile import write_record
+
+    failure = {"problems": list(problems), "outcome": observation["outcome"]} \
+        if problems else None
+    return write_record(record(spec, expect, chooser.seed, chooser.choices,
+                               observation, failure=failure,
+                               strategy=chooser.provider.describe()))
+
+
+def _override(spec: RunSpec, overrides: dict) -> RunSpec:
+    rebuilt = spec_from_flags(spec.prompt_path, **{
+        "args": spec.args, "concurrency": spec.concurrency, "cancel_at": spec.cancel_at,
+        "max_instructions": spec.max_instructions, **overrides})
+    keep = {}
+    if "store_dir" not in overrides:
+        keep["store_files"] = spec.store_files
+    if "model_script" not in overrides:
+        keep["model"] = spec.model
+    if "operator_script" not in overrides:
+        keep["operator"] = spec.operator
+    if "faults" not in overrides and "fault_budget" not in overrides:
+        keep["faults"] = spec.faults
+    return attrs.evolve(rebuilt, **keep)
+
+
+# -- telling a run ---------------------------------------------------------------------------
+
+def _seconds(ns: int) -> str:
+    return f"{ns / 1e9:.3f}s"
+
+
+def describe(rec: dict, every: bool = False) -> str | None:
+    """One trace record as a line of the story, or None for bookkeeping records
+    (with `every`, those get a line too)."""
+    what, t = rec.get("what"), _seconds(rec.get("t", 0))
+    if what == "step":
+        return f"{t}  {rec.get('kind')} chain {rec.get('chain')} runs"
+    if what == "harness":
+        detail = {k: v for k, v in rec.items()
+                  if k not in ("what", "t", "i", "chain", "op", "duration")}
+        extra = " " + " ".join(f"{k}={v}" for k, v in sorted(detail.items())) if detail else ""
+        return (f"{t}  chain {rec.get('chain')} starts {rec.get('op')}{extra}, "
+                f"done at {_seconds(rec.get('t', 0) + rec.get('duration', 0))}")
+    if what == "spawn":
+        return f"{t}  chain {rec.get('owner')} spawns task {rec.get('task')} ({rec.get('target')})"
+    if what == "task_end":
+        return f"{t}  task {rec.get('task')} ends: {rec.get('end')}"
+    if what == "deliver":
+        return f"{t}  task {rec.get('task')}'s result reaches chain {rec.get('chain')}"
+    if what == "run_end":
+        error = f" ({rec.get('error')})" if rec.get("error") else ""
+        return f"{t}  the run ends {rec.get('outcome')}{error}"
+    if what == "event" and rec.get("event") not in ("complete", None):
+        return f"{t}  {rec.get('event')}"
+    if not every:
+        return None
+    if what == "event":
+        return f"{t}  a harness operation completes"
+    rest = {k: v for k, v in rec.items() if k not in ("what", "t", "i")}
+    return f"{t}  {what} " + " ".join(f"{k}={v}" for k, v in sorted(rest.items()))
+
+
+def tell(records: list[dict], chooser: Chooser, faults=None) -> list[str]:
+    """The run as a short story in virtual time, each fired fault in its place
+    (`faults`: the run's `forge.harness.Faults`), then its non-canonical
+    choices, each with the option canonical would have taken."""
+    marks: dict[int, list[str]] = {}
+    if faults is not None:
+        for (kind, label), at in zip(faults.fired, faults.at):
+            when = records[at - 1]["t"] if at else 0
+            marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
+    lines = []
+    for index, rec in enumerate(records):
+        lines.extend(marks.pop(index, ()))
+        line = describe(rec)
+        if line is not None:
+            lines.append(line)
+    for rest in marks.values():
+        lines.extend(rest)
+    if len(lines) > STORY_LINES:
+        lines = _abridged(lines)
+    deviations = [
+        f"choice {i} {c.kind}: {options[c.value]} (canonical: {options[0]})"
+        for i, (c, options) in enumerate(zip(chooser.choices, chooser.options)) if c.value]
+    if deviations:
+        lines.append("non-canonical choices:" if deviations else "")
+        lines.extend("  " + d for d in deviations)
+    return lines
+
+
+def _abridged(lines: list[str]) -> list[str]:
+    """The head and tail of a long story, and every fault with a line either side."""
+    half = STORY_LINES // 2
+    keep = set(range(half)) | set(range(len(lines) - half, len(lines)))
+    for i, line in enumerate(lines):
+        if "  FAULT " in line:
+            keep |= {i - 1, i, i + 1}
+    out, last = [], -1
+    for i in sorted(k for k in keep if 0 <= k < len(lines)):
+        if i > last + 1:
+            out.append(f"... {i - last - 1} more steps ...")
+        out.append(lines[i])
+        last = i
+    return out
+
+
+def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:
+    """The first trace record where the failing run leaves the canonical one."""
+    def bare(rec: dict) -> dict:
+        return {k: v for k, v in rec.items() if k != "i"}
+
+    for index, (a, b) in enumerate(zip(canonical, failing)):
+        if bare(a) != bare(b):
+            return [f"step {index}: canonical   {describe(a, True)}",
+                    f"step {index}: this run    {describe(b, True)}"]
+    if len(canonical) != len(failing):
+        index = min(len(canonical), len(failing))
+        longer, name = (canonical, "canonical") if len(canonical) > index else (failing, "this run")
+        return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
+    return []
+
+
+def observation_divergence(canonical: dict, failing: dict) -> list[str]:
+    """Where two observations with the same trace first differ: the first
+    differing event, else the first differing field (a refused store write,
+    say, leaves the trace as it was)."""
+    a, b = canonical.get("events", []), failing.get("events", [])
+    for index, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return [f"same trace; event {index}: canonical {_event(x)}",
+                    f"same trace; event {index}: this run  {_event(y)}"]
+    if len(a) != len(b):
+        index = min(len(a), len(b))
+        longer, name = (a, "canonical") if len(a) > index else (b, "this run")
+        return [f"same trace; event {index}: only {name} has {_event(longer[index])}"]
+    for key in sorted(set(canonical) | set(failing)):
+        if key != "trace_sha256" and canonical.get(key) != failing.get(key):
+            return [f"same trace; {key}: canonical {canonical.get(key)!r}, this run "
+                    f"{failing.get(key)!r}"[:300]]
+    return []
+
+
+def _event(event: dict) -> str:
+    task = (event.get("provenance") or {}).get("task")
+    rest = {k: v for k, v in event.items() if k not in ("kind", "provenance", "execution")}
+    extra = " " + " ".join(f"{k}={v}" for k, v in sorted(rest.items())) if rest else ""
+    return f"{event.get('kind')} (task {task}){extra}"[:200]

@@ -1,0 +1,58 @@
+"""`forge trace`: draw one run's trace as a timeline page.
+
+    forge run my.md --seed 7 --trace run.jsonl --json > run.json
+    forge trace run.jsonl --html run.html --observation run.json
+
+What does not live here: reading and drawing the trace (`forge.timeline`),
+its fields (docs/trace.md).
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from forge.commands.params import OutputPath, write_output
+
+
+@click.command()
+@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.option("--html", "html_out", type=OutputPath(), default=None,
+              help="Write the timeline here: one self-contained HTML page (- for stdout).")
+@click.option("--observation", "observation_file", type=click.Path(dir_okay=False),
+              default=None,
+              help="The same run's observation (forge run --json), for abandon reasons.")
+@click.option("--title", default=None, help="The page's heading.")
+def trace(trace_file, html_out, observation_file, title):
+    """Draw TRACE_FILE (from `forge run --trace`) as swimlanes: one lane per
+    chain, virtual time across, with parks, harness calls, spawns,
+    deliveries, timeouts and every task's end marked.
+
+    \b
+    Exit codes: 0 written, 2 bad input (the trace, the observation or a flag).
+    """
+    from forge.errors import InputError
+    from forge.limits import MAX_SCRIPT_BYTES, read_limited
+    from forge.timeline import abandon_reasons, read_trace, render_html
+
+    if html_out is None:
+        # Checked here, not by click: its "missing option" error has no text to show.
+        raise InputError("required: the file to write the page to (- for standard output)",
+                         file="--html")
+    records = read_trace(trace_file)
+    reasons = {}
+    if observation_file is not None:
+        try:
+            observation = json.loads(read_limited(observation_file, MAX_SCRIPT_BYTES))
+        except OSError as e:
+            raise InputError(f"cannot read the observation: {e.strerror}",
+                             file=observation_file) from None
+        except (ValueError, RecursionError):
+            raise InputError("the observation is one JSON object (forge run --json)",
+                             file=observation_file) from None
+        if not isinstance(observation, dict):
+            raise InputError("the observation is one JSON object (forge run --json)",
+                             file=observation_file)
+        reasons = abandon_reasons(observation)
+    write_output(html_out, render_html(records, reasons, title))

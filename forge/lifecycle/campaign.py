@@ -1,0 +1,149 @@
+"""Running a lifecycle scenario under the simulator's strategies, and replaying it.
+
+``run`` explores a scenario with random seeds, PCT (a campaign learning its
+horizon) or exhaustively (with partial-order reduction, ``dpor``; with
+``--no-reduce`` or a deviation bound, every schedule, ``sim.exhaustive``); the
+first failing schedule is
+shrunk by ``sim.shrink`` and answered with its schedule spelled out (who did
+what, in order) and the recorded choices a replay file holds. ``replay``
+runs one recorded schedule again. Both answer frozen reports; printing them
+is the command's (``command``).
+
+Lives here: ``run``, ``replay``, ``replay_body`` (the replay file's JSON),
+and their reports. Does not live here: the scenario format (``scenario``),
+the actors and oracles (``explore``), the strategies (``sim``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from forge.lifecycle.explore import Scenario, problems_of, subject
+
+#: The replay file's ``args`` when the schedule was recorded with every host
+#: call a step (``--no-reduce``): a replay must take the same steps.
+FULL_STEPS = "--no-reduce"
+
+
+@attrs.frozen
+class Failure:
+    """A failing schedule, shrunk: what broke and how to get there again."""
+
+    problems: tuple[str, ...]
+    seed: int | None
+    #: The choices of the failing run as found, and shrunk.
+    found: tuple[int, ...]
+    shrunk: tuple[int, ...]
+    deviations: int
+    proven: bool
+    #: The shrunk run's record: (kind, option count, value) per decision.
+    record: tuple[tuple[str, int, int], ...]
+    #: The shrunk run's steps: (actor, what it did), in order.
+    steps: tuple[tuple[str, str], ...]
+    provider: dict = attrs.field(factory=dict, eq=False)
+
+
+@attrs.frozen
+class Outcome:
+    scenario: str
+    strategy: str
+    reduced: bool
+    runs: int
+    distinct: int
+    complete: bool = True
+    pruned: int = 0
+    bounded: int = 0
+    unfinished: int = 0
+    horizon: int | None = None
+    failure: Failure | None = None
+    #: One schedule per class of equivalent schedules was run (``dpor``).
+    por: bool = False
+
+
+def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
+    from sim.chooser import Chooser, ReplayProvider
+
+    chooser = Chooser(ReplayProvider(choices))
+    obs, _ = subject(scenario, reduced)(chooser)
+    return tuple((c.kind, c.n, c.value) for c in chooser.choices), obs
+
+
+def run(scenario: Scenario, strategy: str = "random", runs: int = 200, start_seed: int = 0,
+        pct_depth: int = 3, reduced: bool = True,
+        max_deviations: int | None = None) -> Outcome:
+    """Explore ``scenario``; ``strategy`` is random, pct or exhaustive."""
+    from sim.exhaustive import exhaustive
+    from sim.explore import explore
+
+    subj = subject(scenario, reduced)
+    if strategy == "exhaustive" and reduced and max_deviations is None:
+        return _run_dpor(scenario, subj, runs)
+    if strategy == "exhaustive":
+        report = exhaustive(subj, [problems_of], limit=runs, reduce=False,
+                            max_deviations=max_deviations, stop_at_first=True)
+    else:
+        report = explore(subj, range(start_seed, start_seed + runs), [problems_of],
+                         strategy=strategy, pct_depth=pct_depth)
+    failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
+    return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
+                   report.complete, report.pruned, report.bounded, report.unfinished,
+                   report.horizon, failure)
+
+
+def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
+    record, obs = _record(scenario, reduced, f.shrunk)
+    return Failure(tuple(f.problems), f.seed, tuple(f.choices), tuple(f.shrunk),
+                   f.deviations, f.proven, record,
+                   tuple((a, label) for a, label in obs["steps"]), f.provider)
+
+
+def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
+    """Exhaustive with partial-order reduction (``dpor``): one schedule per class
+    of equivalent schedules; a failure is shrunk as any other."""
+    from sim.chooser import Chooser, ReplayProvider
+    from sim.explore import finding
+
+    from forge.lifecycle.dpor import dpor
+
+    search = dpor(lambda provider: subj(Chooser(provider))[0], runs)
+    failure = None
+    if search.failure is not None:
+        chooser = Chooser(ReplayProvider(search.choices))
+        obs, _ = subj(chooser)
+        found = finding(subj, None, chooser, obs, problems_of(obs), [problems_of], 3000,
+                        {"strategy": "exhaustive"})
+        failure = _failure(scenario, True, found)
+    return Outcome(scenario.name, "exhaustive", True, search.runs, search.runs,
+                   search.complete or failure is not None, failure=failure, por=True)
+
+
+def replay_body(path: str, outcome: Outcome) -> str:
+    """The replay file of ``outcome``'s failure (``sim.chooser.read_replay``'s shape)."""
+    f = outcome.failure
+    assert f is not None
+    return json.dumps({"prompt": path, "args": "" if outcome.reduced else FULL_STEPS,
+                       "seed": f.seed, "choices": [list(c) for c in f.record]},
+                      sort_keys=True) + "\n"
+
+
+@attrs.frozen
+class Replayed:
+    problems: tuple[str, ...]
+    steps: tuple[tuple[str, str], ...]
+    rows: tuple[tuple, ...]
+    #: The first choice that no longer fit (the scenario changed), or None.
+    drifted_at: int | None = None
+
+
+def replay(scenario: Scenario, recorded: dict) -> Replayed:
+    """Run the schedule a replay file recorded (as ``read_replay`` answers it)."""
+    from sim.chooser import Chooser, ReplayProvider
+
+    provider = ReplayProvider(recorded["choices"])
+    obs, _ = subject(scenario, recorded.get("args") != FULL_STEPS)(Chooser(provider))
+    return Replayed(tuple(problems_of(obs)), tuple((a, s) for a, s in obs["steps"]),
+                    tuple(tuple(r) for r in obs["rows"]), provider.misaligned_at)

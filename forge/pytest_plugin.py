@@ -1,0 +1,333 @@
+"""The forge pytest plugin: explore a prompt's schedules inside your own tests.
+
+Registered by the `pytest11` entry point `forge` (disable it with
+`-p no:forge`).  It gives a test two fixtures and a marker:
+
+- `forge_explore(prompt, *, checks=(), expect_result=None, ...)` runs
+  `forge.explore` under the session's settings and fails the test on the
+  first failing schedule with a report: the problems, the shrunk schedule,
+  the replay file (written in the test's `tmp_path`, or `--forge-replay-dir`)
+  with the shrunk run's timeline page beside it (`forge trace`), and the
+  exact `forge replay ...` command that reproduces it in a shell.
+  It returns the `ExploreReport` when every schedule passes.
+- `forge_run(prompt, **kw)` runs one schedule (`forge.run_prompt`; the seed
+  is `--forge-seed` unless given).
+- `@pytest.mark.forge_explore(prompt=..., runs=..., strategy=..., ...)` sets
+  the settings of the test's `forge_explore` calls; with `prompt=` (or
+  `source=`) it is the exploration itself: the test fails when a schedule
+  does, before its body runs.
+
+Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
+or your own `register_profile(...)`, picked by `--forge-profile` or
+`FORGE_PROFILE`), the marker, the call's keywords, then the command line
+(`--forge-runs`, `--forge-seed`, `--forge-strategy`).
+
+What does not live here: exploring and shrinking (`forge.api`, `sim`).
+Nothing of the kit is imported until a test uses the plugin, so installing
+it costs other test suites nothing but an autouse fixture that reads one
+marker.  See docs/pytest.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import pytest
+
+if TYPE_CHECKING:
+    from forge.api import ExploreReport, Failure, Observation
+
+__all__ = ["Settings", "get_profile", "register_profile"]
+
+PROFILE_ENV = "FORGE_PROFILE"
+STRATEGIES = ("random", "pct", "exhaustive")
+_MARKER = "forge_explore"
+_PENDING = pytest.StashKey[Callable[[], None]]()
+
+
+@attrs.frozen
+class Settings:
+    """How many schedules a test explores, and how they are drawn."""
+
+    runs: int = 100
+    strategy: str = "random"
+    #: The first seed; schedules use seeds `seed`, `seed + 1`, ...
+    seed: int = 0
+    pct_depth: int = 3
+
+    def merged(self, **changes: Any) -> Settings:
+        """These settings with every change that is not None applied."""
+        return attrs.evolve(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+_PROFILES: dict[str, Settings] = {
+    "default": Settings(),
+    # A quick loop at the desk: few schedules, the same ones every run.
+    "dev": Settings(runs=20),
+    # CI has the time: ten times the default.
+    "ci": Settings(runs=1000),
+}
+
+
+def register_profile(name: str, parent: str = "default", **settings: Any) -> Settings:
+    """Register (or replace) a settings profile, as Hypothesis's profiles are.
+
+    `settings` are `Settings` fields (`runs`, `strategy`, `seed`,
+    `pct_depth`) over those of `parent`.  Call it in a `conftest.py`.
+    """
+    profile = get_profile(parent).merged(**settings)
+    _check(profile, f"profile {name!r}")
+    _PROFILES[name] = profile
+    return profile
+
+
+def get_profile(name: str) -> Settings:
+    """A registered profile's settings.
+
+    Raises:
+        pytest.UsageError: no profile has that name.
+    """
+    try:
+        return _PROFILES[name]
+    except KeyError:
+        raise pytest.UsageError(f"forge: no settings profile {name!r}; the profiles are "
+                                f"{', '.join(sorted(_PROFILES))}") from None
+
+
+def _check(settings: Settings, where: str) -> None:
+    if settings.strategy not in STRATEGIES:
+        raise pytest.UsageError(f"forge: {where}: strategy must be one of "
+                                f"{', '.join(STRATEGIES)}, got {settings.strategy!r}")
+    if settings.runs < 1:
+        raise pytest.UsageError(f"forge: {where}: runs must be at least 1, got {settings.runs}")
+
+
+# -- hooks -----------------------------------------------------------------------------------
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("forge", "forge kit: exploring a prompt's schedules")
+    group.addoption("--forge-seed", type=int, default=None, metavar="N",
+                    help="The first seed of every exploration (and forge_run's seed).")
+    group.addoption("--forge-runs", type=int, default=None, metavar="N",
+                    help="Schedules per exploration (beats the profile and the marker).")
+    group.addoption("--forge-strategy", choices=STRATEGIES, default=None,
+                    help="How schedules are drawn (beats the profile and the marker).")
+    group.addoption("--forge-profile", default=None, metavar="NAME",
+                    help=f"Settings profile: default, dev, ci or your own (env {PROFILE_ENV}).")
+    group.addoption("--forge-replay-dir", default=None, metavar="DIR",
+                    help="Write failing schedules' replay files here (default: the test's "
+                         "tmp_path).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{_MARKER}(prompt=None, *, source=None, runs=None, strategy=None, "
+                   "seed=None, pct_depth=None, checks=(), expect_result=None, **explore): "
+                   "explore a prompt's schedules (forge kit; see docs/pytest.md)")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    name = _profile_name(config)
+    if name == "default" and not any(config.getoption(o) is not None for o in
+                                     ("forge_runs", "forge_seed", "forge_strategy")):
+        return None         # say nothing to suites that do not use the plugin
+    try:
+        s = _settings(config, {})
+    except pytest.UsageError:
+        return None         # reported where a test uses it
+    return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, first seed {s.seed})"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    pending = item.stash.get(_PENDING, None)
+    if pending is not None:
+        pending()           # a marker's exploration fails the test, before its body
+    return (yield)
+
+
+# -- fixtures --------------------------------------------------------------------------------
+
+@pytest.fixture(autouse=True)
+def _forge_marker_exploration(request: pytest.FixtureRequest) -> None:
+    """A `forge_explore` marker that names a prompt: its exploration runs as the test."""
+    marker = request.node.get_closest_marker(_MARKER)
+    if marker is None or not (marker.args or "prompt" in marker.kwargs
+                              or "source" in marker.kwargs):
+        return
+    explore = _Explorer(request)
+    kwargs = dict(marker.kwargs)
+    prompt = marker.args[0] if marker.args else kwargs.pop("prompt", None)
+    request.node.stash[_PENDING] = lambda: explore(prompt, **kwargs)
+
+
+@pytest.fixture
+def forge_explore(request: pytest.FixtureRequest) -> Callable[..., ExploreReport]:
+    """`forge_explore(prompt, *, checks=(), expect_result=None, **explore_keywords)`.
+
+    Runs `forge.explore` under the session's settings; fails the test with
+    a report (the shrunk schedule, the replay file, the `forge replay`
+    command) when a schedule fails; returns the `ExploreReport` otherwise.
+    """
+    return _Explorer(request)
+
+
+@pytest.fixture
+def forge_run(request: pytest.FixtureRequest) -> Callable[..., Observation]:
+    """`forge_run(prompt, **run_prompt_keywords)`: one schedule, `--forge-seed`'s by default."""
+    seed = request.config.getoption("forge_seed")
+
+    def run(prompt: Any = None, **kwargs: Any) -> Observation:
+        from forge.api import run_prompt
+
+        if seed is not None:
+            kwargs.setdefault("seed", seed)
+        if prompt is not None:
+            prompt = _resolve(request, prompt)
+        return run_prompt(prompt, **kwargs)
+
+    return run
+
+
+# -- the exploration -------------------------------------------------------------------------
+
+class _Explorer:
+    """The `forge_explore` callable of one test."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        marker = request.node.get_closest_marker(_MARKER)
+        self.marked = dict(marker.kwargs) if marker is not None else {}
+        self.calls = 0
+
+    def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport:
+        from forge.api import explore
+
+        request = self.request
+        keywords = {**{k: v for k, v in self.marked.items() if k not in ("prompt",)}, **kwargs}
+        tuning = {k: keywords.pop(k, None) for k in ("runs", "strategy", "seed", "pct_depth")}
+        if prompt is None and "source" not in keywords:
+            prompt = self.marked.get("prompt")
+        settings = _settings(request.config, tuning)
+        if prompt is not None:
+            prompt = _resolve(request, prompt)
+        self.calls += 1
+        replay_out = self._replay_path(prompt)
+        report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
+                         runs=settings.runs, start_seed=settings.seed,
+                         pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
+        if report.failures:
+            source = keywords.get("source")
+            if prompt is None and source is not None:
+                # A prompt given as text gets a file beside the replay file,
+                # so the replay command has something to run.
+                prompt_file = replay_out.with_suffix("").with_suffix(".md")
+                prompt_file.write_text(source, encoding="utf-8")
+                report = attrs.evolve(report, failures=tuple(
+                    attrs.evolve(f, replay_command=f"forge replay {prompt_file} {replay_out}")
+                    for f in report.failures))
+            failure = report.failures[0]
+            timeline = _write_timeline(failure, replay_out)
+            pytest.fail(_failure_text(report, failure, prompt, settings,
+                                      _profile_name(request.config), timeline), pytrace=False)
+        return report
+
+    def _replay_path(self, prompt: Any) -> Path:
+        suffix = f"-{self.calls}" if self.calls > 1 else ""
+        chosen = self.request.config.getoption("forge_replay_dir")
+        if chosen:
+            folder = Path(chosen)
+            folder.mkdir(parents=True, exist_ok=True)
+            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.request.node.nodeid).strip("_")[-120:]
+            return (folder / f"{name}{suffix}.replay.json").resolve()
+        folder = Path(self.request.getfixturevalue("tmp_path"))
+        return (folder / f"forge-failure{suffix}.replay.json").resolve()
+
+
+def _resolve(request: pytest.FixtureRequest, prompt: Any) -> str:
+    """A prompt path relative to the test file if it is there, else to the working folder,
+    made absolute so that the printed command runs from anywhere."""
+    path = Path(os.fspath(prompt))
+    if not path.is_absolute():
+        beside = Path(str(request.node.path)).parent / path
+        path = beside if beside.exists() else path
+    return str(path.resolve())
+
+
+def _profile_name(config: pytest.Config) -> str:
+    return config.getoption("forge_profile") or os.environ.get(PROFILE_ENV) or "default"
+
+
+def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
+    settings = get_profile(_profile_name(config)).merged(**tuning).merged(
+        runs=config.getoption("forge_runs"), strategy=config.getoption("forge_strategy"),
+        seed=config.getoption("forge_seed"))
+    _check(settings, "the settings")
+    return settings
+
+
+def _write_timeline(failure: Failure, replay_out: Path) -> Path:
+    """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
+    import json
+
+    from forge.timeline import abandon_reasons, render_html
+
+    path = replay_out.with_name(replay_out.name.replace(".replay.json", "") + ".timeline.html")
+    records = [json.loads(line) for line in failure.observation.trace.splitlines()]
+    path.write_text(render_html(records, abandon_reasons(failure.observation.to_dict()),
+                                "Timeline of the shrunk failing schedule"), encoding="utf-8")
+    return path
+
+
+def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
+                  settings: Settings, profile: str, timeline: Path | None = None) -> str:
+    lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
+             f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
+             f"first seed {settings.seed}, profile {profile})"]
+    lines += [f"  problem: {p}" for p in failure.problems]
+    minimal = "a proven local minimum" if failure.proven else "not proven minimal"
+    plural = "" if failure.deviations == 1 else "s"
+    lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
+                 f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
+                 f"{len(failure.choices)} drawn at seed {failure.seed}")
+    lines += [f"    {step}" for step in _deviations(failure)]
+    obs = failure.observation
+    ended = obs.result if obs.ok else f"{(obs.error or {}).get('kind')}: {(obs.error or {}).get('message')}"
+    lines.append(f"  the shrunk run ends {obs.outcome}: {ended}")
+    if failure.replay_file:
+        lines.append(f"  replay file: {failure.replay_file}")
+    if timeline is not None:
+        lines.append(f"  timeline: {timeline.as_uri()}")
+    if failure.replay_command:
+        lines.append("  reproduce with:")
+        lines.append(f"    {failure.replay_command}")
+    return "\n".join(lines)
+
+
+def _deviations(failure: Failure) -> list[str]:
+    """The shrunk schedule's choices that differ from canonical, with their kinds."""
+    import json
+
+    kinds: list[Any] = []
+    if failure.replay_file:
+        try:
+            with open(failure.replay_file, encoding="utf-8") as f:
+                kinds = json.load(f).get("choices", [])
+        except (OSError, ValueError):
+            kinds = []
+    out = []
+    for i, value in enumerate(failure.shrunk):
+        if value == 0:
+            continue
+        entry = kinds[i] if i < len(kinds) and isinstance(kinds[i], list) else None
+        if entry and len(entry) == 3:
+            out.append(f"choice {i}: {entry[0]} takes option {value} of {entry[1]} "
+                       "(canonical: 0)")
+        else:
+            out.append(f"choice {i}: option {value} (canonical: 0)")
+    return out or ["(the canonical schedule itself)"]

@@ -1,0 +1,171 @@
+"""The pytest plugin, run in pytest's own `pytester`: marker, fixtures, options, profiles,
+and a failure report whose command, pasted into a shell, reproduces the failure."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import conformance.oracles  # noqa: F401 - see below
+import forge.api
+import sim.exhaustive  # noqa: F401
+
+pytest_plugins = ["pytester"]
+
+# pytester's in-process runs drop the modules they import when they end; the
+# kit's variation sites refuse to be declared twice, so everything the inner
+# runs use is imported here first, and survives them.
+forge.api.run_prompt(pathlib.Path(__file__).resolve().parents[2] / "examples" / "two-tasks.md")
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RACE = ROOT / "examples" / "explore" / "store-race.md"
+TWO = ROOT / "examples" / "two-tasks.md"
+
+
+def _installed() -> bool:
+    return any(e.value == "forge.pytest_plugin"
+               for e in importlib.metadata.entry_points(group="pytest11"))
+
+
+#: Load the plugin by hand only where the environment's install predates its entry point.
+PLUGIN = [] if _installed() else ["-p", "forge.pytest_plugin"]
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*PLUGIN, "-p", "no:cacheprovider", *args)
+
+
+def test_the_entry_point_names_the_plugin():
+    """pyproject registers `forge.pytest_plugin` under the `pytest11` group."""
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert data["project"]["entry-points"]["pytest11"] == {"forge": "forge.pytest_plugin"}
+
+
+def test_a_passing_exploration_passes_and_counts_its_runs(pytester):
+    """The fixture explores `--forge-runs` schedules and returns the report."""
+    pytester.makepyfile(f"""
+        def test_two(forge_explore):
+            report = forge_explore({str(TWO)!r}, expect_result="alpha text + beta text")
+            assert report.ok and report.runs == 7
+    """)
+    result = _run(pytester, "--forge-runs", "7")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_marker_is_the_exploration_and_fails_with_a_replayable_report(pytester, tmp_path):
+    """A marked test fails on a failing schedule, printing the shrunk schedule and a
+    `forge replay` command that, pasted into a shell, reproduces the failing result."""
+    replays = tmp_path / "replays"
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.forge_explore(prompt={str(RACE)!r}, runs=50,
+                                   expect_result="alpha beta gamma")
+        def test_order():
+            raise AssertionError("the body runs only when every schedule passed")
+    """)
+    result = _run(pytester, "--forge-replay-dir", str(replays))
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "forge: a schedule of" in out and "problem: result 'beta alpha gamma'" in out
+    assert "shrunk schedule:" in out and "takes option 1 of" in out
+    assert "the body runs only" not in out
+    timeline = re.search(r"timeline: file://(\S+)", out).group(1)
+    assert "Timeline of the shrunk failing schedule" in pathlib.Path(timeline).read_text()
+    command = re.search(r"reproduce with:\n\s+(forge replay .*)", out).group(1)
+    assert str(replays) in command
+    words = shlex.split(command)
+    done = subprocess.run([sys.executable, "-m", "forge", *words[1:]], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.stdout.strip() == "ok: beta alpha gamma"
+
+
+def test_a_source_prompt_gets_a_file_beside_its_replay(pytester):
+    """A prompt given as text is written beside the replay file, so the command runs."""
+    text = RACE.read_text(encoding="utf-8")
+    pytester.makepyfile(f"""
+        def test_text(forge_explore):
+            forge_explore(source={text!r}, expect_result="alpha beta gamma", runs=50)
+    """)
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    command = re.search(r"reproduce with:\n\s+(forge replay .*)", result.stdout.str()).group(1)
+    prompt, replay = shlex.split(command)[2:]
+    assert pathlib.Path(prompt).read_text(encoding="utf-8") == text
+    assert pathlib.Path(replay).is_file()
+
+
+def test_user_checks_fail_with_their_message(pytester):
+    """A check passed to the fixture fails the test with its assertion message."""
+    pytester.makepyfile(f"""
+        def test_check(forge_explore):
+            def sorted_order(obs):
+                assert obs.result == "alpha beta gamma", "order " + obs.result
+            forge_explore({str(RACE)!r}, checks=[sorted_order])
+    """)
+    result = _run(pytester, "--forge-strategy", "pct", "--forge-runs", "60")
+    result.assert_outcomes(failed=1)
+    assert "problem: sorted_order: order " in result.stdout.str()
+    assert "60 pct schedules" in result.stdout.str()
+
+
+def test_profiles_set_the_runs_and_the_command_line_beats_them(pytester):
+    """`--forge-profile` picks a registered profile; `--forge-runs` beats it and the marker."""
+    pytester.makeconftest("""
+        from forge.pytest_plugin import register_profile
+        register_profile("plugin-test-tiny", runs=3, strategy="pct")
+    """)
+    pytester.makepyfile(f"""
+        import pytest
+
+        def test_profile(forge_explore):
+            report = forge_explore({str(TWO)!r})
+            assert (report.runs, report.strategy) == (3, "pct")
+
+        @pytest.mark.forge_explore(runs=5)
+        def test_marker(forge_explore):
+            assert forge_explore({str(TWO)!r}).runs == 5
+    """)
+    _run(pytester, "--forge-profile", "plugin-test-tiny").assert_outcomes(passed=2)
+    result = _run(pytester, "--forge-profile", "plugin-test-tiny", "--forge-runs", "4")
+    result.assert_outcomes(passed=0, failed=2)
+    assert "assert 4 == 5" in result.stdout.str()
+
+
+def test_the_ci_profile_and_an_unknown_one(pytester):
+    """The built-in `ci` profile runs 1000 schedules; an unknown profile is a usage error."""
+    from forge.pytest_plugin import get_profile
+
+    assert get_profile("ci").runs == 1000 and get_profile("dev").runs < get_profile("default").runs
+    pytester.makepyfile(f"""
+        def test_x(forge_explore):
+            forge_explore({str(TWO)!r})
+    """)
+    result = _run(pytester, "--forge-profile", "nope")
+    assert "no settings profile 'nope'" in result.stdout.str() + result.stderr.str()
+
+
+def test_forge_run_uses_the_seed_option(pytester):
+    """`forge_run` runs one schedule with `--forge-seed`."""
+    pytester.makepyfile(f"""
+        import forge
+
+        def test_seed(forge_run):
+            assert forge_run({str(TWO)!r}).to_json() == forge.run_prompt({str(TWO)!r}, seed=9).to_json()
+    """)
+    _run(pytester, "--forge-seed", "9").assert_outcomes(passed=1)
+
+
+def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
+    """Installed, the plugin adds no header line and changes no plain test."""
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    result = _run(pytester)
+    result.assert_outcomes(passed=1)
+    assert "forge:" not in result.stdout.str()
