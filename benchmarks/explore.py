@@ -251,8 +251,8 @@ def exhaustive_counts(writes: int) -> dict:
 
 # ---------------------------------------------------------------------- faults
 def fault_campaigns(strategy: str, count: int, runs: int) -> dict:
-    from forge.commands.repro import explore_prompt, replay_file
-    from forge.commands.runspec import Expectation, spec_from_flags
+    from forge.repro import explore_prompt, replay_file
+    from forge.runspec import Expectation, spec_from_flags
     from sim.replayfile import write_record
     import tempfile
 

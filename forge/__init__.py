@@ -6,12 +6,14 @@ frozen values they return, and the task lifecycle manager's entry points.
 Everything else is internal: subpackages `prompt` (parsing prompt files),
 `lua` (the sandboxed Lua 5.5 runtime), `engine` (running a prompt on the
 simulator), `lifecycle` (the task lifecycle manager); `harness` is the
-engine's only door to the outside world; `cli` is the `forge` command.
+engine's only door to the outside world; `runspec` (a run's whole
+definition) and `repro` (exploring and replaying it) are the core that
+both `cli` (the `forge` command, with `commands`) and `api` sit on.
 """
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from forge.version import __version__
 
 #: The public API, `forge.api`'s `__all__`; imported on first use, so that
 #: `forge` on the command line does not pay for it (PEP 562).
@@ -28,6 +30,7 @@ __all__ = [
     "MemoryTaskStore",
     "Observation",
     "PathLike",
+    "ReplayReport",
     "RunOutcome",
     "SqliteTaskStore",
     "StopOutcome",
@@ -57,6 +60,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
         MemoryTaskStore as MemoryTaskStore,
         Observation as Observation,
         PathLike as PathLike,
+        ReplayReport as ReplayReport,
         RunOutcome as RunOutcome,
         SqliteTaskStore as SqliteTaskStore,
         StopOutcome as StopOutcome,

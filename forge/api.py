@@ -8,15 +8,17 @@ entry points of `forge.lifecycle`).  Everything here is re-exported from
 `forge` itself; every other module of the kit is internal and may change.
 
 Every value that crosses this boundary is a frozen attrs class
-(`Observation`, `ExploreReport`, `Failure`, `ConformanceReport`,
-`CaseOutcome`) with a `to_json()`; nested JSON data is frozen too (mappings
+(`Observation`, `ExploreReport`, `Failure`, `ReplayReport`,
+`ConformanceReport`, `CaseOutcome`) with a `to_json()`; nested JSON data is frozen too (mappings
 are read-only, lists are tuples).  Bad input - an unreadable prompt, a
 malformed script, an unknown strategy - raises `InputError` (a
 `ValueError`), whose `str()` is the same one line `forge` prints.
 
-What does not live here: the engine (`forge.engine`), the simulator (`sim`),
-the suite (`conformance`) - these functions wrap them thinly and rewrite
-nothing - and the command line (`forge.cli`).  See docs/api.md.
+What does not live here: a run's definition (`forge.runspec.RunSpec`),
+exploring and replaying (`forge.repro`), the engine (`forge.engine`), the
+simulator (`sim`), the suite (`conformance`) - these functions wrap them
+thinly, the same core the command line (`forge.cli`, `forge.commands`)
+prints, and rewrite none of their rules.  See docs/api.md.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
     "MemoryTaskStore",
     "Observation",
     "PathLike",
+    "ReplayReport",
     "RunOutcome",
     "SqliteTaskStore",
     "StopOutcome",
@@ -164,99 +167,55 @@ class Observation:
 
 # -- building runs ---------------------------------------------------------------------------
 
-@_attrs.frozen
-class _Setup:
-    """A prompt and its harness settings, checked once; builds a fresh harness per run."""
-
-    prompt: Any
-    path: str | None
-    args: str
-    concurrency: int
-    model_script: Any
-    operator_script: Any
-    store: Any
-    cancel_at: float | None
-    max_instructions: int | None
-    #: Each script's JSON data, when it was given as data (not a path): a
-    #: replay command needs it written to a file.
-    script_data: tuple[Any, Any] = (None, None)
-
-    def harness(self) -> Any:
-        from forge import assembly
-
-        build_harness: Any = assembly.build_harness     # untyped: its values are Any here
-
-        store_dir, store_files = ((None, dict(self.store)) if isinstance(self.store, Mapping)
-                                  else (self.store, None))
-        harness = build_harness(store_dir, self.concurrency, store_files=store_files,
-                                cancel_at=self.cancel_at)
-        if self.model_script is not None:
-            harness.model = self.model_script
-        if self.operator_script is not None:
-            harness.operator = self.operator_script
-        return harness
-
-    def run(self, chooser: Any, seed: int | None) -> Observation:
-        from forge.engine.run import RunConfig
-        from forge.engine.run import run_prompt as run
-        from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
-
-        config = RunConfig(args=self.args, seed=seed or 0,
-                           max_instructions=self.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
-        done = run(self.prompt, self.harness(), chooser, config)
-        return Observation.from_dict(done.observation(), trace=done.trace.lines(),
-                                     choices=chooser.values())
-
-    def subject(self, chooser: Any) -> tuple[dict[str, Any], str]:
-        """The explorer's subject (`sim.explore.Subject`): the raw observation."""
-        from forge.engine.run import RunConfig
-        from forge.engine.run import run_prompt as run
-
-        obs: dict[str, Any] = run(self.prompt, self.harness(), chooser,
-                                  RunConfig(args=self.args)).observation()
-        return obs, str(obs["trace_sha256"])
-
-
-def _script(value: Any, model: bool) -> Any:
-    """A model or operator script from a path, or from its JSON data."""
-    from forge import scripts
+def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
+    """A script (`forge.runspec.Script`) from a file's path or from its JSON data."""
+    from forge.runspec import Script, read_script_file
 
     if value is None:
         return None
     if isinstance(value, str | _os.PathLike):
-        return (scripts.load_model_script if model else scripts.load_operator_script)(
-            _os.fspath(value))
-    source = "<model script>" if model else "<operator script>"
-    return (scripts.model_script_from_data if model else scripts.operator_script_from_data)(
-        _thaw(_freeze(value)), source)
+        return read_script_file(_os.fspath(value))
+    return Script(f"<{name} script>", _thaw(_freeze(value)))
 
 
-def _setup(prompt: PathLike | None, source: str | None, args: str, concurrency: int,
-           model_script: Any, operator_script: Any, store: PathLike | Mapping[str, str] | None,
-           cancel_at: float | None, max_instructions: int | None) -> _Setup:
-    from forge.prompt import load_prompt, parse_prompt
+def _spec(prompt: PathLike | None, source: str | None, *, args: str, concurrency: int,
+          model_script: PathLike | Mapping[str, Any] | None,
+          operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None,
+          store: PathLike | Mapping[str, str] | None, cancel_at: float | None,
+          max_instructions: int | None, faults: str | Iterable[str], fault_budget: int,
+          latency: Mapping[str, float] | None, latency_menu: Sequence[float] | None,
+          where: str) -> Any:
+    """The `forge.runspec.RunSpec` of the keywords `run_prompt` and `explore` share."""
+    from forge.runspec import read_prompt_file, read_store_folder, spec_from_values
 
     if (prompt is None) == (source is None):
         raise InputError("give exactly one of prompt (a path) and source (the prompt's text)",
-                         file="run_prompt")
-    parsed = parse_prompt(source) if source is not None else load_prompt(_os.fspath(prompt))  # type: ignore[arg-type]
-    if isinstance(store, Mapping):
-        store_arg: Any = dict(store)
+                         file=where)
+    if prompt is not None:
+        path = _os.fspath(prompt)
+        text = read_prompt_file(path)
     else:
-        store_arg = _os.fspath(store) if store is not None else None
-    data = tuple(None if s is None or isinstance(s, str | _os.PathLike) else _thaw(_freeze(s))
-                 for s in (model_script, operator_script))
-    setup = _Setup(parsed, _os.fspath(prompt) if prompt is not None else None, args, concurrency,
-                   _script(model_script, True), _script(operator_script, False), store_arg,
-                   cancel_at, max_instructions, (data[0], data[1]))
-    setup.harness()        # a bad store folder is refused before any run
-    return setup
+        path, text = "<source>", str(source)
+    store_files = dict(store) if isinstance(store, Mapping) else \
+        read_store_folder(_os.fspath(store) if store is not None else None)
+    return spec_from_values(
+        path, text, args=args, store_files=store_files, concurrency=concurrency,
+        model=_script(model_script, "model"), operator=_script(operator_script, "operator"),
+        cancel_at=cancel_at, max_instructions=max_instructions,
+        faults=faults if isinstance(faults, str) else ",".join(faults),
+        fault_budget=fault_budget, latency_base=dict(latency) if latency is not None else None,
+        latency_menu=tuple(latency_menu) if latency_menu is not None else None)
 
 
-def _chooser(seed: int | None, strategy: str | None) -> Any:
-    from forge.assembly import make_chooser
-
-    return make_chooser(seed, strategy)
+def _write(path: PathLike, text: str) -> str:
+    """Write an output file; an OS error is an `InputError` naming it."""
+    where = _os.fspath(path)
+    try:
+        with open(where, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"cannot write: {e.strerror or e}", file=where) from None
+    return where
 
 
 def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, args: str = "",
@@ -264,9 +223,12 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
                model_script: PathLike | Mapping[str, Any] | None = None,
                operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None = None,
                concurrency: int = 8, store: PathLike | Mapping[str, str] | None = None,
-               cancel_at: float | None = None,
-               max_instructions: int | None = None) -> Observation:
-    """Run one prompt on the reference engine, on a virtual clock.
+               cancel_at: float | None = None, max_instructions: int | None = None,
+               faults: str | Iterable[str] = (), fault_budget: int = 1,
+               latency: Mapping[str, float] | None = None,
+               latency_menu: Sequence[float] | None = None,
+               replay_out: PathLike | None = None) -> Observation:
+    """Run one prompt on the reference engine, on a virtual clock: `forge run`.
 
     Args:
         prompt: the prompt file's path (or give `source`).
@@ -274,70 +236,61 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
         args: the run's argument string (`args` in Lua).
         seed: draw a random schedule from this seed (default: the canonical one).
         strategy: a strategy spelling as `forge run --strategy` takes it:
-            `canonical`, `random:SEED`, `pct:SEED[:DEPTH]` or `replay:FILE`.
+            `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]` or `replay:FILE`.
         model_script, operator_script: a script file's path, or its JSON data.
         concurrency: the harness's ceiling on tasks running at once.
         store: a folder to seed the store from, or `{path: text}`.
         cancel_at: have the host cancel the run at this virtual instant (seconds).
         max_instructions: the Lua instruction budget for the whole run.
+        faults: fault kinds the schedule may inject (`store`, `model`,
+            `operator`, `cancel`; a list or `"store,model"`), as `--faults`.
+        fault_budget: at most this many faults a run, as `--fault-budget`.
+        latency: base seconds of some operations (`store`, `model`,
+            `operator`, `tool`), over the defaults.
+        latency_menu: the multipliers a schedule picks durations from (the
+            first is the canonical schedule's).
+        replay_out: also write this run's replay file here (`forge replay FILE`).
 
     Returns:
         The run's `Observation`; the same inputs and seed give the same one.
 
     Raises:
-        InputError: the prompt, a script, the store or the strategy is refused.
+        InputError: the prompt, a script, the store, a fault or the strategy is refused.
     """
-    setup = _setup(prompt, source, args, concurrency, model_script, operator_script, store,
-                   cancel_at, max_instructions)
-    return setup.run(_chooser(seed, strategy), seed)
+    from forge.runspec import Expectation, Runner, record, run_chooser
+    from sim.replayfile import write_record
 
-
-def replay(replay_file: PathLike, *, prompt: PathLike | None = None, source: str | None = None,
-           args: str | None = None, model_script: PathLike | Mapping[str, Any] | None = None,
-           operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None = None,
-           concurrency: int = 8) -> Observation:
-    """Run a prompt again under the schedule recorded in a replay file.
-
-    Args:
-        replay_file: a file `forge explore`, `explore()` or `forge run
-            --replay-out` wrote.
-        prompt, source: the prompt; default: the path the file records.
-        args: override the arguments the file records.
-
-    Returns:
-        The `Observation`; its `drifted_at` names the first recorded choice
-        that no longer fitted (the prompt changed since), else None.
-
-    Raises:
-        InputError: the replay file or the prompt is refused.
-    """
-    from forge.assembly import read_replay
-    from sim.chooser import Chooser, ReplayProvider
-
-    recorded = read_replay(_os.fspath(replay_file))
-    if prompt is None and source is None:
-        prompt = recorded.get("prompt")
-        if prompt is None:
-            raise InputError("the replay file names no prompt: pass prompt= or source=",
-                             file=_os.fspath(replay_file))
-    setup = _setup(prompt, source, recorded["args"] if args is None else args, concurrency,
-                   model_script, operator_script, None, None, None)
-    provider = ReplayProvider(recorded["choices"])
-    obs = setup.run(Chooser(provider), None)   # as `forge replay` runs it
-    return _attrs.evolve(obs, drifted_at=provider.misaligned_at)
+    spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
+                 operator_script=operator_script, store=store, cancel_at=cancel_at,
+                 max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
+                 latency=latency, latency_menu=latency_menu, where="run_prompt")
+    runner = Runner(spec)
+    chooser = run_chooser(seed, strategy)
+    done = runner.run(chooser)
+    obs: dict[str, Any] = done.observation()
+    if replay_out is not None:
+        _write(replay_out, write_record(record(spec, Expectation(), chooser.seed,
+                                               chooser.choices, obs,
+                                               strategy=chooser.provider.describe())))
+    return Observation.from_dict(obs, trace=done.trace.lines(), choices=chooser.values())
 
 
 # -- exploring -------------------------------------------------------------------------------
 
 @_attrs.frozen
 class Failure:
-    """A failing schedule, shrunk: what broke and how to get it again.
+    """A failing schedule, shrunk, run again: what broke and how to get it again.
 
-    `choices` is the schedule as drawn, `shrunk` its shrunk form (fewer
-    `deviations` from the canonical schedule; `proven` when every one-step
-    neighbour was run and passes); `observation` is the shrunk run's.
-    `replay_file` is where the shrunk schedule was written (None when
-    `explore` was given no `replay_out`); `replay_command` reproduces it.
+    `choices` is the schedule as drawn (at `seed`; None for an exhaustive
+    search), `shrunk` its shrunk form (fewer `deviations` from the canonical
+    schedule; `proven` when every one-step neighbour was run and passes);
+    `problems` and `observation` are the shrunk run's.  `story` tells the
+    shrunk run in virtual time (each fault in its place, then the
+    non-canonical choices), `divergence` where it first leaves the canonical
+    run, `faults` the faults that fired (kind, what).  `replay_file` is
+    where the self-contained replay file was written (None when `explore`
+    was given no `replay_out`); `replay_command` (`forge replay FILE`)
+    reproduces it in a shell.
     """
 
     seed: int | None
@@ -347,23 +300,30 @@ class Failure:
     deviations: int
     proven: bool
     observation: Observation = _attrs.field(eq=False, repr=False)
+    story: tuple[str, ...] = ()
+    divergence: tuple[str, ...] = ()
+    faults: tuple[tuple[str, str], ...] = ()
     replay_file: str | None = None
     replay_command: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The failure as `forge explore --json` reports one."""
+        """The failure as JSON data (the fields `forge explore --json` reports)."""
         return {"seed": self.seed, "problems": list(self.problems), "choices": len(self.choices),
                 "shrunk": list(self.shrunk), "deviations": self.deviations,
-                "proven_minimal": self.proven, "replay": self.replay_file}
+                "proven_minimal": self.proven, "story": list(self.story),
+                "divergence": list(self.divergence),
+                "faults_fired": [list(f) for f in self.faults], "replay": self.replay_file,
+                "replay_command": self.replay_command}
 
 
 @_attrs.frozen
 class ExploreReport:
-    """What an exploration found: counts, outcomes, and the failures.
+    """What an exploration found: counts, outcomes, and the failure.
 
     `runs` schedules ran, `distinct` of them with different traces;
-    `outcomes` counts runs by outcome.  An exhaustive search is `complete`
-    when it covered its tree; `pruned` subtrees were skipped as equivalent,
+    `outcomes` counts runs by outcome.  `failures` holds the first failing
+    schedule, shrunk (or nothing).  An exhaustive search is `complete` when
+    it covered its tree; `pruned` subtrees were skipped as equivalent,
     `bounded` beyond the deviation bound, `unfinished` left at the budget.
     """
 
@@ -384,19 +344,21 @@ class ExploreReport:
 
     def summary(self) -> str:
         """The report in one line of plain words."""
-        outcomes = ", ".join(f"{n} {name}" for name, n in self.outcomes.items()) or "none"
+        from forge.progress import plain_counts
+
         line = (f"{self.runs} schedules ({self.strategy}), {self.distinct} distinct; "
-                f"outcomes: {outcomes}")
+                f"outcomes: {plain_counts(self.outcomes)}")
         if self.strategy == "exhaustive":
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
         if self.failures:
             first = self.failures[0]
-            line += f"; FAILED at seed {first.seed}: " + "; ".join(first.problems)
+            where = "on an exhaustive schedule" if first.seed is None else f"at seed {first.seed}"
+            line += f"; FAILED {where}: " + "; ".join(first.problems)
         return line
 
     def to_json(self) -> str:
-        """The report as one JSON object (the keys of `forge explore --json`)."""
+        """The report as one JSON object (keys as `forge explore --json` has them)."""
         return _dumps({"runs": self.runs, "distinct_schedules": self.distinct,
                        "outcomes": dict(self.outcomes), "strategy": self.strategy,
                        "failures": [f.to_json() for f in self.failures],
@@ -418,21 +380,23 @@ def _user_check(check: Check) -> Callable[[dict[str, Any]], list[str]]:
     return raw
 
 
-def _shell_quote(word: str) -> str:
-    import shlex
-
-    return shlex.quote(word)
-
-
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
             strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
-            pct_depth: int = 3, checks: Sequence[Check] = (), expect_result: str | None = None,
-            same_ids: bool = True, invariants: bool = True, args: str = "",
+            pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
+            expect_result: str | None = None, same_ids: bool = True, invariants: bool = True,
+            schedule_independent: bool = False, args: str = "",
             model_script: PathLike | Mapping[str, Any] | None = None,
             operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None = None,
-            concurrency: int = 8, max_deviations: int | None = None, reduce: bool = True,
+            concurrency: int = 8, store: PathLike | Mapping[str, str] | None = None,
+            cancel_at: float | None = None, max_instructions: int | None = None,
+            faults: str | Iterable[str] = (), fault_budget: int = 1,
+            latency: Mapping[str, float] | None = None,
+            latency_menu: Sequence[float] | None = None, max_deviations: int | None = None,
+            reduce: bool = True, shrink_budget: int = 3000,
+            progress: Callable[[int], None] | None = None,
             replay_out: PathLike | None = None) -> ExploreReport:
-    """Run a prompt under many schedules, check each one, shrink the first failure.
+    """Run a prompt under many schedules, check each one, shrink the first failure:
+    `forge explore`.
 
     Args:
         prompt, source: the prompt's path, or its text.
@@ -440,115 +404,162 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             `pct_depth` change points) or `exhaustive` (the whole choice
             tree, at most `runs` schedules; `max_deviations`, `reduce` as
             `forge explore` has them).
-        runs: schedules to try; seeds run from `start_seed`.
+        runs: schedules to try; seeds run from `start_seed` (seed N is
+            `run_prompt(seed=N)`).
         checks: your own checks (see `Check`), run on every schedule.
+        named_checks: checks named `module:function` (as `--check`), taking
+            the observation's JSON data; unlike `checks` they are recorded
+            in the replay file, so `forge replay` re-checks them.
         expect_result: also require this exact result.
         same_ids: require the canonical schedule's task ids on every schedule.
         invariants: run the kit's invariants (each task ends once, status
             tables agree with events, abandon reasons are sound).
-        replay_out: write the shrunk failing schedule here (for `replay`,
-            `forge replay` or `forge run --strategy replay:FILE`).
+        schedule_independent: require the canonical observation on every
+            schedule (apart from what a schedule may change).
+        args, model_script, ..., latency_menu: the run, as `run_prompt` has them;
+            `faults` makes the schedules inject faults too.
+        shrink_budget: the most runs shrinking the failure may take.
+        progress: called with the number of schedules run so far.
+        replay_out: write the shrunk failing run's replay file here (for
+            `replay` or `forge replay FILE`).
 
     Returns:
         An `ExploreReport`; `report.ok` is False when a schedule failed.
 
     Raises:
-        InputError: the prompt or a script is refused, or an argument is out of range.
+        InputError: the prompt, a script, a check or a fault is refused, or
+            an argument is out of range.
     """
-    from conformance import oracles
-    from sim.chooser import Canonical, Chooser
+    from forge.repro import explore_prompt
+    from forge.runspec import Expectation
+    from sim.replayfile import write_record
 
     if strategy not in ("random", "pct", "exhaustive"):
         raise InputError(f"strategy must be random, pct or exhaustive, got {strategy!r}",
                          file="explore")
     if runs < 1:
         raise InputError(f"runs must be at least 1, got {runs}", file="explore")
-    setup = _setup(prompt, source, args, concurrency, model_script, operator_script, None, None,
-                   None)
-    raw_checks: list[Callable[[dict[str, Any]], list[str]]] = []
-    if invariants:
-        raw_checks.extend(oracles.DEFAULT_CHECKS)
-    if same_ids:
-        canonical, _ = setup.subject(Chooser(Canonical()))
-        raw_checks.append(oracles.same_ids(canonical))
-    if expect_result is not None:
-        wanted = expect_result
-        raw_checks.append(lambda obs: [] if obs.get("result") == wanted else
-                          [f"result {obs.get('result')!r} != {wanted!r}"])
-    raw_checks.extend(_user_check(c) for c in checks)
-    report = _search(setup, strategy, runs, start_seed, pct_depth, raw_checks, max_deviations,
-                     reduce)
-    failures = tuple(_failure(setup, f, replay_out) for f in report.findings)
+    spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
+                 operator_script=operator_script, store=store, cancel_at=cancel_at,
+                 max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
+                 latency=latency, latency_menu=latency_menu, where="explore")
+    expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
+                         schedule_independent=schedule_independent,
+                         checks_named=tuple(named_checks))
+    outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                             start_seed=start_seed, pct_depth=pct_depth,
+                             max_deviations=max_deviations, reduce=reduce,
+                             shrink_budget=shrink_budget, progress=progress,
+                             extra_checks=[_user_check(c) for c in checks])
+    report, found = outcome.report, outcome.failure
+    failures: tuple[Failure, ...] = ()
+    if found is not None:
+        import shlex
+
+        first = report.findings[0]
+        path = command = None
+        if replay_out is not None:
+            path = _write(replay_out, write_record(found.record))
+            command = f"forge replay {shlex.quote(path)}"
+        obs = Observation.from_dict(found.observation, trace=found.trace,
+                                    choices=[c[2] for c in found.record["choices"]])
+        failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
+                            tuple(first.shrunk), first.deviations, first.proven, obs,
+                            tuple(found.story), tuple(found.divergence),
+                            tuple((str(k), str(w)) for k, w in found.faults), path, command),)
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,
                          report.unfinished)
 
 
-def _search(setup: _Setup, strategy: str, runs: int, start_seed: int, pct_depth: int,
-            checks: Sequence[Callable[[dict[str, Any]], list[str]]], max_deviations: int | None,
-            reduce: bool) -> Any:
-    """The one call into the explorers (`sim.explore`, `sim.exhaustive`)."""
-    if strategy == "exhaustive":
-        from sim.exhaustive import exhaustive
+# -- replaying -------------------------------------------------------------------------------
 
-        return exhaustive(setup.subject, checks, limit=runs, reduce=reduce,
-                          max_deviations=max_deviations, stop_at_first=True)
-    from sim.explore import explore as run_explore
+@_attrs.frozen
+class ReplayReport:
+    """A replay file's run, made again, and what it says about the recording.
 
-    return run_explore(setup.subject, range(start_seed, start_seed + runs), checks,
-                       strategy=strategy, pct_depth=pct_depth)
-
-
-def _failure(setup: _Setup, finding: Any, replay_out: PathLike | None) -> Failure:
-    """A finding as a `Failure`, its shrunk schedule run again (and written, if asked)."""
-    from sim.chooser import Chooser, ReplayProvider, dump_replay
-
-    chooser = Chooser(ReplayProvider(finding.shrunk))
-    # Run seed 0, as the explorer's runs and `forge replay` have it (the
-    # schedule's seed only drew the choices).
-    shrunk = setup.run(chooser, None)
-    path = command = None
-    if replay_out is not None:
-        path = _os.fspath(replay_out)
-        text = dump_replay(chooser, prompt=setup.path, args=setup.args, seed=finding.seed)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-        if setup.path is not None:
-            command = _replay_command(setup, path)
-    return Failure(finding.seed, tuple(finding.problems), tuple(finding.choices),
-                   tuple(finding.shrunk), finding.deviations, finding.proven, shrunk, path,
-                   command)
-
-
-def _replay_command(setup: _Setup, path: str) -> str:
-    """The shell command that runs the shrunk schedule again.
-
-    `forge replay` when the run needs nothing but the prompt; with scripts
-    or a concurrency ceiling, `forge run --strategy replay:FILE` with the
-    same flags (`forge replay` takes neither).
+    `observation` is the run's (with `choices`, and `drifted_at` when it
+    drifted); `problems` what the file's recorded expectation finds wrong
+    with it, `recorded_problems` what it found when the file was written.
+    `identical` says the observation (trace included) is the recorded one
+    byte for byte (None: nothing to compare, as for a what-if run or a
+    legacy file); `drift` names the first choice the run asked for that
+    the record does not have (the prompt or the kit changed since), else
+    None.  `other_kit` is the kit version that wrote the file when it is
+    not this one; `story` tells the run in virtual time.
     """
-    assert setup.path is not None
-    q = _shell_quote
-    if setup.model_script is None and setup.operator_script is None and setup.concurrency == 8:
-        return f"forge replay {q(setup.path)} {q(path)}"
-    words = ["forge", "run", q(setup.path), "--strategy", q(f"replay:{path}")]
-    if setup.args:
-        words += ["--args", q(setup.args)]
-    if setup.concurrency != 8:
-        words += ["--concurrency", str(setup.concurrency)]
-    scripts = (("--model-script", "model", setup.model_script, setup.script_data[0]),
-               ("--operator-script", "operator", setup.operator_script, setup.script_data[1]))
-    for flag, name, script, data in scripts:
-        if script is None:
-            continue
-        where = str(script.source)
-        if data is not None:
-            # A script given as data gets a file beside the replay file.
-            where = f"{_os.path.splitext(path)[0]}.{name}.json"
-            with open(where, "w", encoding="utf-8") as f:
-                f.write(_json.dumps(data, indent=1, sort_keys=True) + "\n")
-        words += [flag, q(where)]
-    return " ".join(words)
+
+    observation: Observation = _attrs.field(eq=False, repr=False)
+    problems: tuple[str, ...]
+    recorded_problems: tuple[str, ...]
+    identical: bool | None
+    drift: str | None
+    other_kit: str | None = None
+    story: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """The run passes what the file expects."""
+        return not self.problems
+
+    @property
+    def reproduced(self) -> bool:
+        """The recorded failure happened again: the file records one, the
+        run did not drift, and it fails what the file expects."""
+        return bool(self.recorded_problems) and self.drift is None and bool(self.problems)
+
+    def to_json(self) -> str:
+        """The outcome as one JSON object, the observation's data included."""
+        return _dumps({"observation": self.observation.to_dict(), "problems": list(self.problems),
+                       "recorded_problems": list(self.recorded_problems),
+                       "identical": self.identical, "drift": self.drift,
+                       "reproduced": self.reproduced, "other_kit": self.other_kit,
+                       "story": list(self.story)})
+
+
+def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str | None = None,
+           concurrency: int | None = None, store: PathLike | None = None,
+           model_script: PathLike | None = None, operator_script: PathLike | None = None,
+           cancel_at: float | None = None, max_instructions: int | None = None,
+           faults: str | Iterable[str] | None = None,
+           fault_budget: int | None = None) -> ReplayReport:
+    """Run the run a replay file records again and re-check what it expects:
+    `forge replay`.
+
+    Args:
+        replay_file: a file `forge explore`, `explore()`, `forge run
+            --replay-out` or `run_prompt(replay_out=...)` wrote; it holds the
+            whole run (prompt text, harness, scripts, faults, seed, choices).
+        prompt: use this prompt file instead of the recorded text (its
+            sha256 must match the recorded one).
+        args, ..., fault_budget: override what the file records (a what-if
+            run: its choices will likely drift, and `identical` is None).
+
+    Returns:
+        A `ReplayReport`: `reproduced`, `identical`, `drift`, the observation.
+
+    Raises:
+        InputError: the replay file is unusable, or the prompt does not match it.
+    """
+    from forge.repro import replay_file as run_again
+
+    given = {"args": args, "concurrency": concurrency, "cancel_at": cancel_at,
+             "max_instructions": max_instructions, "fault_budget": fault_budget,
+             "store_dir": _os.fspath(store) if store is not None else None,
+             "model_script": _os.fspath(model_script) if model_script is not None else None,
+             "operator_script": _os.fspath(operator_script) if operator_script is not None
+             else None,
+             "faults": faults if faults is None or isinstance(faults, str) else ",".join(faults)}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    done = run_again(_os.fspath(replay_file),
+                     prompt=_os.fspath(prompt) if prompt is not None else None,
+                     overrides=overrides or None)
+    drifted_at = done.drift.index if done.drift is not None else None
+    obs = Observation.from_dict(done.observation, trace=done.trace, choices=done.choices,
+                                drifted_at=drifted_at)
+    return ReplayReport(obs, tuple(done.problems), tuple(done.recorded_problems),
+                        done.identical, done.drift.describe() if done.drift else None,
+                        done.other_kit, tuple(done.story))
 
 
 # -- conformance -----------------------------------------------------------------------------

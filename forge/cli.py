@@ -51,6 +51,13 @@ class ForgeGroup(click.Group):
             code = EXIT_OK if code is None or not isinstance(code, int) else code
         except InputError as e:
             code = _refuse(e.render(), EXIT_BAD_INPUT)
+        except click.MissingParameter as e:
+            what = "argument" if isinstance(e.param, click.Argument) else "option"
+            name = (getattr(e.param, "metavar", None) or _flag_name(e.param)
+                    if e.param is not None else e.param_hint or "parameter")
+            ctx = getattr(e, "ctx", None)
+            see = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
+            code = _refuse(f"missing {what} {name}{see}", e.exit_code)
         except click.BadParameter as e:
             # A flag's own rule: `--flag must be ..., got ...`.
             if e.param is None:
@@ -136,15 +143,12 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
     Exit codes: 0 the run succeeded, 1 it failed or was cancelled,
     2 bad input (the prompt, a script or a flag).
     """
-    from forge.commands.runspec import Expectation, Runner, record, spec_from_flags
     from forge.engine.run import observation_json
+    from forge.runspec import Expectation, Runner, record, run_chooser, spec_from_flags
     from sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    chooser = make_chooser(seed, strategy)
-    # The run seed is the schedule's: `--strategy pct:N:...` is explore's seed N.
-    drawn = chooser.provider.describe().get("seed")
-    chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
+    chooser = run_chooser(seed, strategy)
     result = Runner(spec).run(chooser)
     obs = result.observation()
     if trace_file:

@@ -76,7 +76,7 @@ class FaultPlan:
     budget: int = 1
     #: The instants (nanoseconds) a `cancel` fault may land on: option i+1 of
     #: `fault:cancel_at` is `cancel_instants_ns[i]`.  Set from the canonical
-    #: run's harness completions (`forge.commands.runspec`).
+    #: run's harness completions (`forge.runspec`).
     cancel_instants_ns: tuple[int, ...] = ()
 
     def __bool__(self) -> bool:

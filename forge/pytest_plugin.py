@@ -5,10 +5,12 @@ Registered by the `pytest11` entry point `forge` (disable it with
 
 - `forge_explore(prompt, *, checks=(), expect_result=None, ...)` runs
   `forge.explore` under the session's settings and fails the test on the
-  first failing schedule with a report: the problems, the shrunk schedule,
-  the replay file (written in the test's `tmp_path`, or `--forge-replay-dir`)
-  with the shrunk run's timeline page beside it (`forge trace`), and the
-  exact `forge replay ...` command that reproduces it in a shell.
+  first failing schedule with a report: the problems, the shrunk schedule
+  told in virtual time and where it leaves the canonical run, the replay
+  file (written in the test's `tmp_path`, or `--forge-replay-dir`) with the
+  shrunk run's timeline page beside it (`forge trace`), and the command
+  `forge replay FILE` that reproduces it in a shell (the file holds the
+  whole run: prompt text, scripts, harness, faults, seed).
   It returns the `ExploreReport` when every schedule passes.
 - `forge_run(prompt, **kw)` runs one schedule (`forge.run_prompt`; the seed
   is `--forge-seed` unless given).
@@ -22,7 +24,8 @@ or your own `register_profile(...)`, picked by `--forge-profile` or
 `FORGE_PROFILE`), the marker, the call's keywords, then the command line
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).
 
-What does not live here: exploring and shrinking (`forge.api`, `sim`).
+What does not live here: exploring, shrinking and telling a run
+(`forge.api` over `forge.repro`, `sim`).
 Nothing of the kit is imported until a test uses the plugin, so installing
 it costs other test suites nothing but an autouse fixture that reads one
 marker.  See docs/pytest.md.
@@ -222,15 +225,6 @@ class _Explorer:
                          runs=settings.runs, start_seed=settings.seed,
                          pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
         if report.failures:
-            source = keywords.get("source")
-            if prompt is None and source is not None:
-                # A prompt given as text gets a file beside the replay file,
-                # so the replay command has something to run.
-                prompt_file = replay_out.with_suffix("").with_suffix(".md")
-                prompt_file.write_text(source, encoding="utf-8")
-                report = attrs.evolve(report, failures=tuple(
-                    attrs.evolve(f, replay_command=f"forge replay {prompt_file} {replay_out}")
-                    for f in report.failures))
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)
             pytest.fail(_failure_text(report, failure, prompt, settings,
@@ -292,10 +286,14 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     lines += [f"  problem: {p}" for p in failure.problems]
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
+    drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
     lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
                  f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
-                 f"{len(failure.choices)} drawn at seed {failure.seed}")
-    lines += [f"    {step}" for step in _deviations(failure)]
+                 f"{len(failure.choices)} drawn {drawn}; in virtual time:")
+    lines += [f"    {line}" for line in failure.story]
+    if failure.divergence:
+        lines.append("  first divergence from the canonical run:")
+        lines += [f"    {line}" for line in failure.divergence]
     obs = failure.observation
     ended = obs.result if obs.ok else f"{(obs.error or {}).get('kind')}: {(obs.error or {}).get('message')}"
     lines.append(f"  the shrunk run ends {obs.outcome}: {ended}")
@@ -307,27 +305,3 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")
     return "\n".join(lines)
-
-
-def _deviations(failure: Failure) -> list[str]:
-    """The shrunk schedule's choices that differ from canonical, with their kinds."""
-    import json
-
-    kinds: list[Any] = []
-    if failure.replay_file:
-        try:
-            with open(failure.replay_file, encoding="utf-8") as f:
-                kinds = json.load(f).get("choices", [])
-        except (OSError, ValueError):
-            kinds = []
-    out = []
-    for i, value in enumerate(failure.shrunk):
-        if value == 0:
-            continue
-        entry = kinds[i] if i < len(kinds) and isinstance(kinds[i], list) else None
-        if entry and len(entry) == 3:
-            out.append(f"choice {i}: {entry[0]} takes option {value} of {entry[1]} "
-                       "(canonical: 0)")
-        else:
-            out.append(f"choice {i}: option {value} (canonical: 0)")
-    return out or ["(the canonical schedule itself)"]

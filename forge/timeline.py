@@ -86,8 +86,9 @@ def read_trace(path: str) -> list[dict[str, Any]]:
 def abandon_reasons(observation: Mapping[str, Any]) -> dict[str, str]:
     """`{task id: reason}` from an observation's `task_abandoned` events.
 
-    The trace's `task_end` record does not carry the reason; the
-    observation of the same run (`forge run --json`) does.
+    A trace's `task_end` record carries the reason itself; this reads it
+    from the observation of the same run (`forge run --json`) for traces
+    written before it did.
     """
     out = {}
     events = observation.get("events")

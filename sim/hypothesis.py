@@ -10,7 +10,7 @@ Inside a test body, `HypothesisProvider(data)` on `st.data()` draws each
 decision lazily instead.  The chooser records what it
 answered, like any other, so a failure of a prompt run can also be
 saved as a self-contained file for `forge replay`
-(`forge.commands.repro.replay_text(spec, chooser, obs, ...)`) or shrunk
+(`forge.repro.replay_text(spec, chooser, obs, ...)`) or shrunk
 again by `sim.shrink`.
 
     from sim.hypothesis import schedules

@@ -11,7 +11,7 @@ failed, and every choice as `[kind, n, value]`.  The legacy shape (no
 
 What lives here: reading and checking both shapes (`read_replay`), writing
 (`write_record`, `dump_replay`).  What does not: what the fields mean to a
-run (`forge.commands.runspec` builds the run from them), and the providers
+run (`forge.runspec` builds the run from them), and the providers
 that answer from a record (`sim.chooser`).  This module imports nothing of
 the project, so `sim.chooser` can re-export it.
 """
@@ -112,6 +112,8 @@ def read_replay(path: str) -> dict:
         r.bad("", f"not JSON: {e.msg}", e.lineno)
     except RecursionError:
         r.bad("", "the JSON is nested too deeply")
+    except ValueError as e:  # an integer of thousands of digits
+        r.bad("", f"not a replay file the kit will read: {e}")
     if not isinstance(data, dict):
         r.bad("$", _SHAPE)
     if "format" in data:

@@ -4,7 +4,8 @@ Walks every module of the four packages, reads its imports from the source
 (module level and inside functions alike; only `if TYPE_CHECKING:` blocks
 are left out, since they never run), and checks two things:
 
-- the layer rules below: a module imports nothing from a layer above it;
+- the layer rules below: a module imports nothing from a layer above it,
+  and no core module imports the top layer (`TOP`: the commands, the API);
 - no import cycles between modules, counting imports inside functions too, so
   a lazy import cannot hide a cycle.
 """
@@ -116,7 +117,21 @@ RULES = [
      "the engine and the lifecycle manager never import the layers that drive them"),
     (("forge.lifecycle",), ("forge.engine",),
      "the lifecycle manager is independent of the prompt engine"),
+    (("forge.api", "forge.pytest_plugin"), ("forge.cli", "forge.commands"),
+     "the Python API sits beside the command line, on the same core"),
 ]
+
+#: The top layer: the command line (and the commands that live beside their
+#: subsystems: the suite's, and `forge.lifecycle.command`, which prints
+#: `forge explore`/`forge replay` on a scenario file), the Python API and its
+#: pytest plugin, and the `forge` package, which re-exports the API.  Every
+#: other module is core.
+TOP = ("forge.cli", "forge.commands", "forge.__main__", "forge.api", "forge.pytest_plugin",
+       "conformance.cli", "conformance.mutants_cli", "spec.cli", "forge.lifecycle.command")
+
+
+def _is_top(module: str) -> bool:
+    return module == "forge" or _under(module, *TOP)
 
 
 #: State and request values import nothing of the engine but other values.
@@ -138,6 +153,13 @@ def _violations() -> list[str]:
             for target in sorted(targets):
                 if _under(target, *banned) and not _under(target, *who):
                     found.append(f"{module} imports {target}: {why}")
+    for module, targets in GRAPH.items():
+        if _is_top(module):
+            continue
+        for target in sorted(targets):
+            if _is_top(target):
+                found.append(f"{module} imports {target}: commands and the API sit on top; "
+                             "core modules do not import them")
     return found
 
 
@@ -191,3 +213,13 @@ def test_no_import_cycles_even_through_lazy_imports():
 def test_the_walker_sees_imports(module):
     """The walker is not vacuous: modules known to import others are seen to."""
     assert GRAPH[module], f"{module} should import something of the project"
+
+
+def test_the_api_and_the_commands_sit_on_one_core():
+    """`forge.api` and the commands both drive `forge.runspec`/`forge.repro`; the core
+    imports neither, and the API no command (the rule above is not vacuous here)."""
+    assert {"forge.repro", "forge.runspec"} <= GRAPH["forge.api"]
+    assert {"forge.repro", "forge.runspec"} <= GRAPH["forge.commands.explore"]
+    assert _is_top("forge.api") and _is_top("forge.commands.explore") and _is_top("forge")
+    assert not _is_top("forge.repro") and not _is_top("forge.runspec")
+    assert not [t for t in GRAPH["forge.api"] if _under(t, "forge.commands", "forge.cli")]

@@ -4,12 +4,9 @@
   bounded seconds, regular expressions, writable output paths) and the one
   way to write an output file; the harness flags `run`, `explore` and
   `replay` share (`harness_options`).
-- `runspec`: a run's whole definition (`RunSpec`), the runs it makes
-  (`Runner`), what they must satisfy (`Expectation`) and its replay record.
-- `repro`: exploring a spec and replaying a record, as plain functions
-  returning frozen values (`explore_prompt`, `replay_file`, `replay_text`),
-  and the failure's story.
-- `explore`, `replay`: the click commands over `repro`.
+- `explore`, `replay`: the click commands over `forge.repro`, which with
+  `forge.runspec` (a run's whole definition) is the core they and the
+  Python API (`forge.api`) share; only the printing lives here.
 
 The `forge` group itself, its error mechanism and `forge run` are in
 `forge.cli`; the suite's commands beside their subsystems (`conformance.cli`,

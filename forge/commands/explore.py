@@ -1,12 +1,12 @@
 """`forge explore`: many schedules of one prompt, checking invariants.
 
 It builds the run from the same harness flags as `forge run` (seed N here
-is `forge run --seed N`), explores it (`forge.commands.repro.explore_prompt`),
+is `forge run --seed N`), explores it (`forge.repro.explore_prompt`),
 prints the shrunk failure as a story with its first divergence from the
 canonical run, and writes a self-contained replay file that `forge replay
 FILE` alone reproduces.
 
-What does not live here: exploring and recording (`forge.commands.repro`),
+What does not live here: exploring and recording (`forge.repro`),
 drawing and shrinking schedules (`sim`), the invariants (`conformance.oracles`).
 """
 
@@ -76,8 +76,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
                               no_reduce, replay_out, as_json))
-    from forge.commands.repro import explore_prompt
-    from forge.commands.runspec import Expectation, spec_from_flags
+    from forge.repro import explore_prompt
+    from forge.runspec import Expectation, spec_from_flags
     from sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))

@@ -14,7 +14,7 @@ naming the file.
 (`--args`, `--store`, `--concurrency`, the scripts, `--cancel-at`,
 `--max-instructions`, `--faults`, `--fault-budget`), shared by `run`,
 `explore` and `replay`; `harness_kwargs` turns their values into
-`forge.commands.runspec.spec_from_flags` keywords.
+`forge.runspec.spec_from_flags` keywords.
 
 What does not live here: the commands themselves, and the error mechanism
 (`forge.cli.ForgeGroup`).

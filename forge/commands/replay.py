@@ -11,7 +11,7 @@ Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
 passes what the file expects, 2 the file is unusable, names another prompt,
 or the run drifted from the record (at the index printed).
 
-What does not live here: replaying and checking (`forge.commands.repro`),
+What does not live here: replaying and checking (`forge.repro`),
 the file's syntax (`sim.replayfile`).
 """
 
@@ -51,7 +51,7 @@ def replay(files, as_json, story, **harness):
     if prompt is not None and is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md)
         from forge.lifecycle.command import replay_file as replay_scenario
         sys.exit(replay_scenario(prompt, path, as_json))
-    from forge.commands.repro import replay_file
+    from forge.repro import replay_file
     from forge.engine.run import observation_json
 
     overrides = harness_kwargs(harness)

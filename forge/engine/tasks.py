@@ -272,7 +272,10 @@ class TasksAPI:
     def _terminal_event(self, task: Task, kind: str, **fields: Any) -> None:
         chain = task.chain
         self.run.emit(chain, kind, section_override=task.target, task=task.id, **fields)
-        self.run.trace.emit(self.run.clock.now, "task_end", task=task.id, end=kind)
+        # An abandon's reason goes in the trace too, so a trace alone tells
+        # why each task ended (the timeline draws it).
+        reason = {"reason": fields["reason"]} if "reason" in fields else {}
+        self.run.trace.emit(self.run.clock.now, "task_end", task=task.id, end=kind, **reason)
 
     def task_ended(self, task: Task) -> None:
         run = self.run

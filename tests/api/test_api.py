@@ -95,18 +95,118 @@ def test_explore_passes_and_reports_in_plain_words():
 
 
 def test_explore_finds_shrinks_and_writes_a_replay_that_reproduces(tmp_path):
-    """A failing schedule is shrunk, written, and `replay()` and the printed command reproduce it."""
+    """A failing schedule is shrunk and written; `replay()` and the printed
+    `forge replay FILE` reproduce it byte for byte."""
     out = tmp_path / "race.replay.json"
     report = forge.explore(RACE, runs=100, expect_result="alpha beta gamma", replay_out=out)
     assert not report.ok
     failure = report.failures[0]
     assert failure.observation.result != "alpha beta gamma"
+    assert failure.problems == (f"result {failure.observation.result!r} != 'alpha beta gamma'",)
     assert len(failure.shrunk) <= len(failure.choices)
+    assert failure.story and failure.divergence[0].startswith("step ")
+    assert failure.replay_command == f"forge replay {out}"
     again = forge.replay(out)
-    assert again.result == failure.observation.result and again.drifted_at is None
-    assert failure.replay_command == f"forge replay {RACE} {out}"
+    assert again.reproduced and again.identical and again.drift is None
+    assert again.observation.to_json() == failure.observation.to_json()
+    assert again.observation.trace == failure.observation.trace
     cli = _cli(*failure.replay_command.split()[1:])
-    assert cli.stdout.strip() == f"ok: {failure.observation.result}"
+    assert cli.returncode == 1
+    assert cli.stdout.splitlines()[0] == f"ok: {failure.observation.result}"
+    assert "reproduced byte for byte" in cli.stderr
+
+
+def test_explore_seed_n_is_run_prompt_seed_n():
+    """A failure found at seed N is `run_prompt(seed=N)`'s run (one `RunSpec` for both)."""
+    report = forge.explore(RACE, runs=100, expect_result="alpha beta gamma")
+    failure = report.failures[0]
+    drawn = forge.run_prompt(RACE, seed=failure.seed)
+    assert drawn.result == failure.observation.result
+    assert drawn.choices == failure.choices
+
+
+def test_faults_and_latency_are_run_prompt_keywords_as_forge_run_flags():
+    """`faults`/`fault_budget` are `--faults`/`--fault-budget`, byte for byte; a latency
+    override changes the virtual time; a bad one is refused."""
+    kw = dict(model_script=EXAMPLES / "race.model.json", concurrency=2)
+    obs = forge.run_prompt(EXAMPLES / "race.md", seed=3, faults=["model"], fault_budget=2, **kw)
+    cli = _cli("run", "examples/race.md", "--seed", "3", "--faults", "model", "--fault-budget",
+               "2", "--model-script", "examples/race.model.json", "--concurrency", "2", "--json")
+    assert obs.to_json() == cli.stdout.strip()
+    assert forge.run_prompt(RACE).virtual_time == 0.01      # one store write, 0.01s
+    assert forge.run_prompt(RACE, latency={"store": 0.5}).virtual_time == 0.5
+    with pytest.raises(forge.InputError, match="latency"):
+        forge.run_prompt(EXAMPLES / "two-tasks.md", latency={"teleport": 1.0})
+    with pytest.raises(forge.InputError, match="--faults"):
+        forge.run_prompt(EXAMPLES / "two-tasks.md", faults="tool")
+
+
+def test_explore_with_faults_reports_the_faults_fired(tmp_path):
+    """Faults are choices: the shrunk failure names the faults that fired, its story
+    shows them in place, and the replay file brings them back."""
+    out = tmp_path / "faults.replay.json"
+    report = forge.explore(EXAMPLES / "race.md", model_script=EXAMPLES / "race.model.json",
+                           concurrency=2, faults="model", expect_result="Quick: 4", runs=100,
+                           replay_out=out)
+    failure = report.failures[0]
+    assert failure.faults and failure.faults[0][0] == "model"
+    assert any("FAULT model" in line for line in failure.story)
+    again = forge.replay(out)
+    assert again.reproduced and again.identical
+
+
+def test_run_prompt_writes_a_replay_file_of_its_run(tmp_path):
+    """`replay_out` is `forge run --replay-out`: replaying it gives the same run, passing."""
+    out = tmp_path / "run.replay.json"
+    obs = forge.run_prompt(RACE, seed=4, replay_out=out)
+    again = forge.replay(out)
+    assert again.ok and not again.reproduced and again.identical
+    assert again.observation.to_json() == obs.to_json()
+
+
+def test_a_what_if_replay_has_nothing_to_compare(tmp_path):
+    """An override changes the recorded run: `identical` is None."""
+    out = tmp_path / "run.replay.json"
+    forge.run_prompt(RACE, seed=4, replay_out=out)
+    assert forge.replay(out, concurrency=1).identical is None
+
+
+def test_a_source_prompt_replays_from_its_file_alone(tmp_path):
+    """A prompt given as text is recorded in the replay file: `forge replay FILE` runs it."""
+    out = tmp_path / "text.replay.json"
+    report = forge.explore(source=RACE.read_text(encoding="utf-8"), runs=100,
+                           expect_result="alpha beta gamma", replay_out=out)
+    cli = _cli(*report.failures[0].replay_command.split()[1:])
+    assert cli.returncode == 1 and "reproduced byte for byte" in cli.stderr
+    # A what-if changes the run, not the prompt: the recorded text is used, no file read.
+    what_if = forge.replay(out, concurrency=1)
+    assert what_if.identical is None and what_if.observation.result == "alpha beta gamma"
+
+
+def test_named_checks_are_recorded_and_callable_checks_are_not(tmp_path):
+    """A `module:function` check is in the replay file and re-checked by `replay`; a
+    callable check is code: the file keeps only the run, which replays identically."""
+    (tmp_path / "api_order_check.py").write_text(
+        "def in_order(obs):\n"
+        "    return None if obs['result'] == 'alpha beta gamma' else 'out of order'\n",
+        encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        named = tmp_path / "named.replay.json"
+        report = forge.explore(RACE, runs=100, named_checks=["api_order_check:in_order"],
+                               replay_out=named)
+        assert report.failures[0].problems == ("check api_order_check:in_order: out of order",)
+        assert forge.replay(named).reproduced
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    def in_order(obs: forge.Observation) -> None:
+        assert obs.result == "alpha beta gamma"
+
+    plain = tmp_path / "plain.replay.json"
+    forge.explore(RACE, runs=100, checks=[in_order], same_ids=False, replay_out=plain)
+    again = forge.replay(plain)
+    assert again.identical and again.ok and not again.reproduced
 
 
 def test_explore_runs_user_checks_that_assert():
@@ -154,16 +254,15 @@ def test_lifecycle_entry_points_are_the_managers_own():
     assert forge.run_store_contract(forge.MemoryTaskStore) == []
 
 
-def test_a_failure_with_a_script_given_as_data_prints_a_command_that_runs(tmp_path):
-    """A run with a model script given as data gets the script written beside the replay
-    file, and a `forge run --strategy replay:FILE` command that prints the failing result."""
+def test_a_failure_with_a_script_given_as_data_replays_from_its_file_alone(tmp_path):
+    """A model script given as data is recorded in the replay file: `forge replay FILE`
+    alone prints the failing result."""
     script = json.loads((EXAMPLES / "delegator.model.json").read_text(encoding="utf-8"))
     out = tmp_path / "d.replay.json"
     report = forge.explore(EXAMPLES / "delegator.md", model_script=script, args="tides",
                            runs=5, expect_result="something else", replay_out=out)
     failure = report.failures[0]
-    assert failure.replay_command == (
-        f"forge run {EXAMPLES / 'delegator.md'} --strategy replay:{out} --args tides "
-        f"--model-script {tmp_path / 'd.replay.model.json'}")
+    assert failure.replay_command == f"forge replay {out}"
     cli = _cli(*failure.replay_command.split()[1:])
-    assert cli.stdout.strip() == failure.observation.result
+    assert cli.returncode == 1
+    assert cli.stdout.splitlines()[0] == f"ok: {failure.observation.result}"

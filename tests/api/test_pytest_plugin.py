@@ -61,7 +61,7 @@ def test_a_passing_exploration_passes_and_counts_its_runs(pytester):
 
 def test_the_marker_is_the_exploration_and_fails_with_a_replayable_report(pytester, tmp_path):
     """A marked test fails on a failing schedule, printing the shrunk schedule and a
-    `forge replay` command that, pasted into a shell, reproduces the failing result."""
+    `forge replay FILE` command that, pasted into a shell, reproduces the failure."""
     replays = tmp_path / "replays"
     pytester.makepyfile(f"""
         import pytest
@@ -75,20 +75,26 @@ def test_the_marker_is_the_exploration_and_fails_with_a_replayable_report(pytest
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "forge: a schedule of" in out and "problem: result 'beta alpha gamma'" in out
-    assert "shrunk schedule:" in out and "takes option 1 of" in out
+    assert "shrunk schedule:" in out and "in virtual time:" in out
+    assert "non-canonical choices:" in out and "first divergence from the canonical run:" in out
     assert "the body runs only" not in out
     timeline = re.search(r"timeline: file://(\S+)", out).group(1)
     assert "Timeline of the shrunk failing schedule" in pathlib.Path(timeline).read_text()
     command = re.search(r"reproduce with:\n\s+(forge replay .*)", out).group(1)
     assert str(replays) in command
     words = shlex.split(command)
+    assert len(words) == 3 and pathlib.Path(words[2]).is_absolute()
     done = subprocess.run([sys.executable, "-m", "forge", *words[1:]], capture_output=True,
                           text=True, cwd=tmp_path)
-    assert done.stdout.strip() == "ok: beta alpha gamma"
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "ok: beta alpha gamma", "FAILED: result 'beta alpha gamma' != 'alpha beta gamma'"]
+    assert "the recorded failure, reproduced byte for byte" in done.stderr
 
 
-def test_a_source_prompt_gets_a_file_beside_its_replay(pytester):
-    """A prompt given as text is written beside the replay file, so the command runs."""
+def test_a_source_prompt_replays_from_its_file_alone(pytester, tmp_path):
+    """A prompt given as text is recorded in the replay file: the printed
+    `forge replay FILE` runs it with nothing else."""
     text = RACE.read_text(encoding="utf-8")
     pytester.makepyfile(f"""
         def test_text(forge_explore):
@@ -97,9 +103,11 @@ def test_a_source_prompt_gets_a_file_beside_its_replay(pytester):
     result = _run(pytester)
     result.assert_outcomes(failed=1)
     command = re.search(r"reproduce with:\n\s+(forge replay .*)", result.stdout.str()).group(1)
-    prompt, replay = shlex.split(command)[2:]
-    assert pathlib.Path(prompt).read_text(encoding="utf-8") == text
-    assert pathlib.Path(replay).is_file()
+    words = shlex.split(command)
+    assert len(words) == 3 and pathlib.Path(words[2]).is_file()
+    done = subprocess.run([sys.executable, "-m", "forge", *words[1:]], capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert done.returncode == 1 and "reproduced byte for byte" in done.stderr
 
 
 def test_user_checks_fail_with_their_message(pytester):

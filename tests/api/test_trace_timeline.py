@@ -107,6 +107,16 @@ def test_lanes_follow_the_chains_and_parks_say_what_they_wait_on():
                for t in titles)
 
 
+def test_a_trace_alone_carries_the_abandon_reasons():
+    """tasks.reasons.owner-returned: the abandoned task's `task_end` record names its reason,
+    so the page shows it with no observation beside the trace (kit: trace-timeline)."""
+    obs = forge.run_prompt(source=TIMELINE)
+    records = [json.loads(line) for line in obs.trace.splitlines()]
+    ends = {r["task"]: r.get("reason") for r in records if r.get("what") == "task_end"}
+    assert ends["0.3"] == "owner_returned" and ends["0.1"] is None
+    assert "owner_returned" in render_html(records, {})
+
+
 def test_chromium_renders_every_lane_and_mark(tmp_path):
     """Headless Chromium parses the page: its script counts four lanes and each kind of mark,
     and the abandon's reason is on the page (kit: trace-timeline)."""

@@ -55,8 +55,11 @@ def FUZZ(test):  # noqa: N802 - used as a decorator, like hypothesis.settings
     return seed(int(SEED))(test) if SEED is not None else test
 
 
-def check(kind: str, argv: list[str], stdin: bytes | None = None):
-    """Run `forge ARGV`; assert the hardening contract; the click Result."""
+def check(kind: str, argv: list[str], stdin: bytes | None = None, names: str | None = None):
+    """Run `forge ARGV`; assert the hardening contract; the click Result.
+
+    `names`: the file (or flag) a refusal must name, when the input is one file.
+    """
     started = time.monotonic()
     result = CliRunner().invoke(main, argv, input=stdin)
     elapsed = time.monotonic() - started
@@ -75,5 +78,6 @@ def check(kind: str, argv: list[str], stdin: bytes | None = None):
     if result.exit_code == 2:
         lines = [line for line in result.stderr.splitlines() if line.startswith("forge: ")]
         assert len(lines) == 1, f"a refusal is one line: {shown}"
+        assert names is None or names in lines[0], f"a refusal names {names}: {shown}"
     assert elapsed < MAX_SECONDS, f"took {elapsed:.1f} s: {shown}"
     return result

@@ -41,7 +41,7 @@ PROMPT_TEXTS = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLE_DIR.glob("
 def test_prompt_files(text):
     path = _file(text, ".md")
     try:
-        check("prompt file", ["run", path])
+        check("prompt file", ["run", path], names=path)
     finally:
         pathlib.Path(path).unlink()
 
@@ -51,7 +51,7 @@ def test_prompt_files(text):
 def test_model_scripts(text):
     path = _file(text)
     try:
-        check("model script", ["run", str(EXAMPLE_DIR / "delegator.md"), "--model-script", path])
+        check("model script", ["run", str(EXAMPLE_DIR / "delegator.md"), "--model-script", path], names=path)
     finally:
         pathlib.Path(path).unlink()
 
@@ -61,7 +61,7 @@ def test_model_scripts(text):
 def test_operator_scripts(text):
     path = _file(text)
     try:
-        check("operator script", ["run", str(HERE / "asks.md"), "--operator-script", path])
+        check("operator script", ["run", str(HERE / "asks.md"), "--operator-script", path], names=path)
     finally:
         pathlib.Path(path).unlink()
 
@@ -71,9 +71,9 @@ def test_operator_scripts(text):
 def test_replay_files(text):
     path = _file(text)
     try:
-        check("replay file", ["replay", str(EXAMPLE_DIR / "two-tasks.md"), path])
+        check("replay file", ["replay", str(EXAMPLE_DIR / "two-tasks.md"), path], names=path)
         check("replay file", ["run", str(EXAMPLE_DIR / "two-tasks.md"), "--strategy",
-                              f"replay:{path}"])
+                              f"replay:{path}"], names=path)
     finally:
         pathlib.Path(path).unlink()
 
@@ -85,7 +85,7 @@ def test_case_files(text):
     try:
         (root / "fuzz").mkdir()
         (root / "fuzz" / "case.toml").write_text(text, encoding="utf-8", errors="surrogatepass")
-        check("case file", ["conformance", "--cases", str(root)])
+        check("case file", ["conformance", "--cases", str(root)], names="case.toml")
     finally:
         shutil.rmtree(root)
 
@@ -99,7 +99,7 @@ def test_expectations_files(file):
     try:
         (root / "examples").mkdir()
         shutil.copy(CASES / "examples" / "two-tasks.toml", root / "examples" / "two-tasks.toml")
-        check("expectations file", ["conformance", "--cases", str(root), "--expectations", path])
+        check("expectations file", ["conformance", "--cases", str(root), "--expectations", path], names=path)
     finally:
         pathlib.Path(path).unlink()
         shutil.rmtree(root)

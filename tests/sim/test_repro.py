@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from forge.cli import main
-from forge.commands.repro import explore_prompt, replay_file
-from forge.commands.runspec import Expectation, Runner, spec_from_flags
+from forge.repro import explore_prompt, replay_file
+from forge.runspec import Expectation, Runner, spec_from_flags
 from sim.chooser import Chooser, RandomProvider
 from tests.conftest import EXAMPLES, ROOT, prompt_text, section
 
@@ -228,7 +228,7 @@ def test_an_unknown_or_tool_fault_is_one_line_exit_2():
 def test_a_crash_found_by_exploring_is_a_failure_with_a_repro(tmp_path):
     """A schedule on which the engine raises is kept as a finding (outcome
     `crashed`), shrunk and recorded, so `forge replay` shows the kit bug."""
-    from forge.commands import runspec
+    from forge import runspec
 
     spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
     real = runspec.Runner.attempt
@@ -300,7 +300,7 @@ def test_a_hypothesis_example_saved_as_a_replay_file_replays(tmp_path):
     `replay_text`, and `forge replay` re-checks its expectation on it."""
     from hypothesis import given, settings
 
-    from forge.commands.repro import replay_text
+    from forge.repro import replay_text
     from sim.hypothesis import schedules
 
     spec = spec_from_flags(str(EXAMPLES / "explore" / "store-race.md"))
@@ -405,7 +405,7 @@ def test_the_story_places_the_fault_and_the_divergence_falls_back_to_events():
 
 
 def test_a_long_story_keeps_its_faults():
-    from forge.commands.repro import STORY_LINES, _abridged
+    from forge.repro import STORY_LINES, _abridged
 
     lines = [f"{i:.3f}s  task chain 0 runs" for i in range(200)]
     lines[100] = "100.000s  FAULT store: refuse write x"

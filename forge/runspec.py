@@ -4,12 +4,14 @@ A `RunSpec` holds everything but the choice sequence that decides a run:
 the prompt (path and sha256), arguments, concurrency, cancel instant,
 instruction budget, latencies, the store's files, each script's content and
 the fault plan.  `run`, `explore` and `replay` all build their runs from one
-(`spec_from_flags`, `spec_from_record`), so `forge explore` seed N and
+(`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
+script data through `spec_from_values`), so `forge explore` seed N and
 `forge run --seed N` are the same run, and a replay file (`record`) carries
 the whole spec and needs nothing else.
 
 What does not live here: the flags (`forge.commands.params`), the replay file's
-syntax (`sim.replayfile`), exploring and replaying (`forge.commands.repro`).
+syntax (`sim.replayfile`), exploring and replaying (`forge.repro`).  It is
+core, below the command line and the API: it imports neither.
 """
 
 from __future__ import annotations
@@ -90,6 +92,28 @@ def read_prompt_text(path: str) -> str:
                          file=path) from None
 
 
+def read_prompt_file(path: str) -> str:
+    """The prompt file's text, once it parsed (a bad prompt is refused first)."""
+    from forge.assembly import load_prompt
+
+    load_prompt(path)
+    return read_prompt_text(path)
+
+
+def read_script_file(path: str | None) -> Script | None:
+    """The script file at `path` (None: no script), its JSON read within the limits."""
+    from forge.scripts import read_script_data
+
+    return Script(path, read_script_data(path)) if path else None
+
+
+def read_store_folder(path: str | None) -> dict:
+    """The files of a store folder (None: an empty store), checked as `--store` checks them."""
+    from forge.assembly import build_harness
+
+    return build_harness(path).store.snapshot() if path is not None else {}
+
+
 def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None,
                     concurrency: int = 8, model_script: str | None = None,
                     operator_script: str | None = None, cancel_at: float | None = None,
@@ -100,18 +124,74 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
     Raises:
         InputError, PromptError: an unreadable or invalid prompt, folder or script.
     """
-    from forge.assembly import build_harness, load_prompt
-    from forge.scripts import read_script_data
+    text = read_prompt_file(prompt)   # refuse a bad prompt before anything else
+    return spec_from_values(prompt, text, args=args, store_files=read_store_folder(store_dir),
+                            concurrency=concurrency, model=read_script_file(model_script),
+                            operator=read_script_file(operator_script), cancel_at=cancel_at,
+                            max_instructions=max_instructions, faults=faults,
+                            fault_budget=fault_budget)
 
-    load_prompt(prompt)   # refuse a bad prompt before anything else
-    text = read_prompt_text(prompt)
-    store = build_harness(store_dir).store.snapshot() if store_dir is not None else {}
-    model = Script(model_script, read_script_data(model_script)) if model_script else None
-    operator = Script(operator_script, read_script_data(operator_script)) \
-        if operator_script else None
-    spec = RunSpec(prompt, text_sha256(text), text, args, concurrency, cancel_at, max_instructions,
-                   store, model, operator, parse_faults(faults, fault_budget))
+
+def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
+                     store_files: dict | None = None, concurrency: int = 8,
+                     model: Script | None = None, operator: Script | None = None,
+                     cancel_at: float | None = None, max_instructions: int | None = None,
+                     faults: str | None = None, fault_budget: int = 1,
+                     latency_base: dict | None = None,
+                     latency_menu: tuple[float, ...] | None = None) -> RunSpec:
+    """The spec of a prompt's text and scripts and store given as data: the
+    Python API's way in, and `spec_from_flags`'s once it read the files.
+    `latency_base` overrides some operations' base seconds; `latency_menu`
+    replaces the multipliers a schedule may pick (the first is canonical).
+
+    Raises:
+        InputError: an invalid latency or fault list (the prompt and the
+            scripts are checked when a `Runner` parses them).
+    """
+    base = {**DEFAULT_LATENCY, **(latency_base or {})}
+    menu = LATENCY_MENU if latency_menu is None else tuple(latency_menu)
+    _check_latency(base, menu)
+    spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
+                   cancel_at, max_instructions, dict(store_files or {}), model, operator,
+                   parse_faults(faults, fault_budget), base, menu)
     return with_cancel_instants(spec)
+
+
+def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
+    import math
+
+    from forge.limits import MAX_SECONDS
+
+    def fine(x: object) -> bool:
+        return (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                and 0 <= x <= MAX_SECONDS)
+
+    for op, seconds in base.items():
+        if op not in DEFAULT_LATENCY:
+            raise InputError(f"unknown operation {str(op)[:40]!r}; the operations are "
+                             + ", ".join(DEFAULT_LATENCY), file="latency")
+        if not fine(seconds):
+            raise InputError(f"{op}: seconds are a number from 0 to {MAX_SECONDS:g}, got "
+                             f"{str(seconds)[:40]!r}", file="latency")
+    if not menu or not all(fine(m) for m in menu):
+        raise InputError(f"the menu is one or more multipliers from 0 to {MAX_SECONDS:g}",
+                         file="latency_menu")
+
+
+def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
+    """The chooser of `forge run --seed/--strategy`, its run seed set: the
+    seed given, else the strategy's own (`pct:N:...` is explore's seed N),
+    else 0.
+
+    Raises:
+        InputError: an unknown strategy spelling (`forge.assembly.make_chooser`).
+    """
+    from forge.assembly import make_chooser
+
+    chooser = make_chooser(seed, strategy)
+    drawn = chooser.provider.describe().get("seed")
+    chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
+    return chooser
 
 
 class Runner:
@@ -311,7 +391,7 @@ def load_check(name: str, where: str = "--check"):
 
 
 def kit_version() -> str:
-    from forge import __version__
+    from forge.version import __version__
 
     return f"forge-kit {__version__}"
 

@@ -7,21 +7,22 @@ canonical run.  `replay_file` reads a replay file, rebuilds the run it
 records, re-checks the recorded expectation and says whether the failure
 reproduced, where the choices drifted, and whether the trace is the
 recorded one byte for byte.  Both return frozen values; the click commands
-(`forge.commands.explore`, `forge.commands.replay`) only print them, and a
-Python API can call them with keyword arguments.
+(`forge.commands.explore`, `forge.commands.replay`) only print them, and the
+Python API (`forge.api`) wraps them in its public frozen values.  Neither
+this module nor `forge.runspec` imports the command line or the API.
 
 What does not live here: the run's definition and the record's fields
-(`forge.commands.runspec`), the file's syntax (`sim.replayfile`), the
+(`forge.runspec`), the file's syntax (`sim.replayfile`), the
 search strategies and the shrinker (`sim`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 
-from forge.commands.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
+from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
                                     observation_sha256, record, spec_from_flags,
                                     spec_from_record)
 from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
@@ -41,6 +42,9 @@ class Failure:
     story: tuple[str, ...] = ()
     divergence: tuple[str, ...] = ()
     faults: tuple[tuple[str, str], ...] = ()
+    #: The shrunk run's observation and trace (JSON lines, for `forge trace`).
+    observation: dict = attrs.field(factory=dict, eq=False, repr=False)
+    trace: str = attrs.field(default="", eq=False, repr=False)
 
 
 @attrs.frozen
@@ -65,6 +69,12 @@ class ReplayOutcome:
     #: The kit version that wrote the file, when it is not this one.
     other_kit: str | None = None
     story: tuple[str, ...] = ()
+    #: The problems the file records for the run it was written from (empty:
+    #: it recorded a passing run).
+    recorded_problems: tuple[str, ...] = ()
+    trace: str = attrs.field(default="", eq=False, repr=False)
+    #: The choice values this run made.
+    choices: tuple[int, ...] = attrs.field(default=(), eq=False, repr=False)
 
     @property
     def observation_sha256(self) -> str:
@@ -82,14 +92,19 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    strategy: str = "random", runs: int = 200, start_seed: int = 0,
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                    shrink_budget: int = 3000,
-                   progress: Callable[[int], None] | None = None) -> ExploreOutcome:
-    """Run `spec` under `runs` schedules; the first failure comes back shrunk."""
+                   progress: Callable[[int], None] | None = None,
+                   extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> ExploreOutcome:
+    """Run `spec` under `runs` schedules; the first failure comes back shrunk.
+
+    `extra_checks` run beside `expect`'s on every schedule (the Python API's
+    checks given as callables): being code, they are not in the replay
+    record, which keeps only the problems they found."""
     from sim.exhaustive import exhaustive
     from sim.explore import explore
 
     runner = Runner(spec)
     canonical = runner.run(Chooser(Canonical()))
-    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults))
+    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults)) + list(extra_checks)
     if strategy == "exhaustive":
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -115,7 +130,8 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
                        or observation_divergence(canonical.observation(), obs))
     return ExploreOutcome(report, spec, expect,
-                          Failure(seed, problems, rec, story, divergence, faults))
+                          Failure(seed, problems, rec, story, divergence, faults, obs,
+                                  run.trace.lines()))
 
 
 def replay_file(path: str, *, prompt: str | None = None,
@@ -142,7 +158,7 @@ def replay_file(path: str, *, prompt: str | None = None,
                              "file", file=path, kind="replay")
         spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
-        other_kit = None
+        other_kit, recorded_problems = None, ()
     else:
         spec = spec_from_record(rec, path, prompt)
         if overrides:
@@ -151,6 +167,7 @@ def replay_file(path: str, *, prompt: str | None = None,
         recorded_sha = None if overrides else rec["observation_sha256"]
         seed = rec["run"]["seed"]
         other_kit = rec["kit"] if rec["kit"] != kit_version() else None
+        recorded_problems = tuple((rec.get("failure") or {}).get("problems", ()))
     runner = Runner(spec)
     canonical = runner.run(Chooser(Canonical())).observation()
     provider = RecordedProvider(data["triples"]) if rec is not None else \
@@ -164,7 +181,8 @@ def replay_file(path: str, *, prompt: str | None = None,
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
-                         tuple(tell(run.trace.records, chooser, run.harness.faults)))
+                         tuple(tell(run.trace.records, chooser, run.harness.faults)),
+                         recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
 
 def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
@@ -182,19 +200,28 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
 
 
 def _override(spec: RunSpec, overrides: dict) -> RunSpec:
-    rebuilt = spec_from_flags(spec.prompt_path, **{
-        "args": spec.args, "concurrency": spec.concurrency, "cancel_at": spec.cancel_at,
-        "max_instructions": spec.max_instructions, **overrides})
-    keep = {}
-    if "store_dir" not in overrides:
-        keep["store_files"] = spec.store_files
-    if "model_script" not in overrides:
-        keep["model"] = spec.model
-    if "operator_script" not in overrides:
-        keep["operator"] = spec.operator
-    if "faults" not in overrides and "fault_budget" not in overrides:
-        keep["faults"] = spec.faults
-    return attrs.evolve(rebuilt, **keep)
+    """The recorded spec with the flags given changed; the prompt stays the
+    recorded text (a prompt given as text has no file to read again)."""
+    from forge.runspec import read_script_file, read_store_folder, spec_from_values
+
+    given = overrides.get
+    rebuilt = spec_from_values(
+        spec.prompt_path, spec.prompt_text, args=given("args", spec.args),
+        store_files=read_store_folder(overrides["store_dir"]) if "store_dir" in overrides
+        else spec.store_files,
+        concurrency=given("concurrency", spec.concurrency),
+        model=read_script_file(overrides["model_script"]) if "model_script" in overrides
+        else spec.model,
+        operator=read_script_file(overrides["operator_script"])
+        if "operator_script" in overrides else spec.operator,
+        cancel_at=given("cancel_at", spec.cancel_at),
+        max_instructions=given("max_instructions", spec.max_instructions),
+        faults=given("faults", ",".join(spec.faults.kinds)),
+        fault_budget=given("fault_budget", spec.faults.budget),
+        latency_base=spec.latency_base, latency_menu=spec.latency_menu)
+    if "faults" in overrides or "fault_budget" in overrides:
+        return rebuilt
+    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
 
 
 # -- telling a run ---------------------------------------------------------------------------
