@@ -40,8 +40,6 @@ What does not live here: running cases (`runner`) and comparing observations
 
 from __future__ import annotations
 
-import functools
-import json
 import os
 import re
 from collections.abc import Collection
@@ -49,18 +47,17 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import jsonschema
-from jsonschema.exceptions import ValidationError, relevance
 
-from conformance import matchers
+from conformance import matchers, schemas
 from conformance._toml import read_toml
+from conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
 
 #: The most tasks a case's harness may run at once.
 MAX_CONCURRENCY = 1_000_000
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "schema" / "case.schema.json"
+SCHEMA_PATH = schemas.path_of(schemas.CASE)
 #: The suite shipped with the package.
 DEFAULT_CASES_DIR = Path(__file__).resolve().parent / "cases"
 #: Random schedules an `any-schedule` case is checked on besides the canonical one.
@@ -98,9 +95,9 @@ class HarnessSpec:
         # `null` is how the protocol spells a field left out (TOML has none).
         known = {f.name: data[f.name] for f in attrs.fields(cls)
                  if data.get(f.name) is not None}
-        errors = list(_validator("harness").iter_errors(known))
+        errors = schemas.errors(schemas.CASE, known, definition="harness")
         if errors:
-            path, message, _ = _describe(max(errors, key=relevance))
+            path, message, _ = schemas.describe(errors[0], schemas.schema(schemas.CASE))
             raise InputError(f"{json_path(('harness', *path))}: {message}")
         _check_bounds({"harness": known}, "", "harness")
         return cls.from_json(known)
@@ -208,23 +205,13 @@ def load_case(path: str | Path, root: str | Path | None = None,
     )
 
 
-@functools.cache
-def _validator(definition: str | None = None) -> jsonschema.Draft202012Validator:
-    """The case schema's validator, or one for a definition of it (`harness`)."""
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    if definition is not None:
-        schema = {"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]}
-    return jsonschema.Draft202012Validator(schema)
-
-
 def _check_schema(data: dict, text: str, name: str) -> None:
-    errors = list(_validator().iter_errors(data))
-    if not errors:
+    found = schemas.errors(schemas.CASE, data)
+    if not found:
         return
     # The shallowest error first (jsonschema's own notion of relevance), so a
     # missing table is reported before the fields inside it.
-    error = max(errors, key=relevance)
-    path, message, locate = _describe(error)
+    path, message, locate = schemas.describe(found[0], schemas.schema(schemas.CASE))
     raise InputError(f"{json_path(path)}: {message}", file=name, line=_line_of(text, locate),
                      kind="schema")
 
@@ -243,8 +230,9 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
     if catalogue is not None:
         for cid in data["clauses"]:
             if cid not in catalogue:
-                raise InputError(f"unknown clause id `{cid}` (not in the catalogue)", file=name,
-                                 line=_line_of_string(text, cid), kind="clause")
+                hint = did_you_mean([cid], catalogue)
+                raise InputError(f"unknown clause id `{cid}` (not in the catalogue){hint}",
+                                 file=name, line=_line_of_string(text, cid), kind="clause")
 
 
 def _check_bounds(data: dict, text: str, name: str) -> None:
@@ -277,60 +265,11 @@ def _check_bounds(data: dict, text: str, name: str) -> None:
 
 # -- readable schema errors ----------------------------------------------------------------
 
-_TYPE_NAMES = {
-    "object": "a table",
-    "array": "a list",
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-}
-
-
 def json_path(parts: tuple[str | int, ...]) -> str:
     """`("harness", "concurrency")` -> `$.harness.concurrency`."""
     if not parts:
         return "$"
     return "$" + ("" if isinstance(parts[0], int) else ".") + matchers.render_path(tuple(parts))
-
-
-def _describe(error: ValidationError) -> tuple[tuple, str, tuple]:
-    """(path shown, message, path whose line to cite) for one schema error."""
-    path = tuple(error.absolute_path)
-    value, rule, inst = error.validator, error.validator_value, error.instance
-    got = matchers.show(inst)
-    if value == "required":
-        missing = next(k for k in rule if k not in inst)
-        return path, f"missing required field `{missing}`", path
-    if value == "additionalProperties":
-        extra = next(k for k in inst if k not in error.schema.get("properties", {}))
-        return path, f"unknown field `{extra}`", path + (extra,)
-    if value == "type":
-        return path, f"expected {_TYPE_NAMES.get(rule, rule)}, got {got}", path
-    if value in ("minItems", "minLength", "minProperties") and rule == 1:
-        return path, "must not be empty", path
-    if value == "minimum":
-        return path, f"must be at least {rule}, got {got}", path
-    if value == "maximum":
-        return path, f"must be at most {rule}, got {got}", path
-    if value == "enum":
-        return path, f"must be one of {', '.join(f'`{x}`' for x in rule)}, got {got}", path
-    if value == "uniqueItems":
-        dup = next(x for i, x in enumerate(inst) if x in inst[:i])
-        return path, f"lists {matchers.show(dup)} twice", path
-    if value == "pattern":
-        return path, f"must match /{rule}/, got {got}", path
-    if value == "anyOf":
-        forms = " or ".join(_form(sub) for sub in rule)
-        return path, f"expected {forms}, got {got}", path
-    return path, error.message, path
-
-
-def _form(subschema: dict) -> str:
-    ref = subschema.get("$ref", "")
-    if ref.startswith("#/$defs/"):
-        subschema = _validator().schema["$defs"][ref.removeprefix("#/$defs/")]
-    return subschema.get("description", "another form")
 
 
 # -- best-effort line numbers --------------------------------------------------------------

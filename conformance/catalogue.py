@@ -4,14 +4,17 @@ Each clause is a table with at least `id` and `feature` (and, in the spec
 files, `section`, `lines`, `statement`, `strings`).  Cases cite clause ids;
 the runner reports which clauses the suite covers, feature by feature.
 
-What lives here: finding and loading the catalogue, and refusing one whose
-clauses lack an id or a feature or repeat an id.  What does not: the
+What lives here: finding and loading the catalogue, refusing one whose
+clauses lack an id or a feature or repeat an id, and the "did you mean"
+hint for a mistyped clause or feature name.  What does not: the
 catalogue's contents and its own tooling (`spec/`).
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
+from collections.abc import Iterable
 from pathlib import Path
 
 from conformance._toml import read_toml
@@ -59,3 +62,17 @@ def load_catalogue(directory: str | Path) -> list[dict]:
             seen[cid] = path.name
             clauses.append(dict(clause))
     return clauses
+
+
+def did_you_mean(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """` (did you mean `x`?)` for the closest known names, or ""."""
+    known = list(known)
+    hints = []
+    for name in unknown:
+        # 0.8: a typo or two in a dotted clause id; lower cutoffs suggest
+        # unrelated ids that merely share the `tasks.` prefix.
+        hints += [m for m in difflib.get_close_matches(name, known, n=2, cutoff=0.8)
+                  if m not in hints]
+    if not hints:
+        return ""
+    return f" (did you mean {' or '.join(f'`{h}`' for h in hints)}?)"

@@ -25,6 +25,7 @@ from forge.commands.params import (
     Seconds,
     write_output,
 )
+from conformance.catalogue import did_you_mean
 from forge.errors import InputError
 
 #: The most cases run at once (each subprocess worker is one implementation process).
@@ -39,7 +40,8 @@ speaks the JSON-lines protocol of docs/protocol.md on stdin/stdout.
 Each case runs on the canonical schedule, and cases flagged any-schedule
 also on random ones.  Failures are shown with their mismatches and a
 unified diff of expected vs observed; the last line is always
-`N passed, N failed, N errored, N skipped`.
+`N passed, N failed, N errored, N skipped` (then `, N expected failures`
+when there are any).
 
 \b
 Examples:
@@ -50,9 +52,14 @@ Examples:
       --expectations my-engine.expect.toml --json report.json --junit report.xml
   forge conformance --impl 'forge impl-serve'      # the protocol, end to end
 
+An --impl observation that breaks the shipped schema (docs/observation.md)
+errors its case, naming each field by its JSON pointer.  Expected failures (an
+expectations file's "fail") are a count of their own; --write-expectations
+turns this run's failures into such a file.
+
 \b
-Exit codes: 0 every case passed or was skipped (expected failures count as
-skipped), 1 a case failed or errored, 2 bad input (a case, a flag, a file).
+Exit codes: 0 every case passed, was skipped or failed as expected, 1 a
+case failed or errored, 2 bad input (a case, a flag, a file).
 """
 
 SERVE_HELP = """Serve the reference engine over the conformance protocol.
@@ -87,9 +94,14 @@ Example:
 @click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
               help="Cases run at once.")
 @click.option("--json", "json_file", metavar="FILE", default=None, type=OutputPath(),
-              help="Write a JSON report: every case, and clause coverage by feature.")
+              help="Write the JSON report (docs/report.md; - for stdout): every case with "
+                   "its duration and schedules, per-clause tallies, coverage by feature.")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
-              help="Write a JUnit XML report.")
+              help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
+@click.option("--write-expectations", "expectations_out", metavar="FILE", default=None,
+              type=OutputPath(),
+              help="Write an expectations file that accepts this run: every case that "
+                   "failed or errored as \"fail\" (- for stdout).")
 @click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None,
@@ -100,7 +112,7 @@ Example:
 @click.option("-v", "--verbose", is_flag=True, help="List every case, not only failures.")
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, timeout, catalogue_dir, dump_cases, verbose):
+                junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose):
     from conformance.adapters import InProcessAdapter, SubprocessAdapter
     from conformance.case import DEFAULT_CASES_DIR, load_cases
     from conformance.catalogue import default_catalogue_dir, load_catalogue
@@ -120,7 +132,8 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     known_features = sorted({f for case in cases for f in case.features})
     unknown = [f for f in features if f not in known_features]
     if unknown:
-        raise InputError(f"--features: no case needs {', '.join(f'`{f}`' for f in unknown)}; "
+        raise InputError(f"--features: no case needs {', '.join(f'`{f}`' for f in unknown)}"
+                         f"{did_you_mean(unknown, known_features)}; "
                          f"the suite's features are {', '.join(known_features)}")
     selected = select(cases, patterns, features)
     if not selected:
@@ -144,8 +157,10 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                            expectations=expected, catalogue=catalogue, progress=_progress())
     _write(json_file, lambda: dumps(report))
     _write(junit_file, report.to_junit)
+    _write(expectations_out, report.expectations_toml)
     # With a report on standard output, the human summary goes to stderr.
-    click.echo(report.render_text(verbose), nl=False, err=STDOUT in (json_file, junit_file))
+    click.echo(report.render_text(verbose), nl=False,
+               err=STDOUT in (json_file, junit_file, expectations_out))
     ctx.exit(report.exit_code)
 
 

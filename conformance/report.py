@@ -1,20 +1,27 @@
 """What a suite run reports: per-case results, the summary line, clause
-coverage, and the text, JSON and JUnit renderings.
+coverage, the per-clause tally, and the text, JSON and JUnit renderings.
 
-Statuses and the summary line's four buckets (CommonMark's contract: the
-last line is `N passed, N failed, N errored, N skipped`, and the exit code
-is 1 when any case failed or errored):
+Statuses and the summary line's buckets (CommonMark's contract: the last
+line is `N passed, N failed, N errored, N skipped`, then `, N expected
+failures` when there are any; the exit code is 1 when any case failed or
+errored):
 
     passed            -> passed
     failed            -> failed    (an expectation did not hold)
     unexpected-pass   -> failed    (the expectations file says "fail", it passed)
-    errored           -> errored   (no observation: crash, hang, garbage, engine bug)
+    errored           -> errored   (no observation, or one that breaks the schema)
     skipped           -> skipped   (a feature the implementation lacks, or "skip")
-    expected-fail     -> skipped   (failed or errored, and the expectations file says "fail")
+    expected-fail     -> expected failure (failed or errored, and the
+                                   expectations file says "fail")
 
-Expected failures are counted with the skips because they are known and
-accepted, so they must not fail the run, yet they did not pass; the text
-report names them on a line of their own.
+An expected failure is known and accepted, so it does not fail the run, yet
+it did not pass: it is a count of its own, not a skip, in the closing line,
+the JSON report (`summary.expected_fail`) and JUnit (a `<skipped>` whose
+message starts `expected failure:`, and a `status` property).
+
+The JSON report is versioned (`format`, `version`; docs/report.md,
+schema/report.schema.json); `write_expectations` turns a run's failures into
+an expectations file (`expectations_toml`).
 
 What does not live here: running cases (`runner`).
 """
@@ -41,8 +48,15 @@ BUCKET = {
     UNEXPECTED_PASS: FAILED,
     ERRORED: ERRORED,
     SKIPPED: SKIPPED,
-    EXPECTED_FAIL: SKIPPED,
+    EXPECTED_FAIL: EXPECTED_FAIL,
 }
+#: The buckets in the order the summary line and `summary` give them.
+BUCKETS = (PASSED, FAILED, ERRORED, SKIPPED, EXPECTED_FAIL)
+#: `format` and `version` of the JSON report (docs/report.md).
+REPORT_FORMAT = "forge-conformance-report"
+REPORT_VERSION = 1
+#: The reason of a case an expectations file skips.
+SKIPPED_BY_EXPECTATIONS = "skipped by the expectations file"
 #: Statuses whose case did not run, so its clauses are not covered.
 NOT_RUN = frozenset({SKIPPED})
 #: Statuses that count against the clauses a case cites.
@@ -68,6 +82,10 @@ class CaseResult:
     diff: str = ""
     #: The schedule the problem showed on: None is the canonical schedule.
     seed: int | None = None
+    #: Wall seconds the case took, all its schedules together.
+    duration: float = 0.0
+    #: The schedules it ran, in order (None: canonical); it stops at the first failure.
+    schedules: tuple[int | None, ...] = ()
 
     @property
     def bucket(self) -> str:
@@ -75,7 +93,10 @@ class CaseResult:
 
     def to_json(self) -> dict:
         out = {"id": self.case_id, "status": self.status, "clauses": list(self.clauses),
-               "features": list(self.features), "problems": list(self.problems)}
+               "features": list(self.features), "problems": list(self.problems),
+               "duration": round(self.duration, 6),
+               "schedules": [schedule_json(s) for s in self.schedules],
+               "seeds": sum(1 for s in self.schedules if s is not None)}
         if self.status in (FAILED, ERRORED, EXPECTED_FAIL):
             out["schedule"] = schedule_name(self.seed)
         if self.diff:
@@ -87,6 +108,10 @@ def schedule_name(seed: int | None) -> str:
     return "canonical" if seed is None else f"random seed {seed}"
 
 
+def schedule_json(seed: int | None) -> str | int:
+    return "canonical" if seed is None else seed
+
+
 @attrs.frozen
 class Report:
     """A finished suite run."""
@@ -96,16 +121,40 @@ class Report:
     implementation: dict = attrs.field(factory=dict)
     #: Clause coverage by feature (see `clause_coverage`), when a catalogue was given.
     coverage: dict | None = None
+    #: When the run started (UTC, ISO 8601 to the second, no zone), where, and
+    #: how many wall seconds it took.
+    timestamp: str = "1970-01-01T00:00:00"
+    hostname: str = "localhost"
+    duration: float = 0.0
+    #: The catalogue's clause -> feature, for the per-clause tally.
+    clause_features: dict = attrs.field(factory=dict)
 
     def counts(self) -> dict[str, int]:
-        out = {PASSED: 0, FAILED: 0, ERRORED: 0, SKIPPED: 0}
+        out = dict.fromkeys(BUCKETS, 0)
         for r in self.results:
             out[r.bucket] += 1
         return out
 
     def summary_line(self) -> str:
         c = self.counts()
-        return f"{c[PASSED]} passed, {c[FAILED]} failed, {c[ERRORED]} errored, {c[SKIPPED]} skipped"
+        line = (f"{c[PASSED]} passed, {c[FAILED]} failed, {c[ERRORED]} errored, "
+                f"{c[SKIPPED]} skipped")
+        if c[EXPECTED_FAIL]:
+            line += f", {c[EXPECTED_FAIL]} expected failure{'s' if c[EXPECTED_FAIL] != 1 else ''}"
+        return line
+
+    def by_clause(self) -> list[dict]:
+        """Per clause a case cites: how many cases, and how they went, by bucket."""
+        out: dict[str, dict] = {}
+        for r in self.results:
+            for cid in r.clauses:
+                entry = out.get(cid)
+                if entry is None:
+                    entry = out[cid] = {"id": cid, "feature": self.clause_features.get(cid),
+                                        "cases": 0, **dict.fromkeys(_JSON_BUCKETS.values(), 0)}
+                entry["cases"] += 1
+                entry[_JSON_BUCKETS[r.bucket]] += 1
+        return [out[cid] for cid in sorted(out)]
 
     @property
     def exit_code(self) -> int:
@@ -114,47 +163,104 @@ class Report:
 
     # -- renderings
     def render_text(self, verbose: bool = False) -> str:
-        """Every failure and error with its problems and diff; the summary line last."""
+        """Every failure and error with its problems and diff, the clauses
+        that did not pass (every clause with `verbose`), the summary line last."""
         blocks = []
         for r in self.results:
             if r.status in (FAILED, ERRORED, UNEXPECTED_PASS) or verbose:
                 blocks.append(_text_block(r))
-        expected = sum(1 for r in self.results if r.status == EXPECTED_FAIL)
-        if expected:
-            blocks.append(f"{expected} expected failure{'s' if expected != 1 else ''} "
-                          "(listed in the expectations file)")
+        clauses = self.by_clause()
+        shown = [c for c in clauses if verbose or c["failed"] or c["errored"]
+                 or c["expected_fail"]]
+        if shown:
+            blocks.append("per clause (cases: passed/failed/errored/skipped/expected failures):")
+            blocks.extend(f"  {c['id']}  {c['cases']}: {c['passed']}/{c['failed']}/"
+                          f"{c['errored']}/{c['skipped']}/{c['expected_fail']}" for c in shown)
+        if clauses:
+            clean = sum(1 for c in clauses if c["passed"] == c["cases"])
+            unrun = sum(1 for c in clauses if c["skipped"] == c["cases"])
+            blocks.append(f"{len(clauses)} clauses cited: {clean} passed in every case, "
+                          f"{len(clauses) - clean - unrun} not, {unrun} only skipped")
         blocks.append(self.summary_line())
         return "\n".join(blocks) + "\n"
 
     def to_json(self) -> dict:
         return {
+            "format": REPORT_FORMAT,
+            "version": REPORT_VERSION,
             "implementation": self.implementation,
-            "summary": self.counts(),
+            "timestamp": self.timestamp,
+            "hostname": self.hostname,
+            "duration": round(self.duration, 6),
+            "summary": {_JSON_BUCKETS[b]: n for b, n in self.counts().items()},
             "cases": [r.to_json() for r in self.results],
+            "clauses": self.by_clause(),
             "coverage": self.coverage,
         }
 
     def to_junit(self) -> str:
+        """JUnit XML valid against schema/junit.xsd (docs/report.md)."""
         c = self.counts()
         suite = ET.Element("testsuite", name="forge conformance", tests=str(len(self.results)),
                            failures=str(c[FAILED]), errors=str(c[ERRORED]),
-                           skipped=str(c[SKIPPED]))
+                           skipped=str(c[SKIPPED] + c[EXPECTED_FAIL]),
+                           time=_seconds(self.duration), timestamp=self.timestamp,
+                           hostname=_xml_safe(self.hostname) or "localhost")
+        props = ET.SubElement(suite, "properties")
+        for name, value in (("implementation", self.implementation.get("name", "")),
+                            ("report.version", str(REPORT_VERSION)),
+                            ("expected_failures", str(c[EXPECTED_FAIL]))):
+            ET.SubElement(props, "property", name=name, value=_xml_safe(str(value)))
         for r in self.results:
             group, _, name = r.case_id.rpartition("/")
-            case = ET.SubElement(suite, "testcase", classname=group or "cases", name=name)
+            case = ET.SubElement(suite, "testcase", name=name, classname=group or "cases",
+                                 time=_seconds(r.duration))
+            props = ET.SubElement(case, "properties")
+            pairs = [("clause", cid) for cid in r.clauses]
+            pairs += [("feature", f) for f in r.features]
+            pairs += [("status", r.status),
+                      ("schedules", " ".join(str(schedule_json(s)) for s in r.schedules))]
+            for key, value in pairs:
+                ET.SubElement(props, "property", name=key, value=_xml_safe(value))
             first = _xml_safe(r.problems[0] if r.problems else r.status)
             body = _xml_safe(_details(r))
             if r.bucket == FAILED:
-                ET.SubElement(case, "failure", message=first).text = body
+                ET.SubElement(case, "failure", message=first, type=r.status).text = body
             elif r.bucket == ERRORED:
-                ET.SubElement(case, "error", message=first).text = body
+                ET.SubElement(case, "error", message=first, type=r.status).text = body
             elif r.bucket == SKIPPED:
-                label = "expected failure: " if r.status == EXPECTED_FAIL else ""
-                ET.SubElement(case, "skipped", message=label + first)
-        root = ET.Element("testsuites", name="forge conformance")
+                ET.SubElement(case, "skipped", message=first)
+            elif r.bucket == EXPECTED_FAIL:
+                ET.SubElement(case, "skipped", message="expected failure: " + first)
+        root = ET.Element("testsuites", name="forge conformance", tests=str(len(self.results)),
+                          failures=str(c[FAILED]), errors=str(c[ERRORED]),
+                          skipped=str(c[SKIPPED] + c[EXPECTED_FAIL]),
+                          time=_seconds(self.duration))
         root.append(suite)
         ET.indent(root)
         return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+    def expectations_toml(self) -> str:
+        """An expectations file that accepts this run: every case that failed
+        or errored (or was an expected failure) as "fail", every case the
+        expectations file skipped as "skip"; nothing for cases that passed."""
+        lines = ["# Known results, written by `forge conformance --write-expectations`.",
+                 "# \"fail\": fails today, an expected failure; \"skip\": not run.", ""]
+        for r in sorted(self.results, key=lambda r: r.case_id):
+            if r.status in (FAILED, ERRORED, EXPECTED_FAIL):
+                lines.append(f"{json.dumps(r.case_id, ensure_ascii=False)} = \"fail\"")
+            elif r.status == SKIPPED and r.problems == (SKIPPED_BY_EXPECTATIONS,):
+                lines.append(f"{json.dumps(r.case_id, ensure_ascii=False)} = \"skip\"")
+        return "\n".join(lines) + "\n"
+
+
+#: Bucket -> its key in the JSON report.
+_JSON_BUCKETS = {PASSED: "passed", FAILED: "failed", ERRORED: "errored", SKIPPED: "skipped",
+                 EXPECTED_FAIL: "expected_fail"}
+
+
+def _seconds(value: float) -> str:
+    return f"{max(value, 0.0):.3f}"
 
 
 def clause_coverage(results: Iterable[CaseResult], catalogue: Iterable[dict]) -> dict:

@@ -3,8 +3,14 @@
 A case runs on the canonical schedule, and a case flagged `any-schedule`
 also on `harness.seeds` random ones (seeds 1..N); the first schedule whose
 observation breaks an expectation fails the case, and the report names that
-schedule.  An implementation that cannot produce an observation errors the
-case; a feature it lacks skips it.
+schedule.  An implementation that cannot produce an observation, or produces one that
+breaks the shipped schema (`schemas`: observation.schema.json, or
+lifecycle-observation.schema.json for a case of operations), errors the
+case with each violation named by its JSON pointer; a feature it lacks skips
+it.  The reference engine in process (and its mutants) is not checked here:
+checking costs a third of its suite's time, and the tests check that every
+observation it gives the suite validates (in process, and over the pipe,
+where the runner checks it like any implementation's).  Each result carries its wall duration and the schedules it ran.
 
 An expectations file (WPT-style) lets an implementation declare what it is
 known to get wrong: `{case_id = "fail" | "skip"}`, TOML or JSON, where a
@@ -25,15 +31,21 @@ What does not live here: the case format (`case`), comparing observations
 from __future__ import annotations
 
 import concurrent.futures as cf
+import datetime
 import difflib
 import json
 import re
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+import attrs
+
+from conformance import schemas
 from conformance._toml import check_data, read_toml
-from conformance.adapters import Adapter, AdapterError
+from conformance.adapters import Adapter, AdapterError, InProcessAdapter
 from conformance.case import Case
 from conformance.matchers import Comparison, compare, show
 from conformance.report import (
@@ -42,6 +54,7 @@ from conformance.report import (
     FAILED,
     PASSED,
     SKIPPED,
+    SKIPPED_BY_EXPECTATIONS,
     UNEXPECTED_PASS,
     CaseResult,
     Report,
@@ -137,9 +150,12 @@ def stale_expectations(expectations: dict[str, str], cases: Iterable[Case]) -> l
 
 def run_case(adapter: Adapter, case: Case) -> CaseResult:
     """Run `case` on each of its schedules; never raises for the implementation's faults."""
+    started = time.monotonic()
+    ran: list[int | None] = []
 
     def result(status: str, problems: Sequence[str] = (), **more) -> CaseResult:
-        return CaseResult(case.id, status, case.clauses, case.features, tuple(problems), **more)
+        return CaseResult(case.id, status, case.clauses, case.features, tuple(problems),
+                          duration=time.monotonic() - started, schedules=tuple(ran), **more)
 
     try:
         reason = adapter.skip_reason(case)
@@ -148,12 +164,17 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
     if reason is not None:
         return result(SKIPPED, [reason])
     for seed in case.seeds:
+        ran.append(seed)
         try:
             observation = adapter.run(case, seed)
         except AdapterError as e:
             return result(ERRORED, [e.render()], seed=seed)
         except Exception as e:  # noqa: BLE001 - a broken adapter errors this case only
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
+        trusted = isinstance(adapter, InProcessAdapter)
+        broken = [] if trusted else schema_problems(case, observation)
+        if broken:
+            return result(ERRORED, broken, seed=seed)
         try:
             comparison = compare(case.expect, observation)
         except Exception as e:  # noqa: BLE001 - an observation of odd shape errors this case only
@@ -162,6 +183,18 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
         if not comparison.ok:
             return result(FAILED, comparison.problems, diff=unified_diff(comparison), seed=seed)
     return result(PASSED)
+
+
+def schema_problems(case: Case, observation: object) -> list[str]:
+    """The observation's schema violations, one line each, naming the field."""
+    if case.operations is not None:
+        lines = schemas.violations(schemas.LIFECYCLE_OBSERVATION, observation)
+        where = "lifecycle-observation.schema.json"
+    else:
+        lines = schemas.observation_violations(observation)
+        where = "observation.schema.json"
+    return [f"the observation breaks {where} at {line}" if not line.startswith("...") else line
+            for line in lines]
 
 
 def unified_diff(comparison: Comparison) -> str:
@@ -181,12 +214,10 @@ def judge(result: CaseResult, expectation: str | None) -> CaseResult:
     if expectation != "fail":
         return result
     if result.status in (FAILED, ERRORED):
-        return CaseResult(result.case_id, EXPECTED_FAIL, result.clauses, result.features,
-                          result.problems, result.diff, result.seed)
+        return attrs.evolve(result, status=EXPECTED_FAIL)
     if result.status == PASSED:
         why = "the expectations file says this case fails, but it passed; remove its entry"
-        return CaseResult(result.case_id, UNEXPECTED_PASS, result.clauses, result.features,
-                          (why,))
+        return attrs.evolve(result, status=UNEXPECTED_PASS, problems=(why,))
     return result
 
 
@@ -210,12 +241,14 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
         progress: called as `(done, total, case_id)` after each case.
     """
     expectations = expectations or {}
+    started = time.monotonic()
+    timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
     results: list[CaseResult | None] = [None] * len(cases)
     todo = []
     for i, case in enumerate(cases):
         if expectations.get(case.id) == "skip":
             results[i] = CaseResult(case.id, SKIPPED, case.clauses, case.features,
-                                    ("skipped by the expectations file",))
+                                    (SKIPPED_BY_EXPECTATIONS,))
         else:
             todo.append(i)
     done = len(cases) - len(todo)
@@ -248,7 +281,10 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
         pool.close()
     final = tuple(r for r in results if r is not None)
     coverage = clause_coverage(final, catalogue) if catalogue is not None else None
-    return Report(final, implementation, coverage)
+    features = {c["id"]: c["feature"] for c in catalogue} if catalogue is not None else {}
+    return Report(final, implementation, coverage, timestamp=timestamp,
+                  hostname=socket.gethostname() or "localhost",
+                  duration=time.monotonic() - started, clause_features=features)
 
 
 def _outcome(future: cf.Future, case: Case) -> CaseResult:

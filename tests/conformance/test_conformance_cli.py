@@ -6,6 +6,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+from conformance import schemas
 from conformance.case import DEFAULT_CASES_DIR
 from forge.cli import main
 
@@ -23,13 +24,16 @@ def forge(*args):
 
 
 def test_the_shipped_suite_passes_on_the_reference_engine(tmp_path):
-    """Default cases, in-process engine: exit 0 and the summary line last."""
+    """Default cases, in-process engine: exit 0 and the summary line last; the
+    JSON report validates against its schema and lists every schedule run."""
     report = tmp_path / "r.json"
     result = forge("conformance", "--json", str(report), "--workers", "2")
     assert result.exit_code == 0, result.output
     last = result.stdout.splitlines()[-1]
     assert last.endswith(" passed, 0 failed, 0 errored, 0 skipped")
     data = json.loads(report.read_text())
+    assert schemas.violations("report", data) == []
+    assert sum(len(c["schedules"]) for c in data["cases"]) > 4000
     assert data["implementation"]["name"] == "forge reference engine (in-process)"
     assert data["coverage"]["tasks"]["covered"] > 0
 
@@ -66,6 +70,10 @@ def test_a_malformed_case_is_one_line_and_exit_2(cases):
     assert result.exit_code == 2
     assert result.stderr == (f"forge: {bad}:1: clause: unknown clause id `tasks.not-a-clause` "
                              "(not in the catalogue)\n")
+    bad.write_text('clauses = ["tasks.wait.join-entrie"]\nprompt = "# P"\n')
+    result = forge("conformance", "--cases", str(cases))
+    assert result.exit_code == 2
+    assert result.stderr.endswith("(did you mean `tasks.wait.join-entries`?)\n")
 
 
 @pytest.mark.parametrize("args, message", [

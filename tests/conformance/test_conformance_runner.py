@@ -40,7 +40,11 @@ class FakeAdapter(Adapter):
         if c.id in self.broken:
             raise AdapterError("implementation crashed", ["Traceback ...", "Boom"])
         result = "wrong" if (c.id, seed) in self.wrong_on else "right"
-        return {"outcome": "ok", "result": result, "error": None}
+        if c.operations is not None:
+            return {"outcome": "ok", "result": result, "results": [], "tasks": {},
+                    "reports": [], "error": None}
+        return {"outcome": "ok", "result": result, "error": None, "logs": [], "events": [],
+                "tasks": {}, "messages": {}, "store": {}, "virtual_time": 0.0}
 
 
 def test_summary_line_and_exit_code_when_everything_passes():
@@ -81,6 +85,9 @@ def test_text_report_shows_the_failure_with_a_diff():
         '  +  "result": "right"\n'
         "   }\n"
         "\n"
+        "per clause (cases: passed/failed/errored/skipped/expected failures):\n"
+        "  c.one  1: 0/1/0/0/0\n"
+        "1 clauses cited: 0 passed in every case, 1 not, 0 only skipped\n"
         "0 passed, 1 failed, 0 errored, 0 skipped\n")
 
 
@@ -125,10 +132,10 @@ def test_expectations_turn_known_failures_into_skips_and_catch_stale_ones(tmp_pa
     report = run_suite([case("g/bad", result="other"), case("g/good"), case("g/slow")],
                        lambda: adapter, expectations=expectations)
     assert [r.status for r in report.results] == ["expected-fail", "unexpected-pass", "skipped"]
-    assert report.summary_line() == "0 passed, 1 failed, 0 errored, 2 skipped"
+    assert report.summary_line() == "0 passed, 1 failed, 0 errored, 1 skipped, 1 expected failure"
     assert report.exit_code == 1
     assert ("g/slow", None) not in adapter.runs
-    assert "1 expected failure (listed in the expectations file)" in report.render_text()
+    assert "  c.one  3: 0/1/0/1/1" in report.render_text()
 
 
 def test_expectations_file_in_json_and_bad_values(tmp_path):
@@ -177,20 +184,27 @@ def test_json_and_junit_reports():
     report = run_suite([case("g/a"), case("g/b", result="other", clauses=("c.two",))],
                        FakeAdapter, catalogue=catalogue)
     data = json.loads(json.dumps(report.to_json()))
-    assert data["summary"] == {"passed": 1, "failed": 1, "errored": 0, "skipped": 0}
+    assert data["summary"] == {"passed": 1, "failed": 1, "errored": 0, "skipped": 0,
+                               "expected_fail": 0}
     failed = data["cases"][1]
     assert failed.pop("diff").startswith("--- expected\n+++ observed\n")
+    assert failed.pop("duration") >= 0
     assert failed == {"id": "g/b", "status": "failed", "clauses": ["c.two"],
-                      "features": ["tasks"], "schedule": "canonical",
-                      "problems": ['result: expected "other", got "right"']}
+                      "features": ["tasks"], "schedule": "canonical", "schedules": ["canonical"],
+                      "seeds": 0, "problems": ['result: expected "other", got "right"']}
+    assert data["clauses"] == [
+        {"id": "c.one", "feature": "tasks", "cases": 1, "passed": 1, "failed": 0, "errored": 0,
+         "skipped": 0, "expected_fail": 0},
+        {"id": "c.two", "feature": "tasks", "cases": 1, "passed": 0, "failed": 1, "errored": 0,
+         "skipped": 0, "expected_fail": 0}]
     assert data["coverage"] == {
         "fanout": {"total": 1, "covered": 0, "uncovered": ["f.one"], "failing": []},
         "tasks": {"total": 2, "covered": 2, "uncovered": [], "failing": ["c.two"]},
     }
     suite = ET.fromstring(report.to_junit()).find("testsuite")
     assert (suite.get("tests"), suite.get("failures")) == ("2", "1")
-    assert [tc.get("name") for tc in suite] == ["a", "b"]
-    assert suite[1].find("failure").get("message") == 'result: expected "other", got "right"'
+    assert [tc.get("name") for tc in suite.iter("testcase")] == ["a", "b"]
+    assert list(suite.iter("testcase"))[1].find("failure").get("message") == 'result: expected "other", got "right"'
 
 
 def test_skipped_cases_do_not_cover_their_clauses():
@@ -209,4 +223,4 @@ def test_junit_survives_terminal_escapes_in_stderr():
             raise AdapterError("crashed", ["\x1b[31mred\x1b[0m"])
 
     suite = ET.fromstring(run_suite([case("g/a")], Colourful).to_junit()).find("testsuite")
-    assert "\ufffd[31mred" in suite[0].find("error").text
+    assert "\ufffd[31mred" in suite.find("testcase").find("error").text

@@ -57,7 +57,7 @@ FAKE = textwrap.dedent('''
         if msg["type"] != "run":
             break
         ok = {"type": "observation", "id": msg["id"],
-              "observation": {"outcome": "ok", "result": "r"}}
+              "observation": {"outcome": "ok", "result": "r", "error": None, "logs": [], "events": [], "tasks": {}, "messages": {}, "store": {}, "virtual_time": 0.0}}
         b = BEHAVIOUR
         if b == "hangs":
             time.sleep(600)
@@ -133,7 +133,7 @@ CATALOGUE = {
     "deep-json": ("errored", "sent a line the kit will not read"),
     "huge-number": ("errored", "sent a line the kit will not read"),
     "deep-observation": ("errored", "past the kit's limits"),
-    "odd-observation": ("failed", ""),
+    "odd-observation": ("errored", "breaks observation.schema.json at /outcome"),
     "invalid-utf8": ("errored", "sent a line that is not JSON"),
     "wrong-id": ("errored", "where the observation of case g/c was expected"),
     "not-an-object": ("errored", "that is not a JSON object"),

@@ -39,7 +39,7 @@ FAKE = textwrap.dedent('''
                 continue
             say({"type": "observation", "id": msg["id"],
                  "observation": {"outcome": "ok", "result": msg["prompt"], "seed": msg["seed"],
-                                 "harness": msg["harness"]}})
+                                 "harness": msg["harness"], "error": None, "logs": [], "events": [], "tasks": {}, "messages": {}, "store": {}, "virtual_time": 0.0}})
 ''')
 
 

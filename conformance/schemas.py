@@ -1,0 +1,255 @@
+"""The JSON Schemas shipped in `conformance/schema/`, and violations read as one line each.
+
+The schemas (Draft 2020-12) are the machine-readable half of
+docs/observation.md, docs/protocol.md, docs/cases.md and docs/report.md:
+
+    case.schema.json                   a case file (after TOML parsing)
+    observation.schema.json            the observation of one prompt run
+    lifecycle-observation.schema.json  the observation of one lifecycle case
+    protocol.schema.json               every protocol message, both directions
+    report.schema.json                 the JSON report of `forge conformance --json`
+
+`violations(name, instance)` lists what breaks a schema as
+`/json/pointer: rule` lines, the shallowest first; `describe` words one
+jsonschema error so a person can act on it (`case` uses it for case files).
+
+What does not live here: what the runner does with a violation (`runner`),
+the JUnit XSD (`schema/junit.xsd`, used by the tests only).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError, relevance
+from referencing import Registry, Resource
+
+from conformance import matchers
+
+SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+CASE = "case"
+OBSERVATION = "observation"
+LIFECYCLE_OBSERVATION = "lifecycle-observation"
+PROTOCOL = "protocol"
+REPORT = "report"
+#: Violations listed per observation; the count of the rest is given.
+SHOW_VIOLATIONS = 10
+
+
+def path_of(name: str) -> Path:
+    return SCHEMA_DIR / f"{name}.schema.json"
+
+
+@functools.cache
+def schema(name: str) -> dict:
+    return json.loads(path_of(name).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _registry() -> Registry:
+    resources = []
+    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
+        contents = json.loads(path.read_text(encoding="utf-8"))
+        resources.append((contents["$id"], Resource.from_contents(contents)))
+    return Registry().with_resources(resources)
+
+
+@functools.cache
+def validator(name: str, definition: str | None = None) -> jsonschema.Draft202012Validator:
+    """Schema `name`'s validator, or one for its definition `definition` (`$defs`)."""
+    whole = jsonschema.Draft202012Validator(schema(name), registry=_registry())
+    if definition is None:
+        return whole
+    root = schema(name)
+    return whole.evolve(schema={"$schema": root["$schema"], "$id": root["$id"],
+                                "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
+
+
+def errors(name: str, instance: Any, definition: str | None = None) -> list[ValidationError]:
+    """Every error of `instance` against schema `name` (or one of its
+    definitions), the most relevant first."""
+    return sorted(validator(name, definition).iter_errors(instance), key=relevance,
+                  reverse=True)
+
+
+def violations(name: str, instance: Any, limit: int | None = SHOW_VIOLATIONS) -> list[str]:
+    """`/pointer: rule` for each error (at most `limit`, then a count of the rest)."""
+    found = errors(name, instance)
+    # jsonschema's relevance puts the shallowest error first; show in document order.
+    shown = sorted(found if limit is None else found[:limit],
+                   key=lambda e: [str(p) for p in e.absolute_path])
+    lines = []
+    for error in shown:
+        path, message, _ = describe(error, schema(name))
+        lines.append(f"{pointer(path)}: {message}")
+    if limit is not None and len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more schema violations")
+    return lines
+
+
+def observation_violations(observation: Any, limit: int | None = SHOW_VIOLATIONS) -> list[str]:
+    """`violations(OBSERVATION, observation)`, an order of magnitude faster.
+
+    The schema picks an event's rules with one `if kind == K` per kind, and
+    jsonschema tries all 57 on every event (1.4 ms an event).  This checks
+    the observation without its events, then each event against its own
+    kind's definition (`event_<kind>`) plus the coordinates; an event whose
+    kind is unknown goes through the whole event schema, which names the
+    kinds it allows; an event already found valid (the same JSON text) is
+    not checked again.  tests/conformance/test_observation_schema.py checks
+    that both ways find the same violations.
+    """
+    if not isinstance(observation, dict) or not isinstance(observation.get("events"), list):
+        return violations(OBSERVATION, observation, limit)
+    shell = {k: v for k, v in observation.items() if k != "events"}
+    shell_key = _key(shell)
+    if shell_key is not None and shell_key in _VALID:
+        found = []
+    else:
+        found = list(_shell_validator().iter_errors(shell))
+        if not found and shell_key is not None:
+            _remember(shell_key)
+    for i, event in enumerate(observation["events"]):
+        key = _key(event)
+        if key is not None and key in _VALID:
+            continue
+        kind = event.get("kind") if isinstance(event, dict) else None
+        check = _event_validators().get(kind) if isinstance(kind, str) else None
+        if check is None:
+            check = _event_validators()[None]
+        clean = True
+        for error in check.iter_errors(event):
+            error.path.extendleft(reversed(("events", i)))
+            found.append(error)
+            clean = False
+        if clean and key is not None:
+            _remember(key)
+    found.sort(key=relevance, reverse=True)
+    shown = sorted(found if limit is None else found[:limit],
+                   key=lambda e: [str(p) for p in e.absolute_path])
+    lines = [f"{pointer(path)}: {message}"
+             for path, message, _ in (describe(e, schema(OBSERVATION)) for e in shown)]
+    if limit is not None and len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more schema violations")
+    return lines
+
+
+#: Events, and observations without their events, found valid, by their
+#: JSON text: the schedules of one case repeat most of them exactly, so a
+#: suite checks each only once.
+_VALID: set[str] = set()
+MAX_REMEMBERED = 200_000
+
+
+def _remember(key: str) -> None:
+    if len(_VALID) >= MAX_REMEMBERED:
+        _VALID.clear()
+    _VALID.add(key)
+
+
+def _key(value: Any) -> str | None:
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+@functools.cache
+def _shell_validator() -> jsonschema.Draft202012Validator:
+    root = schema(OBSERVATION)
+    shell = {**root, "properties": {**root["properties"], "events": {"type": "array"}},
+             "required": [k for k in root["required"] if k != "events"]}
+    return validator(OBSERVATION).evolve(schema=shell)
+
+
+@functools.cache
+def _event_validators() -> dict:
+    root = schema(OBSERVATION)
+    event = root["$defs"]["event"]
+    coordinates = {k: v for k, v in event.items() if k != "allOf"}
+    base = validator(OBSERVATION)
+    out: dict = {None: base.evolve(schema={**_defs_of(root), "$ref": "#/$defs/event"})}
+    for kind in event["properties"]["kind"]["enum"]:
+        out[kind] = base.evolve(schema={**_defs_of(root), **coordinates,
+                                        "$ref": f"#/$defs/event_{kind}"})
+    return out
+
+
+def _defs_of(root: dict) -> dict:
+    return {"$schema": root["$schema"], "$id": root["$id"], "$defs": root["$defs"]}
+
+
+def pointer(parts: tuple) -> str:
+    """JSON pointer (RFC 6901): `("events", 3, "kind")` -> `/events/3/kind`."""
+    if not parts:
+        return "/"
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+_TYPE_NAMES = {
+    "object": "a table",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _type_name(rule: Any) -> str:
+    if isinstance(rule, list):
+        return " or ".join(_TYPE_NAMES.get(r, r) for r in rule)
+    return _TYPE_NAMES.get(rule, rule)
+
+
+def describe(error: ValidationError, root: dict) -> tuple[tuple, str, tuple]:
+    """(path shown, message, path whose line to cite) for one schema error."""
+    path = tuple(error.absolute_path)
+    value, rule, inst = error.validator, error.validator_value, error.instance
+    got = matchers.show(inst)
+    if value == "required":
+        missing = error.message.split("'")[1] if error.message.count("'") >= 2 else rule[0]
+        return path, f"missing required field `{missing}`", path
+    if value in ("additionalProperties", "unevaluatedProperties"):
+        known = error.schema.get("properties", {})
+        extra = next((k for k in inst if k not in known), "?")
+        return path, f"unknown field `{extra}`", path + (extra,)
+    if value == "type":
+        return path, f"expected {_type_name(rule)}, got {got}", path
+    if value in ("minItems", "minLength", "minProperties") and rule == 1:
+        return path, "must not be empty", path
+    if value == "minimum":
+        return path, f"must be at least {rule}, got {got}", path
+    if value == "maximum":
+        return path, f"must be at most {rule}, got {got}", path
+    if value == "enum":
+        if len(rule) > 16:
+            return path, f"must be one of the {len(rule)} names the schema lists, got {got}", path
+        return path, f"must be one of {', '.join(f'`{x}`' for x in rule)}, got {got}", path
+    if value == "const":
+        return path, f"must be {matchers.show(rule)}, got {got}", path
+    if value == "uniqueItems":
+        dup = next((x for i, x in enumerate(inst) if x in inst[:i]), None)
+        return path, f"lists {matchers.show(dup)} twice", path
+    if value == "pattern":
+        return path, f"must match /{rule}/, got {got}", path
+    if value == "propertyNames":
+        return path, f"a key breaks the rule for keys: {error.message}", path
+    if value in ("anyOf", "oneOf"):
+        forms = " or ".join(_form(sub, root) for sub in rule)
+        return path, f"expected {forms}, got {got}", path
+    return path, error.message, path
+
+
+def _form(subschema: dict, root: dict) -> str:
+    ref = subschema.get("$ref", "")
+    if ref.startswith("#/$defs/"):
+        subschema = root["$defs"][ref.removeprefix("#/$defs/")]
+    if subschema.get("type") == "null":
+        return "null"
+    return subschema.get("title") or subschema.get("description", "another form")

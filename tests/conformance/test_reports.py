@@ -1,0 +1,156 @@
+"""The suite's reports as CI reads them (conformance.report, docs/report.md).
+
+JUnit XML validates against the shipped strict XSD (conformance/schema/
+junit.xsd, through xmlschema) and reads back through junitparser with its
+times, timestamp, hostname and per-case clause properties; the JSON report
+validates against report.schema.json; expected failures are their own count
+everywhere; --write-expectations writes a file that makes the same run pass.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import junitparser
+import pytest
+import xmlschema
+from click.testing import CliRunner
+
+from conformance import schemas
+from conformance.case import DEFAULT_CASES_DIR
+from forge.cli import main
+
+XSD = schemas.SCHEMA_DIR / "junit.xsd"
+
+
+@pytest.fixture
+def cases(tmp_path):
+    """The shipped example cases, one of them made to fail and one to error."""
+    root = tmp_path / "cases"
+    shutil.copytree(DEFAULT_CASES_DIR / "examples", root / "examples")
+    two = root / "examples" / "two-tasks.toml"
+    two.write_text(two.read_text().replace('result = "alpha text + beta text"',
+                                           'result = "beta text + alpha text"'))
+    return root
+
+
+def forge(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def reports(cases, tmp_path):
+    """One run's JUnit and JSON reports and its output, with one expected failure."""
+    known = tmp_path / "known.toml"
+    known.write_text('[examples]\nleak-check = "fail"\nchecked-join = "skip"\n')
+    leak = cases / "examples" / "leak-check.toml"
+    leak.write_text(leak.read_text().replace('[expect]\noutcome = "ok"', '[expect]\noutcome = "failed"'))
+    junit, report = tmp_path / "r.xml", tmp_path / "r.json"
+    result = forge("conformance", "--cases", str(cases), "--expectations", str(known),
+                   "--junit", str(junit), "--json", str(report))
+    return result, junit.read_text(), json.loads(report.read_text())
+
+
+def test_junit_validates_against_the_shipped_strict_xsd(reports):
+    _, xml, _ = reports
+    xmlschema.XMLSchema(str(XSD)).validate(xml)
+
+
+def test_the_xsd_is_strict_about_what_ci_needs(reports):
+    """Without time, timestamp or hostname, or with a bad time, the XML is refused."""
+    _, xml, _ = reports
+    schema = xmlschema.XMLSchema(str(XSD))
+    for broken in (xml.replace(' hostname="', ' host="'),
+                   xml.replace(' timestamp="', ' stamp="'),
+                   xml.replace('<testcase name="two-tasks" classname="examples" time="',
+                               '<testcase name="two-tasks" classname="examples" t="'),
+                   xml.replace('time="0.', 'time="-0.', 1)):
+        assert broken != xml
+        assert not schema.is_valid(broken)
+
+
+def test_junitparser_reads_times_hostname_and_clause_properties(reports, tmp_path):
+    _, xml, _ = reports
+    path = tmp_path / "again.xml"
+    path.write_text(xml)
+    suite = next(iter(junitparser.JUnitXml.fromfile(str(path))))
+    assert suite.hostname and suite.timestamp and suite.time >= 0
+    assert (suite.tests, suite.failures, suite.errors, suite.skipped) == (3, 1, 0, 2)
+    by_name = {case.name: case for case in suite}
+    two = by_name["two-tasks"]
+    assert two.time >= 0 and two.classname == "examples"
+    assert isinstance(two.result[0], junitparser.Failure)
+    props = {(p.get("name"), p.get("value")) for p in two._elem.find("properties")}
+    assert ("clause", "tasks.glance.example-two-tasks") in props
+    assert ("status", "failed") in props and ("schedules", "canonical") in props
+    leak = by_name["leak-check"]
+    assert isinstance(leak.result[0], junitparser.Skipped)
+    assert leak.result[0].message.startswith("expected failure: ")
+    suite_props = {p.name: p.value for p in suite.properties()}
+    assert suite_props["expected_failures"] == "1"
+
+
+def test_expected_failures_are_their_own_count(reports):
+    result, _, data = reports
+    assert result.exit_code == 1      # two-tasks fails
+    assert result.stdout.splitlines()[-1] == ("0 passed, 1 failed, 0 errored, 1 skipped, "
+                                              "1 expected failure")
+    assert data["summary"] == {"passed": 0, "failed": 1, "errored": 0, "skipped": 1,
+                               "expected_fail": 1}
+
+
+def test_the_json_report_is_versioned_and_validates(reports):
+    _, _, data = reports
+    assert schemas.violations("report", data) == []
+    assert (data["format"], data["version"]) == ("forge-conformance-report", 1)
+    by_id = {c["id"]: c for c in data["cases"]}
+    assert by_id["examples/two-tasks"]["schedules"] == ["canonical"]
+    assert by_id["examples/checked-join"]["schedules"] == []
+    clause = next(c for c in data["clauses"] if c["id"] == "tasks.glance.example-two-tasks")
+    assert clause["cases"] == clause["failed"] == 1
+
+
+def test_an_any_schedule_case_reports_every_seed_it_ran(tmp_path):
+    report = tmp_path / "r.json"
+    result = forge("conformance", "-k", "^examples/two-tasks$", "--json", str(report))
+    assert result.exit_code == 0, result.output
+    (case,) = json.loads(report.read_text())["cases"]
+    assert case["schedules"] == ["canonical", *range(1, case["seeds"] + 1)] and case["seeds"] > 0
+    assert case["duration"] > 0
+
+
+def test_write_expectations_turns_failures_into_a_file_the_next_run_passes_with(cases, tmp_path):
+    out = tmp_path / "expect.toml"
+    first = forge("conformance", "--cases", str(cases), "--write-expectations", str(out))
+    assert first.exit_code == 1
+    assert '"examples/two-tasks" = "fail"' in out.read_text()
+    again = forge("conformance", "--cases", str(cases), "--expectations", str(out))
+    assert again.exit_code == 0, again.output
+    assert again.stdout.splitlines()[-1] == ("2 passed, 0 failed, 0 errored, 0 skipped, "
+                                             "1 expected failure")
+
+
+def test_reports_to_standard_output_leave_the_summary_on_stderr(cases):
+    result = forge("conformance", "--cases", str(cases), "--junit", "-")
+    xmlschema.XMLSchema(str(XSD)).validate(result.stdout)
+    assert result.stderr.splitlines()[-1] == "2 passed, 1 failed, 0 errored, 0 skipped"
+
+
+def test_unknown_names_are_bad_input_with_a_suggestion():
+    result = forge("conformance", "--features", "tasksx")
+    assert result.exit_code == 2
+    assert "no case needs `tasksx` (did you mean `tasks`?)" in result.stderr
+    result = forge("spec", "coverage", "--feature", "fanot")
+    assert result.exit_code == 2
+    assert "(did you mean `fanout`?)" in result.stderr
+
+
+def test_spec_coverage_exit_code_follows_the_chosen_features(tmp_path):
+    """0 when every clause of the chosen features has a case, 1 when one has none."""
+    assert forge("spec", "coverage").exit_code == 0
+    assert forge("spec", "coverage", "--feature", "fanout").exit_code == 0
+    few = tmp_path / "few"
+    shutil.copytree(DEFAULT_CASES_DIR / "examples", few / "examples")
+    partial = forge("spec", "coverage", "--cases", str(few), "--feature", "tasks")
+    assert partial.exit_code == 1 and "uncovered: " in partial.stdout
