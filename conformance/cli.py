@@ -147,14 +147,21 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         click.echo(f"forge: warning: the expectations file names no case: {', '.join(stale)}",
                    err=True)
 
+    from forge.progress import reporter
+
+    show = reporter(len(selected), "cases")
+
+    def progress(done: int, total: int, case_id: str) -> None:
+        show(done, case_id)
+
     if impl is not None:
         argv = _impl_argv(impl)
         report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
                            workers=workers, expectations=expected, catalogue=catalogue,
-                           progress=_progress())
+                           progress=progress)
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue, progress=_progress())
+                           expectations=expected, catalogue=catalogue, progress=progress)
     _write(json_file, lambda: dumps(report))
     _write(junit_file, report.to_junit)
     _write(expectations_out, report.expectations_toml)
@@ -186,20 +193,6 @@ def _impl_argv(command: str) -> list[str]:
     if shutil.which(argv[0]) is None:
         raise InputError(f"--impl: no such command `{argv[0]}`")
     return argv
-
-
-def _progress():
-    """`[done/total] case` on a terminal's stderr, redrawn in place; None elsewhere."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int, case_id: str) -> None:
-        sys.stderr.write(f"\r\033[K[{done}/{total}] {case_id}")
-        if done == total:
-            sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
-
-    return show
 
 
 def _write(path: str | None, render) -> None:
