@@ -165,10 +165,10 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
 
 
 def test_a_caught_log_refusal_past_the_run_budget_still_ends_the_run():
-    """kit: budget.logs - once the run-wide log budget is spent, a pcall around `log` cannot
-    keep the block going: each task logs until its own VM's quota refuses it, but the task
-    that spends the run's budget is stopped there, not left spinning until the instruction
-    budget."""
+    """Once the run-wide log budget is spent, a pcall around `log` cannot keep the block
+    going: each task logs until its own VM's quota refuses it, but the task that spends the
+    run's budget is stopped there, not left spinning until the instruction budget
+    (kit: budget.logs)."""
     loop = ("while true do local ok, e = pcall(log, 'x') "
             "if not ok and tostring(e):find('event budget') then break end end "
             "tasks.spawn('#### Z')")
