@@ -46,9 +46,9 @@ sys.path.insert(0, str(ROOT))
 from forge.engine.run import RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.prompt import load_prompt  # noqa: E402
-from sim.chooser import Chooser, RandomProvider, ReplayProvider, SplitMix64  # noqa: E402
-from sim.exhaustive import exhaustive
-from sim.explore import explore, shrink_result  # noqa: E402
+from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider, SplitMix64  # noqa: E402
+from forge.sim.exhaustive import exhaustive
+from forge.sim.explore import explore, shrink_result  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "explore"
 
@@ -253,7 +253,7 @@ def exhaustive_counts(writes: int) -> dict:
 def fault_campaigns(strategy: str, count: int, runs: int) -> dict:
     from forge.repro import explore_prompt, replay_file
     from forge.runspec import Expectation, spec_from_flags
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
     import tempfile
 
     spec = spec_from_flags(str(EXAMPLES / "refused-write.md"), faults="store")

@@ -15,8 +15,8 @@ import json
 import pathlib
 import sys
 
-from conformance.adapters import InProcessAdapter
-from conformance.case import DEFAULT_CASES_DIR, load_cases
+from forge.conformance.adapters import InProcessAdapter
+from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
 from forge.engine.run import observation_json, run_prompt
 from forge.prompt import load_prompt
 

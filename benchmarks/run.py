@@ -45,7 +45,7 @@ from forge.engine.run import Run, RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.lua import runtime as lua_runtime  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
-from sim.trace import Trace  # noqa: E402
+from forge.sim.trace import Trace  # noqa: E402
 
 WALK = """---
 name: walk
@@ -161,8 +161,8 @@ class Floor:
 
 
 def _conformance_pass():
-    from conformance.adapters import InProcessAdapter
-    from conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.adapters import InProcessAdapter
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
 
     cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
     adapter = InProcessAdapter()
@@ -178,8 +178,8 @@ def _conformance_pass():
 
 
 def measure(seconds: float, quick: bool) -> dict:
-    from conformance import oracles
-    from sim.chooser import Chooser, RandomProvider
+    from forge.conformance import oracles
+    from forge.sim.chooser import Chooser, RandomProvider
 
     walk = parse_prompt(WALK, "walk.md")
     two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")

@@ -258,7 +258,7 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
         InputError: the prompt, a script, the store, a fault or the strategy is refused.
     """
     from forge.runspec import Expectation, Runner, record, run_chooser
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
 
     spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
                  operator_script=operator_script, store=store, cancel_at=cancel_at,
@@ -432,7 +432,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     """
     from forge.repro import explore_prompt
     from forge.runspec import Expectation
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
 
     if strategy not in ("random", "pct", "exhaustive"):
         raise InputError(f"strategy must be random, pct or exhaustive, got {strategy!r}",
@@ -631,11 +631,11 @@ def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike 
     """
     import shlex
 
-    from conformance.adapters import InProcessAdapter, SubprocessAdapter
-    from conformance.case import DEFAULT_CASES_DIR, load_cases
-    from conformance.catalogue import default_catalogue_dir, load_catalogue
-    from conformance.report import dumps
-    from conformance.runner import load_expectations, run_suite, select
+    from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
+    from forge.conformance.report import dumps
+    from forge.conformance.runner import load_expectations, run_suite, select
 
     catalogue_dir = default_catalogue_dir()
     catalogue = load_catalogue(catalogue_dir) if catalogue_dir is not None else None

@@ -2,7 +2,7 @@
 
 `build_harness` turns a store folder (or files), scripts, a concurrency
 ceiling and a host cancel instant into a `forge.harness.Harness`;
-`make_chooser` turns a seed or a strategy spelling into a `sim.chooser.Chooser`.
+`make_chooser` turns a seed or a strategy spelling into a `forge.sim.chooser.Chooser`.
 The command line (`forge.cli`, `forge.commands`) and the conformance
 adapters both build runs this way, so neither needs the other.
 
@@ -89,8 +89,8 @@ def make_chooser(seed: int | None, strategy: str | None):
         InputError: an unknown strategy spelling, a seed past 64 bits, a PCT
             depth past `MAX_PCT_DEPTH`, or an unusable replay file.
     """
-    from sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
-    from sim.strategies import make_provider
+    from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
+    from forge.sim.strategies import make_provider
 
     if strategy:
         usage = ("unknown strategy {!r}: use canonical, random:SEED, "
@@ -115,9 +115,9 @@ def make_chooser(seed: int | None, strategy: str | None):
 
 
 def read_replay(path: str) -> dict:
-    """A checked replay file (`sim.chooser.read_replay`), refused as an `InputError`."""
-    from sim.chooser import ReplayFileError
-    from sim.chooser import read_replay as read
+    """A checked replay file (`forge.sim.chooser.read_replay`), refused as an `InputError`."""
+    from forge.sim.chooser import ReplayFileError
+    from forge.sim.chooser import read_replay as read
 
     try:
         return read(path)

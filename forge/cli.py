@@ -145,7 +145,7 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
     """
     from forge.engine.run import observation_json
     from forge.runspec import Expectation, Runner, record, run_chooser, spec_from_flags
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     chooser = run_chooser(seed, strategy)
@@ -184,7 +184,7 @@ def _register_commands() -> None:
     main.add_command(explore)
     main.add_command(replay)
     main.add_command(trace)
-    for module in ("conformance.cli", "conformance.mutants_cli", "spec.cli"):
+    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

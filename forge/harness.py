@@ -28,8 +28,8 @@ from typing import Any
 import attrs
 
 from forge.store import MemoryStore
-from sim.chooser import Chooser
-from sim.kernel import seconds_to_ns
+from forge.sim.chooser import Chooser
+from forge.sim.kernel import seconds_to_ns
 
 #: Canonical virtual durations, in seconds, per operation kind.
 DEFAULT_LATENCY: dict[str, float] = {

@@ -25,7 +25,7 @@ MAX_FRONTMATTER_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
 #: Bytes of a case file, an expectations file.
 MAX_CASE_BYTES = 16 * 1024 * 1024
-#: Bytes of a replay file (mirrors `sim.chooser.MAX_REPLAY_BYTES`).
+#: Bytes of a replay file (mirrors `forge.sim.chooser.MAX_REPLAY_BYTES`).
 MAX_REPLAY_BYTES = 64 * 1024 * 1024
 #: Files, and bytes in all, of a folder seeding the store (`forge run --store`).
 MAX_STORE_FILES = 10_000

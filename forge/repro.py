@@ -1,7 +1,7 @@
 """Exploring a prompt and replaying what it found: plain functions over a `RunSpec`.
 
-`explore_prompt` runs a spec under many schedules (`sim.explore`,
-`sim.exhaustive`), re-runs the shrunk failure and returns it with its
+`explore_prompt` runs a spec under many schedules (`forge.sim.explore`,
+`forge.sim.exhaustive`), re-runs the shrunk failure and returns it with its
 self-contained replay record, its story and its first divergence from the
 canonical run.  `replay_file` reads a replay file, rebuilds the run it
 records, re-checks the recorded expectation and says whether the failure
@@ -12,7 +12,7 @@ Python API (`forge.api`) wraps them in its public frozen values.  Neither
 this module nor `forge.runspec` imports the command line or the API.
 
 What does not live here: the run's definition and the record's fields
-(`forge.runspec`), the file's syntax (`sim.replayfile`), the
+(`forge.runspec`), the file's syntax (`forge.sim.replayfile`), the
 search strategies and the shrinker (`sim`).
 """
 
@@ -25,8 +25,8 @@ import attrs
 from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
                                     observation_sha256, record, spec_from_flags,
                                     spec_from_record)
-from sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
-from sim.explore import Report
+from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
+from forge.sim.explore import Report
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -99,8 +99,8 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
     checks given as callables): being code, they are not in the replay
     record, which keeps only the problems they found."""
-    from sim.exhaustive import exhaustive
-    from sim.explore import explore
+    from forge.sim.exhaustive import exhaustive
+    from forge.sim.explore import explore
 
     runner = Runner(spec)
     canonical = runner.run(Chooser(Canonical()))
@@ -188,9 +188,9 @@ def replay_file(path: str, *, prompt: str | None = None,
 def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
                 expect: Expectation = Expectation(), problems=()) -> str:
     """The replay file of a run made outside `explore_prompt`, such as a
-    Hypothesis example drawn with `sim.hypothesis.schedules()` and run with
+    Hypothesis example drawn with `forge.sim.hypothesis.schedules()` and run with
     `Runner(spec).run(chooser)`: `forge replay` re-checks `expect` on it."""
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
 
     failure = {"problems": list(problems), "outcome": observation["outcome"]} \
         if problems else None

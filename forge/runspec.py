@@ -10,7 +10,7 @@ script data through `spec_from_values`), so `forge explore` seed N and
 the whole spec and needs nothing else.
 
 What does not live here: the flags (`forge.commands.params`), the replay file's
-syntax (`sim.replayfile`), exploring and replaying (`forge.repro`).  It is
+syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
 core, below the command line and the API: it imports neither.
 """
 
@@ -23,7 +23,7 @@ import attrs
 
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
-from sim.chooser import Canonical, Chooser
+from forge.sim.chooser import Canonical, Chooser
 
 #: At most this many instants a cancel fault may land on (spread evenly over
 #: the canonical run's harness completions).
@@ -249,7 +249,7 @@ class Runner:
         return run, None
 
     def subject(self, chooser: Chooser) -> tuple[dict, str]:
-        """`sim.explore`'s subject: the observation and the trace's sha256.  A
+        """`forge.sim.explore`'s subject: the observation and the trace's sha256.  A
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
@@ -327,7 +327,7 @@ class Expectation:
         """The checks, given the canonical run's observation.  Under faults the
         ids are held only to agree where both runs have them: a fault may end
         the run before a task starts."""
-        from conformance import oracles
+        from forge.conformance import oracles
 
         checks = [no_crash] + (list(oracles.DEFAULT_CHECKS) if self.invariants else [])
         if self.same_ids:
@@ -398,7 +398,7 @@ def kit_version() -> str:
 
 def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
            failure: dict | None = None, strategy: dict | None = None) -> dict:
-    """The format-1 replay record (`sim.replayfile`) of one run of `spec`,
+    """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
     whose observation was `obs`."""
     out = {
         "kit": kit_version(),

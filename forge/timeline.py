@@ -14,7 +14,7 @@ happened; inside a band, records keep their trace order, so the many things
 that happen at one instant stay apart.  Gaps between instants are drawn the
 same width whatever their length, and each band is labelled with its time.
 
-What does not live here: writing the trace (`sim.trace`, the engine), and
+What does not live here: writing the trace (`forge.sim.trace`, the engine), and
 the command (`forge.commands.trace`).
 """
 

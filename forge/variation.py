@@ -12,7 +12,7 @@ Switching is process-wide (one mutant per process at a time); the mutants
 runner switches a site by name, in this process or in a worker process.
 
 What lives here: declaring, finding and switching sites.  What does not: the
-catalogue of mutants (`conformance.mutants`), which names one site each.
+catalogue of mutants (`forge.conformance.mutants`), which names one site each.
 This module imports nothing of the engine, so every layer may declare sites.
 """
 

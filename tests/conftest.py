@@ -9,7 +9,7 @@ import pytest
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness
 from forge.prompt import parse_prompt
-from sim.chooser import Canonical, Chooser, RandomProvider
+from forge.sim.chooser import Canonical, Chooser, RandomProvider
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

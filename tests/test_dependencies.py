@@ -18,7 +18,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("forge", "sim", "conformance", "spec")
+PACKAGES = ("forge",)
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -98,22 +98,22 @@ def _under(module: str, *prefixes: str) -> bool:
 
 # (who, what it must not import, why)
 RULES = [
-    (("forge.variation", "forge.errors"), ("forge", "sim", "conformance", "spec"),
+    (("forge.variation", "forge.errors"), ("forge",),
      "leaf modules import nothing of the project"),
-    (("sim",), ("forge", "conformance", "spec"),
+    (("forge.sim",), ("forge",),
      "the simulator never imports the engine"),
     (("forge.prompt", "forge.lua"), ("forge.engine", "forge.harness", "forge.scripts",
-                                     "forge.lifecycle", "forge.cli", "conformance", "spec"),
+                                     "forge.lifecycle", "forge.cli", "forge.conformance", "forge.spec"),
      "parsing and the Lua runtime sit below the engine"),
-    (("forge.harness", "forge.scripts"), ("forge.engine", "forge.cli", "conformance", "spec"),
+    (("forge.harness", "forge.scripts"), ("forge.engine", "forge.cli", "forge.conformance", "forge.spec"),
      "the harness does not import the engine"),
     (("forge.engine.rules",), ("forge.engine.run", "forge.engine.host", "forge.engine.tasks",
                                "forge.engine.fanout", "forge.engine.models",
                                "forge.engine.modeltasks", "forge.engine.tools",
                                "forge.engine.chain", "forge.harness", "forge.cli",
-                               "conformance", "spec"),
+                               "forge.conformance", "forge.spec"),
      "rule modules import only other rules and the narrow pieces below them"),
-    (("forge.engine", "forge.lifecycle"), ("forge.cli", "conformance", "spec"),
+    (("forge.engine", "forge.lifecycle"), ("forge.cli", "forge.conformance", "forge.spec"),
      "the engine and the lifecycle manager never import the layers that drive them"),
     (("forge.lifecycle",), ("forge.engine",),
      "the lifecycle manager is independent of the prompt engine"),
@@ -127,7 +127,7 @@ RULES = [
 #: pytest plugin, and the `forge` package, which re-exports the API.  Every
 #: other module is core.
 TOP = ("forge.cli", "forge.commands", "forge.__main__", "forge.api", "forge.pytest_plugin",
-       "conformance.cli", "conformance.mutants_cli", "spec.cli", "forge.lifecycle.command")
+       "forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli", "forge.lifecycle.command")
 
 
 def _is_top(module: str) -> bool:
@@ -209,7 +209,7 @@ def test_no_import_cycles_even_through_lazy_imports():
     assert _cycles() == []
 
 
-@pytest.mark.parametrize("module", ["forge.engine.rules.ids", "sim.explore"])
+@pytest.mark.parametrize("module", ["forge.engine.rules.ids", "forge.sim.explore"])
 def test_the_walker_sees_imports(module):
     """The walker is not vacuous: modules known to import others are seen to."""
     assert GRAPH[module], f"{module} should import something of the project"

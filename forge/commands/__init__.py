@@ -9,6 +9,6 @@
   Python API (`forge.api`) share; only the printing lives here.
 
 The `forge` group itself, its error mechanism and `forge run` are in
-`forge.cli`; the suite's commands beside their subsystems (`conformance.cli`,
-`conformance.mutants_cli`, `spec.cli`).  Nothing under `sim/` imports this.
+`forge.cli`; the suite's commands beside their subsystems (`forge.conformance.cli`,
+`forge.conformance.mutants_cli`, `forge.spec.cli`).  Nothing under `forge/sim/` imports this.
 """

@@ -7,7 +7,7 @@ canonical run, and writes a self-contained replay file that `forge replay
 FILE` alone reproduces.
 
 What does not live here: exploring and recording (`forge.repro`),
-drawing and shrinking schedules (`sim`), the invariants (`conformance.oracles`).
+drawing and shrinking schedules (`sim`), the invariants (`forge.conformance.oracles`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
                               no_reduce, replay_out, as_json))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
-    from sim.replayfile import write_record
+    from forge.sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,

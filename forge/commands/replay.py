@@ -12,7 +12,7 @@ passes what the file expects, 2 the file is unusable, names another prompt,
 or the run drifted from the record (at the index printed).
 
 What does not live here: replaying and checking (`forge.repro`),
-the file's syntax (`sim.replayfile`).
+the file's syntax (`forge.sim.replayfile`).
 """
 
 from __future__ import annotations

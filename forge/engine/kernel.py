@@ -43,9 +43,9 @@ from forge.engine.requests import Request, blocked_of
 from forge.engine.rules import timeouts
 from forge.errors import ForgeInternalError
 from forge.lua.runtime import LuaError, results, text
-from sim.chooser import Chooser
-from sim.kernel import Kernel as EventQueue
-from sim.trace import Trace
+from forge.sim.chooser import Chooser
+from forge.sim.kernel import Kernel as EventQueue
+from forge.sim.trace import Trace
 
 
 class Walk(Protocol):

@@ -47,9 +47,9 @@ from forge.lua.runtime import (
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
 from forge.variation import declare
-from sim.chooser import Chooser
-from sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
-from sim.trace import Trace
+from forge.sim.chooser import Chooser
+from forge.sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
+from forge.sim.trace import Trace
 
 #: Scheduling steps after which a run is declared runaway (a prompt that
 #: spawns or waits forever without ever ending).

@@ -33,7 +33,7 @@ from forge.variation import declare
 
 if TYPE_CHECKING:
     from forge.engine.run import Run
-    from sim.kernel import Timer
+    from forge.sim.kernel import Timer
 
 OK_FALSE_WHILE_RUNNING = declare("status.ok-false-while-running", "status",
                                  "a running task reads ok = false")

@@ -2,9 +2,9 @@
 
 ``run`` explores a scenario with random seeds, PCT (a campaign learning its
 horizon) or exhaustively (with partial-order reduction, ``dpor``; with
-``--no-reduce`` or a deviation bound, every schedule, ``sim.exhaustive``); the
+``--no-reduce`` or a deviation bound, every schedule, ``forge.sim.exhaustive``); the
 first failing schedule is
-shrunk by ``sim.shrink`` and answered with its schedule spelled out (who did
+shrunk by ``forge.sim.shrink`` and answered with its schedule spelled out (who did
 what, in order) and the recorded choices a replay file holds. ``replay``
 runs one recorded schedule again. Both answer frozen reports; printing them
 is the command's (``command``).
@@ -65,7 +65,7 @@ class Outcome:
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
-    from sim.chooser import Chooser, ReplayProvider
+    from forge.sim.chooser import Chooser, ReplayProvider
 
     chooser = Chooser(ReplayProvider(choices))
     obs, _ = subject(scenario, reduced)(chooser)
@@ -76,8 +76,8 @@ def run(scenario: Scenario, strategy: str = "random", runs: int = 200, start_see
         pct_depth: int = 3, reduced: bool = True,
         max_deviations: int | None = None) -> Outcome:
     """Explore ``scenario``; ``strategy`` is random, pct or exhaustive."""
-    from sim.exhaustive import exhaustive
-    from sim.explore import explore
+    from forge.sim.exhaustive import exhaustive
+    from forge.sim.explore import explore
 
     subj = subject(scenario, reduced)
     if strategy == "exhaustive" and reduced and max_deviations is None:
@@ -104,8 +104,8 @@ def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
 def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
     """Exhaustive with partial-order reduction (``dpor``): one schedule per class
     of equivalent schedules; a failure is shrunk as any other."""
-    from sim.chooser import Chooser, ReplayProvider
-    from sim.explore import finding
+    from forge.sim.chooser import Chooser, ReplayProvider
+    from forge.sim.explore import finding
 
     from forge.lifecycle.dpor import dpor
 
@@ -122,7 +122,7 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
 
 
 def replay_body(path: str, outcome: Outcome) -> str:
-    """The replay file of ``outcome``'s failure (``sim.chooser.read_replay``'s shape)."""
+    """The replay file of ``outcome``'s failure (``forge.sim.chooser.read_replay``'s shape)."""
     f = outcome.failure
     assert f is not None
     return json.dumps({"prompt": path, "args": "" if outcome.reduced else FULL_STEPS,
@@ -141,7 +141,7 @@ class Replayed:
 
 def replay(scenario: Scenario, recorded: dict) -> Replayed:
     """Run the schedule a replay file recorded (as ``read_replay`` answers it)."""
-    from sim.chooser import Chooser, ReplayProvider
+    from forge.sim.chooser import Chooser, ReplayProvider
 
     provider = ReplayProvider(recorded["choices"])
     obs, _ = subject(scenario, recorded.get("args") != FULL_STEPS)(Chooser(provider))

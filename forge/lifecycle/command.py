@@ -72,7 +72,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
 
 def replay_file(path: str, replay: str, as_json: bool) -> int:
     """Run the schedule recorded in ``replay`` on the scenario at ``path``."""
-    from sim.chooser import ReplayFileError, read_replay
+    from forge.sim.chooser import ReplayFileError, read_replay
 
     from forge.errors import InputError
 

@@ -29,7 +29,7 @@ shipped race small enough to enumerate.
 
 Lives here: ``dpor`` (the search), ``dependent``. Does not live here:
 running one schedule (``explore.subject``), the unreduced search
-(``sim.exhaustive``).
+(``forge.sim.exhaustive``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 import attrs
 
-from sim.chooser import Provider
+from forge.sim.chooser import Provider
 
 Footprint = Sequence[tuple[str, str, str]]
 

@@ -4,7 +4,7 @@ ordering of their steps a choice of the simulator's chooser.
 Each actor (a stop, a run ending, a retry, the restart sweep, ...) runs on a
 thread of its own, but only one runs at a time: it parks at every *step* - a
 store operation and, unless reduced, every call into the host (report
-hooks, Continue hook) - and the chooser (``sim.chooser.Chooser``) picks which
+hooks, Continue hook) - and the chooser (``forge.sim.chooser.Chooser``) picks which
 parked actor goes next, a decision of kind ``chain`` over labels
 ``actor:NAME``. A run is therefore a pure function of its choice sequence, so
 every strategy of the simulator drives it (random, PCT, exhaustive), replay
@@ -566,8 +566,8 @@ def check_world(world: World) -> list[str]:
 
 def subject(scenario: Scenario, reduced: bool = True,
             store_factory: Callable[[], Any] | None = None) -> Callable:
-    """``subject(chooser) -> (observation, trace sha)``, the shape ``sim.explore``
-    and ``sim.exhaustive`` drive: one schedule of the race per call."""
+    """``subject(chooser) -> (observation, trace sha)``, the shape ``forge.sim.explore``
+    and ``forge.sim.exhaustive`` drive: one schedule of the race per call."""
 
     make_store = store_factory or store_of(scenario)
 
@@ -681,9 +681,9 @@ def explore(scenario: Scenario, reduced: bool = True,
     """Run every interleaving of the scenario's actors. ``reduced``: only store
     operations, the launcher and the stopper are steps; ``por`` (default: as
     ``reduced``): one schedule per class of equivalent ones (``dpor``),
-    otherwise every one (``sim.exhaustive``, whose first failure is shrunk)."""
-    from sim.chooser import Chooser
-    from sim.exhaustive import exhaustive
+    otherwise every one (``forge.sim.exhaustive``, whose first failure is shrunk)."""
+    from forge.sim.chooser import Chooser
+    from forge.sim.exhaustive import exhaustive
 
     subj = subject(scenario, reduced, store_factory)
     if por if por is not None else reduced:

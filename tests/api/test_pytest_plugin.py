@@ -13,9 +13,9 @@ import tomllib
 
 import pytest
 
-import conformance.oracles  # noqa: F401 - see below
+import forge.conformance.oracles  # noqa: F401 - see below
 import forge.api
-import sim.exhaustive  # noqa: F401
+import forge.sim.exhaustive  # noqa: F401
 
 pytest_plugins = ["pytester"]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from conformance.case import DEFAULT_CASES_DIR, load_case, load_cases
-from conformance.catalogue import default_catalogue_dir, load_catalogue
+from forge.conformance.case import DEFAULT_CASES_DIR, load_case, load_cases
+from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
 from forge.errors import InputError
 
 GOOD = '''\

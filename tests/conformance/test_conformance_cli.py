@@ -6,8 +6,8 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from conformance import schemas
-from conformance.case import DEFAULT_CASES_DIR
+from forge.conformance import schemas
+from forge.conformance.case import DEFAULT_CASES_DIR
 from forge.cli import main
 
 

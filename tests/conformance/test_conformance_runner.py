@@ -5,10 +5,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.adapters import Adapter, AdapterError
-from conformance.case import Case, HarnessSpec
-from conformance.report import clause_coverage
-from conformance.runner import load_expectations, run_case, run_suite, select
+from forge.conformance.adapters import Adapter, AdapterError
+from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.report import clause_coverage
+from forge.conformance.runner import load_expectations, run_case, run_suite, select
 from forge.errors import InputError
 
 

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from conformance.adapters import InProcessAdapter, SubprocessAdapter
-from conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
-from conformance.runner import run_suite
-from conformance.serve import serve
+from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
+from forge.conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
+from forge.conformance.runner import run_suite
+from forge.conformance.serve import serve
 
 SERVE = [sys.executable, "-c", "from forge.cli import main; main()", "impl-serve"]
 

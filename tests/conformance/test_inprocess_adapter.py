@@ -6,8 +6,8 @@ import types
 
 import pytest
 
-from conformance.adapters import AdapterError, InProcessAdapter
-from conformance.case import Case, HarnessSpec
+from forge.conformance.adapters import AdapterError, InProcessAdapter
+from forge.conformance.case import Case, HarnessSpec
 
 READER = """\
 ---

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.matchers import check, compare, match, render_path
+from forge.conformance.matchers import check, compare, match, render_path
 
 OBS = {
     "outcome": "ok",

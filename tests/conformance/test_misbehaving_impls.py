@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from conformance import impl_process
-from conformance.adapters import SubprocessAdapter
-from conformance.case import Case, HarnessSpec
-from conformance.runner import run_suite
+from forge.conformance import impl_process
+from forge.conformance.adapters import SubprocessAdapter
+from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.runner import run_suite
 
 TIMEOUT = 1.0
 

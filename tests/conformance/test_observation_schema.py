@@ -1,4 +1,4 @@
-"""The shipped JSON Schemas (conformance/schema, conformance.schemas) and what the
+"""The shipped JSON Schemas (forge/conformance/schema, conformance.schemas) and what the
 runner does with an observation that breaks one.
 
 Every observation the reference produces for the suite validates: here each
@@ -21,10 +21,10 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from conformance import schemas
-from conformance.adapters import InProcessAdapter
-from conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
-from conformance.runner import run_case
+from forge.conformance import schemas
+from forge.conformance.adapters import InProcessAdapter
+from forge.conformance.case import DEFAULT_CASES_DIR, Case, HarnessSpec, load_cases
+from forge.conformance.runner import run_case
 from forge.cli import main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The suite's reports as CI reads them (conformance.report, docs/report.md).
 
-JUnit XML validates against the shipped strict XSD (conformance/schema/
+JUnit XML validates against the shipped strict XSD (forge/conformance/schema/
 junit.xsd, through xmlschema) and reads back through junitparser with its
 times, timestamp, hostname and per-case clause properties; the JSON report
 validates against report.schema.json; expected failures are their own count
@@ -17,8 +17,8 @@ import pytest
 import xmlschema
 from click.testing import CliRunner
 
-from conformance import schemas
-from conformance.case import DEFAULT_CASES_DIR
+from forge.conformance import schemas
+from forge.conformance.case import DEFAULT_CASES_DIR
 from forge.cli import main
 
 XSD = schemas.SCHEMA_DIR / "junit.xsd"

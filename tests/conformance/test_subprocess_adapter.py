@@ -5,9 +5,9 @@ import textwrap
 
 import pytest
 
-from conformance.adapters import AdapterError, SubprocessAdapter
-from conformance.case import Case, HarnessSpec
-from conformance.runner import run_suite
+from forge.conformance.adapters import AdapterError, SubprocessAdapter
+from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.runner import run_suite
 
 #: One fake implementation; how it answers a run depends on the case id.
 FAKE = textwrap.dedent('''

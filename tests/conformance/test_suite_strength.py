@@ -4,9 +4,9 @@ declared variation site, and the suite kills every mutant engine."""
 
 from __future__ import annotations
 
-from conformance.case import DEFAULT_CASES_DIR, load_cases
-from conformance.catalogue import default_catalogue_dir, load_catalogue
-from conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
+from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
+from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
 
 TASKS_FEATURES = {"tasks", "tasks-model", "fanout"}
 

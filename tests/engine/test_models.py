@@ -28,7 +28,7 @@ from forge.scripts import (
     model_script_from_data,
     operator_script_from_data,
 )
-from sim.chooser import Canonical, Chooser, RandomProvider
+from forge.sim.chooser import Canonical, Chooser, RandomProvider
 from tests.conftest import EXAMPLES
 
 SEEDS = range(30)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import oracles
+from forge.conformance import oracles
 from tests.conftest import EXAMPLES, run_text
 
 EXPECTED = {

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness, LatencyModel
 from forge.prompt import parse_prompt
-from conformance import oracles
-from sim.chooser import Canonical, Chooser
-from sim.hypothesis import HypothesisProvider
+from forge.conformance import oracles
+from forge.sim.chooser import Canonical, Chooser
+from forge.sim.hypothesis import HypothesisProvider
 from tests.conftest import prompt_text, run_text, section
 from tests.strategies import plans
 

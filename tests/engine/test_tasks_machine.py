@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from conformance import oracles
+from forge.conformance import oracles
 from tests.conftest import run_text
 
 WORKERS = {

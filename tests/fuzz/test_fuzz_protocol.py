@@ -1,4 +1,4 @@
-"""Fuzzed protocol streams into `forge impl-serve` (`conformance.serve.serve`).
+"""Fuzzed protocol streams into `forge impl-serve` (`forge.conformance.serve.serve`).
 
 The reference's side of the pipe reads whatever an implementation author's
 harness - or a broken kit build - writes to it.  Each drawn stream is a few
@@ -24,7 +24,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.serve import serve
+from forge.conformance.serve import serve
 from tests.conftest import EXAMPLES as EXAMPLE_DIR
 from tests.fuzz import generators as gen
 from tests.fuzz.cli import CODES, COUNTS, FORBIDDEN, FUZZ, MAX_SECONDS, SLOWEST

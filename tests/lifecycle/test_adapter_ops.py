@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.lifecycle_adapter import lifecycle_observation, validate
+from forge.conformance.lifecycle_adapter import lifecycle_observation, validate
 from forge.errors import InputError
 
 

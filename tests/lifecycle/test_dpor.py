@@ -14,8 +14,8 @@ from forge.lifecycle import dpor as dpor_module
 from forge.lifecycle.dpor import dependent, dpor
 from forge.lifecycle.explore import subject
 from forge.lifecycle.scenario import races
-from sim.chooser import Chooser
-from sim.exhaustive import exhaustive
+from forge.sim.chooser import Chooser
+from forge.sim.exhaustive import exhaustive
 
 RACES = races()
 #: Races whose unreduced tree is small enough to enumerate in a test.

@@ -11,7 +11,7 @@ import json
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness
 from forge.prompt import load_prompt, parse_prompt
-from sim.chooser import Chooser, ReplayProvider
+from forge.sim.chooser import Chooser, ReplayProvider
 from tests.conftest import EXAMPLES
 
 
@@ -46,7 +46,7 @@ def behaviour(obs: dict) -> str:
 def brute_force(subject, keep=lambda values, record: True):
     """Every leaf of the choice tree, by plain recursion on the record.
 
-    Deliberately shares no code with `sim.exhaustive`: each run's record
+    Deliberately shares no code with `forge.sim.exhaustive`: each run's record
     names the option counts, and every alternative of every choice past
     the prefix is tried.  `keep(values, record)` filters the leaves.
     Returns {values: (observation, record)}.

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from sim.chooser import (
+from forge.sim.chooser import (
     Canonical,
     Chooser,
     RandomProvider,
@@ -15,8 +15,8 @@ from sim.chooser import (
     dump_replay,
     load_replay,
 )
-from sim.pct import PCTProvider
-from sim.strategies import make_provider
+from forge.sim.pct import PCTProvider
+from forge.sim.strategies import make_provider
 
 OPTIONS = ("a", "b", "c")
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from conformance import oracles
-from sim.chooser import Chooser, ReplayProvider
-from sim.exhaustive import exhaustive
-from sim.shrink import deviations
+from forge.conformance import oracles
+from forge.sim.chooser import Chooser, ReplayProvider
+from forge.sim.exhaustive import exhaustive
+from forge.sim.shrink import deviations
 from tests.sim.subjects import behaviour, brute_force, example, text
 
 STORE_RACE = "explore/store-race.md"

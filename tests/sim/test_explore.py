@@ -7,14 +7,14 @@ import json
 import subprocess
 import sys
 
-from conformance.mutants import by_id
+from forge.conformance.mutants import by_id
 from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness
 from forge.prompt import load_prompt
-from conformance import oracles
-from sim.chooser import Chooser, ReplayProvider
-from sim.exhaustive import exhaustive
-from sim.explore import explore
+from forge.conformance import oracles
+from forge.sim.chooser import Chooser, ReplayProvider
+from forge.sim.exhaustive import exhaustive
+from forge.sim.explore import explore
 from tests.conftest import EXAMPLES, ROOT
 
 

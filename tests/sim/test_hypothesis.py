@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, find, settings
 
-from sim.chooser import Chooser, ReplayProvider
-from sim.hypothesis import schedules
+from forge.sim.chooser import Chooser, ReplayProvider
+from forge.sim.hypothesis import schedules
 from tests.sim.subjects import example
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.kernel import COMPLETE, TIMEOUT, Kernel, seconds_to_ns
+from forge.sim.kernel import COMPLETE, TIMEOUT, Kernel, seconds_to_ns
 
 
 def test_events_leave_in_time_then_priority_then_schedule_order():

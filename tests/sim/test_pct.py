@@ -3,10 +3,10 @@ priority, and finds a depth-2 ordering bug that random rarely hits."""
 
 from __future__ import annotations
 
-from sim.chooser import Chooser, SplitMix64
-from sim.strategies import make_provider
-from sim.explore import explore
-from sim.pct import PCTCampaign, PCTProvider, duration_order
+from forge.sim.chooser import Chooser, SplitMix64
+from forge.sim.strategies import make_provider
+from forge.sim.explore import explore
+from forge.sim.pct import PCTCampaign, PCTProvider, duration_order
 from tests.sim.subjects import example
 
 STORE_RACE = "explore/store-race.md"

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from forge.cli import main
 from forge.repro import explore_prompt, replay_file
 from forge.runspec import Expectation, Runner, spec_from_flags
-from sim.chooser import Chooser, RandomProvider
+from forge.sim.chooser import Chooser, RandomProvider
 from tests.conftest import EXAMPLES, ROOT, prompt_text, section
 
 
@@ -296,12 +296,12 @@ def test_a_fault_bug_found_at_random_shrinks_to_its_one_fault():
 
 
 def test_a_hypothesis_example_saved_as_a_replay_file_replays(tmp_path):
-    """A schedule Hypothesis drew (`sim.hypothesis.schedules()`) is saved with
+    """A schedule Hypothesis drew (`forge.sim.hypothesis.schedules()`) is saved with
     `replay_text`, and `forge replay` re-checks its expectation on it."""
     from hypothesis import given, settings
 
     from forge.repro import replay_text
-    from sim.hypothesis import schedules
+    from forge.sim.hypothesis import schedules
 
     spec = spec_from_flags(str(EXAMPLES / "explore" / "store-race.md"))
     runner = Runner(spec)

@@ -3,9 +3,9 @@ race - reaches the fewest deviations a brute-force search can find."""
 
 from __future__ import annotations
 
-from sim.chooser import Chooser, RandomProvider, ReplayProvider
-from sim.explore import explore, shrink_result
-from sim.shrink import deviations, shrink, trim
+from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider
+from forge.sim.explore import explore, shrink_result
+from forge.sim.shrink import deviations, shrink, trim
 from tests.sim.subjects import fewest_deviations, text
 
 # Alpha writes once, Beta twice, Gamma three times: on the canonical

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from forge.variation import declare
-from sim.kernel import TIMEOUT, Kernel, Timer, duration_ns
+from forge.sim.kernel import TIMEOUT, Kernel, Timer, duration_ns
 
 TIE_GOES_TO_TIMEOUT = declare("timeouts.tie-goes-to-timeout", "timeouts",
                               "a timeout expiring at the same instant a task ends wins the tie")

@@ -2,14 +2,14 @@
 
 What lives here: `make_provider` (`canonical`, `random:SEED`,
 `pct:SEED[:DEPTH[:HORIZON]]`, `replay:FILE`).  What does not: the providers
-themselves (`sim.chooser`, `sim.pct`).  It sits above both, so neither
+themselves (`forge.sim.chooser`, `forge.sim.pct`).  It sits above both, so neither
 imports the other to offer it.
 """
 
 from __future__ import annotations
 
-from sim.chooser import Canonical, Provider, RandomProvider, ReplayProvider, load_replay
-from sim.pct import PCTProvider
+from forge.sim.chooser import Canonical, Provider, RandomProvider, ReplayProvider, load_replay
+from forge.sim.pct import PCTProvider
 
 
 def make_provider(spec: str) -> Provider:

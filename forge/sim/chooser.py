@@ -13,8 +13,8 @@ all-zeros sequence is the canonical schedule and "smaller" sequences in
 shortlex order are closer to it.
 
 Strategies are `Provider`s: canonical, random(seed), replay(choices) (which
-also serves exhaustive search and shrinking) here; PCT in `sim.pct` and
-Hypothesis in `sim.hypothesis`; `sim.strategies` builds one from its CLI
+also serves exhaustive search and shrinking) here; PCT in `forge.sim.pct` and
+Hypothesis in `forge.sim.hypothesis`; `forge.sim.strategies` builds one from its CLI
 spelling.  None of
 them reads wall time or an unseeded source: randomness is a SplitMix64
 stream from the seed.
@@ -31,7 +31,7 @@ host cancel (`forge.harness.Faults`).
 
 A full record of a run's choices is replayed by `RecordedProvider`, which
 reports the first `Drift` (a kind or option count that differs) instead of
-clamping; the replay file itself is `sim.replayfile`.
+clamping; the replay file itself is `forge.sim.replayfile`.
 """
 
 from __future__ import annotations
@@ -242,6 +242,6 @@ class Chooser:
 
 
 
-# The replay file format lives in `sim.replayfile`; these names stay importable here.
-from sim.replayfile import (  # noqa: E402
+# The replay file format lives in `forge.sim.replayfile`; these names stay importable here.
+from forge.sim.replayfile import (  # noqa: E402
     MAX_REPLAY_BYTES, MAX_REPLAY_CHOICES, ReplayFileError, dump_replay, load_replay, read_replay)

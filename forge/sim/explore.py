@@ -1,18 +1,18 @@
 """Exploring schedules: many choice sequences of one run, checked and shrunk.
 
 `explore` runs a subject under a strategy per seed (random, or PCT learning
-its horizon across the seeds, `sim.pct`) and checks every result with the
+its horizon across the seeds, `forge.sim.pct`) and checks every result with the
 checks it is given; the first failing schedule is shrunk to a local
-minimum (`sim.shrink`) and reported with its deviations from canonical.
-`exhaustive` (`sim.exhaustive`) walks the choice tree with partial-order
+minimum (`forge.sim.shrink`) and reported with its deviations from canonical.
+`exhaustive` (`forge.sim.exhaustive`) walks the choice tree with partial-order
 reduction.
 
 A *subject* is any callable `subject(chooser) -> (observation, trace_sha)`:
 the explorer knows nothing about prompts, which is why the lifecycle
 manager's workloads can use it too.
 
-What does not live here: the providers (`sim.chooser`, `sim.pct`), the
-shrink passes (`sim.shrink`), the reduction (`sim.reduction`).
+What does not live here: the providers (`forge.sim.chooser`, `forge.sim.pct`), the
+shrink passes (`forge.sim.shrink`), the reduction (`forge.sim.reduction`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from sim import shrink as shrinking
-from sim.chooser import Chooser, Provider, RandomProvider, ReplayProvider
-from sim.pct import PCTCampaign
+from forge.sim import shrink as shrinking
+from forge.sim.chooser import Chooser, Provider, RandomProvider, ReplayProvider
+from forge.sim.pct import PCTCampaign
 
 Subject = Callable[[Chooser], tuple[dict, str]]
 Check = Callable[[dict], list[str]]
@@ -87,7 +87,7 @@ def check_all(obs: dict, checks: Sequence[Check]) -> list[str]:
 
 def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bool],
                   budget: int = 3000) -> shrinking.ShrinkResult:
-    """Shrink the failing run recorded in `chooser` (see `sim.shrink`)."""
+    """Shrink the failing run recorded in `chooser` (see `forge.sim.shrink`)."""
 
     def run(candidate: Sequence[int]):
         replay = Chooser(ReplayProvider(candidate), seed=chooser.seed)

@@ -18,7 +18,7 @@ What lives here: the catalogue (mutant id, category, site) and the kill
 matrix: what kills each mutant, computed in this process or in worker
 processes (each switches one site in its own process, so they cannot meet).
 What does not: the sites and their wrong variants (each rule module), running
-the suite (`runner`), the invariants (`conformance.oracles`), and the command
+the suite (`runner`), the invariants (`forge.conformance.oracles`), and the command
 (`mutants_cli`).
 """
 
@@ -139,7 +139,7 @@ def by_id() -> dict[str, Mutant]:
 
 # -- the kill matrix ---------------------------------------------------------------
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def with_fewer_schedules(cases, seeds: int):
@@ -159,12 +159,12 @@ def explore_prompts() -> list:
 
 def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     """What kills a mutant: failing case ids, then invariant findings."""
-    from conformance.adapters import InProcessAdapter
-    from conformance.runner import run_suite
+    from forge.conformance.adapters import InProcessAdapter
+    from forge.conformance.runner import run_suite
     from forge.engine.run import RunConfig, run_prompt
     from forge.harness import Harness
-    from conformance import oracles
-    from sim.chooser import Canonical, Chooser, RandomProvider
+    from forge.conformance import oracles
+    from forge.sim.chooser import Canonical, Chooser, RandomProvider
 
     killers: list[str] = []
     with mutant.applied():

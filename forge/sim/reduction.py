@@ -2,7 +2,7 @@
 
 Exhaustive search need not run two schedules that differ only in the order
 of steps that commute.  The facts used here are read from the choice record
-alone (kinds, values and option labels, see `sim.chooser`), so they hold
+alone (kinds, values and option labels, see `forge.sim.chooser`), so they hold
 for any engine that keeps the chooser's protocol:
 
 - A *race* is a run of consecutive `chain` decisions with no event in
@@ -37,7 +37,7 @@ reduction would keep only one of them.  The tests check the reduction
 against brute force on prompts that race store writes; prompts that log
 from racing tasks should be explored with `reduce=False`.
 
-What does not live here: the search itself (`sim.exhaustive`).
+What does not live here: the search itself (`forge.sim.exhaustive`).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from sim.chooser import LATENCY_PREFIX, Choice, duration_multiplier
+from forge.sim.chooser import LATENCY_PREFIX, Choice, duration_multiplier
 
 
 @attrs.frozen(order=True)

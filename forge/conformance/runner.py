@@ -43,12 +43,12 @@ from pathlib import Path
 
 import attrs
 
-from conformance import schemas
-from conformance._toml import check_data, read_toml
-from conformance.adapters import Adapter, AdapterError, InProcessAdapter
-from conformance.case import Case
-from conformance.matchers import Comparison, compare, show
-from conformance.report import (
+from forge.conformance import schemas
+from forge.conformance._toml import check_data, read_toml
+from forge.conformance.adapters import Adapter, AdapterError, InProcessAdapter
+from forge.conformance.case import Case
+from forge.conformance.matchers import Comparison, compare, show
+from forge.conformance.report import (
     ERRORED,
     EXPECTED_FAIL,
     FAILED,

@@ -22,7 +22,7 @@ the harness it runs under, and what the observation must show:
 
     [expect]     # any of outcome, result, error, logs, tasks, events,
     outcome = "ok"                  # messages, store, virtual_time;
-    result = "alpha text + beta text"   # see `conformance.matchers`
+    result = "alpha text + beta text"   # see `forge.conformance.matchers`
 
 The id of a case is its path under the cases directory without `.toml`
 (`examples/two-tasks`).  `load_case` checks the file against
@@ -48,9 +48,9 @@ from typing import Any
 
 import attrs
 
-from conformance import matchers, schemas
-from conformance._toml import read_toml
-from conformance.catalogue import did_you_mean
+from forge.conformance import matchers, schemas
+from forge.conformance._toml import read_toml
+from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
 

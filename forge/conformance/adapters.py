@@ -32,9 +32,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Self
 
-from conformance.case import Case, HarnessSpec
-from conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
-from conformance.lifecycle_adapter import lifecycle_observation
+from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
+from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
 

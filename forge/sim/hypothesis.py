@@ -11,9 +11,9 @@ decision lazily instead.  The chooser records what it
 answered, like any other, so a failure of a prompt run can also be
 saved as a self-contained file for `forge replay`
 (`forge.repro.replay_text(spec, chooser, obs, ...)`) or shrunk
-again by `sim.shrink`.
+again by `forge.sim.shrink`.
 
-    from sim.hypothesis import schedules
+    from forge.sim.hypothesis import schedules
 
     @given(schedules())
     def test_gamma_never_ends_first(chooser):
@@ -22,7 +22,7 @@ again by `sim.shrink`.
 
 Hypothesis is an install extra (`pip install 'forge-kit[test]'`); importing
 this module without it raises an ImportError that says so.  What does not
-live here: the other providers (`sim.chooser`, `sim.pct`).
+live here: the other providers (`forge.sim.chooser`, `forge.sim.pct`).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ try:
     from hypothesis import strategies as st
 except ModuleNotFoundError:  # pragma: no cover - depends on the install
     raise ImportError(
-        "sim.hypothesis needs the Hypothesis package, an optional extra of the forge kit: "
+        "forge.sim.hypothesis needs the Hypothesis package, an optional extra of the forge kit: "
         "pip install 'forge-kit[test]' (or pip install hypothesis)"
     ) from None
 
-from sim.chooser import Chooser, Provider
+from forge.sim.chooser import Chooser, Provider
 
 
 class HypothesisProvider(Provider):

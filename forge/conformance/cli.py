@@ -25,7 +25,7 @@ from forge.commands.params import (
     Seconds,
     write_output,
 )
-from conformance.catalogue import did_you_mean
+from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
 
 #: The most cases run at once (each subprocess worker is one implementation process).
@@ -105,7 +105,7 @@ Example:
 @click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None,
-              help="The clause catalogue (spec/*.toml) cases must cite and coverage counts. "
+              help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "
                    "Default: the one shipped with the kit.")
 @click.option("--dump-cases", is_flag=True,
               help="Print the selected cases as JSON and exit without running them.")
@@ -113,11 +113,11 @@ Example:
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
                 junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose):
-    from conformance.adapters import InProcessAdapter, SubprocessAdapter
-    from conformance.case import DEFAULT_CASES_DIR, load_cases
-    from conformance.catalogue import default_catalogue_dir, load_catalogue
-    from conformance.report import dumps
-    from conformance.runner import (
+    from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
+    from forge.conformance.report import dumps
+    from forge.conformance.runner import (
         load_expectations,
         run_suite,
         select,
@@ -173,7 +173,7 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
 
 @click.command("impl-serve", help=SERVE_HELP)
 def impl_serve():
-    from conformance.serve import serve
+    from forge.conformance.serve import serve
 
     sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))
 

@@ -5,7 +5,7 @@ canonical after it, and every choice past the prefix with more than one
 option pushes its alternatives.  Three things keep the tree small or say
 that it was not covered:
 
-- *Reduction* (`sim.reduction`): an alternative whose schedule is not in
+- *Reduction* (`forge.sim.reduction`): an alternative whose schedule is not in
   normal form - a step that commutes with the steps before it and would
   sort before them - is pruned with its subtree, since an equivalent
   schedule in normal form is run instead.
@@ -17,19 +17,19 @@ that it was not covered:
 - *A budget* (`limit` runs): when it runs out, the report says
   `complete=False` and how many subtrees were left `unfinished`.
 
-The first failing schedule is shrunk (`sim.shrink`); later ones are
+The first failing schedule is shrunk (`forge.sim.shrink`); later ones are
 reported as found.  What does not live here: the equivalence facts
-(`sim.reduction`), the report types (`sim.explore`).
+(`forge.sim.reduction`), the report types (`forge.sim.explore`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.chooser import Choice, Chooser, ReplayProvider
-from sim.explore import Check, Finding, Report, Subject, check_all, finding
-from sim.reduction import first_violation, later_step
-from sim.shrink import trim
+from forge.sim.chooser import Choice, Chooser, ReplayProvider
+from forge.sim.explore import Check, Finding, Report, Subject, check_all, finding
+from forge.sim.reduction import first_violation, later_step
+from forge.sim.shrink import trim
 
 
 def _counted(choices: Sequence[Choice], values: Sequence[int]) -> int:

@@ -6,7 +6,7 @@ the `feature` it belongs to, the spec `section` and seed `lines` it comes
 from, a one-line `statement` in our own words, and the exact `strings`
 (messages, phrases) it fixes.  Conformance cases cite these ids.
 
-`spec.cli` adds `forge spec` (list, search, render) and `forge spec
+`forge.spec.cli` adds `forge spec` (list, search, render) and `forge spec
 coverage` (which clauses no case checks).  The rendered, readable form is
 `docs/spec/*.md`, produced by `forge spec render`.
 """

@@ -17,7 +17,7 @@ def register(main: click.Group) -> None:
 
 def _only_features(clauses: list[dict], wanted) -> list[dict]:
     """The clauses of the features asked for; an unknown feature is bad input."""
-    from conformance.catalogue import did_you_mean
+    from forge.conformance.catalogue import did_you_mean
     from forge.errors import InputError
 
     if not wanted:
@@ -32,12 +32,12 @@ def _only_features(clauses: list[dict], wanted) -> list[dict]:
 
 
 def _catalogue() -> list[dict]:
-    from conformance.catalogue import default_catalogue_dir, load_catalogue
+    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
     from forge.errors import InputError
 
     directory = default_catalogue_dir()
     if directory is None:
-        raise InputError("the clause catalogue (spec/*.toml) is not installed")
+        raise InputError("the clause catalogue (forge/spec/*.toml) is not installed")
     return load_catalogue(directory)
 
 
@@ -83,7 +83,7 @@ def coverage(cases_dir, feature, as_json):
     every feature) is cited by a case, 1 when one is not, 2 for an unknown
     feature.
     """
-    from conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
 
     catalogue = _catalogue()
     cases = load_cases(cases_dir or DEFAULT_CASES_DIR, {c["id"] for c in catalogue})
@@ -111,8 +111,8 @@ def coverage(cases_dir, feature, as_json):
 @click.argument("out_dir", type=OutputPath(directory=True), default="docs/spec")
 def render(out_dir):
     """Write the readable form of each catalogue file to OUT_DIR/<name>.md."""
-    from conformance.catalogue import default_catalogue_dir
-    from conformance._toml import read_toml
+    from forge.conformance.catalogue import default_catalogue_dir
+    from forge.conformance._toml import read_toml
 
     from forge.errors import InputError
 
@@ -125,7 +125,7 @@ def render(out_dir):
         _, data = read_toml(path)
         meta = data.get("meta", {})
         lines = [f"# {meta.get('chapter', path.stem)}: clause catalogue", "",
-                 f"Generated from `spec/{path.name}` by `forge spec render`; do not edit by hand.",
+                 f"Generated from `forge/spec/{path.name}` by `forge spec render`; do not edit by hand.",
                  ""]
         section = None
         for c in data.get("clause", []):

@@ -1,4 +1,4 @@
-"""The clause catalogue as the suite sees it: every `[[clause]]` of `spec/*.toml`.
+"""The clause catalogue as the suite sees it: every `[[clause]]` of `forge/spec/*.toml`.
 
 Each clause is a table with at least `id` and `feature` (and, in the spec
 files, `section`, `lines`, `statement`, `strings`).  Cases cite clause ids;
@@ -7,29 +7,23 @@ the runner reports which clauses the suite covers, feature by feature.
 What lives here: finding and loading the catalogue, refusing one whose
 clauses lack an id or a feature or repeat an id, and the "did you mean"
 hint for a mistyped clause or feature name.  What does not: the
-catalogue's contents and its own tooling (`spec/`).
+catalogue's contents and its own tooling (`forge/spec/`).
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from collections.abc import Iterable
 from pathlib import Path
 
-from conformance._toml import read_toml
+from forge.conformance._toml import read_toml
 from forge.errors import InputError
 
 
 def default_catalogue_dir() -> Path | None:
-    """`spec/` beside the installed packages (or the source tree), if it is there."""
-    found = importlib.util.find_spec("spec")
-    if found is not None and found.submodule_search_locations:
-        for location in found.submodule_search_locations:
-            if any(Path(location).glob("*.toml")):
-                return Path(location)
-    beside = Path(__file__).resolve().parent.parent / "spec"
-    return beside if any(beside.glob("*.toml")) else None
+    """The clause catalogue shipped as package data of `forge.spec`, if it is there."""
+    here = Path(__file__).resolve().parent.parent / "spec"
+    return here if any(here.glob("*.toml")) else None
 
 
 def load_catalogue(directory: str | Path) -> list[dict]:
@@ -41,7 +35,7 @@ def load_catalogue(directory: str | Path) -> list[dict]:
     """
     files = sorted(Path(directory).glob("*.toml"))
     if not files:
-        raise InputError("no clause catalogue here (expected spec/*.toml files)",
+        raise InputError("no clause catalogue here (expected forge/spec/*.toml files)",
                          file=str(directory))
     clauses: list[dict] = []
     seen: dict[str, str] = {}

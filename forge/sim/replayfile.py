@@ -12,8 +12,8 @@ failed, and every choice as `[kind, n, value]`.  The legacy shape (no
 What lives here: reading and checking both shapes (`read_replay`), writing
 (`write_record`, `dump_replay`).  What does not: what the fields mean to a
 run (`forge.runspec` builds the run from them), and the providers
-that answer from a record (`sim.chooser`).  This module imports nothing of
-the project, so `sim.chooser` can re-export it.
+that answer from a record (`forge.sim.chooser`).  This module imports nothing of
+the project, so `forge.sim.chooser` can re-export it.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Three things make it earn its name here:
   provider per run and keeps the largest number of real decisions seen so
   far; the first run has no change points and only measures.
 - Priorities also order completions.  A duration choice (kind
-  `latency:OP`, options labelled `x<multiplier>`, see `sim.chooser`) is made
+  `latency:OP`, options labelled `x<multiplier>`, see `forge.sim.chooser`) is made
   by the chain that just ran; PCT maps that chain's rank onto the menu of
   durations, highest priority to the shortest.  Operations issued at one
   instant thus complete in priority order, and a demoted chain's next
@@ -24,14 +24,14 @@ Three things make it earn its name here:
   labels that do not parse, is drawn uniformly.
 
 What does not live here: the chooser protocol and the other providers
-(`sim.chooser`), running many seeds (`sim.explore`).
+(`forge.sim.chooser`), running many seeds (`forge.sim.explore`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
+from forge.sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
 
 
 def duration_order(options: Sequence[str]) -> list[int] | None:

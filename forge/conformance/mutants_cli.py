@@ -37,12 +37,12 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
-    conformance/mutants.py).  It is killed when a case fails or errors, or a
+    forge/conformance/mutants.py).  It is killed when a case fails or errors, or a
     schedule breaks an invariant.  Prints the kill matrix and the mutation
     score; exit code 1 when a mutant that is not marked equivalent survives.
     """
-    from conformance.case import DEFAULT_CASES_DIR, load_cases
-    from conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.progress import reporter
 
     cases = with_fewer_schedules(load_cases(cases_dir or DEFAULT_CASES_DIR), case_seeds)

@@ -1,4 +1,4 @@
-"""The JSON Schemas shipped in `conformance/schema/`, and violations read as one line each.
+"""The JSON Schemas shipped in `forge/conformance/schema/`, and violations read as one line each.
 
 The schemas (Draft 2020-12) are the machine-readable half of
 docs/observation.md, docs/protocol.md, docs/cases.md and docs/report.md:
@@ -28,7 +28,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, relevance
 from referencing import Registry, Resource
 
-from conformance import matchers
+from forge.conformance import matchers
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 CASE = "case"

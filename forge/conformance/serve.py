@@ -19,14 +19,14 @@ import json
 import sys
 from typing import IO, Any
 
-from conformance.adapters import (
+from forge.conformance.adapters import (
     PROTOCOL_VERSION,
     REFERENCE_FEATURES,
     AdapterError,
     reference_lifecycle_observation,
     reference_observation,
 )
-from conformance.case import HarnessSpec
+from forge.conformance.case import HarnessSpec
 from forge.errors import InputError
 from forge.limits import MAX_DEPTH, data_problem, render_path
 
