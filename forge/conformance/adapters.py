@@ -33,15 +33,17 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.features import FEATURES
 from forge.conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
 
 PROTOCOL_VERSION = 1
-#: What the reference engine implements; `lifecycle` cases (operations, not
-#: prompts) run on the reference lifecycle manager (`lifecycle_adapter`).
-REFERENCE_FEATURES = ("fanout", "lifecycle", "tasks", "tasks-model")
+#: What the reference engine implements: every feature (`features`);
+#: `lifecycle` cases (operations, not prompts) run on the reference lifecycle
+#: manager (`lifecycle_adapter`).
+REFERENCE_FEATURES = tuple(FEATURES)
 LIFECYCLE = "lifecycle"
 
 

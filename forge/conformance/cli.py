@@ -26,6 +26,7 @@ from forge.commands.params import (
     write_output,
 )
 from forge.conformance.catalogue import did_you_mean
+from forge.conformance.features import FEATURES
 from forge.errors import InputError
 
 #: The most cases run at once (each subprocess worker is one implementation process).
@@ -87,7 +88,7 @@ Example:
                    "(a regular expression, or a plain substring). Repeat for any of several.")
 @click.option("--features", "feature_args", metavar="NAMES", multiple=True,
               help="Only cases needing any of these features, comma-separated or repeated "
-                   "(tasks, tasks-model, fanout, lifecycle).")
+                   f"({', '.join(FEATURES)}; docs/cases.md says what each covers).")
 @click.option("--expectations", metavar="FILE", default=None,
               help='Known results, TOML or JSON: {case_id = "fail" | "skip"}. '
                    "An expected failure that passes counts as failed.")

@@ -50,7 +50,7 @@ FAKE = textwrap.dedent('''
         if msg["type"] == "hello":
             if BEHAVIOUR == "rude-hello":
                 say({"type": "howdy"}); continue
-            say({"type": "hello", "name": "fake", "features": ["tasks"]})
+            say({"type": "hello", "name": "fake", "features": ["language", "tasks"]})
             if BEHAVIOUR == "exits-after-hello":
                 sys.exit(0)
             continue

@@ -165,7 +165,7 @@ def test_protocol_messages_validate_both_ways(suite_observations):
         {"type": "run", "id": case.id, "prompt": case.prompt, "harness": case.harness.to_json(),
          "seed": None},
         {"type": "bye"},
-        {"type": "hello", "protocol": 1, "name": "forge-reference", "features": ["tasks"]},
+        {"type": "hello", "protocol": 1, "name": "forge-reference", "features": ["language", "tasks"]},
         {"type": "observation", "id": case.id, "observation": observation},
         {"type": "error", "id": case.id, "message": "no fanout here"},
     ]

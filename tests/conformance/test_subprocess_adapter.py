@@ -20,7 +20,7 @@ FAKE = textwrap.dedent('''
     for line in sys.stdin:
         msg = json.loads(line)
         if msg["type"] == "hello":
-            say({"type": "hello", "name": "fake", "features": ["tasks"]})
+            say({"type": "hello", "name": "fake", "features": ["language", "tasks"]})
         elif msg["type"] == "bye":
             break
         elif msg["type"] == "run":
@@ -63,7 +63,7 @@ def test_a_correct_implementation_answers_hello_and_runs(impl):
     argv, starts = impl
     with SubprocessAdapter(argv, timeout=5) as adapter:
         assert adapter.describe()["name"] == "fake"
-        assert adapter.features() == frozenset({"tasks"})
+        assert adapter.features() == frozenset({"language", "tasks"})
         observation = adapter.run(case("g/ok"), 7)
         assert observation["result"] == "g/ok"
         assert observation["seed"] == 7
