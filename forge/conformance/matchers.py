@@ -13,8 +13,13 @@ An expectation is compared with an observation by these rules:
   holding `s`), `{regex = "r"}` (a string where `re.search` finds `r`),
   `{absent = true}` (the key is missing or null; `false`: it is there),
   `{any_of = [e, ...]}` (one of the expectations matches),
+  `{all_of = [e, ...]}` (every one of them matches),
   `{subsequence = [e, ...]}` (a list holding matches for the `e`s in this
-  order, gaps allowed), `{length = n}` (a list, string or table of size n).
+  order, gaps allowed), `{none = [e, ...]}` (a list where no element
+  matches any of the `e`s), `{once = [e, ...]}` (a list where each `e`
+  matches exactly one element), `{length = n}` (a list, string or table of
+  size n).  Keys of one matcher table combine, so
+  `{subsequence = [a, b], none = [c]}` asks for both.
   To match a table that really has only such keys, write `{exact = {...}}`.
 
 `compare` also returns two *views* - the expectation and the observation cut
@@ -33,7 +38,8 @@ from typing import Any
 
 import attrs
 
-MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "subsequence", "length"})
+MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "all_of", "subsequence", "none",
+                          "once", "length"})
 
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 #: Values longer than this are cut in mismatch messages; the diff shows them whole.
@@ -124,9 +130,9 @@ def check(expected: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[s
                 out.append((here, f"expected true or false, got {show(arg)}"))
             elif key == "length" and (isinstance(arg, bool) or not isinstance(arg, int) or arg < 0):
                 out.append((here, f"expected a non-negative integer, got {show(arg)}"))
-            elif key in ("any_of", "subsequence"):
-                if not isinstance(arg, list) or (key == "any_of" and not arg):
-                    size = "non-empty " if key == "any_of" else ""
+            elif key in ("any_of", "all_of", "subsequence", "none", "once"):
+                if not isinstance(arg, list) or (key in ("any_of", "all_of") and not arg):
+                    size = "non-empty " if key in ("any_of", "all_of") else ""
                     out.append((here, f"expected a {size}list, got {show(arg)}"))
                 else:
                     for i, item in enumerate(arg):
@@ -234,6 +240,14 @@ def _m_any_of(arg: list, obs: Any, path: tuple) -> str | None:
     return f"expected any of {show(arg)}, got {show(obs)}"
 
 
+def _m_all_of(arg: list, obs: Any, path: tuple) -> str | None:
+    for i, alt in enumerate(arg):
+        problems = _problems(alt, obs, path)
+        if problems:
+            return f"all_of item {i}: {problems[0]}"
+    return None
+
+
 def _m_subsequence(arg: list, obs: Any, path: tuple) -> str | None:
     if not isinstance(obs, list):
         return f"expected a list holding the subsequence {show(arg)}, got {show(obs)}"
@@ -251,6 +265,30 @@ def _m_subsequence(arg: list, obs: Any, path: tuple) -> str | None:
     return None
 
 
+def _m_none(arg: list, obs: Any, path: tuple) -> str | None:
+    if not isinstance(obs, list):
+        return f"expected a list holding none of {show(arg)}, got {show(obs)}"
+    for i, item in enumerate(arg):
+        for pos, element in enumerate(obs):
+            if not _problems(item, element, path + (pos,)):
+                return (f"none item {i} {show(item)} matches "
+                        f"{render_path(path + (pos,))}: {show(element)}")
+    return None
+
+
+def _m_once(arg: list, obs: Any, path: tuple) -> str | None:
+    if not isinstance(obs, list):
+        return f"expected a list holding each of {show(arg)} once, got {show(obs)}"
+    for i, item in enumerate(arg):
+        hits = [pos for pos, element in enumerate(obs)
+                if not _problems(item, element, path + (pos,))]
+        if len(hits) != 1:
+            where = ", ".join(render_path(path + (pos,)) for pos in hits[:5])
+            return (f"once item {i} {show(item)} matches {len(hits)} elements"
+                    + (f" ({where})" if hits else ""))
+    return None
+
+
 def _m_length(arg: int, obs: Any, path: tuple) -> str | None:
     if isinstance(obs, (list, str, dict)) and len(obs) == arg:
         return None
@@ -265,7 +303,10 @@ _MATCHERS = {
     "regex": _m_regex,
     "absent": _m_absent,
     "any_of": _m_any_of,
+    "all_of": _m_all_of,
     "subsequence": _m_subsequence,
+    "none": _m_none,
+    "once": _m_once,
     "length": _m_length,
 }
 

@@ -138,3 +138,48 @@ def test_render_path():
 def test_check_finds_malformed_matchers(expect, problem):
     """check() names the matcher key at fault and what is wrong with it."""
     assert check(expect) == [problem]
+
+
+EVENTS = [{"kind": "task_started", "task": "0.0"}, {"kind": "task_succeeded", "task": "0.0"},
+          {"kind": "task_started", "task": "0.1"}, {"kind": "task_cancelled", "task": "0.1"}]
+
+
+def test_none_refuses_any_matching_element_and_names_it():
+    """(kit: matchers)"""
+    assert compare({"none": [{"kind": "task_failed"}]}, EVENTS).ok
+    problems = compare({"none": [{"kind": "task_failed"}, {"task": "0.1", "kind": "task_cancelled"}]},
+                       EVENTS).problems
+    assert problems == ('<root>: none item 1 {"task": "0.1", "kind": "task_cancelled"} matches [3]: '
+                        '{"kind": "task_cancelled", "task": "0.1"}',)
+    assert not compare({"none": []}, "not a list").ok
+
+
+def test_once_counts_exactly_one_match_per_item():
+    """(kit: matchers)"""
+    assert compare({"once": [{"kind": "task_succeeded"}, {"task": "0.1", "kind": "task_started"}]},
+                   EVENTS).ok
+    assert compare({"once": [{"kind": "task_started"}]}, EVENTS).problems == (
+        '<root>: once item 0 {"kind": "task_started"} matches 2 elements ([0], [2])',)
+    assert compare({"once": [{"kind": "task_failed"}]}, EVENTS).problems == (
+        '<root>: once item 0 {"kind": "task_failed"} matches 0 elements',)
+
+
+def test_keys_of_one_matcher_table_combine():
+    """(kit: matchers)"""
+    both = {"subsequence": [{"kind": "task_started"}, {"kind": "task_cancelled"}],
+            "none": [{"kind": "task_abandoned"}], "once": [{"task": "0.0", "kind": "task_succeeded"}]}
+    assert compare(both, EVENTS).ok
+    assert not compare({**both, "none": [{"kind": "task_succeeded"}]}, EVENTS).ok
+    assert check({"once": "x", "none": [{"regex": "("}]}) == [
+        (("once",), 'expected a list, got "x"'),
+        (("none", 0, "regex"), "invalid regular expression: missing ), unterminated subpattern at position 0")]
+
+
+def test_all_of_needs_every_expectation():
+    """(kit: matchers)"""
+    ordered = {"all_of": [{"subsequence": [{"task": "0.0"}, {"kind": "task_succeeded"}]},
+                          {"subsequence": [{"task": "0.1"}, {"kind": "task_cancelled"}]}]}
+    assert compare(ordered, EVENTS).ok
+    swapped = {"all_of": [{"subsequence": [{"task": "0.0"}]}, {"subsequence": [{"task": "0.1"}, {"task": "0.0"}]}]}
+    assert compare(swapped, EVENTS).problems == (
+        '<root>: all_of item 1: <root>: subsequence item 1 {"task": "0.0"} not found after [2]',)
