@@ -34,6 +34,7 @@ import attrs
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
 from forge import variation
+from forge.errors import InputError
 
 
 @attrs.frozen
@@ -153,6 +154,13 @@ def explore_prompts() -> list:
     """The example prompts the invariants are explored on (those without a model)."""
     from forge.prompt import load_prompt
 
+    if not EXAMPLES.is_dir():
+        # A wheel install has no examples/ (it is the source checkout's, not
+        # package data); scoring without them would let mutants only the
+        # invariants kill survive, so say so instead of scoring wrong.
+        raise InputError(f"forge mutants explores the example prompts of a source checkout "
+                         f"and cannot find {EXAMPLES}; run it from a clone of the kit "
+                         "(pip install -e .)")
     return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
             if not (EXAMPLES / (p.stem + ".model.json")).exists()]
 
@@ -213,6 +221,7 @@ def kill_matrix(mutants: Sequence[Mutant], cases, seeds: int, workers: int = 1,
             if progress:
                 progress(n, m)
         return rows
+    explore_prompts()  # a missing examples/ is refused here, not in each worker
     with concurrent.futures.ProcessPoolExecutor(
             max_workers=workers, initializer=_start_worker, initargs=(cases, seeds)) as pool:
         rows = []
