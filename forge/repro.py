@@ -24,7 +24,7 @@ import attrs
 
 from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
                                     observation_sha256, record, spec_from_flags,
-                                    spec_from_record)
+                                    spec_from_record, with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 
@@ -119,7 +119,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
-    problems = tuple(p for check in checks for p in check(obs))
+    problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
@@ -176,7 +176,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
     checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
-    problems = tuple(p for check in checks for p in check(obs))
+    problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     if rec is None and obs["outcome"] != "ok":
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)

@@ -239,7 +239,12 @@ class Runner:
         exploring keeps such a schedule, since a kit bug deserves a repro too."""
         from forge.engine.run import Run
 
+        from forge.conformance import oracles
+
         run = Run(self.prompt, *self._with(chooser))
+        # The invariants that hold at every step are checked as the run goes,
+        # so a violation names the step that broke it (`no_violations`).
+        run.trace.observe(oracles.watchers(run))
         if run.harness.faults is not None:
             run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:
@@ -253,7 +258,21 @@ class Runner:
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return obs, observation_sha256(obs)
+        return with_violations(obs, run), observation_sha256(obs)
+
+
+def with_violations(obs: dict, run) -> dict:
+    """`obs` with what the watchers found during the run, if they found anything
+    (a clean run's observation is the engine's, key for key)."""
+    from forge.conformance.oracles import VIOLATIONS
+
+    if not run.trace.violations:
+        return obs
+    return {**obs, VIOLATIONS: [v.text() for v in run.trace.violations[:MAX_VIOLATIONS]]}
+
+
+#: Violations reported per run: the first shows the step; the rest are echoes.
+MAX_VIOLATIONS = 10
 
 
 def observation_sha256(obs: dict) -> str:
@@ -329,7 +348,8 @@ class Expectation:
         the run before a task starts."""
         from forge.conformance import oracles
 
-        checks = [no_crash] + (list(oracles.DEFAULT_CHECKS) if self.invariants else [])
+        checks = [no_crash] + ([*oracles.DEFAULT_CHECKS, oracles.no_violations]
+                               if self.invariants else [])
         if self.same_ids:
             checks.append((oracles.consistent_ids if faulty else oracles.same_ids)(canonical))
         if self.result is not None:
