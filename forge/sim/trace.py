@@ -43,6 +43,8 @@ class Violation:
     i: int
     t: int
     problem: str
+    #: The watcher's class name, for tallies of which oracle fired.
+    by: str = ""
 
     def text(self) -> str:
         return f"{self.problem} (trace record {self.i}, t={self.t / 1e9:g}s)"
@@ -71,7 +73,8 @@ class Trace:
         self.records.append(record)
         for watcher in self.watchers:
             for problem in watcher.see(record):
-                self.violations.append(Violation(record["i"], now, problem))
+                self.violations.append(Violation(record["i"], now, problem,
+                                                 type(watcher).__name__))
 
     def lines(self) -> str:
         return "".join(canonical_json(r) + "\n" for r in self.records)
