@@ -290,7 +290,33 @@ def oracle_kills(seeds: int) -> dict:
 
     standard = [(p, Harness(ceiling=2)) for _name, p in mutants.explore_prompts()]
     return {"standard": _kills(standard, seeds),
-            "with_watch_prompts": _kills(standard + watch_prompts(), seeds)}
+            "with_watch_prompts": _kills(standard + watch_prompts(), seeds),
+            "cost": watch_cost()}
+
+
+def watch_cost(seconds: float = 4.0) -> dict:
+    """CPU per run of `store-race.md` (writes=1, a random schedule) watched
+    and unwatched, interleaved in this run: the watchers' price."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from timing import interleaved
+    from forge.conformance import oracles
+    from forge.engine.run import Run
+
+    prompt = load_prompt(str(EXAMPLES / "store-race.md"))
+
+    def one(watch: bool):
+        def run():
+            r = Run(prompt, Harness(), Chooser(RandomProvider(7)), RunConfig(args="1"))
+            if watch:
+                r.trace.observe(oracles.watchers(r))
+            r.execute()
+        return run
+
+    t = interleaved({"unwatched": one(False), "watched": one(True)}, seconds)
+    return {"unwatched_ms": round(t["unwatched"]["median"] * 1e3, 3),
+            "watched_ms": round(t["watched"]["median"] * 1e3, 3),
+            "ratio_median": round(t["watched"]["median"] / t["unwatched"]["median"], 3),
+            "ratio_min": round(t["watched"]["min"] / t["unwatched"]["min"], 3)}
 
 
 def watch_prompts() -> list:
@@ -413,6 +439,9 @@ def _oracles_text(both: dict) -> str:
                      f"{o['with_watchers_kills']}/{o['mutants']} with the watchers "
                      f"({o['seeds']} random schedules a prompt; {o['cpu_s']} s CPU)")
         lines += [f"        {m}: {', '.join(ws)}" for m, ws in o["killed_only_by_watchers"].items()]
+    c = both["cost"]
+    lines.append(f"oracles a watched run costs {c['ratio_median']}x an unwatched one (median; min "
+                 f"{c['ratio_min']}x; {c['watched_ms']} ms vs {c['unwatched_ms']} ms CPU)")
     return "\n".join(lines)
 
 

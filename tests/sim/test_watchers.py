@@ -41,10 +41,11 @@ TWICE = example("watch-delivery.md")
 THREE = example("watch-admission.md")
 TIE = example("watch-tie.md")
 FAILING_OWNER = example("watch-abandon.md")
+LIMITS = example("watch-limits.md")
 
 PROMPTS = [(TWICE, Harness(ceiling=2)), (THREE, Harness(ceiling=1)),
            (TIE, Harness(latency=LatencyModel(base={"store": 1.0}, menu=(1.0,)))),
-           (FAILING_OWNER, Harness(ceiling=2))]
+           (FAILING_OWNER, Harness(ceiling=2)), (LIMITS, Harness(ceiling=8))]
 
 
 @pytest.mark.parametrize("n", range(len(PROMPTS)))
@@ -61,6 +62,7 @@ def test_the_reference_passes_every_watcher_on_every_schedule_tried(n):
     ("admission.newest-first", 1, "AdmittedInSpawnOrder"),
     ("timeouts.tie-goes-to-timeout", 2, "TimeoutLosesTies"),
     ("endings.failed-owner-says-returned", 3, "AbandonReasonFits"),
+    ("admission.not-clamped", 4, "WithinLimits"),
 ])
 def test_each_watcher_kills_a_mutant_the_end_of_run_checks_miss(site, n, watcher):
     prompt, harness = PROMPTS[n]
