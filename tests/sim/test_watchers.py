@@ -111,3 +111,17 @@ def test_an_unobserved_trace_keeps_its_plain_emit():
     assert "emit" not in vars(trace)
     trace.observe(oracles.watchers(None, (oracles.EndsOnce,)))
     assert "emit" in vars(trace)
+
+
+def test_the_story_shows_the_violation_after_the_step_that_showed_it():
+    from forge.repro import explore_prompt
+    from forge.runspec import Expectation, spec_from_flags
+
+    spec = spec_from_flags(str(EXAMPLES / "watch-delivery.md"))
+    with variation.switched("delivery.double-delivery"):
+        out = explore_prompt(spec, expect=Expectation(), runs=3)
+    story = list(out.failure.story)
+    at = next(i for i, line in enumerate(story) if "VIOLATION" in line)
+    assert "delivered twice" in story[at] and "reaches chain 0" in story[at - 1]
+    assert any("delivered twice (to chain 0, then to chain 0) (trace record" in p
+               for p in out.failure.problems)
