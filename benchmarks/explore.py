@@ -280,6 +280,96 @@ def fault_campaigns(strategy: str, count: int, runs: int) -> dict:
             "cpu_s": round(time.process_time() - start, 2)}
 
 
+def oracle_kills(seeds: int) -> dict:
+    """The schedule invariants alone against the engine's mutants, on the
+    example prompts `forge mutants` explores (canonical plus `seeds` random
+    schedules each, ceiling 2): kills by the end-of-run checks, and by those
+    plus the watchers that check during the run, with the watchers that
+    fired on each mutant the end-of-run checks miss."""
+    from forge.conformance import mutants
+
+    standard = [(p, Harness(ceiling=2)) for _name, p in mutants.explore_prompts()]
+    return {"standard": _kills(standard, seeds),
+            "with_watch_prompts": _kills(standard + watch_prompts(), seeds),
+            "cost": watch_cost()}
+
+
+def watch_cost(seconds: float = 4.0) -> dict:
+    """CPU per run of `store-race.md` (writes=1, a random schedule) watched
+    and unwatched, interleaved in this run: the watchers' price."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from timing import interleaved
+    from forge.conformance import oracles
+    from forge.engine.run import Run
+
+    prompt = load_prompt(str(EXAMPLES / "store-race.md"))
+
+    def one(watch: bool):
+        def run():
+            r = Run(prompt, Harness(), Chooser(RandomProvider(7)), RunConfig(args="1"))
+            if watch:
+                r.trace.observe(oracles.watchers(r))
+            r.execute()
+        return run
+
+    t = interleaved({"unwatched": one(False), "watched": one(True)}, seconds)
+    return {"unwatched_ms": round(t["unwatched"]["median"] * 1e3, 3),
+            "watched_ms": round(t["watched"]["median"] * 1e3, 3),
+            "ratio_median": round(t["watched"]["median"] / t["unwatched"]["median"], 3),
+            "ratio_min": round(t["watched"]["min"] / t["unwatched"]["min"], 3)}
+
+
+def watch_prompts() -> list:
+    """`examples/explore/watch-*.md`, each under the harness it is written for."""
+    from forge.harness import LatencyModel
+
+    harness = {"watch-admission.md": Harness(ceiling=1),
+               "watch-tie.md": Harness(latency=LatencyModel(base={"store": 1.0}, menu=(1.0,)))}
+    return [(load_prompt(str(p)), harness.get(p.name, Harness(ceiling=2)))
+            for p in sorted(EXAMPLES.glob("watch-*.md"))]
+
+
+def _kills(prompts, seeds: int) -> dict:
+    from forge.conformance import mutants, oracles
+    from forge.engine.run import Run
+    from forge.sim.chooser import Canonical
+
+    def watched(prompt, harness, chooser):
+        run = Run(prompt, harness, chooser, RunConfig())
+        run.trace.observe(oracles.watchers(run))
+        run.execute()
+        return run.observation(), run.trace.violations
+
+    rows = [m for m in mutants.CATALOGUE if m.category != "lifecycle"]
+    before, after, only_watchers = [], [], {}
+    start = time.process_time()
+    for m in rows:
+        end_kill, fired = False, set()
+        with m.applied():
+            for prompt, harness in prompts:
+                try:
+                    canonical, _ = watched(prompt, harness, Chooser(Canonical()))
+                    checks = (*oracles.DEFAULT_CHECKS, oracles.same_ids(canonical))
+                    for seed in [None, *range(seeds)]:
+                        chooser = Chooser(Canonical() if seed is None else RandomProvider(seed))
+                        obs, violations = watched(prompt, harness, chooser)
+                        end_kill = end_kill or any(c(obs) for c in checks)
+                        fired |= {v.by for v in violations}
+                except Exception:  # noqa: BLE001 - a crash kills the mutant for both
+                    end_kill = True
+        if end_kill:
+            before.append(m.id)
+        if end_kill or fired:
+            after.append(m.id)
+        if fired and not end_kill:
+            only_watchers[m.id] = sorted(fired)
+    per_watcher = _count(w for ws in only_watchers.values() for w in ws)
+    return {"mutants": len(rows), "end_of_run_kills": len(before),
+            "with_watchers_kills": len(after), "killed_only_by_watchers": only_watchers,
+            "watcher_sole_kills": per_watcher, "seeds": seeds,
+            "cpu_s": round(time.process_time() - start, 1)}
+
+
 def _count(values) -> dict:
     out: dict = {}
     for v in values:
@@ -294,9 +384,15 @@ def main() -> None:
     parser.add_argument("--shrink-cases", type=int, default=10)
     parser.add_argument("--full", action="store_true", help="also the 93,750-schedule tree")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", choices=["faults"], default=None,
+    parser.add_argument("--only", choices=["faults", "oracles"], default=None,
                         help="run only this section")
+    parser.add_argument("--oracle-seeds", type=int, default=5,
+                        help="random schedules per prompt and mutant in the oracles section")
     opts = parser.parse_args()
+    if opts.only == "oracles":
+        o = oracle_kills(opts.oracle_seeds)
+        print(json.dumps(o, sort_keys=True) if opts.json else _oracles_text(o))
+        return
     faults = {s: fault_campaigns(s, opts.campaigns, opts.runs) for s in ("random", "pct")}
     if opts.only == "faults":
         print(json.dumps(faults, sort_keys=True) if opts.json else _faults_text(faults, opts.runs))
@@ -308,6 +404,7 @@ def main() -> None:
         "shrink": shrink_cases(opts.shrink_cases),
         "exhaustive": [exhaustive_counts(1)] + ([exhaustive_counts(2)] if opts.full else []),
         "faults": faults,
+        "oracles": oracle_kills(opts.oracle_seeds),
     }
     if opts.json:
         print(json.dumps(results, sort_keys=True))
@@ -330,6 +427,22 @@ def main() -> None:
               f"bound 1 {b['runs']} ({b['share_of_naive']:.1%}, covers all: "
               f"{b['covers_every_outcome']})")
     print(_faults_text(faults, opts.runs))
+    print(_oracles_text(results["oracles"]))
+
+
+def _oracles_text(both: dict) -> str:
+    lines = []
+    for label, o in (("examples/*.md", both["standard"]),
+                     ("those + examples/explore/watch-*.md", both["with_watch_prompts"])):
+        lines.append(f"oracles on {label}: the invariants alone kill {o['end_of_run_kills']}/"
+                     f"{o['mutants']} engine mutants at the end of the run, "
+                     f"{o['with_watchers_kills']}/{o['mutants']} with the watchers "
+                     f"({o['seeds']} random schedules a prompt; {o['cpu_s']} s CPU)")
+        lines += [f"        {m}: {', '.join(ws)}" for m, ws in o["killed_only_by_watchers"].items()]
+    c = both["cost"]
+    lines.append(f"oracles a watched run costs {c['ratio_median']}x an unwatched one (median; min "
+                 f"{c['ratio_min']}x; {c['watched_ms']} ms vs {c['unwatched_ms']} ms CPU)")
+    return "\n".join(lines)
 
 
 def _faults_text(faults: dict, runs: int) -> str:

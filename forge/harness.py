@@ -12,7 +12,8 @@ enter a run:
 - the concurrency ceiling and host faults: a host cancel at a given instant,
   and faults drawn from the chooser (`FaultPlan`, `Faults`): a store
   refusal, a failed model round, an operator who never answers, a host
-  cancel at one of the instants the plan offers.  Each opportunity is a
+  cancel before any scheduling step of the run (or, in replay files
+  recorded before steps were offered, at one of the plan's instants).  Each opportunity is a
   decision `fault:KIND` with options (`none`, the fault), so option 0 is
   always "no fault" and shrinking prefers fewer faults; a per-run budget
   caps how many fire, and once it is spent no more decisions are asked.
@@ -78,6 +79,11 @@ class FaultPlan:
     #: `fault:cancel_at` is `cancel_instants_ns[i]`.  Set from the canonical
     #: run's harness completions (`forge.runspec`).
     cancel_instants_ns: tuple[int, ...] = ()
+    #: How many scheduling steps a `cancel` fault may land before: option k
+    #: of `fault:cancel_step` cancels the run just before its step k + 1, so
+    #: a cancel can fall between any two steps, at any instant, of whatever
+    #: schedule the run takes.  Set from the canonical run's step count.
+    cancel_steps: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.kinds) and self.budget > 0
@@ -106,6 +112,15 @@ class Faults:
             return True
         return False
 
+    def cancel_step(self) -> int | None:
+        """At the run's start: the step (1-based) a drawn host cancel lands
+        before, or None.  Shrinking lowers it (an earlier cancel) or drops it."""
+        steps = self.plan.cancel_steps
+        if not steps or not self.fires("cancel", "host cancel"):
+            return None
+        return 1 + self.chooser.choose("fault:cancel_step",
+                                       tuple(f"before step {k}" for k in range(1, steps + 1)))
+
     def cancel_instant(self) -> float | None:
         """At the run's start: the instant (seconds) of a drawn host cancel, or None."""
         instants = self.plan.cancel_instants_ns
@@ -125,6 +140,8 @@ class Harness:
     ceiling: int = 8
     #: A host cancel at this virtual instant (seconds), or None.
     cancel_at: float | None = None
+    #: A host cancel just before this scheduling step (1-based), or None.
+    cancel_step: int | None = None
     #: The scripted model (forge.scripts.ModelScript) or None.
     model: Any = None
     #: The scripted operator (forge.scripts.OperatorScript) or None.
@@ -155,5 +172,7 @@ class Harness:
             self.model = attrs.evolve(self.model, faults=faults)
         if self.operator is not None:
             self.operator = attrs.evolve(self.operator, faults=faults)
-        if self.cancel_at is None:
+        if self.cancel_at is None and plan.cancel_steps:
+            self.cancel_step = faults.cancel_step()
+        elif self.cancel_at is None:
             self.cancel_at = faults.cancel_instant()

@@ -24,7 +24,7 @@ import attrs
 
 from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
                                     observation_sha256, record, spec_from_flags,
-                                    spec_from_record)
+                                    spec_from_record, with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 
@@ -119,9 +119,10 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
-    problems = tuple(p for check in checks for p in check(obs))
+    problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
-    story = tuple(tell(run.trace.records, chooser, run.harness.faults))
+    story = tuple(tell(run.trace.records, chooser, run.harness.faults,
+                       run.trace.violations))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
                "deviations": found.deviations, "proven_minimal": found.proven,
                "faults": [list(f) for f in faults]}
@@ -176,12 +177,13 @@ def replay_file(path: str, *, prompt: str | None = None,
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
     checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
-    problems = tuple(p for check in checks for p in check(obs))
+    problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     if rec is None and obs["outcome"] != "ok":
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
-                         tuple(tell(run.trace.records, chooser, run.harness.faults)),
+                         tuple(tell(run.trace.records, chooser, run.harness.faults,
+                       run.trace.violations)),
                          recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
 
@@ -261,21 +263,27 @@ def describe(rec: dict, every: bool = False) -> str | None:
     return f"{t}  {what} " + " ".join(f"{k}={v}" for k, v in sorted(rest.items()))
 
 
-def tell(records: list[dict], chooser: Chooser, faults=None) -> list[str]:
+def tell(records: list[dict], chooser: Chooser, faults=None, violations=()) -> list[str]:
     """The run as a short story in virtual time, each fired fault in its place
-    (`faults`: the run's `forge.harness.Faults`), then its non-canonical
-    choices, each with the option canonical would have taken."""
+    (`faults`: the run's `forge.harness.Faults`) and each violation a watcher
+    found right after the step that showed it (`violations`: the trace's),
+    then its non-canonical choices, each with the option canonical would have
+    taken."""
     marks: dict[int, list[str]] = {}
     if faults is not None:
         for (kind, label), at in zip(faults.fired, faults.at):
             when = records[at - 1]["t"] if at else 0
             marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
+    after: dict[int, list[str]] = {}
+    for v in violations:
+        after.setdefault(v.i, []).append(f"{_seconds(v.t)}  VIOLATION {v.problem}")
     lines = []
     for index, rec in enumerate(records):
         lines.extend(marks.pop(index, ()))
         line = describe(rec)
         if line is not None:
             lines.append(line)
+        lines.extend(after.pop(index, ()))
     for rest in marks.values():
         lines.extend(rest)
     if len(lines) > STORY_LINES:
@@ -294,7 +302,7 @@ def _abridged(lines: list[str]) -> list[str]:
     half = STORY_LINES // 2
     keep = set(range(half)) | set(range(len(lines) - half, len(lines)))
     for i, line in enumerate(lines):
-        if "  FAULT " in line:
+        if "  FAULT " in line or "  VIOLATION " in line:
             keep |= {i - 1, i, i + 1}
     out, last = [], -1
     for i in sorted(k for k in keep if 0 <= k < len(lines)):

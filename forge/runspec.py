@@ -25,9 +25,9 @@ from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
 from forge.sim.chooser import Canonical, Chooser
 
-#: At most this many instants a cancel fault may land on (spread evenly over
-#: the canonical run's harness completions).
-MAX_CANCEL_INSTANTS = 32
+#: At most this many steps a cancel fault may land before (the first ones of
+#: a longer run: a schedule longer than this is cancelled early or not at all).
+MAX_CANCEL_STEPS = 1024
 
 
 @attrs.frozen
@@ -239,7 +239,12 @@ class Runner:
         exploring keeps such a schedule, since a kit bug deserves a repro too."""
         from forge.engine.run import Run
 
+        from forge.conformance import oracles
+
         run = Run(self.prompt, *self._with(chooser))
+        # The invariants that hold at every step are checked as the run goes,
+        # so a violation names the step that broke it (`no_violations`).
+        run.trace.observe(oracles.watchers(run))
         if run.harness.faults is not None:
             run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:
@@ -253,7 +258,21 @@ class Runner:
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return obs, observation_sha256(obs)
+        return with_violations(obs, run), observation_sha256(obs)
+
+
+def with_violations(obs: dict, run) -> dict:
+    """`obs` with what the watchers found during the run, if they found anything
+    (a clean run's observation is the engine's, key for key)."""
+    from forge.conformance.oracles import VIOLATIONS
+
+    if not run.trace.violations:
+        return obs
+    return {**obs, VIOLATIONS: [v.text() for v in run.trace.violations[:MAX_VIOLATIONS]]}
+
+
+#: Violations reported per run: the first shows the step; the rest are echoes.
+MAX_VIOLATIONS = 10
 
 
 def observation_sha256(obs: dict) -> str:
@@ -286,19 +305,18 @@ def no_crash(obs: dict) -> list[str]:
 
 
 def with_cancel_instants(spec: RunSpec) -> RunSpec:
-    """The spec with the instants a cancel fault may land on: 0 and the
-    completion instants of the canonical run's harness operations."""
+    """The spec with the steps a cancel fault may land before: every step of
+    the canonical run (at most `MAX_CANCEL_STEPS`), so a host cancel is a
+    decision that can fall between any two steps of a schedule.  A plan that
+    already names its instants (a replay file from before) keeps them."""
     plan = spec.faults
-    if "cancel" not in plan.kinds or plan.cancel_instants_ns or spec.cancel_at is not None:
+    if ("cancel" not in plan.kinds or plan.cancel_instants_ns or plan.cancel_steps
+            or spec.cancel_at is not None):
         return spec
     quiet = attrs.evolve(spec, faults=FaultPlan())
-    trace = Runner(quiet).run(Chooser(Canonical())).trace
-    ends = sorted({r["t"] + r["duration"] for r in trace.records if r.get("what") == "harness"}
-                  | {0})
-    if len(ends) > MAX_CANCEL_INSTANTS:
-        step = len(ends) / MAX_CANCEL_INSTANTS
-        ends = [ends[int(i * step)] for i in range(MAX_CANCEL_INSTANTS)]
-    return attrs.evolve(spec, faults=attrs.evolve(plan, cancel_instants_ns=tuple(ends)))
+    steps = Runner(quiet).run(Chooser(Canonical())).scheduler.steps
+    return attrs.evolve(spec, faults=attrs.evolve(
+        plan, cancel_steps=max(1, min(steps, MAX_CANCEL_STEPS))))
 
 
 @attrs.frozen
@@ -329,7 +347,8 @@ class Expectation:
         the run before a task starts."""
         from forge.conformance import oracles
 
-        checks = [no_crash] + (list(oracles.DEFAULT_CHECKS) if self.invariants else [])
+        checks = [no_crash] + ([*oracles.DEFAULT_CHECKS, oracles.no_violations]
+                               if self.invariants else [])
         if self.same_ids:
             checks.append((oracles.consistent_ids if faulty else oracles.same_ids)(canonical))
         if self.result is not None:
@@ -412,7 +431,9 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator))},
         "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
-                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns)},
+                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
+                   **({"cancel_steps": spec.faults.cancel_steps}
+                      if spec.faults.cancel_steps else {})},
         "expect": expect.to_json(),
         "trace_sha256": obs["trace_sha256"],
         "observation_sha256": observation_sha256(obs),
@@ -461,5 +482,6 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
     return RunSpec(path, sha, text, run["args"], run["concurrency"], run["cancel_at"],
                    run["max_instructions"], dict(data["store"]), script("model"),
                    script("operator"),
-                   FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"])),
+                   FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
+                             faults.get("cancel_steps", 0)),
                    dict(run["latency"]["base"]), tuple(run["latency"]["menu"]))

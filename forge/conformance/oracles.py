@@ -157,3 +157,257 @@ def schedule_independent(reference: dict) -> Callable[[dict], list[str]]:
 def _short(value, limit: int = 160) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- during the run ------------------------------------------------------------------
+#
+# The checks above read a finished observation.  The watchers below read the
+# reference engine's trace while it is being written (`forge.sim.trace`'s
+# `observe`), so a violation is pinned to the record - the step - that shows
+# it, and they see what no final observation shows: each delivery, each
+# admission, each timeout.  A few facts the trace does not carry (the
+# admission counters, the owners' limits, the events' `seq`) are read off the
+# run at the record that needs them.
+
+_STOPPED = ("task_cancelled", "task_abandoned")
+
+
+def _ancestors(task_id: str):
+    parts = task_id.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts) - 1, 0, -1)]
+
+
+class EndsOnce:
+    """Each task starts once and ends exactly once, after it started."""
+
+    def __init__(self, facts) -> None:
+        self.started: set[str] = set()
+        self.ended: dict[str, str] = {}
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "spawn":
+            if r["task"] in self.started:
+                yield f"task {r['task']} was started twice"
+            self.started.add(r["task"])
+        elif what == "task_end":
+            task = r["task"]
+            if task not in self.started:
+                yield f"task {task} ended before it started"
+            if task in self.ended:
+                yield f"task {task} ended twice ({self.ended[task]}, then {r['end']})"
+            self.ended.setdefault(task, r["end"])
+        elif what == "run_end":
+            live = [t for t in sorted(self.started, key=_id_key) if t not in self.ended]
+            if live:
+                yield f"the run ended with task(s) {', '.join(live)} never ended"
+
+
+def _id_key(task_id: str):
+    return tuple(int(p) if p.isdigit() else -1 for p in task_id.split("."))
+
+
+class DeliveredOnce:
+    """A finished task's result is delivered at most once, and only after it
+    ended (a cancelled task's error may be read by every wait that names it)."""
+
+    def __init__(self, facts) -> None:
+        self.ended: dict[str, str] = {}
+        self.delivered: dict[str, int] = {}
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "task_end":
+            self.ended.setdefault(r["task"], r["end"])
+        elif what == "deliver":
+            task = r["task"]
+            end = self.ended.get(task)
+            if end is None:
+                yield f"task {task} was delivered to chain {r['chain']} before it ended"
+            elif end != "task_cancelled":
+                if task in self.delivered:
+                    yield (f"task {task}'s result was delivered twice (to chain "
+                           f"{self.delivered[task]}, then to chain {r['chain']})")
+                self.delivered.setdefault(task, r["chain"])
+
+
+class WithinLimits:
+    """At every admission: no more tasks hold a slot than the ceiling, and no
+    owner's tasks more than its limit clamped to its parent's (read off the
+    run: the trace does not carry the counters or the limits)."""
+
+    def __init__(self, facts) -> None:
+        self.run = facts
+
+    def see(self, r: dict):
+        if r["what"] != "admit":
+            return
+        run = self.run
+        ceiling = run.harness.ceiling
+        if run.admission.running > ceiling:
+            yield (f"admitting task {r['task']} made {run.admission.running} tasks run at once, "
+                   f"above the ceiling {ceiling}")
+        owner = run.tasks[r["task"]].owner
+        limit = min(owner.limit, owner.ceiling or ceiling, ceiling)
+        if owner.busy > limit:
+            yield (f"admitting task {r['task']} made {owner.busy} tasks of chain {owner.id} run "
+                   f"at once, above its limit {limit}")
+
+
+class AdmittedInSpawnOrder:
+    """An owner's queued tasks take their first slot in spawn order (their
+    limit is the same, so an earlier one is never passed over)."""
+
+    def __init__(self, facts) -> None:
+        self.queued: dict[str, list[str]] = {}       # owner chain -> never admitted, in order
+        self.owner: dict[str, str] = {}
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "spawn":
+            self.queued.setdefault(r["owner"], []).append(r["task"])
+            self.owner[r["task"]] = r["owner"]
+        elif what in ("admit", "task_end"):
+            task = r["task"]
+            queue = self.queued.get(self.owner.get(task, ""), [])
+            if task not in queue:
+                return          # a re-admission after a wait, or not queued
+            if what == "admit" and queue[0] != task:
+                yield (f"task {task} was admitted before task {queue[0]}, spawned earlier by "
+                       f"the same owner")
+            queue.remove(task)
+
+
+class TimeoutLosesTies:
+    """A timed wait's timeout never wins over a member that ends at the same
+    instant: when it fires, the wait is not yet met, and no member ends
+    normally at that instant afterwards (timers sort last in their instant)."""
+
+    def __init__(self, facts) -> None:
+        self.ended: set[str] = set()
+        self.waits: dict[str, tuple[str, tuple[str, ...]]] = {}
+        #: Timeouts fired at the current instant: (chain, every, members).
+        self.fired: list[tuple[str, bool, tuple[str, ...]]] = []
+        self.now = -1
+
+    def _met(self, every: bool, members) -> bool:
+        ended = [m in self.ended for m in members]
+        return all(ended) if every else any(ended)
+
+    def see(self, r: dict):
+        if r["t"] != self.now:
+            self.now, self.fired = r["t"], []
+        what = r["what"]
+        if what == "wait" and r.get("call") in ("tasks.join", "tasks.join_any"):
+            self.waits[r["chain"]] = (r["call"], tuple(r["members"]))
+        elif what == "timeout" and r["chain"] in self.waits:
+            call, members = self.waits.pop(r["chain"])
+            every = call == "tasks.join"
+            if self._met(every, members):
+                yield f"chain {r['chain']}'s {call} timed out although it was met"
+            self.fired.append((r["chain"], every, members))
+        elif what == "task_end":
+            self.ended.add(r["task"])
+            if r["end"] in _STOPPED:
+                return      # a stop may follow from the timeout itself
+            for chain, every, members in self.fired:
+                if r["task"] in members and self._met(every, members):
+                    yield (f"chain {chain}'s timeout won the tie with task {r['task']}, "
+                           "which ended at the same instant")
+
+
+class AbandonReasonFits:
+    """Every abandon has the one reason that who ended first gives: a task
+    under a stopped task is `owner_aborted`; the tasks a finishing owner
+    abandons in the same step say how it finished."""
+
+    def __init__(self, facts) -> None:
+        self.run = facts
+        self.stopped: set[str] = set()
+        #: Abandons since the last step: (task, reason).
+        self.recent: list[tuple[str, str]] = []
+
+    def _expect(self, owner: str, end: str | None, error: str | None):
+        if end in _STOPPED:
+            return {"owner_aborted"}
+        if end == "task_succeeded" or (end is None and error is None):
+            return {"owner_returned"}
+        if end == "task_failed" or end is None:
+            # a leak (tasks_live) fails the owner, but abandons as owner_returned
+            failure = self.run.tasks[owner].failure if owner in self.run.tasks else self.run.error
+            leaked = "tasks_live" in repr(failure)
+            return {"owner_failed", "tool_loop_exhausted"} | ({"owner_returned"} if leaked else set())
+        return set(REASONS)
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "step":
+            self.recent = []
+        elif what == "task_end":
+            task = r["task"]
+            if r["end"] == "task_abandoned":
+                reason = r.get("reason")
+                if reason not in REASONS:
+                    yield f"task {task} was abandoned with unknown reason {reason!r}"
+                gone = [a for a in _ancestors(task) if a in self.stopped]
+                if gone and reason != "owner_aborted":
+                    yield (f"task {task} was abandoned as {reason} under task {gone[0]}, "
+                           "stopped first (expected owner_aborted)")
+                self.recent.append((task, reason))
+            if r["end"] in _STOPPED:
+                self.stopped.add(task)
+            yield from self._finished(task, r["end"], None)
+        elif what == "run_end" and r.get("outcome") in ("ok", "failed"):
+            yield from self._finished("0", None, r.get("error"))
+
+    def _finished(self, owner: str, end: str | None, error: str | None):
+        allowed = self._expect(owner, end, error)
+        for task, reason in self.recent:
+            if task.rsplit(".", 1)[0] != owner or reason not in REASONS:
+                continue
+            if end in _STOPPED or reason in allowed or reason == "run_terminated":
+                if end in _STOPPED and reason != "owner_aborted":
+                    yield (f"task {task} was abandoned as {reason} when its owner task "
+                           f"{owner} was stopped (expected owner_aborted)")
+                continue
+            yield (f"task {task} was abandoned as {reason}, but its owner {owner} "
+                   f"{'ended ' + end if end else 'returned' if error is None else 'failed'} "
+                   f"(expected {' or '.join(sorted(allowed))})")
+
+
+class SeqContiguous:
+    """Each task's events are numbered 0, 1, 2, ... with no gap or repeat."""
+
+    def __init__(self, facts) -> None:
+        self.run = facts
+        self.seen = 0
+        self.next: dict[str, int] = {}
+
+    def see(self, r: dict):
+        events = self.run._events
+        for kind, _section, task, seq, _fields in events[self.seen:]:
+            want = self.next.get(task, 0)
+            if seq != want:
+                yield f"task {task}'s event {kind} has seq {seq}, expected {want}"
+            self.next[task] = seq + 1
+        self.seen = len(events)
+
+
+#: The watchers every schedule runs under by default (`watchers`).
+WATCHERS = (EndsOnce, DeliveredOnce, WithinLimits, AdmittedInSpawnOrder, TimeoutLosesTies,
+            AbandonReasonFits, SeqContiguous)
+
+
+def watchers(run, kinds=WATCHERS) -> tuple:
+    """Fresh watchers for one run of the reference engine (`Trace.observe`)."""
+    return tuple(kind(run) for kind in kinds)
+
+
+#: The observation key a run's violations are reported under, present only
+#: when a watcher found one.
+VIOLATIONS = "violations"
+
+
+def no_violations(obs: dict) -> list[str]:
+    """The problems the watchers found while the run happened."""
+    return list(obs.get(VIOLATIONS) or [])

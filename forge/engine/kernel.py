@@ -88,6 +88,8 @@ class Scheduler:
         #: The chain being stepped, if any (one at a time).
         self.current: Chain | None = None
         self.steps = 0
+        #: A host cancel fault lands just before this step (`Harness.cancel_step`).
+        self.cancel_step: int | None = None
 
     # ------------------------------------------------------------ transitions
     def make_ready(self, chain: Chain, value: Any) -> None:
@@ -142,6 +144,11 @@ class Scheduler:
         walk = self.walk
         while walk.outcome is None:
             if self.ready:
+                if self.steps + 1 == self.cancel_step:
+                    self.trace.emit(self.events.now, "event", event="host_cancel",
+                                    step=self.cancel_step)
+                    walk.host_cancel()
+                    return
                 labels = tuple(c.label for c in self.ready)
                 chain = self.ready.pop(self.chooser.choose("chain", labels))
                 self.steps += 1

@@ -129,6 +129,7 @@ class Run:
         self.host = host.Host(self)
         self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
                                    self.host.suspending, self.config.max_steps)
+        self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
         self.main_task = Task.main(self)
         self.root: Chain | None = None

@@ -201,7 +201,10 @@ def _read_v1(r: _Reader, data: dict) -> dict:
         if scripts[name] is not None:
             entry = r.object(scripts[name], f"$.scripts.{name}", ("path", "data"))
             r.check(isinstance(entry["path"], str), f"$.scripts.{name}.path", "a string")
-    faults = r.object(data["faults"], "$.faults", ("kinds", "budget", "cancel_instants_ns"))
+    faults = r.object(data["faults"], "$.faults", ("kinds", "budget", "cancel_instants_ns"),
+                      optional=("cancel_steps",))
+    r.check(_is_int(faults.get("cancel_steps", 0)) and 0 <= faults.get("cancel_steps", 0)
+            <= 1_000_000, "$.faults.cancel_steps", "a whole number from 0 to 1000000")
     r.each(faults["kinds"], "$.faults.kinds", "each a fault kind (a string)",
            lambda k: isinstance(k, str))
     r.check(_is_int(faults["budget"]) and 0 <= faults["budget"] <= 1_000_000, "$.faults.budget",

@@ -4,13 +4,22 @@ The trace is what replay and the determinism check compare, so its bytes must
 depend only on the run's inputs and choices: records are plain JSON with
 sorted keys, times are integer nanoseconds, and nothing in them comes from an
 address, a hash seed or the wall clock.
+
+`emit` is the one place a record is made, so it is also where oracles that
+check a run while it happens (`forge.conformance.oracles.watchers`) are fed:
+`observe(watchers)` hands each later record to every watcher, and each
+problem a watcher returns becomes a `Violation` pinned to that record.  A
+trace nobody observes pays nothing: `observe` swaps in the feeding `emit`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+import attrs
 
 
 #: One encoder for every record: `json.dumps` with options builds a new one a call.
@@ -21,14 +30,51 @@ def canonical_json(value: Any) -> str:
     return _ENCODER.encode(value)
 
 
+class Watcher(Protocol):
+    """An incremental oracle: sees each record as it is made."""
+
+    def see(self, record: dict) -> Iterable[str]: ...
+
+
+@attrs.frozen
+class Violation:
+    """A watcher's problem, at the record (index `i`, instant `t`) that showed it."""
+
+    i: int
+    t: int
+    problem: str
+    #: The watcher's class name, for tallies of which oracle fired.
+    by: str = ""
+
+    def text(self) -> str:
+        return f"{self.problem} (trace record {self.i}, t={self.t / 1e9:g}s)"
+
+
 class Trace:
     def __init__(self) -> None:
         self.records: list[dict] = []
+        self.watchers: tuple[Watcher, ...] = ()
+        self.violations: list[Violation] = []
 
     def emit(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
         record.update(fields)
         self.records.append(record)
+
+    def observe(self, watchers: Iterable[Watcher]) -> None:
+        """Feed every record from now on to each of `watchers`."""
+        self.watchers = tuple(watchers)
+        if self.watchers:
+            self.emit = self._emit_watched      # type: ignore[method-assign]
+
+    def _emit_watched(self, now: int, what: str, **fields: Any) -> None:
+        record = {"i": len(self.records), "t": now, "what": what}
+        record.update(fields)
+        self.records.append(record)
+        for watcher in self.watchers:
+            for problem in watcher.see(record):
+                self.violations.append(Violation(record["i"], now, problem,
+                                                 type(watcher).__name__))
 
     def lines(self) -> str:
         return "".join(canonical_json(r) + "\n" for r in self.records)
