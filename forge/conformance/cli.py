@@ -10,6 +10,7 @@ What does not live here: anything the commands do (`runner`, `serve`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -27,6 +28,9 @@ from forge.commands.params import (
 )
 from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
+
+#: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
+MUTANT_VAR = "FORGE_MUTANT"
 
 #: The most cases run at once (each subprocess worker is one implementation process).
 MAX_WORKERS = 256
@@ -67,11 +71,15 @@ SERVE_HELP = """Serve the reference engine over the conformance protocol.
 Reads protocol messages from stdin and answers on stdout, one JSON object a
 line (docs/protocol.md): a hello, then one observation per run, until bye or
 end of input.  This is what `forge conformance --impl CMD` talks to, and the
-worked example for anyone implementing the protocol.
+worked example for anyone implementing the protocol.  With --level 2 the
+kit decides the engine's schedule: every open decision is asked over the
+pipe.  FORGE_MUTANT=ID serves that mutant of the reference instead.
 
 \b
-Example:
+Examples:
   forge conformance --impl 'forge impl-serve'
+  forge conformance --impl 'forge impl-serve --level 2'
+  FORGE_MUTANT=tie-goes-to-timeout forge explore --impl 'forge impl-serve --level 2' P.md
 """
 
 
@@ -172,10 +180,14 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
 
 
 @click.command("impl-serve", help=SERVE_HELP)
-def impl_serve():
-    from forge.conformance.serve import serve
+@click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="2: ask the kit for every scheduling decision (docs/protocol.md, Level 2), "
+                   "when the kit's hello offers it.")
+def impl_serve(level):
+    from forge.conformance.serve import serve, switch_mutant
 
-    sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))
+    with switch_mutant(os.environ.get(MUTANT_VAR)):
+        sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer, level))
 
 
 def register(main: click.Group) -> None:
