@@ -86,7 +86,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks))
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
-        from forge.conformance.impl_explore import command
+        from forge.conformance.cli import explore_impl_command as command
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
                          reduce=not no_reduce, replay_out=replay_out, as_json=as_json))
