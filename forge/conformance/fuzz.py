@@ -154,7 +154,7 @@ def case_text(found: Difference, seed: int) -> str:
         *found.fields,
         '"""',
         'clauses = ["tasks.spawn.returns-handle-at-once", "tasks.wait.join-entries"]',
-        'features = ["tasks"]',
+        f"features = {json.dumps(_features(found.program))}",
         "prompt = '''",
         found.program.rstrip("\n"),
         "'''",
@@ -172,6 +172,17 @@ def case_text(found: Difference, seed: int) -> str:
         if "ok" in status:
             lines.append(f"ok = {json.dumps(status['ok'])}")
     return "\n".join(lines) + "\n"
+
+
+def _features(program: str) -> list[str]:
+    """What the case needs: read from the program by the honest-features
+    reader (`forge.conformance.features`) where the kit has one, else
+    `tasks`, the one feature that covers a generated program without it."""
+    try:
+        from forge.conformance.features import needs
+    except ImportError:
+        return ["tasks"]
+    return sorted(needs(program, {}))
 
 
 def _brief(value) -> str:
