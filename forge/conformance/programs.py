@@ -2,7 +2,7 @@
 
 A plan is a main section that spawns workers and then waits on them in a
 random mix of ways (join_any, timed join_any, join, timed join, cancel,
-status reads), and then settles everything or leaks what is left; workers
+status reads, a second join of a task that may have been delivered), and then settles everything or leaks what is left; workers
 touch the store, may note progress, may spawn and join (or cancel) a nested
 task, and may fail.  Every plan is a valid prompt whose outcome may depend
 on the schedule, but whose invariants may not - and two engines that agree
@@ -65,14 +65,21 @@ def plans(draw, richer: bool = False) -> str:
     ops.append("local set = {}")
     for i in range(count):
         ops.append(f"set[#set + 1] = tasks.spawn('### W{i}')")
-    kinds = ["any", "timed-any", "cancel", "timed-join", "store"] + (["status"] if richer else [])
+    kinds = ["any", "timed-any", "cancel", "timed-join", "store"] + (["status", "rejoin"] if richer else [])
     for _ in range(draw(st.integers(0, 3))):
         kind = draw(st.sampled_from(kinds))
+        # The richer mix logs what a wait delivered, so delivery rules show.
+        seen = (" log('got ' .. tostring(got and got.task) .. ' ' .. tostring(ok) .. ' ' .. "
+                "tostring(r))") if richer else ""
         if kind == "any":
-            ops.append(LIVE.format("tasks.join_any(live)"))
+            ops.append(LIVE.format(f"local got, ok, r = tasks.join_any(live){seen}"))
         elif kind == "timed-any":
             t = draw(st.sampled_from(["0", "0.005", "0.01", "0.02", "1"]))
-            ops.append(LIVE.format(f"tasks.join_any(live, {{ timeout = {t} }})"))
+            ops.append(LIVE.format(f"local got, ok, r = tasks.join_any(live, {{ timeout = {t} }})"
+                                   f"{seen}"))
+        elif kind == "rejoin":
+            i = draw(st.integers(0, count - 1))
+            ops.append(f"log('rejoin W{i} ' .. tostring(pcall(tasks.join, {{ set[{i + 1}] }})))")
         elif kind == "timed-join":
             t = draw(st.sampled_from(["0", "0.01", "0.05"]))
             ops.append(LIVE.format(f"tasks.join(live, {{ timeout = {t} }})"))
