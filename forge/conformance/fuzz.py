@@ -137,7 +137,9 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
 
 
 def case_text(found: Difference, seed: int) -> str:
-    """A case file pinning the reference's observation of the shrunk program.
+    """A case file pinning the reference's observation of the shrunk program:
+    outcome, result, error kind, logs, store, the order of event kinds and
+    each task's state.
 
     On the canonical schedule (every answer 0) it is a plain case; otherwise
     the schedule is named in the description, since a case cannot pin one:
@@ -167,6 +169,12 @@ def case_text(found: Difference, seed: int) -> str:
     error = ref.get("error")
     lines.append("error = { absent = true }" if error is None else
                  f"error = {{ kind = {json.dumps(error['kind'])} }}")
+    lines.append(f"logs = {json.dumps(ref.get('logs', []), ensure_ascii=False)}")
+    store = ", ".join(f"{json.dumps(k, ensure_ascii=False)} = {json.dumps(v, ensure_ascii=False)}"
+                      for k, v in sorted(ref.get("store", {}).items()))
+    lines.append(f"store = {{ {store} }}")
+    kinds = ", ".join(f"{{ kind = {json.dumps(e['kind'])} }}" for e in ref.get("events", []))
+    lines += ["", "[expect.events]", f"subsequence = [ {kinds} ]"]
     for task_id, status in sorted(ref.get("tasks", {}).items()):
         lines += ["", f'[expect.tasks."{task_id}"]', f"state = {json.dumps(status['state'])}"]
         if "ok" in status:
