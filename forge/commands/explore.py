@@ -52,9 +52,12 @@ MAX_RUNS = 10_000_000
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@click.option("--impl", metavar="CMD", default=None, type=TEXT,
+              help="Explore this implementation over the protocol's level 2 (docs/protocol.md); "
+                   "PROMPT may then be a replay file to run through it again.")
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
-            **harness):
+            impl, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -80,9 +83,14 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
-    spec = spec_from_flags(prompt, **harness_kwargs(harness))
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks))
+    if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
+        from forge.conformance.cli import explore_impl_command as command
+        sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
+                         strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
+                         reduce=not no_reduce, replay_out=replay_out, as_json=as_json))
+    spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress, plain_counts
 
     bar = Progress(runs, "schedules")

@@ -35,6 +35,7 @@ from typing import Any, Self
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.features import FEATURES
 from forge.conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
+from forge.conformance.level2 import LEVEL, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
@@ -98,12 +99,14 @@ class Adapter(ABC):
 # -- the reference engine ------------------------------------------------------------------
 
 def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                          source: str = "<case>") -> dict:
+                          source: str = "<case>", chooser: Any = None) -> dict:
     """Run a prompt on the reference engine; the observation as plain JSON data.
 
     A prompt the parser refuses is an observation too (outcome `failed`,
     error kind `Parse`): refusing bad prompts is behaviour a case can pin.
-    `source` names the case in messages (its file, or its id).
+    `source` names the case in messages (its file, or its id).  `chooser`
+    answers the run's open decisions (default: the schedule `seed` names);
+    `forge impl-serve --level 2` passes one that asks the kit.
 
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
@@ -121,7 +124,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
 
         harness = _build_harness(spec, source)
         config = RunConfig(args=spec.args, seed=seed or 0)
-        run = run_prompt(prompt, harness, make_chooser(seed, None), config)
+        run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
         # A JSON round trip makes the in-process observation exactly what a
         # subprocess would send (tuples become lists, keys become strings).
         return json.loads(observation_json(run.observation()))
@@ -256,7 +259,7 @@ class SubprocessAdapter(Adapter):
         except OSError as e:
             raise AdapterError(f"cannot start implementation `{shlex.join(self.argv)}`: "
                                f"{e.strerror or e}") from None
-        self._send({"type": "hello", "protocol": PROTOCOL_VERSION})
+        self._send({"type": "hello", "protocol": PROTOCOL_VERSION, "levels": [1, LEVEL]})
         hello = self._receive("the handshake")
         features = hello.get("features")
         if (hello.get("type") != "hello" or not isinstance(features, list)
@@ -296,7 +299,21 @@ class SubprocessAdapter(Adapter):
     def features(self) -> frozenset[str]:
         return frozenset(self._ensure()["features"])
 
+    @property
+    def level(self) -> int:
+        """The protocol level the implementation's hello announced (1 or 2)."""
+        return hello_level(self._ensure())
+
     def run(self, case: Case, seed: int | None) -> dict:
+        # At level 2 the kit draws the schedule `seed` names itself (docs/protocol.md).
+        from forge.assembly import make_chooser
+
+        chooser = make_chooser(seed, None) if self.level == LEVEL else None
+        return self.run_with(case, seed, chooser)
+
+    def run_with(self, case: Case, seed: int | None, chooser: Any = None) -> dict:
+        """`run`, with the decisions of a level-2 implementation answered by
+        `chooser` (None: the implementation decides, as at level 1)."""
         self._ensure()
         self._proc.new_case()
         message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
@@ -306,7 +323,11 @@ class SubprocessAdapter(Adapter):
         else:
             message["operations"] = case.operations
         self._send(message)
-        reply = self._receive(f"case {case.id}")
+        if chooser is not None and self.level == LEVEL:
+            reply = drive(lambda: self._receive(f"case {case.id}"), self._send, case.id,
+                          chooser, self._fail)
+        else:
+            reply = self._receive(f"case {case.id}")
         if reply.get("type") == "error" and reply.get("id") == case.id:
             # The implementation declined this run cleanly; it stays up.
             raise AdapterError(f"the implementation reported an error: {reply.get('message')}")

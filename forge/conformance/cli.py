@@ -10,6 +10,7 @@ What does not live here: anything the commands do (`runner`, `serve`).
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -28,6 +29,12 @@ from forge.commands.params import (
 from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.errors import InputError
+
+#: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
+MUTANT_VAR = "FORGE_MUTANT"
+
+#: The most programs one `--fuzz` runs.
+MAX_FUZZ = 1_000_000
 
 #: The most cases run at once (each subprocess worker is one implementation process).
 MAX_WORKERS = 256
@@ -68,11 +75,15 @@ SERVE_HELP = """Serve the reference engine over the conformance protocol.
 Reads protocol messages from stdin and answers on stdout, one JSON object a
 line (docs/protocol.md): a hello, then one observation per run, until bye or
 end of input.  This is what `forge conformance --impl CMD` talks to, and the
-worked example for anyone implementing the protocol.
+worked example for anyone implementing the protocol.  With --level 2 the
+kit decides the engine's schedule: every open decision is asked over the
+pipe.  FORGE_MUTANT=ID serves that mutant of the reference instead.
 
 \b
-Example:
+Examples:
   forge conformance --impl 'forge impl-serve'
+  forge conformance --impl 'forge impl-serve --level 2'
+  FORGE_MUTANT=tie-goes-to-timeout forge explore --impl 'forge impl-serve --level 2' P.md
 """
 
 
@@ -111,9 +122,18 @@ Example:
 @click.option("--dump-cases", is_flag=True,
               help="Print the selected cases as JSON and exit without running them.")
 @click.option("-v", "--verbose", is_flag=True, help="List every case, not only failures.")
+@click.option("--fuzz", "fuzz_count", type=BoundedInt(1, MAX_FUZZ), default=None, metavar="N",
+              help="Instead of the suite: run N random task programs on the reference and on "
+                   "--impl (level 2) under one schedule each, and write the first difference, "
+                   "shrunk, as a case file (needs Hypothesis, the test extra).")
+@click.option("--seed", "fuzz_seed", type=BoundedInt(), default=0, show_default=True,
+              help="--fuzz: the seed of the programs and schedules.")
+@click.option("--fuzz-case", metavar="FILE", type=OutputPath(), default="forge-fuzz.case.toml",
+              show_default=True, help="--fuzz: where the shrunk difference's case file goes.")
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose):
+                junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose,
+                fuzz_count, fuzz_seed, fuzz_case):
     from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
     from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
     from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
@@ -125,6 +145,8 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         stale_expectations,
     )
 
+    if fuzz_count is not None:
+        ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout))
     catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
     catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
@@ -173,10 +195,14 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
 
 
 @click.command("impl-serve", help=SERVE_HELP)
-def impl_serve():
-    from forge.conformance.serve import serve
+@click.option("--level", type=click.IntRange(1, 2), default=1, show_default=True,
+              help="2: ask the kit for every scheduling decision (docs/protocol.md, Level 2), "
+                   "when the kit's hello offers it.")
+def impl_serve(level):
+    from forge.conformance.serve import serve, switch_mutant
 
-    sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer))
+    with switch_mutant(os.environ.get(MUTANT_VAR)):
+        sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer, level))
 
 
 def register(main: click.Group) -> None:
@@ -199,3 +225,127 @@ def _impl_argv(command: str) -> list[str]:
 def _write(path: str | None, render) -> None:
     if path is not None:
         write_output(path, render())
+
+
+def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
+            start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
+            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0) -> int:
+    """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
+    code.  `forge.commands.explore` hands over here; the work is
+    `forge.conformance.impl_explore`'s.
+
+    Raises:
+        InputError: a bad prompt, flag or replay file, or an implementation
+            that does not speak level 2.
+    """
+    from forge.commands.params import harness_kwargs
+    from forge.conformance.adapters import AdapterError, SubprocessAdapter
+    from forge.conformance.impl_explore import explore_impl, replay_impl
+    from forge.runspec import Expectation, spec_from_flags, spec_from_record
+    from forge.sim.replayfile import write_record
+
+    with SubprocessAdapter(_impl_argv(impl), timeout=timeout) as adapter:
+        try:
+            adapter.start()
+        except AdapterError as e:
+            raise InputError(e.render(), file="--impl") from None
+        if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
+            from forge.assembly import read_replay
+
+            data = read_replay(prompt)["record"]
+            if data is None:
+                raise InputError("a replay file to run through --impl is a format-1 record "
+                                 "(what `forge explore` writes)", file=prompt)
+            spec = spec_from_record(data, prompt)
+            problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
+                                          Expectation.from_json(data["expect"]))
+            if as_json:
+                click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
+            else:
+                click.echo(f"drifted: {drift}" if drift else "replayed the recorded schedule")
+                click.echo("FAILED: " + "; ".join(problems) if problems else "passed")
+            return 1 if problems or drift else 0
+        spec = spec_from_flags(prompt, **harness_kwargs(harness))
+        outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
+                               start_seed=start_seed, pct_depth=pct_depth,
+                               max_deviations=max_deviations, reduce=reduce)
+    report = outcome.report
+    found = report.findings[0] if report.findings else None
+    if outcome.record is not None:
+        write_output(replay_out, write_record(outcome.record))
+    again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
+    if as_json:
+        click.echo(json.dumps({
+            "runs": report.runs, "distinct_schedules": report.distinct_traces,
+            "outcomes": report.outcomes, "complete": report.complete,
+            "failures": [{"seed": f.seed, "problems": list(f.problems), "choices": len(f.choices),
+                          "shrunk": list(f.shrunk), "deviations": f.deviations,
+                          "proven_minimal": f.proven} for f in report.findings],
+            "problems": list(outcome.problems), "story": list(outcome.story),
+            "replay": replay_out if found else None,
+            "replay_command": again if found else None}, sort_keys=True))
+    else:
+        click.echo(f"{report.runs} schedules of `{impl}`, {report.distinct_traces} distinct "
+                   f"observations, outcomes: "
+                   + ", ".join(f"{k} {v}" for k, v in report.outcomes.items()))
+        if found is not None:
+            where = "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
+            click.echo(f"FAILED {where}: " + "; ".join(found.problems))
+            click.echo(f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
+                       f"{found.deviations} deviations from canonical; the shrunk run: "
+                       + "; ".join(outcome.problems))
+            click.echo("its decisions that differ from canonical:")
+            for line in outcome.story:
+                click.echo("  " + line)
+            click.echo(f"reproduce with: {again}")
+    if found is not None:
+        return 1
+    return 0 if report.complete else 3
+
+
+def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
+                 timeout: float) -> int:
+    """`forge conformance --impl CMD --fuzz N --seed S`; the exit code (1: a difference).
+
+    Raises:
+        InputError: no --impl, an implementation that does not speak level 2,
+            or no Hypothesis installed.
+    """
+    from forge.conformance.adapters import AdapterError, SubprocessAdapter
+    from forge.conformance.level2 import LEVEL
+
+    if impl is None:
+        raise InputError("--fuzz compares an implementation with the reference: give --impl CMD",
+                         file="--fuzz")
+    try:
+        from forge.conformance.fuzz import case_text, fuzz
+        import forge.conformance.programs  # noqa: F401 - fails here without Hypothesis
+    except ImportError as e:
+        raise InputError(str(e), file="--fuzz") from None
+    from forge.progress import reporter
+
+    show = reporter(count, "programs")
+    with SubprocessAdapter(_impl_argv(impl), timeout=timeout) as adapter:
+        try:
+            level = adapter.level
+        except AdapterError as e:
+            raise InputError(e.render(), file="--impl") from None
+        if level != LEVEL:
+            raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
+                             "cannot give it the reference's schedule", file="--impl")
+        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"))
+    per = report.seconds_per_program * 1000
+    click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
+               f"{report.seconds:.1f} s ({per:.1f} ms a program, both engines)")
+    found = report.difference
+    if found is None:
+        click.echo(f"no difference from the reference in {report.programs} programs "
+                   f"(seed {seed})")
+        return 0
+    write_output(case_path, case_text(found, seed))
+    click.echo("DIFFERENT from the reference, shrunk to "
+               f"{found.program.count(chr(10)) + 1} lines and answers {list(found.answers)}:")
+    for line in found.fields:
+        click.echo("  " + line)
+    click.echo(f"the case is in {case_path}; add it under a case directory to keep it")
+    return 1

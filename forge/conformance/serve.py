@@ -9,7 +9,13 @@ A message it cannot serve gets an `error` answer and the loop goes on; it
 never dies on bad input.  While it serves, Python's `sys.stdout` points at
 stderr, so nothing the engine might print can corrupt the protocol stream.
 
-What does not live here: the kit's side of the pipe (`adapters`).
+With `level=2` (`forge impl-serve --level 2`) and a kit whose hello offers
+level 2, the engine has no schedule of its own: every open decision is asked
+of the kit over the pipe (`level2.PipeProvider`, docs/protocol.md "Level
+2").  `FORGE_MUTANT=ID` in the environment serves a mutant instead
+(`forge.conformance.mutants`), so a wrong engine can be driven over the pipe.
+
+What does not live here: the kit's side of the pipe (`adapters`, `level2`).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from typing import IO, Any
 
 from forge.conformance.adapters import (
@@ -27,14 +34,20 @@ from forge.conformance.adapters import (
     reference_observation,
 )
 from forge.conformance.case import HarnessSpec
+from forge.conformance.level2 import LEVEL, PipeProvider
 from forge.errors import InputError
 from forge.limits import MAX_DEPTH, data_problem, render_path
+from forge.sim.chooser import Chooser
 
 NAME = "forge-reference"
 
 
-def serve(infile: IO[bytes], outfile: IO[bytes]) -> int:
-    """Answer messages until `bye` or end of input; returns the exit code (0)."""
+def serve(infile: IO[bytes], outfile: IO[bytes], level: int = 1) -> int:
+    """Answer messages until `bye` or end of input; returns the exit code (0).
+
+    At `level` 2 the hello announces level 2 when the kit's hello offers it,
+    and then every run asks the kit for its decisions."""
+    asking = False
 
     def answer(message: dict) -> None:
         outfile.write((json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n")
@@ -68,16 +81,67 @@ def serve(infile: IO[bytes], outfile: IO[bytes]) -> int:
             if kind == "bye":
                 break
             if kind == "hello":
-                answer({"type": "hello", "protocol": PROTOCOL_VERSION, "name": NAME,
-                        "features": list(REFERENCE_FEATURES)})
+                hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": NAME,
+                         "features": list(REFERENCE_FEATURES)}
+                offered = message.get("levels")
+                asking = level >= LEVEL and isinstance(offered, list) and LEVEL in offered
+                if asking:
+                    hello["level"] = LEVEL
+                answer(hello)
             elif kind == "run":
-                answer(_run(message))
+                provider = None
+                if asking and isinstance(message.get("id"), str):
+                    provider = PipeProvider(message["id"], _asker(infile, answer))
+                answer(_run(message, provider))
+                if provider is not None and provider.ended:
+                    break
             else:
                 answer(_error(message.get("id"), f"unknown message type {kind!r}"))
     return 0
 
 
-def _run(message: dict) -> dict:
+@contextlib.contextmanager
+def switch_mutant(mutant_id: str | None) -> Iterator[None]:
+    """Serve the mutant `mutant_id` (None or empty: the reference itself).
+
+    Raises:
+        InputError: naming FORGE_MUTANT, for an id the catalogue lacks.
+    """
+    if not mutant_id:
+        yield
+        return
+    from forge.conformance.mutants import by_id
+
+    mutant = by_id().get(mutant_id)
+    if mutant is None:
+        raise InputError(f"no mutant is named {mutant_id[:80]!r}; the catalogue is forge/conformance/mutants.py",
+                         file="FORGE_MUTANT")
+    with mutant.applied():
+        yield
+
+
+def _asker(infile: IO[bytes], answer):
+    """`PipeProvider`'s `ask`: write one message, read the next (None at EOF)."""
+
+    def ask(message: dict) -> dict | None:
+        answer(message)
+        while True:
+            raw = infile.readline()
+            if not raw:
+                return None
+            text = raw.decode("utf-8", "replace").strip()
+            if text:
+                break
+        try:
+            reply = json.loads(text)
+        except (ValueError, RecursionError):
+            return {"type": "not JSON", "text": text[:200]}
+        return reply if data_problem(reply) is None else {"type": "past the limits"}
+
+    return ask
+
+
+def _run(message: dict, provider: PipeProvider | None = None) -> dict:
     case_id = message.get("id")
     prompt, seed, harness = message.get("prompt"), message.get("seed"), message.get("harness", {})
     if not isinstance(case_id, str):
@@ -100,12 +164,15 @@ def _run(message: dict) -> dict:
         spec = HarnessSpec.from_message(harness)
     except InputError as e:
         return _error(case_id, e.message)
+    chooser = None if provider is None else Chooser(provider, seed=seed or 0)
     try:
-        observation = reference_observation(prompt, spec, seed, case_id)
+        observation = reference_observation(prompt, spec, seed, case_id, chooser)
     except AdapterError as e:
         return _error(case_id, e.render())
     except Exception as e:  # noqa: BLE001 - e.g. a malformed harness: say so, keep serving
         return _error(case_id, f"{type(e).__name__}: {e}")
+    if provider is not None and provider.broken is not None:
+        return _error(case_id, f"level 2: {provider.broken}")
     return {"type": "observation", "id": case_id, "observation": observation}
 
 

@@ -1,0 +1,198 @@
+"""Differential fuzzing: random task programs on the reference and on an
+implementation, under one schedule, until their observations differ.
+
+`fuzz` draws programs (`programs.plans`) and schedules (a list of answers to
+the run's real decisions, `forge.sim.hypothesis.ListProvider`) with
+Hypothesis, seeded, so `--fuzz N --seed S` is the same N programs on every
+machine.  Each program runs on the reference in this process and on the
+implementation through level 2 of the protocol with the same answers; the
+first pair of observations that differ (the trace hash aside: it is the
+reference's own) is shrunk by Hypothesis - program and schedule together,
+towards fewer tasks and the canonical schedule - and written as a case
+file (`case_text`).
+
+Hypothesis is a test extra: it is imported when a fuzz run starts, and
+without it the command says so (`programs`).  What does not live here: the
+programs (`programs`), the pipe (`adapters`, `level2`), the flags (`cli`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import attrs
+
+from forge.conformance.adapters import AdapterError, SubprocessAdapter, reference_observation
+from forge.conformance.case import Case, HarnessSpec
+
+#: Observation fields that differ between engines without a difference in
+#: behaviour: the trace hash is the reference's own trace.
+IGNORED = ("trace_sha256",)
+#: The longest answer list a schedule draws (decisions past it are canonical).
+MAX_ANSWERS = 64
+#: How the fuzzed runs are named over the pipe.
+CASE_ID = "fuzz/program"
+
+
+@attrs.frozen
+class Difference:
+    program: str
+    #: The answers to the run's real decisions (every later one is canonical).
+    answers: tuple[int, ...]
+    reference: dict = attrs.field(eq=False)
+    implementation: dict | None = attrs.field(eq=False)
+    #: What differs, one line a field.
+    fields: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class FuzzReport:
+    #: Programs run on both engines (the shrinker's runs counted apart).
+    programs: int
+    #: Runs made while shrinking the first difference.
+    shrink_runs: int
+    seconds: float
+    difference: Difference | None = None
+
+    @property
+    def seconds_per_program(self) -> float:
+        runs = self.programs + self.shrink_runs
+        return self.seconds / runs if runs else 0.0
+
+
+def differences(reference: dict, implementation: dict) -> list[str]:
+    """`where: reference ... != implementation ...` for each field that differs
+    (a list at its first differing entry, a table at each differing key)."""
+    out = []
+    for key in sorted(set(reference) | set(implementation)):
+        if key in IGNORED:
+            continue
+        a, b = reference.get(key), implementation.get(key)
+        if a == b:
+            continue
+        if isinstance(a, list) and isinstance(b, list):
+            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            x = a[i] if i < len(a) else "(none)"
+            y = b[i] if i < len(b) else "(none)"
+            out.append(f"{key}[{i}]: reference {_brief(x)} != implementation {_brief(y)}")
+        elif isinstance(a, dict) and isinstance(b, dict):
+            out += [f"{key}.{k}: reference {_brief(a.get(k))} != implementation "
+                    f"{_brief(b.get(k))}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+        else:
+            out.append(f"{key}: reference {_brief(a)} != implementation {_brief(b)}")
+    return out
+
+
+def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
+         progress: Callable[[int], None] | None = None) -> FuzzReport:
+    """Run `count` random programs on both engines; the first difference, shrunk."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+    from hypothesis import strategies as st
+
+    from forge.conformance.programs import plans
+    from forge.sim.chooser import Chooser
+    from forge.sim.hypothesis import ListProvider
+
+    state = {"programs": 0, "shrinking": False, "shrink_runs": 0, "last": None}
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=count, database=None, deadline=None, derandomize=False,
+              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
+              report_multiple_bugs=False, print_blob=False)
+    @given(plans(richer=True), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
+    def one(program: str, answers: list[int]) -> None:
+        if state["shrinking"]:
+            state["shrink_runs"] += 1
+        else:
+            state["programs"] += 1
+            if progress:
+                progress(state["programs"])
+        case = Case(id=CASE_ID, path=CASE_ID, clauses=(), harness=HarnessSpec(), expect={},
+                    prompt=program)
+        ours = reference_observation(program, case.harness, 0, CASE_ID,
+                                     Chooser(ListProvider(answers)))
+        try:
+            theirs = adapter.run_with(case, 0, Chooser(ListProvider(answers)))
+        except AdapterError as e:
+            fields = (f"the implementation gave no observation: {e.render()}",)
+            theirs = None
+        else:
+            fields = tuple(differences(ours, theirs))
+        if fields:
+            state["shrinking"] = True
+            state["last"] = Difference(program, tuple(answers), ours, theirs, fields)
+            raise AssertionError(fields[0])
+
+    started = time.perf_counter()
+    try:
+        one()
+    except Exception:  # noqa: BLE001 - Hypothesis re-raises the minimal failure; `last` holds it
+        if state["last"] is None:
+            raise
+    seconds = time.perf_counter() - started
+    return FuzzReport(state["programs"], state["shrink_runs"], seconds, state["last"])
+
+
+def case_text(found: Difference, seed: int) -> str:
+    """A case file pinning the reference's observation of the shrunk program:
+    outcome, result, error kind, logs, store, the order of event kinds and
+    each task's state.
+
+    On the canonical schedule (every answer 0) it is a plain case; otherwise
+    the schedule is named in the description, since a case cannot pin one:
+    the case then holds the parts of the observation the reference gives.
+    """
+    ref = found.reference
+    canonical = not any(found.answers)
+    schedule = ("on the canonical schedule" if canonical else
+                f"on the schedule whose real decisions answer {list(found.answers)} "
+                "(then canonically)")
+    lines = [
+        'description = """',
+        f"Found by `forge conformance --fuzz` (seed {seed}) {schedule}:",
+        *found.fields,
+        '"""',
+        'clauses = ["tasks.spawn.returns-handle-at-once", "tasks.wait.join-entries"]',
+        f"features = {json.dumps(_features(found.program))}",
+        "prompt = '''",
+        found.program.rstrip("\n"),
+        "'''",
+        "",
+        "[expect]",
+        f"outcome = {json.dumps(ref['outcome'])}",
+        f"result = {json.dumps(ref['result'])}" if ref["result"] is not None
+        else "result = { absent = true }",
+    ]
+    error = ref.get("error")
+    lines.append("error = { absent = true }" if error is None else
+                 f"error = {{ kind = {json.dumps(error['kind'])} }}")
+    lines.append(f"logs = {json.dumps(ref.get('logs', []), ensure_ascii=False)}")
+    store = ", ".join(f"{json.dumps(k, ensure_ascii=False)} = {json.dumps(v, ensure_ascii=False)}"
+                      for k, v in sorted(ref.get("store", {}).items()))
+    lines.append(f"store = {{ {store} }}")
+    kinds = ", ".join(f"{{ kind = {json.dumps(e['kind'])} }}" for e in ref.get("events", []))
+    lines += ["", "[expect.events]", f"subsequence = [ {kinds} ]"]
+    for task_id, status in sorted(ref.get("tasks", {}).items()):
+        lines += ["", f'[expect.tasks."{task_id}"]', f"state = {json.dumps(status['state'])}"]
+        if "ok" in status:
+            lines.append(f"ok = {json.dumps(status['ok'])}")
+    return "\n".join(lines) + "\n"
+
+
+def _features(program: str) -> list[str]:
+    """What the case needs: read from the program by the honest-features
+    reader (`forge.conformance.features`) where the kit has one, else
+    `tasks`, the one feature that covers a generated program without it."""
+    try:
+        from forge.conformance.features import needs
+    except ImportError:
+        return ["tasks"]
+    return sorted(needs(program, {}))
+
+
+def _brief(value) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 300 else text[:299] + "…"

@@ -1,0 +1,118 @@
+"""Level 2 of the protocol: the kit as the implementation's harness.
+
+At level 1 an implementation decides its own schedule from the `seed`.  At
+level 2 (its hello says `"level": 2`) it asks the kit instead: every open
+decision of a run - which ready chain runs next, how long a store
+operation, a model round, an operator question or a tool call takes, whether
+a fault fires - is one `choose` message, and the kit answers with the index
+of one option, drawn from its own chooser (`forge.sim.chooser`).  So the kit
+decides the order and the virtual times of a foreign engine's events, and
+exploring, replaying and shrinking schedules work on it exactly as on the
+reference: they are nothing but choosers.
+
+    implementation -> kit   {"type": "choose", "id": CASE, "kind": "chain",
+                             "options": ["root:0", "task:0.1"]}
+    kit -> implementation   {"type": "chosen", "id": CASE, "pick": 1}
+
+What lives here: both ends of that exchange - `drive` (the kit's: answer
+`choose` messages until the observation comes) and `PipeProvider` (the
+served reference's: a provider whose every draw asks over the pipe).  What
+does not: the pipe itself and its faults (`adapters.SubprocessAdapter`,
+`impl_process`), and the level-1 messages (`serve`, docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from forge.sim.chooser import Chooser, Provider
+
+#: The level a hello may announce; a hello without `level` is level 1.
+LEVEL = 2
+#: The most options one decision may offer (a run with more ready chains is
+#: far past any case; the bound keeps a hostile message small).
+MAX_OPTIONS = 100_000
+#: The most decisions one run may ask for before the kit calls it a fault.
+MAX_DECISIONS = 1_000_000
+
+
+def hello_level(hello: dict) -> int:
+    """The protocol level an implementation's hello announces (1 when absent)."""
+    level = hello.get("level", 1)
+    return level if level in (1, LEVEL) else 1
+
+
+def choose_problem(message: dict, case_id: str) -> str | None:
+    """Why `message` is not a well-formed `choose` for run `case_id`, or None."""
+    if message.get("id") != case_id:
+        return f"asked a choice for run {message.get('id')!r} during run {case_id!r}"
+    kind, options = message.get("kind"), message.get("options")
+    if not isinstance(kind, str) or not kind:
+        return "asked a choice without a string `kind`"
+    if (not isinstance(options, list) or not options or len(options) > MAX_OPTIONS
+            or not all(isinstance(o, str) for o in options)):
+        return (f"asked choice {kind[:40]!r} with `options` that are not a list of 1 to "
+                f"{MAX_OPTIONS:,} strings")
+    return None
+
+
+def drive(receive: Callable[[], dict], send: Callable[[dict], None], case_id: str,
+          chooser: Chooser, fail: Callable[[str], Any]) -> dict:
+    """The kit's side of one level-2 run, after its `run` message went out:
+    answer each `choose` from `chooser`, and return the first other message
+    (the observation, or an error).  `fail(reason)` raises; it is called on a
+    malformed `choose` or past `MAX_DECISIONS`."""
+    asked = 0
+    while True:
+        message = receive()
+        if message.get("type") != "choose":
+            return message
+        problem = choose_problem(message, case_id)
+        if problem is not None:
+            fail(problem)
+        asked += 1
+        if asked > MAX_DECISIONS:
+            fail(f"asked more than {MAX_DECISIONS:,} choices in one run")
+        pick = chooser.choose(message["kind"], message["options"])
+        send({"type": "chosen", "id": case_id, "pick": pick})
+
+
+class PipeProvider(Provider):
+    """A provider that asks the kit: each draw writes `choose` and reads `chosen`.
+
+    `ask(message)` writes one message and returns the next one read (None at
+    end of input).  Used by `forge impl-serve --level 2`, whose engine thus
+    has no schedule of its own.  A missing or malformed answer is kept in
+    `broken` rather than raised (the engine would turn an exception in a
+    handler into the run's Internal error); every later draw is canonical
+    without asking, and the server answers the run with an error.
+    """
+
+    name = "kit"
+
+    def __init__(self, case_id: str, ask: Callable[[dict], dict | None]) -> None:
+        self.case_id = case_id
+        self.ask = ask
+        self.broken: str | None = None
+        #: True when the input ended: the server stops after this run.
+        self.ended = False
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        if self.broken is not None:
+            return 0
+        answer = self.ask({"type": "choose", "id": self.case_id, "kind": kind,
+                           "options": list(options)})
+        if answer is None:
+            self.ended = True
+            self.broken = f"the input ended while choice {kind!r} waited for its answer"
+            return 0
+        pick = answer.get("pick") if isinstance(answer, dict) else None
+        if (not isinstance(answer, dict) or answer.get("type") != "chosen"
+                or isinstance(pick, bool) or not isinstance(pick, int)
+                or not 0 <= pick < len(options)):
+            self.broken = (f"choice {kind!r} with {len(options)} options was answered with "
+                            f"{str(answer)[:200]}; expected "
+                            '{"type": "chosen", "pick": INDEX}')
+            return 0
+        return pick

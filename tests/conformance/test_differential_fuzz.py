@@ -1,0 +1,61 @@
+"""Differential fuzzing through level 2 (kit: differential-fuzz).
+
+Random task programs run on the reference and on an implementation under one
+schedule; the reference served over the pipe never differs, a mutant served
+over the pipe does, and the shrunk difference comes back as a case file that
+passes on the reference and kills the mutant.
+"""
+
+import subprocess
+import sys
+
+from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
+from forge.conformance.case import load_cases
+from forge.conformance.fuzz import case_text, differences, fuzz
+from forge.conformance.mutants import by_id
+from forge.conformance.runner import run_suite
+
+SERVE2 = [sys.executable, "-m", "forge", "impl-serve", "--level", "2"]
+MUTANT = "tie-goes-to-timeout"
+
+
+def test_the_reference_over_the_pipe_never_differs():
+    """40 programs, each under its own drawn schedule: no difference."""
+    with SubprocessAdapter(SERVE2, timeout=60) as remote:
+        report = fuzz(remote, 40, seed=3)
+    assert report.difference is None and report.programs == 40 and report.shrink_runs == 0
+
+
+def test_a_mutant_over_the_pipe_differs_and_the_shrunk_case_kills_it(tmp_path):
+    """The mutant differs within 200 programs; the case file written from the shrunk
+    difference loads, passes on the reference, and fails on the mutant."""
+    with SubprocessAdapter(["env", f"FORGE_MUTANT={MUTANT}", *SERVE2], timeout=60) as remote:
+        report = fuzz(remote, 200, seed=1)
+    found = report.difference
+    assert found is not None and found.fields and report.shrink_runs > 0
+    assert found.program.count("tasks.spawn") <= 2      # shrunk towards one task
+    folder = tmp_path / "cases" / "fuzz"
+    folder.mkdir(parents=True)
+    (folder / "found.toml").write_text(case_text(found, 1))
+    cases = load_cases(tmp_path / "cases")
+    assert run_suite(cases, InProcessAdapter).summary_line().startswith("1 passed")
+    with by_id()[MUTANT].applied():
+        assert run_suite(cases, InProcessAdapter).summary_line().startswith("0 passed, 1 failed")
+
+
+def test_differences_name_the_first_differing_entry():
+    """A list differs at its first unequal entry, a table at each unequal key."""
+    a = {"events": [1, 2, 3], "tasks": {"0.0": "x", "0.1": "y"}, "trace_sha256": "a"}
+    b = {"events": [1, 5], "tasks": {"0.0": "x", "0.1": "z"}, "trace_sha256": "b"}
+    assert differences(a, b) == ["events[1]: reference 2 != implementation 5",
+                                 'tasks.0.1: reference "y" != implementation "z"']
+
+
+def test_fuzz_flags_refuse_what_cannot_be_compared():
+    """--fuzz without --impl, or with a level-1 implementation, is bad input (exit 2)."""
+    forge = [sys.executable, "-m", "forge", "conformance"]
+    alone = subprocess.run([*forge, "--fuzz", "3"], capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2 and "--fuzz" in alone.stderr and "--impl" in alone.stderr
+    level1 = subprocess.run([*forge, "--impl", "forge impl-serve", "--fuzz", "3"],
+                            capture_output=True, text=True, timeout=60)
+    assert level1.returncode == 2 and "speaks level 1" in level1.stderr
