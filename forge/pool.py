@@ -4,7 +4,8 @@
 mutants --workers N` all hand their work to a `Pool`: a context manager
 that starts the workers, runs a `setup` function once in each (to build
 what every task of the campaign shares - a runner, an adapter, the cases),
-and takes tasks with `submit`, whose futures answer `.result()`.  Order is
+and takes tasks with `submit`, whose futures answer `.result()` (an error
+in the task is raised there).  Order is
 the caller's business: it keeps each future beside its item and merges in
 item order, so a report never depends on which worker finished first.
 
@@ -127,12 +128,7 @@ class Pool:
         if self._executor is not None:
             return self._executor.submit(fn, item)
         if self._client is None:  # inline: one local worker, this process
-            future: cf.Future = cf.Future()
-            try:
-                future.set_result(fn(item))
-            except Exception as e:  # noqa: BLE001 - raised again by result(), as a pool would
-                future.set_exception(e)
-            return future
+            return _Deferred(fn, item)
         # pure=False: the same item submitted again (a re-run) is a new task.
         return self._client.submit(_in_worker, self._token, self.setup, self._shared, fn, item,
                                    pure=False)
@@ -149,6 +145,25 @@ class Pool:
             self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+class _Deferred:
+    """An inline task: it runs when its result is first asked for, so a
+    one-worker campaign interleaves its work and its progress as a serial
+    loop does, and a task dropped by `cancel` never runs."""
+
+    def __init__(self, fn: Callable[[Any], Any], item: Any) -> None:
+        self.fn, self.item = fn, item
+        self.done = False
+        self.value: Any = None
+
+    def result(self) -> Any:
+        if not self.done:
+            self.value, self.done = self.fn(self.item), True
+        return self.value
+
+    def cancel(self) -> bool:
+        return not self.done
 
 
 _CAMPAIGNS = itertools.count()
