@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import itertools
+import logging
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -114,7 +115,8 @@ class Pool:
             # One thread a worker: a run is pure Python holding the GIL, so
             # threads would queue behind one another.
             self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1,
-                                         processes=True, dashboard_address=None)
+                                         processes=True, dashboard_address=None,
+                                         silence_logs=logging.ERROR)
             self._client = Client(self._cluster)
         else:
             try:
