@@ -49,6 +49,7 @@ import pytest
 
 if TYPE_CHECKING:
     from forge.api import ExploreReport, Failure, Observation
+    from forge.lifecycle.campaign import Outcome as ScenarioOutcome
 
 __all__ = ["Settings", "get_profile", "register_profile"]
 
@@ -175,7 +176,8 @@ def _forge_marker_exploration(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-def forge_explore(request: pytest.FixtureRequest) -> Callable[..., ExploreReport]:
+def forge_explore(
+        request: pytest.FixtureRequest) -> Callable[..., ExploreReport | ScenarioOutcome]:
     """`forge_explore(prompt, *, checks=(), expect_result=None, **explore_keywords)`.
 
     Runs `forge.explore` under the session's settings; fails the test with
@@ -213,7 +215,7 @@ class _Explorer:
         self.marked = dict(marker.kwargs) if marker is not None else {}
         self.calls = 0
 
-    def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport:
+    def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport | ScenarioOutcome:
         from forge.api import explore
 
         request = self.request
@@ -239,7 +241,7 @@ class _Explorer:
         return report
 
     def _scenario(self, path: str, settings: Settings, replay_out: Path,
-                  keywords: Mapping[str, Any]) -> Any:
+                  keywords: Mapping[str, Any]) -> ScenarioOutcome:
         """Explore a lifecycle scenario file; fail the test as `forge explore` would."""
         from forge.lifecycle import campaign
         from forge.lifecycle.scenario import load
@@ -341,11 +343,12 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     return "\n".join(lines)
 
 
-def _scenario_failure_text(out: Any, path: str, replay_out: Path, settings: Settings,
+def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, settings: Settings,
                            profile: str) -> str:
     import shlex
 
     f = out.failure
+    assert f is not None  # called only for a failed campaign
     lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
              f"(after {out.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
