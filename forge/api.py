@@ -394,7 +394,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             latency_menu: Sequence[float] | None = None, max_deviations: int | None = None,
             reduce: bool = True, shrink_budget: int = 3000,
             progress: Callable[[int], None] | None = None,
-            replay_out: PathLike | None = None) -> ExploreReport:
+            replay_out: PathLike | None = None, workers: int = 1,
+            backend: Literal["local", "dask"] = "local",
+            address: str | None = None) -> ExploreReport:
     """Run a prompt under many schedules, check each one, shrink the first failure:
     `forge explore`.
 
@@ -422,6 +424,12 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         progress: called with the number of schedules run so far.
         replay_out: write the shrunk failing run's replay file here (for
             `replay` or `forge replay FILE`).
+        workers: run the schedules in this many processes (random and pct;
+            the report is the one-process report).  `checks` must then be
+            picklable on the dask backend (module-level functions are).
+        backend, address: `local` processes, or `dask` (the distributed
+            extra): the scheduler at `address`, or a local cluster of
+            `workers` processes when it is None.
 
     Returns:
         An `ExploreReport`; `report.ok` is False when a schedule failed.
@@ -430,6 +438,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         InputError: the prompt, a script, a check or a fault is refused, or
             an argument is out of range.
     """
+    from forge.campaign import check_spread, explore_campaign
+    from forge.pool import backend as _backend
     from forge.repro import explore_prompt
     from forge.runspec import Expectation
     from forge.sim.replayfile import write_record
@@ -446,11 +456,22 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks))
-    outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                             start_seed=start_seed, pct_depth=pct_depth,
-                             max_deviations=max_deviations, reduce=reduce,
-                             shrink_budget=shrink_budget, progress=progress,
-                             extra_checks=[_user_check(c) for c in checks])
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers!r}", file="explore")
+    where = _backend(backend, address)
+    check_spread(strategy, workers, None, where)
+    extra = [_user_check(c) for c in checks]
+    if workers > 1 or where.kind != "local":
+        outcome = explore_campaign(spec, expect=expect, strategy=strategy,
+                                   seeds=range(start_seed, start_seed + runs), workers=workers,
+                                   pct_depth=pct_depth, shrink_budget=shrink_budget,
+                                   where=where, progress=progress, extra_checks=extra).outcome
+    else:
+        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                 start_seed=start_seed, pct_depth=pct_depth,
+                                 max_deviations=max_deviations, reduce=reduce,
+                                 shrink_budget=shrink_budget, progress=progress,
+                                 extra_checks=extra)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:

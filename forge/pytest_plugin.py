@@ -12,6 +12,11 @@ Registered by the `pytest11` entry point `forge` (disable it with
   `forge replay FILE` that reproduces it in a shell (the file holds the
   whole run: prompt text, scripts, harness, faults, seed).
   It returns the `ExploreReport` when every schedule passes.
+- `forge_explore("race.scenario.toml")` explores a lifecycle scenario
+  (docs/lifecycle.md) instead, as `forge explore` does, and fails the test
+  the same way: the shrunk schedule step by step, the replay file beside
+  the test's output, and `forge replay SCENARIO FILE`.  It returns the
+  campaign's outcome (`forge.lifecycle.campaign.Outcome`).
 - `forge_run(prompt, **kw)` runs one schedule (`forge.run_prompt`; the seed
   is `--forge-seed` unless given).
 - `@pytest.mark.forge_explore(prompt=..., runs=..., strategy=..., ...)` sets
@@ -44,6 +49,7 @@ import pytest
 
 if TYPE_CHECKING:
     from forge.api import ExploreReport, Failure, Observation
+    from forge.lifecycle.campaign import Outcome as ScenarioOutcome
 
 __all__ = ["Settings", "get_profile", "register_profile"]
 
@@ -170,7 +176,8 @@ def _forge_marker_exploration(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.fixture
-def forge_explore(request: pytest.FixtureRequest) -> Callable[..., ExploreReport]:
+def forge_explore(
+        request: pytest.FixtureRequest) -> Callable[..., ExploreReport | ScenarioOutcome]:
     """`forge_explore(prompt, *, checks=(), expect_result=None, **explore_keywords)`.
 
     Runs `forge.explore` under the session's settings; fails the test with
@@ -208,7 +215,7 @@ class _Explorer:
         self.marked = dict(marker.kwargs) if marker is not None else {}
         self.calls = 0
 
-    def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport:
+    def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport | ScenarioOutcome:
         from forge.api import explore
 
         request = self.request
@@ -221,6 +228,8 @@ class _Explorer:
             prompt = _resolve(request, prompt)
         self.calls += 1
         replay_out = self._replay_path(prompt)
+        if prompt is not None and _is_scenario(prompt):
+            return self._scenario(prompt, settings, replay_out, keywords)
         report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
                          runs=settings.runs, start_seed=settings.seed,
                          pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
@@ -230,6 +239,27 @@ class _Explorer:
             pytest.fail(_failure_text(report, failure, prompt, settings,
                                       _profile_name(request.config), timeline), pytrace=False)
         return report
+
+    def _scenario(self, path: str, settings: Settings, replay_out: Path,
+                  keywords: Mapping[str, Any]) -> ScenarioOutcome:
+        """Explore a lifecycle scenario file; fail the test as `forge explore` would."""
+        from forge.lifecycle import campaign
+        from forge.lifecycle.scenario import load
+
+        unknown = sorted(set(keywords) - {"reduce", "max_deviations"})
+        if unknown:
+            raise pytest.UsageError(f"forge: a lifecycle scenario takes no {unknown[0]!r} "
+                                    "(only runs, strategy, seed, pct_depth, reduce, "
+                                    "max_deviations)")
+        out = campaign.run(load(path), settings.strategy, settings.runs, settings.seed,
+                           settings.pct_depth, keywords.get("reduce", True),
+                           keywords.get("max_deviations"))
+        if out.failure is not None:
+            replay_out.write_text(campaign.replay_body(path, out), encoding="utf-8")
+            pytest.fail(_scenario_failure_text(out, path, replay_out, settings,
+                                               _profile_name(self.request.config)),
+                        pytrace=False)
+        return out
 
     def _replay_path(self, prompt: Any) -> Path:
         suffix = f"-{self.calls}" if self.calls > 1 else ""
@@ -251,6 +281,12 @@ def _resolve(request: pytest.FixtureRequest, prompt: Any) -> str:
         beside = Path(str(request.node.path)).parent / path
         path = beside if beside.exists() else path
     return str(path.resolve())
+
+
+def _is_scenario(path: str) -> bool:
+    from forge.lifecycle.scenario import is_scenario
+
+    return bool(is_scenario(path))
 
 
 def _profile_name(config: pytest.Config) -> str:
@@ -304,4 +340,26 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     if failure.replay_command:
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")
+    return "\n".join(lines)
+
+
+def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, settings: Settings,
+                           profile: str) -> str:
+    import shlex
+
+    f = out.failure
+    assert f is not None  # called only for a failed campaign
+    lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
+             f"(after {out.runs} of {settings.runs} {settings.strategy} schedules, "
+             f"first seed {settings.seed}, profile {profile})"]
+    lines += [f"  problem: {p}" for p in f.problems]
+    minimal = "a proven local minimum" if f.proven else "not proven minimal"
+    drawn = "on an exhaustive schedule" if f.seed is None else f"at seed {f.seed}"
+    lines.append(f"  shrunk schedule: {len(f.shrunk)} choices, {f.deviations} deviations "
+                 f"from the canonical schedule ({minimal}), shrunk from {len(f.found)} "
+                 f"drawn {drawn}; step by step:")
+    lines += [f"    {actor:>12}  {what}" for actor, what in f.steps]
+    lines.append(f"  replay file: {replay_out}")
+    lines.append("  reproduce with:")
+    lines.append(f"    forge replay {shlex.quote(path)} {shlex.quote(str(replay_out))}")
     return "\n".join(lines)

@@ -102,9 +102,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
-    runner = Runner(spec)
-    canonical = runner.run(Chooser(Canonical()))
-    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults)) + list(extra_checks)
+    runner, canonical, checks = prepare(spec, expect, extra_checks)
     if strategy == "exhaustive":
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -112,6 +110,25 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
         report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
                          progress=progress)
+    return outcome_of(runner, canonical, checks, expect, report)
+
+
+def prepare(spec: RunSpec, expect: Expectation,
+            extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> tuple:
+    """The runner of `spec`, its canonical run, and the checks every schedule
+    must pass (which depend on the canonical observation)."""
+    runner = Runner(spec)
+    canonical = runner.run(Chooser(Canonical()))
+    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults)) + list(extra_checks)
+    return runner, canonical, checks
+
+
+def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list[str]]],
+               expect: Expectation, report: Report) -> ExploreOutcome:
+    """The outcome of a search whose report is `report`: its first finding, if
+    any, run again to give the replay record, the story and the divergence.
+    Serial, parallel (`forge.campaign`) and merged searches all end here."""
+    spec = runner.spec
     if not report.findings:
         return ExploreOutcome(report, spec, expect)
     found = report.findings[0]

@@ -6,7 +6,14 @@ prints the shrunk failure as a story with its first divergence from the
 canonical run, and writes a self-contained replay file that `forge replay
 FILE` alone reproduces.
 
-What does not live here: exploring and recording (`forge.repro`),
+`--workers N` and `--backend dask` spread the seeds over processes, and
+`--shard I/N` runs one part of the seed range (`forge.campaign`); `forge
+explore merge A.json B.json ...` (`merge`) joins shard reports into the
+report one process gives.  Both print the report from one dict
+(`_report_json`), so a merged report is the serial one byte for byte.
+
+What does not live here: exploring and recording (`forge.repro`), spreading
+and merging (`forge.campaign`, `forge.pool`),
 drawing and shrinking schedules (`sim`), the invariants (`forge.conformance.oracles`).
 """
 
@@ -23,9 +30,27 @@ from forge.commands.params import (TEXT, BoundedInt, OutputPath, harness_kwargs,
 
 #: The most schedules one `forge explore` tries (each is a whole run).
 MAX_RUNS = 10_000_000
+#: The most worker processes `--workers` starts.
+MAX_WORKERS = 256
 
 
-@click.command()
+class _ExploreCommand(click.Command):
+    """`forge explore PROMPT ...`, and `forge explore merge REPORT...`: a
+    first argument `merge` is the merge command (a prompt file of that name
+    is `./merge`)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        if args and args[0] == "merge":
+            return merge.make_context("explore merge", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx):
+        if ctx.command is merge:
+            return merge.invoke(ctx)
+        return super().invoke(ctx)
+
+
+@click.command(cls=_ExploreCommand)
 @click.argument("prompt", type=click.Path(dir_okay=False))
 @click.option("--runs", type=BoundedInt(1, MAX_RUNS), default=200, show_default=True,
               help="How many schedules to try.")
@@ -52,12 +77,24 @@ MAX_RUNS = 10_000_000
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
+              help="Run schedules in this many processes (random and pct; the report is "
+                   "the one-process report).")
+@click.option("--shard", default=None, metavar="I/N", type=TEXT,
+              help="Run only part I of N of the seeds (a CI matrix); with --json, join "
+                   "the parts with `forge explore merge`.")
+@click.option("--backend", type=click.Choice(["local", "dask"]), default="local",
+              show_default=True, help="Where workers run: local processes, or a Dask cluster "
+                                      "(the distributed extra).")
+@click.option("--address", default=None, metavar="URL", type=TEXT,
+              help="The Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a local cluster "
+                   "of --workers processes).")
 @click.option("--impl", metavar="CMD", default=None, type=TEXT,
               help="Explore this implementation over the protocol's level 2 (docs/protocol.md); "
                    "PROMPT may then be a replay file to run through it again.")
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
-            impl, **harness):
+            workers, shard, backend, address, impl, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -73,9 +110,25 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
     3 an exhaustive search stopped at --runs before covering the tree.
+
+    \b
+    Spread a campaign:  forge explore P.md --runs 2000 --workers 2
+    A CI matrix:        forge explore P.md --runs 2000 --shard 1/2 --json > a.json
+                        forge explore P.md --runs 2000 --shard 2/2 --json > b.json
+                        forge explore merge a.json b.json --json
     """
+    from forge import campaign as spread
+    from forge.pool import backend as pick_backend
+
+    where = pick_backend(backend, address)
+    part = spread.parse_shard(shard) if shard is not None else None
+    spread.check_spread(strategy, workers, part, where)
     from forge.lifecycle.scenario import is_scenario
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md), not a prompt
+        if part is not None or workers > 1 or where.kind != "local":
+            from forge.errors import InputError
+            raise InputError("a lifecycle scenario explores in one process; --workers, "
+                             "--shard and --backend are for prompts", file=prompt)
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
                               no_reduce, replay_out, as_json))
@@ -86,65 +139,131 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks))
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
+        if part is not None or workers > 1 or where.kind != "local":
+            from forge.errors import InputError
+            raise InputError("--impl explores in one process; --workers, --shard and --backend "
+                             "are for the reference engine")
         from forge.conformance.cli import explore_impl_command as command
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
                          reduce=not no_reduce, replay_out=replay_out, as_json=as_json))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    from forge.progress import Progress, plain_counts
+    from forge.progress import Progress
 
-    bar = Progress(runs, "schedules")
-    outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                             start_seed=start_seed, pct_depth=pct_depth,
-                             max_deviations=max_deviations, reduce=not no_reduce,
-                             progress=bar.update)
+    if part is not None or workers > 1 or where.kind != "local":
+        seeds = part.seeds(start_seed, runs) if part is not None else \
+            range(start_seed, start_seed + runs)
+        bar = Progress(len(seeds), "schedules")
+        done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
+                                       workers=workers, pct_depth=pct_depth, where=where,
+                                       progress=bar.update)
+        outcome = done.outcome
+    else:
+        bar = Progress(runs, "schedules")
+        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                 start_seed=start_seed, pct_depth=pct_depth,
+                                 max_deviations=max_deviations, reduce=not no_reduce,
+                                 progress=bar.update)
     bar.close()
     report, failure = outcome.report, outcome.failure
-    found = report.findings[0] if report.findings else None
     if failure is not None:
         write_output(replay_out, write_record(failure.record))
-    command = f"forge replay {shlex.quote(replay_out)}"
-    if as_json:
-        click.echo(json.dumps({
-            "runs": report.runs,
-            "distinct_schedules": report.distinct_traces,
-            "outcomes": report.outcomes,
-            "failures": [{"seed": f.seed, "problems": list(f.problems),
-                          "choices": len(f.choices), "shrunk": list(f.shrunk),
-                          "deviations": f.deviations, "proven_minimal": f.proven,
-                          "strategy": f.provider}
-                         for f in report.findings],
-            "complete": report.complete, "pruned": report.pruned, "bounded": report.bounded,
-            "unfinished": report.unfinished, "redundant": report.redundant,
-            "pct_horizon": report.horizon,
-            "replay": replay_out if failure else None,
-            "replay_command": command if failure else None,
-            "story": list(failure.story) if failure else None,
-            "divergence": list(failure.divergence) if failure else None,
-            "faults_fired": [list(f) for f in failure.faults] if failure else None,
-        }, sort_keys=True))
-    else:
-        click.echo(f"{report.runs} schedules, {report.distinct_traces} distinct, "
-                   f"outcomes: {plain_counts(report.outcomes)}")
-        if strategy == "exhaustive":
-            click.echo(f"{'covered the whole tree' if report.complete else 'STOPPED at --runs'}: "
-                       f"{report.pruned} pruned as equivalent, {report.bounded} beyond the "
-                       f"deviation bound, {report.unfinished} unfinished")
-        if failure is not None:
-            where = "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
-            click.echo(f"FAILED {where}: " + "; ".join(found.problems))
-            minimal = "a proven local minimum" if found.proven else "not proven minimal"
-            click.echo(f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
-                       f"{found.deviations} deviations from canonical ({minimal}); the shrunk "
-                       "run: " + "; ".join(failure.problems))
-            click.echo("the shrunk schedule, in virtual time:")
-            for line in failure.story:
-                click.echo("  " + line)
-            if failure.divergence:
-                click.echo("first divergence from the canonical run:")
-                for line in failure.divergence:
-                    click.echo("  " + line)
-            click.echo(f"reproduce with: {command}")
+    data = _report_json(report, failure, replay_out)
+    if part is not None:
+        data[spread.SHARD_KEY] = spread.shard_section(
+            part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
+                                                  pct_depth))
+    _show(data, as_json, strategy, failure.problems if failure else ())
     if failure is not None:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
+
+
+def _report_json(report, failure, replay_out: str) -> dict:
+    """The report as `--json` prints it (and `merge` re-assembles it)."""
+    command = f"forge replay {shlex.quote(replay_out)}"
+    return {
+        "runs": report.runs,
+        "distinct_schedules": report.distinct_traces,
+        "outcomes": report.outcomes,
+        "failures": [{"seed": f.seed, "problems": list(f.problems),
+                      "choices": len(f.choices), "shrunk": list(f.shrunk),
+                      "deviations": f.deviations, "proven_minimal": f.proven,
+                      "strategy": f.provider}
+                     for f in report.findings],
+        "complete": report.complete, "pruned": report.pruned, "bounded": report.bounded,
+        "unfinished": report.unfinished, "redundant": report.redundant,
+        "pct_horizon": report.horizon,
+        "replay": replay_out if failure else None,
+        "replay_command": command if failure else None,
+        "story": list(failure.story) if failure else None,
+        "divergence": list(failure.divergence) if failure else None,
+        "faults_fired": [list(f) for f in failure.faults] if failure else None,
+    }
+
+
+def _show(data: dict, as_json: bool, strategy: str, shrunk_problems) -> None:
+    """Print the report: JSON, or in words."""
+    from forge.progress import plain_counts
+
+    if as_json:
+        click.echo(json.dumps(data, sort_keys=True))
+        return
+    click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
+               f"outcomes: {plain_counts(data['outcomes'])}")
+    if strategy == "exhaustive":
+        click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
+                   f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
+                   f"deviation bound, {data['unfinished']} unfinished")
+    if data["failures"]:
+        found = data["failures"][0]
+        where = "on an exhaustive schedule" if found["seed"] is None else \
+            f"at seed {found['seed']}"
+        click.echo(f"FAILED {where}: " + "; ".join(found["problems"]))
+        minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
+        click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
+                   f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
+                   "run: " + "; ".join(shrunk_problems))
+        click.echo("the shrunk schedule, in virtual time:")
+        for line in data["story"]:
+            click.echo("  " + line)
+        if data["divergence"]:
+            click.echo("first divergence from the canonical run:")
+            for line in data["divergence"]:
+                click.echo("  " + line)
+        click.echo(f"reproduce with: {data['replay_command']}")
+
+
+@click.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--replay-out", type=OutputPath(),
+              default="forge-failure.replay.json", show_default=True,
+              help="Where to write the shrunk failing schedule.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+def merge(reports, replay_out, as_json):
+    """Join the shard reports REPORTS (`forge explore --shard I/N --json`)
+    into the report of one run over all their seeds.
+
+    Every shard of one campaign must be given, once each.  Exit codes as
+    `forge explore`: 0 every schedule passed, 1 one failed, 2 bad input.
+    """
+    from forge import campaign as spread
+    from forge.errors import InputError
+    from forge.sim.replayfile import write_record
+
+    loaded = []
+    for path in reports:
+        try:
+            with open(path, encoding="utf-8") as f:
+                loaded.append((path, json.load(f)))
+        except OSError as e:
+            raise InputError(f"cannot read this file: {e.strerror or e}", file=path) from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise InputError(f"not a JSON report ({e})", file=path) from None
+    data, rec = spread.merge_shards(loaded)
+    if rec is not None:
+        write_output(replay_out, write_record(rec))
+        data["replay"] = replay_out
+        data["replay_command"] = f"forge replay {shlex.quote(replay_out)}"
+    _show(data, as_json, "random", rec["failure"]["problems"] if rec else ())
+    sys.exit(1 if rec is not None else 0)

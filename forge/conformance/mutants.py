@@ -24,7 +24,6 @@ the suite (`runner`), the invariants (`forge.conformance.oracles`), and the comm
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import pathlib
 from collections.abc import Iterator, Sequence
@@ -35,6 +34,7 @@ import forge.engine.run  # noqa: F401 - importing the engine declares its sites
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
 from forge import variation
 from forge.errors import InputError
+from forge.pool import Pool
 
 
 @attrs.frozen
@@ -209,25 +209,16 @@ def kill_matrix(mutants: Sequence[Mutant], cases, seeds: int, workers: int = 1,
                 progress=None) -> list[list[str]]:
     """The killers of each mutant, in the order given, whatever `workers` is.
 
-    With more than one worker, each mutant runs in a worker process of its
-    own pool; the rows come back in catalogue order, so the matrix is the one
-    a single process computes.
+    With more than one worker, each mutant runs in a worker process of the
+    campaigns' pool (`forge.pool`; one worker is this process); the rows come
+    back in catalogue order, so the matrix is the one a single process computes.
     """
-    if workers <= 1:
-        prompts = explore_prompts()
-        rows = []
-        for n, m in enumerate(mutants, 1):
-            rows.append(kills(m, cases, prompts, seeds))
-            if progress:
-                progress(n, m)
-        return rows
     explore_prompts()  # a missing examples/ is refused here, not in each worker
-    with concurrent.futures.ProcessPoolExecutor(
-            max_workers=workers, initializer=_start_worker, initargs=(cases, seeds)) as pool:
+    with Pool(workers, _start_worker, (cases, seeds)) as pool:
+        futures = [pool.submit(_kill_in_worker, m.id) for m in mutants]
         rows = []
-        for n, (m, killers) in enumerate(
-                zip(mutants, pool.map(_kill_in_worker, [m.id for m in mutants])), 1):
-            rows.append(killers)
+        for n, (m, future) in enumerate(zip(mutants, futures), 1):
+            rows.append(future.result())
             if progress:
                 progress(n, m)
         return rows

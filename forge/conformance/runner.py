@@ -21,7 +21,7 @@ which counts as failed so the file is kept honest.
 
 With several workers, subprocess implementations run on threads (the work
 happens in the child processes), each thread borrowing an adapter of its
-own; the in-process engine runs on a process pool.  Results come back in
+own; the in-process engine runs on the campaigns' process pool (`forge.pool`).  Results come back in
 case order either way.
 
 What does not live here: the case format (`case`), comparing observations
@@ -48,6 +48,7 @@ from forge.conformance._toml import check_data, read_toml
 from forge.conformance.adapters import Adapter, AdapterError, InProcessAdapter
 from forge.conformance.case import Case
 from forge.conformance.matchers import Comparison, compare, show
+from forge.pool import Pool
 from forge.conformance.report import (
     ERRORED,
     EXPECTED_FAIL,
@@ -267,8 +268,7 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
             for i in todo:
                 finish(i, pool.run(cases[i]))
         elif processes:
-            with cf.ProcessPoolExecutor(workers, initializer=_init_process,
-                                        initargs=(factory,)) as executor:
+            with Pool(workers, _init_process, (factory,)) as executor:
                 futures = {executor.submit(_run_in_process, cases[i]): i for i in todo}
                 for future in cf.as_completed(futures):
                     finish(futures[future], _outcome(future, cases[futures[future]]))

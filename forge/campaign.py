@@ -1,0 +1,318 @@
+"""Campaigns spread over processes: explore's seeds in chunks, and shards of them.
+
+`explore_campaign` runs the seeds of a random or PCT search in chunks on a
+`forge.pool.Pool` and merges the chunks' results *in seed order* into the
+report one process would make: the same runs (up to and including the
+first failing seed), distinct traces, outcomes, horizon and finding.  A
+chunk that fails stops at its first failing seed; later chunks are dropped.
+The failure is shrunk here, in this process, exactly as the serial search
+shrinks it (`forge.sim.explore.finding`), so the replay record is the same.
+
+PCT learns its horizon from the runs before each one, so a chunk is run
+*speculatively* with the horizon known when it was sent.  Merging checks it:
+a chunk whose starting horizon is not the one the runs before it give is
+sent again with the right one.  The horizon grows only when a run makes more
+real decisions than every run before it, so few chunks are sent twice.
+
+Shards (`--shard I/N`, a CI matrix) cut the seed range into N contiguous
+parts.  A shard's report carries what merging needs (`shard_section`: its
+distinct trace hashes, its replay record, and a fingerprint of the
+campaign), and `merge_shards` gives the one-process report.  PCT cannot be
+sharded: a later shard would need every earlier shard's horizon.  Neither
+can the exhaustive strategy be spread: it walks one choice tree in one
+order under one `--runs` budget, and its reduction prunes a subtree because
+an equivalent one was run earlier in that order; cut by prefix, the budget
+and the pruning would fall elsewhere and the merged report would not be the
+serial one.  Both refusals are one line (`check_spread`).
+
+What does not live here: the pool and its backends (`forge.pool`), the
+serial search (`forge.sim.explore`), the run and its record
+(`forge.runspec`, `forge.repro`), the command line (`forge.commands.explore`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from forge.errors import InputError
+from forge.pool import LOCAL, Backend, Pool
+from forge.repro import ExploreOutcome, outcome_of, prepare
+from forge.runspec import Expectation, RunSpec, record
+from forge.sim.chooser import Chooser, RandomProvider
+from forge.sim.explore import Report, check_all, finding
+from forge.sim.pct import PCTProvider
+
+#: Seeds a worker runs per task: enough to hide the cost of a round trip,
+#: few enough that a failure early in the range wastes little.
+CHUNK = 25
+#: Chunks in flight per worker, so a worker never waits for the merge.
+AHEAD = 3
+
+
+@attrs.frozen
+class SeedRun:
+    """One schedule's result, as the merge needs it."""
+
+    seed: int
+    trace_sha: str
+    outcome: str
+    failed: bool
+    #: PCT's real decisions (what the horizon learns from); 0 for random.
+    steps: int = 0
+
+
+@attrs.frozen
+class Chunk:
+    """A worker's answer for seeds [first, first + count): its runs, stopped
+    after the first failing one, and the PCT horizon it started from."""
+
+    first: int
+    horizon: int | None
+    runs: tuple[SeedRun, ...]
+
+
+@attrs.frozen
+class Campaign:
+    outcome: ExploreOutcome
+    #: The distinct trace hashes of the runs in the report, sorted.
+    traces: tuple[str, ...] = attrs.field(repr=False)
+
+
+@attrs.frozen
+class Shard:
+    """Shard `index` of `of` (1-based): which part of the seed range it runs."""
+
+    index: int
+    of: int
+
+    def seeds(self, start_seed: int, runs: int) -> range:
+        low = start_seed + (self.index - 1) * runs // self.of
+        high = start_seed + self.index * runs // self.of
+        return range(low, high)
+
+
+def parse_shard(text: str) -> Shard:
+    """`I/N` with 1 <= I <= N.
+
+    Raises:
+        InputError: naming `--shard`.
+    """
+    index, slash, of = text.partition("/")
+    if not slash or not index.isdigit() or not of.isdigit() or len(text) > 20:
+        raise InputError(f"a shard is I/N such as 2/4, got {text[:40]!r}", file="--shard")
+    shard = Shard(int(index), int(of))
+    if not 1 <= shard.index <= shard.of:
+        raise InputError(f"a shard I/N needs 1 <= I <= N, got {text!r}", file="--shard")
+    return shard
+
+
+def check_spread(strategy: str, workers: int, shard: Shard | None, backend: Backend) -> None:
+    """Refuse a strategy that cannot be spread as asked (see the module docstring).
+
+    Raises:
+        InputError: naming the flag.
+    """
+    spread = workers > 1 or backend.kind != "local"
+    if strategy == "exhaustive" and (spread or shard is not None):
+        flag = "--shard" if shard is not None else ("--workers" if workers > 1 else "--backend")
+        raise InputError("the exhaustive strategy walks one choice tree in one order under one "
+                         "--runs budget, so it runs in one process; spread random or pct "
+                         "schedules instead", file=flag)
+    if strategy == "pct" and shard is not None:
+        raise InputError("pct learns its horizon from every earlier seed, so its seeds cannot "
+                         "be cut into shards; use --workers, or --strategy random",
+                         file="--shard")
+
+
+# -- in a worker ----------------------------------------------------------------------------
+
+#: What every task of a campaign shares, built once per worker process.
+_WORKER: dict = {}
+
+
+def _setup(spec: RunSpec, expect: Expectation, extra_checks: tuple, strategy: str,
+           pct_depth: int) -> None:
+    runner, _, checks = prepare(spec, expect, extra_checks)
+    _WORKER.update(runner=runner, checks=checks, strategy=strategy, pct_depth=pct_depth)
+
+
+def _provider(strategy: str, seed: int, pct_depth: int, horizon: int | None):
+    return PCTProvider(seed, pct_depth, horizon) if strategy == "pct" else RandomProvider(seed)
+
+
+def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
+    first, count, horizon = task
+    subject, checks = _WORKER["runner"].subject, _WORKER["checks"]
+    strategy, depth = _WORKER["strategy"], _WORKER["pct_depth"]
+    runs, learned = [], horizon
+    for seed in range(first, first + count):
+        provider = _provider(strategy, seed, depth, learned)
+        obs, sha = subject(Chooser(provider, seed=seed))
+        steps = getattr(provider, "steps", 0)
+        if strategy == "pct" and (learned is None or steps > learned):
+            learned = steps  # the serial campaign's rule (`PCTCampaign.learn`)
+        failed = bool(check_all(obs, checks))
+        runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps))
+        if failed:
+            break
+    return Chunk(first, horizon, tuple(runs))
+
+
+# -- in the driving process -----------------------------------------------------------------
+
+def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
+                     strategy: str = "random", seeds: range, workers: int = 2,
+                     pct_depth: int = 3, shrink_budget: int = 3000,
+                     where: Backend = LOCAL,
+                     progress: Callable[[int], None] | None = None,
+                     extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
+    """`forge.repro.explore_prompt` over `seeds` on a pool: the same outcome,
+    with the distinct trace hashes a shard report carries."""
+    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
+                                                                          CHUNK)]
+    traces: set[str] = set()
+    outcomes: dict[str, int] = {}
+    horizon: int | None = None
+    done, failing, drawn_with = 0, None, None
+    with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth),
+              where) as pool:
+        sent: dict[int, object] = {}  # chunk index -> future, in flight
+
+        def send(i: int) -> None:
+            first, count = chunks[i]
+            sent[i] = pool.submit(_run_chunk, (first, count, horizon))
+
+        ahead = max(1, workers * AHEAD)
+        for i in range(min(ahead, len(chunks))):
+            send(i)
+        for i in range(len(chunks)):
+            chunk = sent.pop(i).result()
+            if strategy == "pct" and chunk.horizon != horizon:
+                # Sent before the horizon grew: run it again with the right one.
+                send(i)
+                chunk = sent.pop(i).result()
+            for run in chunk.runs:
+                drawn_with = horizon
+                done += 1
+                traces.add(run.trace_sha)
+                outcomes[run.outcome] = outcomes.get(run.outcome, 0) + 1
+                if strategy == "pct" and (horizon is None or run.steps > horizon):
+                    horizon = run.steps
+                if run.failed:
+                    failing = run
+                    break
+            if progress:
+                progress(done)
+            if failing is not None:
+                pool.cancel(list(sent.values()))
+                break
+            if i + ahead < len(chunks):
+                send(i + ahead)
+    findings = ()
+    if failing is not None:
+        findings = (_finding(runner, checks, strategy, failing.seed, pct_depth, drawn_with,
+                             shrink_budget),)
+    report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
+                    horizon=horizon if strategy == "pct" else None)
+    return Campaign(outcome_of(runner, canonical, checks, expect, report),
+                    tuple(sorted(traces)))
+
+
+def _finding(runner, checks, strategy: str, seed: int, pct_depth: int, horizon: int | None,
+             shrink_budget: int):
+    provider = _provider(strategy, seed, pct_depth, horizon)
+    chooser = Chooser(provider, seed=seed)
+    obs, _ = runner.subject(chooser)
+    problems = check_all(obs, checks)
+    return finding(runner.subject, seed, chooser, obs, problems, checks, shrink_budget,
+                   provider.describe())
+
+
+# -- shards ---------------------------------------------------------------------------------
+
+#: The key of a shard report's own section (absent from a whole report).
+SHARD_KEY = "shard"
+
+
+def fingerprint(spec: RunSpec, expect: Expectation, strategy: str, start_seed: int, runs: int,
+                pct_depth: int) -> str:
+    """The sha256 naming one campaign: shards merge only when theirs agree."""
+    base = record(spec, expect, 0, (), {"trace_sha256": ""})
+    for key in ("trace_sha256", "observation_sha256", "choices"):
+        base.pop(key)
+    base["run"].pop("seed")
+    base["campaign"] = {"strategy": strategy, "start_seed": start_seed, "runs": runs,
+                        "pct_depth": pct_depth}
+    return hashlib.sha256(json.dumps(base, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def shard_section(shard: Shard, seeds: range, campaign: Campaign, print_: str) -> dict:
+    """What a shard report adds for `merge_shards`."""
+    failure = campaign.outcome.failure
+    return {"index": shard.index, "of": shard.of, "seeds": [seeds.start, seeds.stop],
+            "campaign": print_, "traces": list(campaign.traces),
+            "record": failure.record if failure is not None else None}
+
+
+#: The report fields that add up (or unite) across shards; the rest are
+#: the failing shard's (or, with no failure, the first shard's).
+_SUMMED = ("runs", "distinct_schedules", "outcomes")
+
+
+def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None]:
+    """The one-process report of shard reports `(path, report)`, and the
+    replay record of its failure (None: none failed).
+
+    Shards merge in seed order; the first that failed ends the campaign, as
+    the first failing seed ends a serial search, so later shards are not
+    counted.  The caller sets the report's replay fields.
+
+    Raises:
+        InputError: naming the file, for a report that is not a shard's, one
+            of another campaign or shard count, a shard given twice, or a
+            shard missing.
+    """
+    by_index: dict[int, tuple[str, dict]] = {}
+    first_path, first = None, None
+    for path, data in reports:
+        section = data.get(SHARD_KEY) if isinstance(data, dict) else None
+        if not isinstance(section, dict):
+            raise InputError("not a shard report (write one with forge explore --shard I/N "
+                             "--json)", file=path)
+        if first is None:
+            first_path, first = path, section
+        elif (section["campaign"], section["of"]) != (first["campaign"], first["of"]):
+            raise InputError(f"a shard of another campaign than {first_path} (its prompt, flags, "
+                             "seeds or shard count differ)", file=path)
+        if section["index"] in by_index:
+            raise InputError(f"shard {section['index']}/{section['of']} overlaps "
+                             f"{by_index[section['index']][0]}, which is the same shard",
+                             file=path)
+        by_index[section["index"]] = (path, data)
+    if first is None:
+        raise InputError("no shard reports given", file="merge")
+    missing = [i for i in range(1, first["of"] + 1) if i not in by_index]
+    if missing:
+        raise InputError(f"shard {missing[0]}/{first['of']} is missing; merge needs every "
+                         "shard", file=first_path)
+    merged: dict | None = None
+    traces: set[str] = set()
+    runs, outcomes = 0, {}
+    for index in range(1, first["of"] + 1):
+        _, data = by_index[index]
+        runs += data["runs"]
+        traces.update(data[SHARD_KEY]["traces"])
+        for name, count in data["outcomes"].items():
+            outcomes[name] = outcomes.get(name, 0) + count
+        merged = data
+        if data["failures"]:
+            break
+    assert merged is not None
+    out = {k: v for k, v in merged.items() if k != SHARD_KEY and k not in _SUMMED}
+    out.update(runs=runs, distinct_schedules=len(traces), outcomes=dict(sorted(outcomes.items())))
+    return out, merged[SHARD_KEY]["record"]

@@ -1,0 +1,107 @@
+"""`forge explore --workers N`, `--shard I/N` and `forge explore merge`: the
+report (and the replay file) of a spread campaign is the one-process one,
+byte for byte (kit: campaigns).
+
+The campaign is `examples/explore/store-race.md --args 2` with a user check
+that fails on a rare trace (its sha256 starts `00`): random seed 247 and
+pct seed 16 are the first to fail, so the failure lands inside a later
+chunk and shard, and everything before it must be counted as one process
+counts it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import EXAMPLES
+
+PROMPT = str(EXAMPLES / "explore" / "store-race.md")
+CHECK = '''def rare(obs):
+    return ["a rare trace"] if obs["trace_sha256"].startswith("00") else []
+'''
+
+
+@pytest.fixture
+def forge(tmp_path):
+    (tmp_path / "rarecheck.py").write_text(CHECK, encoding="utf-8")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(tmp_path)) if p)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "forge", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+
+    return run
+
+
+def campaign(*extra: str) -> list[str]:
+    return ["explore", PROMPT, "--args", "2", "--runs", "400", "--check", "rarecheck:rare",
+            "--json", *extra]
+
+
+@pytest.mark.parametrize("strategy", ["random", "pct"])
+def test_workers_give_the_serial_report_and_replay_file(forge, tmp_path, strategy):
+    serial = forge(*campaign("--strategy", strategy, "--replay-out", "serial.json"))
+    serial_replay = (tmp_path / "serial.json").read_bytes()
+    spread = forge(*campaign("--strategy", strategy, "--workers", "2", "--replay-out",
+                             "serial.json"))
+    assert serial.returncode == spread.returncode == 1, spread.stderr
+    assert spread.stdout == serial.stdout
+    assert (tmp_path / "serial.json").read_bytes() == serial_replay
+    report = json.loads(serial.stdout)
+    assert report["failures"][0]["seed"] == (247 if strategy == "random" else 16)
+
+
+def test_merged_shards_give_the_serial_report(forge, tmp_path):
+    serial = forge(*campaign("--replay-out", "out.json"))
+    serial_replay = (tmp_path / "out.json").read_bytes()
+    (tmp_path / "out.json").unlink()
+    for i in (1, 2, 3):
+        shard = forge(*campaign("--shard", f"{i}/3", "--replay-out", f"s{i}.json"))
+        assert shard.returncode in (0, 1), shard.stderr
+        (tmp_path / f"s{i}.report.json").write_text(shard.stdout, encoding="utf-8")
+        assert json.loads(shard.stdout)["shard"]["seeds"] == [(i - 1) * 400 // 3, i * 400 // 3]
+    merged = forge("explore", "merge", "s3.report.json", "s1.report.json", "s2.report.json",
+                   "--replay-out", "out.json", "--json")
+    assert merged.returncode == 1, merged.stderr
+    assert merged.stdout == serial.stdout
+    assert (tmp_path / "out.json").read_bytes() == serial_replay
+    # and the merged replay file reproduces the failure on its own
+    replay = forge("replay", "out.json")
+    assert replay.returncode == 1 and "a rare trace" in replay.stdout
+
+
+def test_merge_refuses_overlapping_missing_and_foreign_shards(forge, tmp_path):
+    for name, extra in (("a", ("--shard", "1/2")), ("b", ("--shard", "2/2")),
+                        ("other", ("--shard", "2/2", "--start-seed", "5")), ("whole", ())):
+        out = forge(*campaign(*extra, "--replay-out", f"{name}.replay.json"))
+        (tmp_path / f"{name}.json").write_text(out.stdout, encoding="utf-8")
+    cases = {("a.json", "a.json"): "a.json: shard 1/2 overlaps a.json",
+             ("a.json",): "shard 2/2 is missing",
+             ("a.json", "other.json"): "other.json: a shard of another campaign than a.json",
+             ("whole.json",): "whole.json: not a shard report"}
+    for files, message in cases.items():
+        out = forge("explore", "merge", *files)
+        assert out.returncode == 2, out
+        assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--strategy", "exhaustive", "--workers", "2"),
+     "--workers: the exhaustive strategy walks one choice tree"),
+    (("--strategy", "exhaustive", "--shard", "1/2"),
+     "--shard: the exhaustive strategy walks one choice tree"),
+    (("--strategy", "pct", "--shard", "1/2"), "--shard: pct learns its horizon"),
+    (("--shard", "3/2"), "--shard: a shard I/N needs 1 <= I <= N"),
+    (("--shard", "two"), "--shard: a shard is I/N such as 2/4"),
+    (("--address", "tcp://127.0.0.1:1"), "--address: an address names a dask scheduler"),
+])
+def test_what_cannot_be_spread_is_refused_in_one_line(forge, args, message):
+    out = forge("explore", PROMPT, *args)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and message in out.stderr, out.stderr
