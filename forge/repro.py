@@ -218,7 +218,9 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         max_instructions=given("max_instructions", spec.max_instructions),
         faults=given("faults", ",".join(spec.faults.kinds)),
         fault_budget=given("fault_budget", spec.faults.budget),
-        latency_base=spec.latency_base, latency_menu=spec.latency_menu)
+        latency_base=spec.latency_base, latency_menu=spec.latency_menu,
+        tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
+        else spec.tool)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

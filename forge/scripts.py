@@ -148,7 +148,7 @@ class OperatorScript:
 
 # -- loading ------------------------------------------------------------------------------
 
-def _read_json(path: str | Path) -> Any:
+def read_json(path: str | Path) -> Any:
     """The decoded script, within the limits of `forge.limits` (size before parsing)."""
     name = str(path)
     try:
@@ -184,7 +184,7 @@ def _no_constant(name: str):
     raise ValueError(f"`{name}` is not a JSON number")
 
 
-def _check_limits(check: "_Checker", data: Any, root: str) -> None:
+def check_limits(check: "Checker", data: Any, root: str) -> None:
     problem = data_problem(data)
     if problem is not None:
         path, rule = problem
@@ -194,18 +194,18 @@ def _check_limits(check: "_Checker", data: Any, root: str) -> None:
 def read_script_data(path: str | Path) -> Any:
     """A script file's decoded JSON, within the limits (not yet checked as a script):
     what a replay file records, so `model_script_from_data` rebuilds the script."""
-    return _read_json(path)
+    return read_json(path)
 
 
 def load_model_script(path: str | Path) -> ModelScript:
-    return model_script_from_data(_read_json(path), str(path))
+    return model_script_from_data(read_json(path), str(path))
 
 
 def load_operator_script(path: str | Path) -> OperatorScript:
-    return operator_script_from_data(_read_json(path), str(path))
+    return operator_script_from_data(read_json(path), str(path))
 
 
-class _Checker:
+class Checker:
     """Raises InputError naming the source, the entry and the rule."""
 
     def __init__(self, source: str) -> None:
@@ -216,7 +216,7 @@ class _Checker:
 
     def object(self, value: Any, where: str, keys: tuple[str, ...]) -> dict:
         if not isinstance(value, dict):
-            self.fail(where, f"must be a JSON object, got {_json_type(value)}")
+            self.fail(where, f"must be a JSON object, got {json_type(value)}")
         for key in value:
             if key not in keys:
                 self.fail(where, f"unknown key `{key}`; expected one of "
@@ -225,7 +225,7 @@ class _Checker:
 
     def string(self, value: Any, where: str, non_empty: bool = False) -> str:
         if not isinstance(value, str):
-            self.fail(where, f"must be a string, got {_json_type(value)}")
+            self.fail(where, f"must be a string, got {json_type(value)}")
         if non_empty and not value.strip():
             self.fail(where, "must be a non-empty string")
         return value
@@ -234,7 +234,7 @@ class _Checker:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(where, f"must be a number of seconds, got {_json_type(value)}")
+            self.fail(where, f"must be a number of seconds, got {json_type(value)}")
         if value < 0:
             self.fail(where, f"must be a non-negative number of seconds, got {value}")
         if value > MAX_SECONDS:
@@ -242,7 +242,7 @@ class _Checker:
         return value
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -256,7 +256,7 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
+def _reply(check: Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
     data = check.object(data, where, _REPLY_KEYS + extra)
     text = data.get("text")
     if text is not None:
@@ -265,7 +265,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
     raw_calls = data.get("tool_calls")
     if raw_calls is not None:
         if not isinstance(raw_calls, list):
-            check.fail(f"{where}.tool_calls", f"must be an array, got {_json_type(raw_calls)}")
+            check.fail(f"{where}.tool_calls", f"must be an array, got {json_type(raw_calls)}")
         for j, raw in enumerate(raw_calls):
             at = f"{where}.tool_calls[{j}]"
             call = check.object(raw, at, _CALL_KEYS)
@@ -276,7 +276,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
             if arguments is None:
                 arguments = {}
             if not isinstance(arguments, dict):
-                check.fail(f"{at}.arguments", f"must be a JSON object, got {_json_type(arguments)}")
+                check.fail(f"{at}.arguments", f"must be a JSON object, got {json_type(arguments)}")
             call_id = call.get("id")
             if call_id is not None:
                 check.string(call_id, f"{at}.id", non_empty=True)
@@ -289,7 +289,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
         check.string(fail, f"{where}.fail", non_empty=True)
     overflow = data.get("overflow", False)
     if not isinstance(overflow, bool):
-        check.fail(f"{where}.overflow", f"must be a boolean, got {_json_type(overflow)}")
+        check.fail(f"{where}.overflow", f"must be a boolean, got {json_type(overflow)}")
     if text is None and raw_calls is None and fail is None and not overflow:
         check.fail(where, "a reply needs `text`, `tool_calls`, `fail` or `overflow`")
     if (fail is not None or overflow) and (text is not None or raw_calls is not None):
@@ -299,8 +299,8 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
 
 def model_script_from_data(data: Any, source: str) -> ModelScript:
     """A checked model script from decoded JSON; `source` names it in messages."""
-    check = _Checker(source)
-    _check_limits(check, data, "script")
+    check = Checker(source)
+    check_limits(check, data, "script")
     data = check.object(data, "script", _TOP_KEYS)
     model = check.object(data.get("model", {}), "model", _MODEL_KEYS)
     model_id = check.string(model.get("id", DEFAULT_MODEL_ID), "model.id", non_empty=True)
@@ -310,7 +310,7 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
     description = check.string(model.get("description", ""), "model.description")
     raw_rounds = data.get("rounds", [])
     if not isinstance(raw_rounds, list):
-        check.fail("rounds", f"must be an array, got {_json_type(raw_rounds)}")
+        check.fail("rounds", f"must be an array, got {json_type(raw_rounds)}")
     rounds = []
     for i, raw in enumerate(raw_rounds):
         where = f"rounds[{i}]"
@@ -336,10 +336,10 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
 
 def operator_script_from_data(data: Any, source: str) -> OperatorScript:
     """A checked operator script from decoded JSON."""
-    check = _Checker(source)
-    _check_limits(check, data, "script")
+    check = Checker(source)
+    check_limits(check, data, "script")
     if not isinstance(data, list):
-        check.fail("script", f"must be a JSON array of answers, got {_json_type(data)}")
+        check.fail("script", f"must be a JSON array of answers, got {json_type(data)}")
     answers = []
     for i, raw in enumerate(data):
         where = f"[{i}]"

@@ -11,7 +11,8 @@ written with `write_output`, which turns an OS error into an `InputError`
 naming the file.
 
 `harness_options` is the one list of flags that define a run's harness
-(`--args`, `--store`, `--concurrency`, the scripts, `--cancel-at`,
+(`--args`, `--store`, `--concurrency`, the model, operator and tool
+scripts, `--cancel-at`,
 `--max-instructions`, `--faults`, `--fault-budget`), shared by `run`,
 `explore` and `replay`; `harness_kwargs` turns their values into
 `forge.runspec.spec_from_flags` keywords.
@@ -194,7 +195,7 @@ HARNESS_KEYWORDS = {
     "args_text": "args", "store_dir": "store_dir", "concurrency": "concurrency",
     "model_script": "model_script", "operator_script": "operator_script",
     "cancel_at": "cancel_at", "max_instructions": "max_instructions", "faults": "faults",
-    "fault_budget": "fault_budget",
+    "fault_budget": "fault_budget", "tool_script": "tool_script",
 }
 
 
@@ -219,13 +220,15 @@ def harness_options(recorded: bool = False):
                      help="A JSON model script that answers model rounds."),
         click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
                      help="A JSON operator script that answers input.ask()."),
+        click.option("--tool-script", type=click.Path(dir_okay=False), default=None,
+                     help="A JSON tool script: the tools a `tools:` slot binds and their replies."),
         click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
                      help="Have the host cancel the run at this virtual instant."),
         click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
                      help="Lua instruction budget for the whole run (ends runaway loops)."),
         click.option("--faults", default=None, metavar="KINDS", type=TEXT,
                      help="Let the chooser inject faults: a comma-separated list of store, "
-                          "model, operator, cancel."),
+                          "model, tool, operator, cancel."),
         click.option("--fault-budget", type=BoundedInt(0, 1_000_000), default=default(1),
                      show_default=not recorded, help="The most faults one run may draw."),
     ]

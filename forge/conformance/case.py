@@ -76,6 +76,8 @@ class HarnessSpec:
     store: dict[str, str] = attrs.field(factory=dict)
     model_script: dict | None = None
     operator_script: list | None = None
+    #: The tool script (`forge.toolscript`): the tools `tools:` slots bind.
+    tool_script: dict | None = None
     #: Pinned virtual durations per operation kind; kinds left out keep the
     #: implementation's defaults.
     latency: dict[str, float] = attrs.field(factory=dict)

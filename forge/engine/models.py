@@ -4,7 +4,8 @@ What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `comp
 state (`SectionState`), and the `models.loop` state machine: every round
 gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
-the model's tool calls in order (task built-ins, local tool handlers) before
+the model's tool calls in order (task built-ins, bound tools, local tool
+handlers) before
 appending the batch.  It also keeps the round log and the message lists the
 `--json` observation shows.
 
@@ -29,6 +30,7 @@ may itself call `models.loop` or `tools.call`.
     calls ──built-in answered at once──> calls (next call)
     calls ──await_tasks parks (blocked tasks)──> await ──woken──> calls
     calls ──local tool──> handler (Lua runs it) ──handler_done──> calls
+    calls ──bound tool──> tool (chain parks, blocked tool_call) ──reply──> calls
     calls ──batch appended──> send
     send ──overflow with a compactor──> compactor ──> (always raises)
 """
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.engine.conversation import check_list, estimate_tokens, list_json
+from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
 from forge.engine.roles import RolesAPI, Selection
@@ -131,6 +134,9 @@ class SectionState:
     is_h1: bool
     selection: Selection | None = None
     local_tools: dict[str, LocalTool] = attrs.field(factory=dict)
+    #: The bound aliases `tools.add` put in scope, in order first added, each
+    #: with this section's description override (None: none).
+    added: dict[str, str | None] = attrs.field(factory=dict)
     allow: AllowTasks | None = None
     #: Tasks this section's model started, in start order.
     model_tasks: list[Task] = attrs.field(factory=list)
@@ -456,7 +462,7 @@ class ModelsAPI:
             if spec.name not in BUILTINS and spec.name not in self.known_tools:
                 return self._harness_failure(chain, (
                     f"model script {self.script.source}: {spec.where}.name: `{spec.name}` is "
-                    "neither a task built-in nor a local tool this prompt has registered"))
+                    "neither a task built-in nor a bound or local tool of this prompt"))
             call_id = spec.id or state.next_call_id()
             if call_id in seen:
                 return self._fail(chain, state, op, (
@@ -477,10 +483,12 @@ class ModelsAPI:
                 in_scope = op.allowed if call.name in BUILTINS else call.name in op.offered
                 if not in_scope:
                     self.emit(chain, "tool_call_failed")
+                    hint = (" (alias is a bound tool slot but was not added to this section's "
+                            "scope)" if call.name in self.tools.bound else "")
                     return self._fail(
                         chain, state, op,
                         f'tool "{call.name}" is not in this section\'s scope; in-scope aliases: '
-                        f"{debug_list(op.offered)}", "out_of_scope_tool", name=call.name)
+                        f"{debug_list(op.offered)}{hint}", "out_of_scope_tool", name=call.name)
             op.turn, op.text, op.calls, op.index, op.results = turn, reply.text or "", calls, 0, []
             op.phase = "calls"
             return None
@@ -510,6 +518,11 @@ class ModelsAPI:
                     return PARK
                 self._served(chain, op, *served)
                 continue
+            bound = self.tools.bound.get(call.name)
+            if bound is not None:
+                op.phase = "tool"
+                return self.tools.invoke(chain, bound, call.arguments,
+                                         lambda reply: self._tool_answered(chain, op, reply))
             tool = state.local_tools[call.name]
             state.handler_depth += 1
             op.phase = "handler"
@@ -526,12 +539,23 @@ class ModelsAPI:
         op.phase = "send"
         return None
 
-    def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool) -> None:
+    def _tool_answered(self, chain: Chain, op: LoopOp, reply) -> None:
+        """A bound tool's reply to a model call: its result, or its failure text
+        wrapped as untrusted whatever the tool's trust marking."""
+        if reply.error is not None:
+            self._served(chain, op, wrap(reply.error, self.run.nonce), False, trusted=False)
+        else:
+            self._served(chain, op, reply.result, True)
+        op.phase = "calls"
+        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+
+    def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool,
+                trusted: bool = True) -> None:
         """A call of the round has its answer (built-ins and handlers: trusted text)."""
         call = op.calls[op.index]
         self.emit(chain, "tool_call_succeeded" if ok else "tool_call_failed")
         self.emit(chain, "tool_result", turn=op.turn, tool_call_id=call.id, alias=call.name,
-                  content=text, trusted=True)
+                  content=text, trusted=trusted)
         op.results.append(text)
         op.index += 1
 

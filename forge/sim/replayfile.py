@@ -196,9 +196,9 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     store = data["store"]
     r.check(isinstance(store, dict) and all(isinstance(v, str) for v in store.values()),
             "$.store", "an object of path: file text")
-    scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"))
-    for name in ("model", "operator"):
-        if scripts[name] is not None:
+    scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"), optional=("tool",))
+    for name in ("model", "operator", "tool"):
+        if scripts.get(name) is not None:
             entry = r.object(scripts[name], f"$.scripts.{name}", ("path", "data"))
             r.check(isinstance(entry["path"], str), f"$.scripts.{name}.path", "a string")
     faults = r.object(data["faults"], "$.faults", ("kinds", "budget", "cancel_instants_ns"))
