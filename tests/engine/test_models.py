@@ -1393,7 +1393,7 @@ return 'never'
     obs = run(text_, [R("Plan", calls(("fetch", {})))]).observation()
     assert obs["error"] == {"kind": "Harness", "message": (
         "model script t.model.json: rounds[0].reply.tool_calls[0].name: `fetch` is neither a "
-        "task built-in nor a local tool this prompt has registered")}
+        "task built-in nor a bound or local tool of this prompt")}
     obs = run(text_, default=calls(("fetch", {}))).observation()
     assert "default.tool_calls[0].name: `fetch`" in obs["error"]["message"]
 
