@@ -56,6 +56,32 @@ class RunSpec:
     latency_menu: tuple[float, ...] = LATENCY_MENU
     #: The tool script (`forge.toolscript`): the run's tool catalogue.
     tool: Script | None = None
+    #: Store operations the host refuses: operation (or `*`) -> paths (or `*`).
+    refuse: dict = attrs.field(factory=dict)
+
+
+#: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
+#: operations: `spawn` (a task's setup) and `*` (every operation).
+REFUSE_EXTRA = ("spawn", "*")
+
+
+def parse_refuse(pairs) -> dict:
+    """`--refuse OP[:PATH]` values as operation -> paths (`*` when no path).
+
+    Raises:
+        InputError: naming `--refuse`, for an operation the store does not have.
+    """
+    from forge.engine.host import STORE_OPS
+
+    out: dict[str, tuple[str, ...]] = {}
+    for op, path in pairs:
+        if op not in STORE_OPS + REFUSE_EXTRA:
+            raise InputError(f"unknown operation {op[:40]!r}; the operations are "
+                             + ", ".join(STORE_OPS + REFUSE_EXTRA), file="--refuse")
+        paths = out.setdefault(op, ())
+        if path not in paths:
+            out[op] = paths + (path,)
+    return out
 
 
 def parse_faults(text: str | None, budget: int) -> FaultPlan:
@@ -116,7 +142,8 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
                     concurrency: int = 8, model_script: str | None = None,
                     operator_script: str | None = None, cancel_at: float | None = None,
                     max_instructions: int | None = None, faults: str | None = None,
-                    fault_budget: int = 1, tool_script: str | None = None) -> RunSpec:
+                    fault_budget: int = 1, tool_script: str | None = None,
+                    latency=(), refuse=()) -> RunSpec:
     """The spec the harness flags describe; files are read (and checked) now.
 
     Raises:
@@ -127,7 +154,8 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
                             concurrency=concurrency, model=read_script_file(model_script),
                             operator=read_script_file(operator_script), cancel_at=cancel_at,
                             max_instructions=max_instructions, faults=faults,
-                            fault_budget=fault_budget, tool=read_script_file(tool_script))
+                            fault_budget=fault_budget, tool=read_script_file(tool_script),
+                            latency_base=dict(latency), refuse=parse_refuse(refuse))
 
 
 def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
@@ -137,7 +165,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
                      latency_menu: tuple[float, ...] | None = None,
-                     tool: Script | None = None) -> RunSpec:
+                     tool: Script | None = None, refuse: dict | None = None) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
     `latency_base` overrides some operations' base seconds; `latency_menu`
@@ -152,7 +180,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
     _check_latency(base, menu)
     spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
                    cancel_at, max_instructions, dict(store_files or {}), model, operator,
-                   parse_faults(faults, fault_budget), base, menu, tool)
+                   parse_faults(faults, fault_budget), base, menu, tool, dict(refuse or {}))
     return with_cancel_instants(spec)
 
 
@@ -219,7 +247,8 @@ class Runner:
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu),
                           ceiling=spec.concurrency, cancel_at=spec.cancel_at,
-                          model=self.model, operator=self.operator, tool=self.tool)
+                          model=self.model, operator=self.operator, tool=self.tool,
+                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
         harness.attach_faults(spec.faults, chooser)
         config = RunConfig(args=spec.args, seed=chooser.seed,
                            max_instructions=spec.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
@@ -408,7 +437,8 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
         "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
                 "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
-                            "menu": list(spec.latency_menu)}},
+                            "menu": list(spec.latency_menu)},
+                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
@@ -464,4 +494,5 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    run["max_instructions"], dict(data["store"]), script("model"),
                    script("operator"),
                    FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"])),
-                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"))
+                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
+                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()})

@@ -171,7 +171,11 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     sha = prompt["sha256"]
     r.check(isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha),
             "$.prompt.sha256", "64 lowercase hex digits")
-    run = r.object(data["run"], "$.run", _RUN)
+    run = r.object(data["run"], "$.run", _RUN, optional=("refuse",))
+    r.check(isinstance(run.get("refuse", {}), dict)
+            and all(isinstance(v, list) and all(isinstance(p, str) for p in v)
+                    for v in run.get("refuse", {}).values()),
+            "$.run.refuse", "an object of operation: list of paths")
     r.check(isinstance(run["args"], str), "$.run.args", "the run's arguments are a string")
     r.check(_is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
