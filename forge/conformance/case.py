@@ -108,6 +108,9 @@ class HarnessSpec:
         out = attrs.asdict(self)
         # How many schedules to try is the runner's business, not the run's.
         del out["seeds"]
+        # Left out when absent, so a harness without tools reads as before tool scripts.
+        if out["tool_script"] is None:
+            del out["tool_script"]
         return out
 
 
