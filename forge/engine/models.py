@@ -84,6 +84,17 @@ class RoundRecord:
     records: int              # records in the list when the round was sent
     tools: tuple[str, ...]    # the tools offered, in order
     entry: str                # the script entry that answered it
+    #: (name, description) of each tool offered, in order.
+    described: tuple[tuple[str, str], ...] = ()
+    #: Which of the section's lists in `messages` the round sent (None: infer).
+    list_index: int | None = None
+
+    def to_json(self) -> dict:
+        """The round as the observation's `rounds` shows it."""
+        return {"task": self.task, "section": self.section, "origin": self.origin,
+                "list": self.list_index, "records": self.records,
+                "tools": [{"name": n, "description": d} for n, d in self.described],
+                "entry": self.entry}
 
 
 @attrs.frozen
@@ -236,6 +247,10 @@ class ModelsAPI:
         for section, table in self.lists.values():
             out.setdefault(section, []).append(list_json(table))
         return out
+
+    def rounds_json(self) -> list:
+        """Every model round in the order sent: the observation's `rounds`."""
+        return [r.to_json() for r in self.rounds]
 
     def jump_refusal(self, chain: Chain) -> str | None:
         state = chain.section_state
@@ -425,7 +440,8 @@ class ModelsAPI:
         if self.roles.round_model(state, op.selection) is None:
             return self._fail(chain, state, op, f"{MISSING_MODEL}{state.name}", "internal")
         self.emit(chain, "tool_scope_validation_started")
-        offered = tuple(spec.name for spec in self.tools.offered(state))
+        specs = self.tools.offered(state)
+        offered = tuple(spec.name for spec in specs)
         self.emit(chain, "tool_scope_validation_succeeded")
         before = len(op.msgs)
         for text in self.tasks.waiting(state):
@@ -441,8 +457,12 @@ class ModelsAPI:
         op.rounds += 1
         op.entry, op.offered, op.allowed = entry, offered, state.allow is not None
         op.phase = "reply"
+        serial = self.L.list_serial(op.msgs)
+        same = [key for key, (section, _) in self.lists.items() if section == state.name]
         self.rounds.append(RoundRecord(chain.task.id, state.name, "chat", len(op.msgs), offered,
-                                       entry.where))
+                                       entry.where,
+                                       tuple((s.name, s.description) for s in specs),
+                                       same.index(serial)))
         return self.run.harness_op(
             chain, "model", ModelRound("chat", entry.where), lambda: self.run.scheduler.make_ready(chain, (True, b"continue", None)),
             pinned=entry.delay, detail={"entry": entry.where, "records": len(op.msgs)})

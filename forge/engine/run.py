@@ -691,6 +691,7 @@ class Run:
             "events": list(self.events),
             "tasks": tasks,
             "messages": self.host.messages_json(),
+            "rounds": self.models.rounds_json(),
             "store": self.harness.store.snapshot(),
             "virtual_time": ns_to_seconds(self.clock.now),
             "trace_sha256": self.trace.sha256(),

@@ -133,6 +133,11 @@ return msgs[#msgs].content
     offered = r.models.rounds[0].tools
     assert offered == ("search", "fetch", "grab", "task", "task_cancel", "task_status",
                        "await_tasks")
+    shown = r.observation()["rounds"][0]
+    assert shown["tools"][:3] == [{"name": "search", "description": "Section search text"},
+                                  {"name": "fetch", "description": "Fetch a page"},
+                                  {"name": "grab", "description": "Grab a value"}]
+    assert (shown["section"], shown["list"], shown["records"]) == ("Go", 0, 1)
 
 
 def test_description_overrides():
