@@ -304,7 +304,7 @@ def crashed(run, crash: BaseException) -> dict:
     """The observation of a run the engine broke on: the trace so far, the exception."""
     return {"outcome": CRASHED, "result": None,
             "error": {"kind": "KitBug", "message": f"{type(crash).__name__}: {crash}"},
-            "logs": list(run.logs), "events": list(run.events), "tasks": {}, "messages": [], "rounds": [],
+            "logs": list(run.logs), "events": list(run.events), "tasks": {}, "messages": [], "rounds": [], "effects": [],
             "store": {}, "virtual_time": run.clock.now / 1e9,
             "trace_sha256": run.trace.sha256()}
 

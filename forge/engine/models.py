@@ -624,7 +624,7 @@ class ModelsAPI:
         answer = self.cursor.take_answer()
         if answer is None:
             # Like an operator who never answers: the ask stays pending.
-            return self.run.scheduler.park(chain, OperatorQuestion(self.asks, None))
+            return self.run.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
 
         def answered() -> None:
             self.emit(chain, "user_input", text=answer.text)

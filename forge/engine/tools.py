@@ -353,10 +353,8 @@ class ToolsAPI:
                 bound.tool, bound.alias, chain.task.id))
         request = ToolCall(bound.alias, reply.where)
         if reply.never:
-            # Issued but never answered: no completion is scheduled.
-            self.run.trace.emit(self.run.clock.now, "harness_unanswered", chain=chain.id,
-                                op="tool", tool=bound.alias, reply=reply.where)
-            return self.run.scheduler.park(chain, request)
+            return self.run.never_answered_op(chain, "tool", request,
+                                              {"tool": bound.alias, "reply": reply.where})
         return self.run.harness_op(chain, "tool", request, lambda: answered(reply),
                                    pinned=reply.delay,
                                    detail={"tool": bound.alias, "reply": reply.where})
