@@ -286,9 +286,10 @@ class ModelsAPI:
         cmd[b"arg"] = arg
         return (True, b"run", cmd)
 
-    def _take_entry(self, chain: Chain, state: SectionState) -> ScriptEntry | None:
+    def _take_entry(self, chain: Chain, state: SectionState,
+                    latest: str = "") -> ScriptEntry | None:
         state.rounds_made += 1
-        entry = self.cursor.take_round(state.name)
+        entry = self.cursor.take_round(state.name, state.rounds_made, latest)
         if entry is None:
             self._harness_failure(chain, self.cursor.no_round_message(
                 state.name, state.rounds_made, chain.task.id))
@@ -324,13 +325,14 @@ class ModelsAPI:
             return self.err(f"{MISSING_MODEL}{state.name}", "internal")
         if len(prompt) // 4 + 4 > self.script.context:
             return self.err(CONTEXT_MESSAGES["precheck"], "context_exhausted", reason="precheck")
-        entry = self._take_entry(chain, state)
+        entry = self._take_entry(chain, state, _t(prompt))
         if entry is None:
             return (True, b"")
         self.rounds.append(RoundRecord(chain.task.id, state.name, "infer", 1, (), entry.where))
         return self.run.harness_op(chain, "model", ModelRound("infer", entry.where),
                                    lambda: self._inferred(chain, entry),
-                                   pinned=entry.delay, detail={"entry": entry.where})
+                                   pinned=entry.pinned(self.run.clock.now / 1e9),
+                                   detail={"entry": entry.where})
 
     def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
         reply = entry.reply
@@ -450,7 +452,7 @@ class ModelsAPI:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
             return self._overflow(chain, state, op, "precheck")
-        entry = self._take_entry(chain, state)
+        entry = self._take_entry(chain, state, self._latest_user(op.msgs))
         if entry is None:
             return (True, b"done", None)
         self.tasks.gather(state)
@@ -465,7 +467,17 @@ class ModelsAPI:
                                        same.index(serial)))
         return self.run.harness_op(
             chain, "model", ModelRound("chat", entry.where), lambda: self.run.scheduler.make_ready(chain, (True, b"continue", None)),
-            pinned=entry.delay, detail={"entry": entry.where, "records": len(op.msgs)})
+            pinned=entry.pinned(self.run.clock.now / 1e9),
+            detail={"entry": entry.where, "records": len(op.msgs)})
+
+    def _latest_user(self, msgs) -> str:
+        """The text of the list's last user record ("" when it has none)."""
+        for i in range(len(msgs), 0, -1):
+            record = msgs[i]
+            if record[b"role"] == b"user":
+                content = record[b"content"]
+                return _t(content) if isinstance(content, bytes) else ""
+        return ""
 
     def _overflow(self, chain: Chain, state: SectionState, op: LoopOp, reason: str):
         if op.compactor is None:
