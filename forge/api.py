@@ -131,6 +131,10 @@ class Observation:
     trace: str = _attrs.field(default="", repr=False)
     choices: tuple[int, ...] = _attrs.field(default=(), repr=False)
     drifted_at: int | None = None
+    #: Every model round with the tools it offered, and every harness
+    #: operation with how it ended (docs/observation.md).
+    rounds: tuple[Mapping[str, Any], ...] = ()
+    effects: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -144,6 +148,7 @@ class Observation:
             "logs": list(self.logs), "events": _thaw(self.events), "tasks": _thaw(self.tasks),
             "messages": _thaw(self.messages), "store": _thaw(self.store),
             "virtual_time": self.virtual_time, "trace_sha256": self.trace_sha256,
+            "rounds": _thaw(self.rounds), "effects": _thaw(self.effects),
         }
 
     def to_json(self) -> str:
@@ -162,7 +167,9 @@ class Observation:
             store=_freeze(dict(obs.get("store", {}))),
             virtual_time=float(obs.get("virtual_time", 0.0)),
             trace_sha256=str(obs.get("trace_sha256", "")), trace=trace,
-            choices=tuple(choices), drifted_at=drifted_at)
+            choices=tuple(choices), drifted_at=drifted_at,
+            rounds=_freeze(list(obs.get("rounds", ()))),
+            effects=_freeze(list(obs.get("effects", ()))))
 
 
 # -- building runs ---------------------------------------------------------------------------

@@ -9,11 +9,12 @@ enter a run:
 - how long each operation takes (`LatencyModel`, a menu of durations whose
   first entry is the canonical one),
 - the model's replies and the operator's answers (scripts, `forge.scripts`),
+- the bound tools and their answers (the tool script, `forge.toolscript`),
 - the concurrency ceiling and host faults: a host cancel at a given instant,
   and faults drawn from the chooser (`FaultPlan`, `Faults`): a store
-  refusal, a failed model round, an operator who never answers, a host
-  cancel before any scheduling step of the run (or, in replay files
-  recorded before steps were offered, at one of the plan's instants).  Each opportunity is a
+  refusal, a failed model round, a failed tool call, an operator who never
+  answers, a host cancel before any scheduling step of the run (or, in replay
+  files recorded before steps were offered, at one of the plan's instants).  Each opportunity is a
   decision `fault:KIND` with options (`none`, the fault), so option 0 is
   always "no fault" and shrinking prefers fewer faults; a per-run budget
   caps how many fire, and once it is spent no more decisions are asked.
@@ -66,7 +67,7 @@ class LatencyModel:
 
 
 #: The faults the chooser may inject (`--faults`), in the order docs list them.
-FAULT_KINDS: tuple[str, ...] = ("store", "model", "operator", "cancel")
+FAULT_KINDS: tuple[str, ...] = ("store", "model", "tool", "operator", "cancel")
 
 
 @attrs.frozen
@@ -146,6 +147,8 @@ class Harness:
     model: Any = None
     #: The scripted operator (forge.scripts.OperatorScript) or None.
     operator: Any = None
+    #: The tool catalogue and its answers (forge.toolscript.ToolScript) or None.
+    tool: Any = None
     #: Store paths whose operations the host refuses (a fault), by operation.
     refuse: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: The run's drawn faults (`attach_faults`), or None.
@@ -172,6 +175,8 @@ class Harness:
             self.model = attrs.evolve(self.model, faults=faults)
         if self.operator is not None:
             self.operator = attrs.evolve(self.operator, faults=faults)
+        if self.tool is not None:
+            self.tool = attrs.evolve(self.tool, faults=faults)
         if self.cancel_at is None and plan.cancel_steps:
             self.cancel_step = faults.cancel_step()
         elif self.cancel_at is None:

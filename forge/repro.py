@@ -221,7 +221,7 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
 def _override(spec: RunSpec, overrides: dict) -> RunSpec:
     """The recorded spec with the flags given changed; the prompt stays the
     recorded text (a prompt given as text has no file to read again)."""
-    from forge.runspec import read_script_file, read_store_folder, spec_from_values
+    from forge.runspec import parse_refuse, read_script_file, read_store_folder, spec_from_values
 
     given = overrides.get
     rebuilt = spec_from_values(
@@ -237,7 +237,11 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         max_instructions=given("max_instructions", spec.max_instructions),
         faults=given("faults", ",".join(spec.faults.kinds)),
         fault_budget=given("fault_budget", spec.faults.budget),
-        latency_base=spec.latency_base, latency_menu=spec.latency_menu)
+        latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
+        latency_menu=spec.latency_menu,
+        tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
+        else spec.tool,
+        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

@@ -2,8 +2,8 @@
 
 A `RunSpec` holds everything but the choice sequence that decides a run:
 the prompt (path and sha256), arguments, concurrency, cancel instant,
-instruction budget, latencies, the store's files, each script's content and
-the fault plan.  `run`, `explore` and `replay` all build their runs from one
+instruction budget, latencies, the store's files, each script's content (the
+model, operator and tool scripts) and the fault plan.  `run`, `explore` and `replay` all build their runs from one
 (`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
 script data through `spec_from_values`), so `forge explore` seed N and
 `forge run --seed N` are the same run, and a replay file (`record`) carries
@@ -54,6 +54,34 @@ class RunSpec:
     faults: FaultPlan = FaultPlan()
     latency_base: dict = attrs.field(factory=lambda: dict(DEFAULT_LATENCY))
     latency_menu: tuple[float, ...] = LATENCY_MENU
+    #: The tool script (`forge.toolscript`): the run's tool catalogue.
+    tool: Script | None = None
+    #: Store operations the host refuses: operation (or `*`) -> paths (or `*`).
+    refuse: dict = attrs.field(factory=dict)
+
+
+#: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
+#: operations: `spawn` (a task's setup) and `*` (every operation).
+REFUSE_EXTRA = ("spawn", "*")
+
+
+def parse_refuse(pairs) -> dict:
+    """`--refuse OP[:PATH]` values as operation -> paths (`*` when no path).
+
+    Raises:
+        InputError: naming `--refuse`, for an operation the store does not have.
+    """
+    from forge.engine.host import STORE_OPS
+
+    out: dict[str, tuple[str, ...]] = {}
+    for op, path in pairs:
+        if op not in STORE_OPS + REFUSE_EXTRA:
+            raise InputError(f"unknown operation {op[:40]!r}; the operations are "
+                             + ", ".join(STORE_OPS + REFUSE_EXTRA), file="--refuse")
+        paths = out.setdefault(op, ())
+        if path not in paths:
+            out[op] = paths + (path,)
+    return out
 
 
 def parse_faults(text: str | None, budget: int) -> FaultPlan:
@@ -66,10 +94,6 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
         return FaultPlan((), budget)
     kinds = [k.strip() for k in text.split(",")]
     for kind in kinds:
-        if kind == "tool":
-            raise InputError("`tool` faults are not offered: a local tool runs as Lua in the "
-                             "calling chain, with no harness operation to fail; use one of "
-                             + ",".join(FAULT_KINDS), file="--faults")
         if kind not in FAULT_KINDS:
             raise InputError(f"unknown fault kind {kind[:40]!r}; use a comma-separated list of "
                              + ",".join(FAULT_KINDS), file="--faults")
@@ -118,7 +142,8 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
                     concurrency: int = 8, model_script: str | None = None,
                     operator_script: str | None = None, cancel_at: float | None = None,
                     max_instructions: int | None = None, faults: str | None = None,
-                    fault_budget: int = 1) -> RunSpec:
+                    fault_budget: int = 1, tool_script: str | None = None,
+                    latency=(), refuse=()) -> RunSpec:
     """The spec the harness flags describe; files are read (and checked) now.
 
     Raises:
@@ -129,7 +154,8 @@ def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None
                             concurrency=concurrency, model=read_script_file(model_script),
                             operator=read_script_file(operator_script), cancel_at=cancel_at,
                             max_instructions=max_instructions, faults=faults,
-                            fault_budget=fault_budget)
+                            fault_budget=fault_budget, tool=read_script_file(tool_script),
+                            latency_base=dict(latency), refuse=parse_refuse(refuse))
 
 
 def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
@@ -138,7 +164,8 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
                      cancel_at: float | None = None, max_instructions: int | None = None,
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
-                     latency_menu: tuple[float, ...] | None = None) -> RunSpec:
+                     latency_menu: tuple[float, ...] | None = None,
+                     tool: Script | None = None, refuse: dict | None = None) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
     `latency_base` overrides some operations' base seconds; `latency_menu`
@@ -153,7 +180,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
     _check_latency(base, menu)
     spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
                    cancel_at, max_instructions, dict(store_files or {}), model, operator,
-                   parse_faults(faults, fault_budget), base, menu)
+                   parse_faults(faults, fault_budget), base, menu, tool, dict(refuse or {}))
     return with_cancel_instants(spec)
 
 
@@ -200,6 +227,7 @@ class Runner:
     def __init__(self, spec: RunSpec) -> None:
         from forge.prompt import parse_prompt
         from forge.scripts import model_script_from_data, operator_script_from_data
+        from forge.toolscript import tool_script_from_data
 
         self.spec = spec
         self.prompt = parse_prompt(spec.prompt_text, spec.prompt_path)
@@ -207,6 +235,7 @@ class Runner:
             if spec.model else None
         self.operator = operator_script_from_data(spec.operator.data, spec.operator.path) \
             if spec.operator else None
+        self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
 
     def _harness(self, chooser: Chooser):
         from forge.engine.run import RunConfig
@@ -218,7 +247,8 @@ class Runner:
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu),
                           ceiling=spec.concurrency, cancel_at=spec.cancel_at,
-                          model=self.model, operator=self.operator)
+                          model=self.model, operator=self.operator, tool=self.tool,
+                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
         harness.attach_faults(spec.faults, chooser)
         config = RunConfig(args=spec.args, seed=chooser.seed,
                            max_instructions=spec.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
@@ -293,7 +323,7 @@ def crashed(run, crash: BaseException) -> dict:
     """The observation of a run the engine broke on: the trace so far, the exception."""
     return {"outcome": CRASHED, "result": None,
             "error": {"kind": "KitBug", "message": f"{type(crash).__name__}: {crash}"},
-            "logs": list(run.logs), "events": list(run.events), "tasks": {}, "messages": [],
+            "logs": list(run.logs), "events": list(run.events), "tasks": {}, "messages": [], "rounds": [], "effects": [],
             "store": {}, "virtual_time": run.clock.now / 1e9,
             "trace_sha256": run.trace.sha256()}
 
@@ -426,10 +456,12 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
         "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
                 "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
-                            "menu": list(spec.latency_menu)}},
+                            "menu": list(spec.latency_menu)},
+                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
-                    for name, s in (("model", spec.model), ("operator", spec.operator))},
+                    for name, s in (("model", spec.model), ("operator", spec.operator),
+                                    ("tool", spec.tool))},
         "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
                    "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
                    **({"cancel_steps": spec.faults.cancel_steps}
@@ -476,7 +508,7 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                              kind="replay")
 
     def script(name: str) -> Script | None:
-        s = scripts[name]
+        s = scripts.get(name)    # `tool` is absent from files written before tool scripts
         return None if s is None else Script(s["path"], s["data"])
 
     return RunSpec(path, sha, text, run["args"], run["concurrency"], run["cancel_at"],
@@ -484,4 +516,5 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    script("operator"),
                    FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
                              faults.get("cancel_steps", 0)),
-                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]))
+                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
+                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()})

@@ -10,9 +10,16 @@ A model script is a JSON object:
      "default": {"text": "..."}}
 
 - Each model round (a `models.loop` round or a `models.infer` call) takes the
-  first unused entry of `rounds` whose `section` is absent or equals the
+  first unused entry of `rounds` whose keys all hold: `section` equals the
   heading text, without `#` marks, of the section making the round (the H1
-  title in the H1 pass).  Each entry answers one round.
+  title in the H1 pass); `round` equals the round's number within its
+  section entry (1 for the first); `user_contains` is a substring of the
+  latest user message the round sends (the `models.infer` prompt).  A key
+  left out always holds.  Each entry answers one round.
+- `"echo": true` in a reply answers with the latest user message's text.
+- `until` holds the reply until that virtual instant (seconds): the round
+  lasts until then, or no time when it is already past; `delay` and `until`
+  exclude each other.
 - `default` answers every round that matches no unused entry; it is a reply
   object, plus an optional `delay`.  A round that matches nothing when the
   script has no default fails the run with a harness error naming the round
@@ -77,8 +84,8 @@ MODEL_FAULT_MESSAGE = "the model backend failed (an injected fault)"
 DEFAULT_CONTEXT = 131072
 MAX_CONTEXT = 2**32 - 1
 
-_REPLY_KEYS = ("text", "tool_calls", "finish_reason", "fail", "overflow")
-_ENTRY_KEYS = ("section", "reply", "delay")
+_REPLY_KEYS = ("text", "tool_calls", "finish_reason", "fail", "overflow", "echo")
+_ENTRY_KEYS = ("section", "round", "user_contains", "reply", "delay", "until")
 _CALL_KEYS = ("name", "arguments", "id")
 _MODEL_KEYS = ("id", "context", "description")
 _TOP_KEYS = ("model", "rounds", "default")
@@ -106,6 +113,8 @@ class Reply:
     fail: str | None = None
     #: A provider rejection for context length.
     overflow: bool = False
+    #: Answer with the latest user message's text.
+    echo: bool = False
 
 
 @attrs.frozen
@@ -116,6 +125,22 @@ class ScriptEntry:
     reply: Reply
     #: Pinned virtual duration in seconds, or None for the latency model's.
     delay: float | None = None
+    #: The round's number within its section entry this entry answers, or None.
+    round: int | None = None
+    #: A substring the round's latest user message must hold, or None.
+    user_contains: str | None = None
+    #: Hold the reply until this virtual instant (seconds), or None.
+    until: float | None = None
+
+    def pinned(self, now: float) -> float | None:
+        """The round's pinned duration when sent at `now` (seconds)."""
+        if self.until is not None:
+            return max(0.0, self.until - now)
+        return self.delay
+
+    def holds(self, section: str, number: int, latest: str) -> bool:
+        return (self.section in (None, section) and self.round in (None, number)
+                and (self.user_contains is None or self.user_contains in latest))
 
 
 @attrs.frozen
@@ -148,7 +173,7 @@ class OperatorScript:
 
 # -- loading ------------------------------------------------------------------------------
 
-def _read_json(path: str | Path) -> Any:
+def read_json(path: str | Path) -> Any:
     """The decoded script, within the limits of `forge.limits` (size before parsing)."""
     name = str(path)
     try:
@@ -184,7 +209,7 @@ def _no_constant(name: str):
     raise ValueError(f"`{name}` is not a JSON number")
 
 
-def _check_limits(check: "_Checker", data: Any, root: str) -> None:
+def check_limits(check: "Checker", data: Any, root: str) -> None:
     problem = data_problem(data)
     if problem is not None:
         path, rule = problem
@@ -194,18 +219,18 @@ def _check_limits(check: "_Checker", data: Any, root: str) -> None:
 def read_script_data(path: str | Path) -> Any:
     """A script file's decoded JSON, within the limits (not yet checked as a script):
     what a replay file records, so `model_script_from_data` rebuilds the script."""
-    return _read_json(path)
+    return read_json(path)
 
 
 def load_model_script(path: str | Path) -> ModelScript:
-    return model_script_from_data(_read_json(path), str(path))
+    return model_script_from_data(read_json(path), str(path))
 
 
 def load_operator_script(path: str | Path) -> OperatorScript:
-    return operator_script_from_data(_read_json(path), str(path))
+    return operator_script_from_data(read_json(path), str(path))
 
 
-class _Checker:
+class Checker:
     """Raises InputError naming the source, the entry and the rule."""
 
     def __init__(self, source: str) -> None:
@@ -216,7 +241,7 @@ class _Checker:
 
     def object(self, value: Any, where: str, keys: tuple[str, ...]) -> dict:
         if not isinstance(value, dict):
-            self.fail(where, f"must be a JSON object, got {_json_type(value)}")
+            self.fail(where, f"must be a JSON object, got {json_type(value)}")
         for key in value:
             if key not in keys:
                 self.fail(where, f"unknown key `{key}`; expected one of "
@@ -225,7 +250,7 @@ class _Checker:
 
     def string(self, value: Any, where: str, non_empty: bool = False) -> str:
         if not isinstance(value, str):
-            self.fail(where, f"must be a string, got {_json_type(value)}")
+            self.fail(where, f"must be a string, got {json_type(value)}")
         if non_empty and not value.strip():
             self.fail(where, "must be a non-empty string")
         return value
@@ -234,7 +259,7 @@ class _Checker:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(where, f"must be a number of seconds, got {_json_type(value)}")
+            self.fail(where, f"must be a number of seconds, got {json_type(value)}")
         if value < 0:
             self.fail(where, f"must be a non-negative number of seconds, got {value}")
         if value > MAX_SECONDS:
@@ -242,7 +267,7 @@ class _Checker:
         return value
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -256,7 +281,7 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
+def _reply(check: Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
     data = check.object(data, where, _REPLY_KEYS + extra)
     text = data.get("text")
     if text is not None:
@@ -265,7 +290,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
     raw_calls = data.get("tool_calls")
     if raw_calls is not None:
         if not isinstance(raw_calls, list):
-            check.fail(f"{where}.tool_calls", f"must be an array, got {_json_type(raw_calls)}")
+            check.fail(f"{where}.tool_calls", f"must be an array, got {json_type(raw_calls)}")
         for j, raw in enumerate(raw_calls):
             at = f"{where}.tool_calls[{j}]"
             call = check.object(raw, at, _CALL_KEYS)
@@ -276,7 +301,7 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
             if arguments is None:
                 arguments = {}
             if not isinstance(arguments, dict):
-                check.fail(f"{at}.arguments", f"must be a JSON object, got {_json_type(arguments)}")
+                check.fail(f"{at}.arguments", f"must be a JSON object, got {json_type(arguments)}")
             call_id = call.get("id")
             if call_id is not None:
                 check.string(call_id, f"{at}.id", non_empty=True)
@@ -289,18 +314,31 @@ def _reply(check: _Checker, data: Any, where: str, extra: tuple[str, ...] = ()) 
         check.string(fail, f"{where}.fail", non_empty=True)
     overflow = data.get("overflow", False)
     if not isinstance(overflow, bool):
-        check.fail(f"{where}.overflow", f"must be a boolean, got {_json_type(overflow)}")
-    if text is None and raw_calls is None and fail is None and not overflow:
-        check.fail(where, "a reply needs `text`, `tool_calls`, `fail` or `overflow`")
-    if (fail is not None or overflow) and (text is not None or raw_calls is not None):
-        check.fail(where, "a failed round (`fail` or `overflow`) carries no `text` or `tool_calls`")
-    return Reply(text, tuple(calls), finish, fail, overflow)
+        check.fail(f"{where}.overflow", f"must be a boolean, got {json_type(overflow)}")
+    echo = data.get("echo", False)
+    if not isinstance(echo, bool):
+        check.fail(f"{where}.echo", f"must be a boolean, got {json_type(echo)}")
+    if text is None and raw_calls is None and fail is None and not overflow and not echo:
+        check.fail(where, "a reply needs `text`, `tool_calls`, `echo`, `fail` or `overflow`")
+    if (fail is not None or overflow) and (text is not None or raw_calls is not None or echo):
+        check.fail(where, "a failed round (`fail` or `overflow`) carries no `text`, `tool_calls` "
+                          "or `echo`")
+    if echo and text is not None:
+        check.fail(where, "an `echo` reply takes its text from the user message: no `text`")
+    return Reply(text, tuple(calls), finish, fail, overflow, echo)
+
+
+def _timing(check: Checker, entry: dict, where: str) -> tuple[float | None, float | None]:
+    if entry.get("delay") is not None and entry.get("until") is not None:
+        check.fail(where, "`delay` and `until` exclude each other")
+    return (check.delay(entry.get("delay"), f"{where}.delay"),
+            check.delay(entry.get("until"), f"{where}.until"))
 
 
 def model_script_from_data(data: Any, source: str) -> ModelScript:
     """A checked model script from decoded JSON; `source` names it in messages."""
-    check = _Checker(source)
-    _check_limits(check, data, "script")
+    check = Checker(source)
+    check_limits(check, data, "script")
     data = check.object(data, "script", _TOP_KEYS)
     model = check.object(data.get("model", {}), "model", _MODEL_KEYS)
     model_id = check.string(model.get("id", DEFAULT_MODEL_ID), "model.id", non_empty=True)
@@ -310,7 +348,7 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
     description = check.string(model.get("description", ""), "model.description")
     raw_rounds = data.get("rounds", [])
     if not isinstance(raw_rounds, list):
-        check.fail("rounds", f"must be an array, got {_json_type(raw_rounds)}")
+        check.fail("rounds", f"must be an array, got {json_type(raw_rounds)}")
     rounds = []
     for i, raw in enumerate(raw_rounds):
         where = f"rounds[{i}]"
@@ -324,22 +362,30 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
                 check.fail(f"{where}.section", "is the heading text without `#` marks, "
                                                f"such as `{section.lstrip().lstrip('#').strip()}`")
         reply = _reply(check, entry["reply"], f"{where}.reply")
-        rounds.append(ScriptEntry(where, section, reply, check.delay(entry.get("delay"),
-                                                                     f"{where}.delay")))
+        number = entry.get("round")
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int)
+                                   or not 1 <= number <= MAX_CONTEXT):
+            check.fail(f"{where}.round", f"must be a round number from 1 to {MAX_CONTEXT}")
+        contains = entry.get("user_contains")
+        if contains is not None:
+            contains = check.string(contains, f"{where}.user_contains", non_empty=True)
+        delay, until = _timing(check, entry, where)
+        rounds.append(ScriptEntry(where, section, reply, delay, number, contains, until))
     default = None
     if data.get("default") is not None:
         raw = data["default"]
-        reply = _reply(check, raw, "default", extra=("delay",))
-        default = ScriptEntry("default", None, reply, check.delay(raw.get("delay"), "default.delay"))
+        reply = _reply(check, raw, "default", extra=("delay", "until"))
+        delay, until = _timing(check, raw, "default")
+        default = ScriptEntry("default", None, reply, delay, until=until)
     return ModelScript(source, tuple(rounds), default, model_id, context, description)
 
 
 def operator_script_from_data(data: Any, source: str) -> OperatorScript:
     """A checked operator script from decoded JSON."""
-    check = _Checker(source)
-    _check_limits(check, data, "script")
+    check = Checker(source)
+    check_limits(check, data, "script")
     if not isinstance(data, list):
-        check.fail("script", f"must be a JSON array of answers, got {_json_type(data)}")
+        check.fail("script", f"must be a JSON array of answers, got {json_type(data)}")
     answers = []
     for i, raw in enumerate(data):
         where = f"[{i}]"
@@ -365,19 +411,26 @@ class ScriptCursor:
         self._used = [False] * (len(model.rounds) if model else 0)
         self._next_answer = 0
 
-    def take_round(self, section: str) -> ScriptEntry | None:
-        """The entry answering a round of `section`, or None when nothing matches."""
+    def take_round(self, section: str, number: int = 1, latest: str = "") -> ScriptEntry | None:
+        """The entry answering round `number` of `section` whose latest user
+        message is `latest`, or None when nothing matches."""
         assert self.model is not None
         for i, entry in enumerate(self.model.rounds):
-            if not self._used[i] and entry.section in (None, section):
+            if not self._used[i] and entry.holds(section, number, latest):
                 if self._model_fault(section):
                     return self._failed(entry)
                 self._used[i] = True
-                return entry
+                return self._echoed(entry, latest)
         entry = self.model.default
         if entry is not None and self._model_fault(section):
             return self._failed(entry)
-        return entry
+        return self._echoed(entry, latest) if entry is not None else None
+
+    @staticmethod
+    def _echoed(entry: ScriptEntry, latest: str) -> ScriptEntry:
+        if not entry.reply.echo:
+            return entry
+        return attrs.evolve(entry, reply=attrs.evolve(entry.reply, text=latest))
 
     def _model_fault(self, section: str) -> bool:
         faults = self.model.faults

@@ -11,7 +11,8 @@ written with `write_output`, which turns an OS error into an `InputError`
 naming the file.
 
 `harness_options` is the one list of flags that define a run's harness
-(`--args`, `--store`, `--concurrency`, the scripts, `--cancel-at`,
+(`--args`, `--store`, `--concurrency`, the model, operator and tool
+scripts, `--cancel-at`,
 `--max-instructions`, `--faults`, `--fault-budget`), shared by `run`,
 `explore` and `replay`; `harness_kwargs` turns their values into
 `forge.runspec.spec_from_flags` keywords.
@@ -194,8 +195,41 @@ HARNESS_KEYWORDS = {
     "args_text": "args", "store_dir": "store_dir", "concurrency": "concurrency",
     "model_script": "model_script", "operator_script": "operator_script",
     "cancel_at": "cancel_at", "max_instructions": "max_instructions", "faults": "faults",
-    "fault_budget": "fault_budget",
+    "fault_budget": "fault_budget", "tool_script": "tool_script", "latency": "latency",
+    "refuse": "refuse",
 }
+
+
+class LatencyPair(click.ParamType):
+    """`OP=SECONDS`: one operation kind's canonical virtual duration."""
+
+    name = "OP=SECONDS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        from forge.harness import DEFAULT_LATENCY
+
+        op, sep, seconds = str(value).partition("=")
+        if not sep or op not in DEFAULT_LATENCY:
+            self.fail(f"must be OP=SECONDS with OP one of {', '.join(DEFAULT_LATENCY)}, got "
+                      f"{_show(value)}", param, ctx)
+        return op, Seconds().convert(seconds, param, ctx)
+
+
+class RefusePair(click.ParamType):
+    """`OP[:PATH]`: a store operation the host refuses, on one path or (no
+    path) on every path."""
+
+    name = "OP[:PATH]"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        op, _, path = str(value).partition(":")
+        if not op or len(str(value)) > 4096:
+            self.fail(f"must be OP or OP:PATH, got {_show(value)}", param, ctx)
+        return op, path or "*"
 
 
 def harness_options(recorded: bool = False):
@@ -219,13 +253,21 @@ def harness_options(recorded: bool = False):
                      help="A JSON model script that answers model rounds."),
         click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
                      help="A JSON operator script that answers input.ask()."),
+        click.option("--tool-script", type=click.Path(dir_okay=False), default=None,
+                     help="A JSON tool script: the tools a `tools:` slot binds and their replies."),
+        click.option("--latency", "latency", multiple=True, type=LatencyPair(),
+                     help="The canonical virtual duration of one operation kind "
+                          "(store, model, operator, tool); repeatable."),
+        click.option("--refuse", "refuse", multiple=True, type=RefusePair(),
+                     help="Have the host refuse a store operation (read, write, ..., or *) on "
+                          "PATH, or on every path; repeatable."),
         click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
                      help="Have the host cancel the run at this virtual instant."),
         click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
                      help="Lua instruction budget for the whole run (ends runaway loops)."),
         click.option("--faults", default=None, metavar="KINDS", type=TEXT,
                      help="Let the chooser inject faults: a comma-separated list of store, "
-                          "model, operator, cancel."),
+                          "model, tool, operator, cancel."),
         click.option("--fault-budget", type=BoundedInt(0, 1_000_000), default=default(1),
                      show_default=not recorded, help="The most faults one run may draw."),
     ]
@@ -240,8 +282,9 @@ def harness_options(recorded: bool = False):
 
 def harness_kwargs(values: dict) -> dict:
     """The `spec_from_flags` keywords of the harness flags given (None left out)."""
+    # A repeatable flag given no value is `()`: left out, like a None.
     return {HARNESS_KEYWORDS[k]: v for k, v in values.items()
-            if k in HARNESS_KEYWORDS and v is not None}
+            if k in HARNESS_KEYWORDS and v is not None and v != ()}
 
 
 def _show(value) -> str:

@@ -172,6 +172,10 @@ def _build_harness(spec: HarnessSpec, source: str):
     if spec.operator_script is not None:
         build = _script_builder("operator_script_from_data", "an operator script")
         harness.operator = build(spec.operator_script, f"{source} [harness.operator_script]")
+    if spec.tool_script is not None:
+        from forge.toolscript import tool_script_from_data
+
+        harness.tool = tool_script_from_data(spec.tool_script, f"{source} [harness.tool_script]")
     return harness
 
 

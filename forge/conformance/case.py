@@ -76,6 +76,8 @@ class HarnessSpec:
     store: dict[str, str] = attrs.field(factory=dict)
     model_script: dict | None = None
     operator_script: list | None = None
+    #: The tool script (`forge.toolscript`): the tools `tools:` slots bind.
+    tool_script: dict | None = None
     #: Pinned virtual durations per operation kind; kinds left out keep the
     #: implementation's defaults.
     latency: dict[str, float] = attrs.field(factory=dict)
@@ -106,6 +108,9 @@ class HarnessSpec:
         out = attrs.asdict(self)
         # How many schedules to try is the runner's business, not the run's.
         del out["seeds"]
+        # Left out when absent, so a harness without tools reads as before tool scripts.
+        if out["tool_script"] is None:
+            del out["tool_script"]
         return out
 
 

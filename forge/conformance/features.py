@@ -86,6 +86,8 @@ def needs(prompt: str | None, harness: Mapping[str, Any], lifecycle: bool = Fals
             found.add("tasks-model")
     if harness.get("operator_script"):
         found.add("operator")
+    if harness.get("tool_script"):
+        found.add("tools")
     return found
 
 

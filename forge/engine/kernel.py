@@ -71,6 +71,8 @@ class Walk(Protocol):
 
     def parked_detail(self, chain: Chain) -> str: ...
 
+    def answer_dropped(self, request: Request) -> None: ...
+
 
 class Scheduler:
     def __init__(self, walk: Walk, events: EventQueue, chooser: Chooser, trace: Trace,
@@ -175,6 +177,8 @@ class Scheduler:
             _, chain, request, answer = event
             if chain.live and chain.parked_on is request:
                 answer()
+            elif what == "complete":
+                self.walk.answer_dropped(request)   # nobody waits for it any more
         elif what == "late":
             event[1]()          # only the races.writes-land-late variation schedules these
         elif what == "host_cancel":

@@ -4,7 +4,8 @@ What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `comp
 state (`SectionState`), and the `models.loop` state machine: every round
 gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
-the model's tool calls in order (task built-ins, local tool handlers) before
+the model's tool calls in order (task built-ins, bound tools, local tool
+handlers) before
 appending the batch.  It also keeps the round log and the message lists the
 `--json` observation shows.
 
@@ -29,6 +30,7 @@ may itself call `models.loop` or `tools.call`.
     calls ──built-in answered at once──> calls (next call)
     calls ──await_tasks parks (blocked tasks)──> await ──woken──> calls
     calls ──local tool──> handler (Lua runs it) ──handler_done──> calls
+    calls ──bound tool──> tool (chain parks, blocked tool_call) ──reply──> calls
     calls ──batch appended──> send
     send ──overflow with a compactor──> compactor ──> (always raises)
 """
@@ -40,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.engine.conversation import check_list, estimate_tokens, list_json
+from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
 from forge.engine.roles import RolesAPI, Selection
@@ -81,6 +84,17 @@ class RoundRecord:
     records: int              # records in the list when the round was sent
     tools: tuple[str, ...]    # the tools offered, in order
     entry: str                # the script entry that answered it
+    #: (name, description) of each tool offered, in order.
+    described: tuple[tuple[str, str], ...] = ()
+    #: Which of the section's lists in `messages` the round sent (None: infer).
+    list_index: int | None = None
+
+    def to_json(self) -> dict:
+        """The round as the observation's `rounds` shows it."""
+        return {"task": self.task, "section": self.section, "origin": self.origin,
+                "list": self.list_index, "records": self.records,
+                "tools": [{"name": n, "description": d} for n, d in self.described],
+                "entry": self.entry}
 
 
 @attrs.frozen
@@ -131,6 +145,9 @@ class SectionState:
     is_h1: bool
     selection: Selection | None = None
     local_tools: dict[str, LocalTool] = attrs.field(factory=dict)
+    #: The bound aliases `tools.add` put in scope, in order first added, each
+    #: with this section's description override (None: none).
+    added: dict[str, str | None] = attrs.field(factory=dict)
     allow: AllowTasks | None = None
     #: Tasks this section's model started, in start order.
     model_tasks: list[Task] = attrs.field(factory=list)
@@ -231,6 +248,10 @@ class ModelsAPI:
             out.setdefault(section, []).append(list_json(table))
         return out
 
+    def rounds_json(self) -> list:
+        """Every model round in the order sent: the observation's `rounds`."""
+        return [r.to_json() for r in self.rounds]
+
     def jump_refusal(self, chain: Chain) -> str | None:
         state = chain.section_state
         return JUMP_REFUSAL if state is not None and state.handler_depth else None
@@ -265,9 +286,10 @@ class ModelsAPI:
         cmd[b"arg"] = arg
         return (True, b"run", cmd)
 
-    def _take_entry(self, chain: Chain, state: SectionState) -> ScriptEntry | None:
+    def _take_entry(self, chain: Chain, state: SectionState,
+                    latest: str = "") -> ScriptEntry | None:
         state.rounds_made += 1
-        entry = self.cursor.take_round(state.name)
+        entry = self.cursor.take_round(state.name, state.rounds_made, latest)
         if entry is None:
             self._harness_failure(chain, self.cursor.no_round_message(
                 state.name, state.rounds_made, chain.task.id))
@@ -303,13 +325,14 @@ class ModelsAPI:
             return self.err(f"{MISSING_MODEL}{state.name}", "internal")
         if len(prompt) // 4 + 4 > self.script.context:
             return self.err(CONTEXT_MESSAGES["precheck"], "context_exhausted", reason="precheck")
-        entry = self._take_entry(chain, state)
+        entry = self._take_entry(chain, state, _t(prompt))
         if entry is None:
             return (True, b"")
         self.rounds.append(RoundRecord(chain.task.id, state.name, "infer", 1, (), entry.where))
         return self.run.harness_op(chain, "model", ModelRound("infer", entry.where),
                                    lambda: self._inferred(chain, entry),
-                                   pinned=entry.delay, detail={"entry": entry.where})
+                                   pinned=entry.pinned(self.run.clock.now / 1e9),
+                                   detail={"entry": entry.where})
 
     def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
         reply = entry.reply
@@ -419,7 +442,8 @@ class ModelsAPI:
         if self.roles.round_model(state, op.selection) is None:
             return self._fail(chain, state, op, f"{MISSING_MODEL}{state.name}", "internal")
         self.emit(chain, "tool_scope_validation_started")
-        offered = tuple(spec.name for spec in self.tools.offered(state))
+        specs = self.tools.offered(state)
+        offered = tuple(spec.name for spec in specs)
         self.emit(chain, "tool_scope_validation_succeeded")
         before = len(op.msgs)
         for text in self.tasks.waiting(state):
@@ -428,18 +452,32 @@ class ModelsAPI:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
             return self._overflow(chain, state, op, "precheck")
-        entry = self._take_entry(chain, state)
+        entry = self._take_entry(chain, state, self._latest_user(op.msgs))
         if entry is None:
             return (True, b"done", None)
         self.tasks.gather(state)
         op.rounds += 1
         op.entry, op.offered, op.allowed = entry, offered, state.allow is not None
         op.phase = "reply"
+        serial = self.L.list_serial(op.msgs)
+        same = [key for key, (section, _) in self.lists.items() if section == state.name]
         self.rounds.append(RoundRecord(chain.task.id, state.name, "chat", len(op.msgs), offered,
-                                       entry.where))
+                                       entry.where,
+                                       tuple((s.name, s.description) for s in specs),
+                                       same.index(serial)))
         return self.run.harness_op(
             chain, "model", ModelRound("chat", entry.where), lambda: self.run.scheduler.make_ready(chain, (True, b"continue", None)),
-            pinned=entry.delay, detail={"entry": entry.where, "records": len(op.msgs)})
+            pinned=entry.pinned(self.run.clock.now / 1e9),
+            detail={"entry": entry.where, "records": len(op.msgs)})
+
+    def _latest_user(self, msgs) -> str:
+        """The text of the list's last user record ("" when it has none)."""
+        for i in range(len(msgs), 0, -1):
+            record = msgs[i]
+            if record[b"role"] == b"user":
+                content = record[b"content"]
+                return _t(content) if isinstance(content, bytes) else ""
+        return ""
 
     def _overflow(self, chain: Chain, state: SectionState, op: LoopOp, reason: str):
         if op.compactor is None:
@@ -456,7 +494,7 @@ class ModelsAPI:
             if spec.name not in BUILTINS and spec.name not in self.known_tools:
                 return self._harness_failure(chain, (
                     f"model script {self.script.source}: {spec.where}.name: `{spec.name}` is "
-                    "neither a task built-in nor a local tool this prompt has registered"))
+                    "neither a task built-in nor a bound or local tool of this prompt"))
             call_id = spec.id or state.next_call_id()
             if call_id in seen:
                 return self._fail(chain, state, op, (
@@ -477,10 +515,12 @@ class ModelsAPI:
                 in_scope = op.allowed if call.name in BUILTINS else call.name in op.offered
                 if not in_scope:
                     self.emit(chain, "tool_call_failed")
+                    hint = (" (alias is a bound tool slot but was not added to this section's "
+                            "scope)" if call.name in self.tools.bound else "")
                     return self._fail(
                         chain, state, op,
                         f'tool "{call.name}" is not in this section\'s scope; in-scope aliases: '
-                        f"{debug_list(op.offered)}", "out_of_scope_tool", name=call.name)
+                        f"{debug_list(op.offered)}{hint}", "out_of_scope_tool", name=call.name)
             op.turn, op.text, op.calls, op.index, op.results = turn, reply.text or "", calls, 0, []
             op.phase = "calls"
             return None
@@ -510,6 +550,11 @@ class ModelsAPI:
                     return PARK
                 self._served(chain, op, *served)
                 continue
+            bound = self.tools.bound.get(call.name)
+            if bound is not None:
+                op.phase = "tool"
+                return self.tools.invoke(chain, bound, call.arguments,
+                                         lambda reply: self._tool_answered(chain, op, reply))
             tool = state.local_tools[call.name]
             state.handler_depth += 1
             op.phase = "handler"
@@ -526,12 +571,23 @@ class ModelsAPI:
         op.phase = "send"
         return None
 
-    def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool) -> None:
+    def _tool_answered(self, chain: Chain, op: LoopOp, reply) -> None:
+        """A bound tool's reply to a model call: its result, or its failure text
+        wrapped as untrusted whatever the tool's trust marking."""
+        if reply.error is not None:
+            self._served(chain, op, wrap(reply.error, self.run.nonce), False, trusted=False)
+        else:
+            self._served(chain, op, reply.result, True)
+        op.phase = "calls"
+        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+
+    def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool,
+                trusted: bool = True) -> None:
         """A call of the round has its answer (built-ins and handlers: trusted text)."""
         call = op.calls[op.index]
         self.emit(chain, "tool_call_succeeded" if ok else "tool_call_failed")
         self.emit(chain, "tool_result", turn=op.turn, tool_call_id=call.id, alias=call.name,
-                  content=text, trusted=True)
+                  content=text, trusted=trusted)
         op.results.append(text)
         op.index += 1
 
@@ -580,7 +636,7 @@ class ModelsAPI:
         answer = self.cursor.take_answer()
         if answer is None:
             # Like an operator who never answers: the ask stays pending.
-            return self.run.scheduler.park(chain, OperatorQuestion(self.asks, None))
+            return self.run.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
 
         def answered() -> None:
             self.emit(chain, "user_input", text=answer.text)

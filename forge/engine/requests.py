@@ -10,6 +10,7 @@ these classes, and anything else is an internal error that names itself.
 | `StoreOp`          | the harness's store, after a drawn latency   | `store`   |
 | `ModelRound`       | the scripted model, after a drawn latency    | `chat`    |
 | `OperatorQuestion` | the operator script (or nobody, ever)        | `tool_call` |
+| `ToolCall`         | the tool script, after a delay (or never)    | `tool_call` |
 | `CalledChain`      | the called chain's end                       | `call`    |
 | `Join`             | a member's end, or the timeout               | `tasks`   |
 | `FanoutArms`       | the last arm's end, or the first failure     | `tasks`   |
@@ -61,6 +62,16 @@ class OperatorQuestion:
 
 
 @attrs.frozen(eq=False)
+class ToolCall:
+    """A call of a bound tool: answered by the tool script after a delay, or never."""
+
+    blocked: ClassVar[str] = "tool_call"
+    alias: str
+    #: Where the answering reply is in the tool script.
+    reply: str
+
+
+@attrs.frozen(eq=False)
 class CalledChain:
     blocked: ClassVar[str] = "call"
     callee: Any
@@ -107,10 +118,10 @@ class Slot:
     resume: Any
 
 
-REQUESTS = (StoreOp, ModelRound, OperatorQuestion, CalledChain, Join, FanoutArms, AwaitTasks,
+REQUESTS = (StoreOp, ModelRound, OperatorQuestion, ToolCall, CalledChain, Join, FanoutArms, AwaitTasks,
             Slot)
 
-Request = (StoreOp | ModelRound | OperatorQuestion | CalledChain | Join | FanoutArms
+Request = (StoreOp | ModelRound | OperatorQuestion | ToolCall | CalledChain | Join | FanoutArms
            | AwaitTasks | Slot)
 
 

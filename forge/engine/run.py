@@ -115,6 +115,11 @@ class Run:
         self._events: list[tuple] = []
         self._event_dicts: list[dict] = []
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
+        #: Every harness operation issued, in order, with how it ended:
+        #: the observation's `effects`.
+        self.effects: list[dict] = []
+        #: The effect of each request still to be answered (requests compare by identity).
+        self._effect_of: dict = {}
         self.outcome: str | None = None
         #: Set while the run's end strands what is still live: no chain
         #: resumes from then on, so a waiter is not handed a stranded member.
@@ -578,10 +583,39 @@ class Run:
         on `request`, and must make the chain ready (with its answer) or fail it.
         """
         delay = self.harness.latency.draw(self.chooser, kind, pinned)
-        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, finish))
+        effect = self._issue(chain, kind, request, detail)
+        effect["due"] = ns_to_seconds(self.clock.now + delay)
+
+        def answered() -> None:
+            self._effect_of.pop(request)["answer"] = "answered"
+            finish()
+
+        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, answered))
         self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
                         duration=delay, **(detail or {}))
         return self.scheduler.park(chain, request)
+
+    def never_answered_op(self, chain: Chain, kind: str, request: Request,
+                          detail: dict | None = None) -> Any:
+        """Park `chain` on a harness operation the host never answers."""
+        self._issue(chain, kind, request, detail)["answer"] = "never"
+        self._effect_of.pop(request)
+        self.trace.emit(self.clock.now, "harness_unanswered", chain=chain.id, op=kind,
+                        **(detail or {}))
+        return self.scheduler.park(chain, request)
+
+    def _issue(self, chain: Chain, kind: str, request: Request, detail: dict | None) -> dict:
+        effect = {"op": kind, "chain": chain.id, "task": chain.task.id,
+                  "issued": ns_to_seconds(self.clock.now), "answer": "pending", **(detail or {})}
+        self.effects.append(effect)
+        self._effect_of[request] = effect
+        return effect
+
+    def answer_dropped(self, request: Request) -> None:
+        """A harness answer arrived for a chain that no longer waits on it."""
+        effect = self._effect_of.pop(request, None)
+        if effect is not None:
+            effect["answer"] = "dropped"
 
     def store_call(self, chain: Chain, op: str, path: str | None, run_op, direct: bool = False) -> Any:
         """Issue a store operation through the harness, with claims.
@@ -692,6 +726,8 @@ class Run:
             "events": list(self.events),
             "tasks": tasks,
             "messages": self.host.messages_json(),
+            "rounds": self.models.rounds_json(),
+            "effects": [dict(e) for e in self.effects],
             "store": self.harness.store.snapshot(),
             "virtual_time": ns_to_seconds(self.clock.now),
             "trace_sha256": self.trace.sha256(),

@@ -1,20 +1,23 @@
-"""The `tools` namespace: local tools, script tool calls, scope, counts.
+"""The `tools` namespace: bound and local tools, scope, script calls, counts.
 
-What lives here: `tools.add_local` and the local tools a section registers,
-`tools.call` (a script call: the section's local tools run their handlers
-inside the calling chain; everything else is `unbound_tool`), `tools.always`
-and `tools.add`, `tools.allow_tasks` and its allowlist rules, the tool list a
-round offers the model (local tools in registration order, then the task
-built-ins when the section allowed tasks), and the `tools.calls` counts.
+What lives here: the run's bound tool slots (a `tools:` slot whose path the
+tool script catalogues, `forge.toolscript`), `tools.always` and `tools.add`
+and the scope they build, `tools.add_local` and the local tools a section
+registers, `tools.call` (a script call: a bound tool is a harness operation
+answered by the tool script; a local tool's handler runs inside the calling
+chain; anything else is `unbound_tool`), `tools.allow_tasks` and its
+allowlist rules, the tool list a round offers the model (bound tools in
+scope order, then local tools in registration order, then the task built-ins
+when the section allowed tasks), and the `tools.calls` counts.
 
 What does not: running a model's tool calls inside a round (`models`), the
 task built-ins themselves (`modeltasks`).
 
-This kit has no capability catalogue and reads no `tools:` frontmatter slots,
-so no alias is ever a bound tool slot: `tools.always` and `tools.add` refuse
-every alias with the spec's not-a-bound-tool-slot message, `tools.call` of a
-name that is not a local tool is `unbound_tool` with an empty alias list, and
-no Tool objects exist.
+The kit has no capability catalogue: the tool script is the run's whole
+catalogue, and no Tool objects or alias globals exist (`tools.add` and
+`tools.call` take alias strings).  The four task built-ins (and the current
+revision's `task_events`) are engine names: a bound or local tool under one
+is never offered and never reachable, so nothing shadows them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from forge.lua.runtime import (
 if TYPE_CHECKING:
     from forge.engine.state import Chain
     from forge.engine.models import ModelsAPI, SectionState
+    from forge.toolscript import ScriptedTool, ToolReply
 
 #: The model's task built-ins, in the fixed order a round offers them.
 BUILTINS = ("task", "task_cancel", "task_status", "await_tasks")
@@ -101,6 +105,15 @@ class ToolSpec:
 
 
 @attrs.frozen
+class BoundTool:
+    """A bound tool slot: its alias, its tool path and the scripted tool there."""
+
+    alias: str
+    path: str
+    tool: ScriptedTool = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
 class AllowTasks:
     """A section's `tools.allow_tasks` grant; `targets` None allows any section."""
 
@@ -109,9 +122,21 @@ class AllowTasks:
 
 class ToolsAPI:
     def __init__(self, models: ModelsAPI) -> None:
+        from forge.toolscript import ToolCursor
+
         self.models = models
         self.run = models.run
         self.lua = models.run.lua
+        script = models.run.harness.tool
+        self.cursor = ToolCursor(script)
+        catalogue = script.tools if script is not None else {}
+        #: alias -> bound slot, in `tools:` order.
+        self.bound: dict[str, BoundTool] = {
+            alias: BoundTool(alias, path, catalogue[path])
+            for alias, path in models.run.prompt.tools if path in catalogue}
+        models.known_tools.update(self.bound)
+        #: The run-wide `tools.always` aliases, in order, each with its override.
+        self.always: dict[str, str | None] = {}
 
     def library(self, spec: list, L: Any) -> None:
         """Add the `tools` namespace to the host library's spec."""
@@ -130,7 +155,16 @@ class ToolsAPI:
         fault = alias_fault(alias, "tools.always")
         if fault:
             return self._err(fault)
-        return self._err(f'tools.always alias "{_t(alias)}" is not a bound tool slot')
+        if description is not None and not isinstance(description, bytes):
+            return self._err("tools.always description must be a string, got "
+                             f"{typename(description)}")
+        name = _t(alias)
+        if name not in self.bound:
+            return self._err(f'tools.always alias "{name}" is not a bound tool slot')
+        if name not in self.always or description is not None:
+            self.always[name] = _t(description) if description is not None else \
+                self.always.get(name)
+        return (True,)
 
     def _add(self, *args):
         if not args or args == (None,):
@@ -155,8 +189,17 @@ class ToolsAPI:
             fault = alias_fault(entry, "tools.add")
             if fault:
                 return self._err(fault)
-        if entries:
-            return self._err(f'tools.add alias "{_t(entries[0])}" is not a bound tool slot')
+        # All or nothing: every entry is checked before any is recorded.
+        for entry in entries:
+            if _t(entry) not in self.bound:
+                return self._err(f'tools.add alias "{_t(entry)}" is not a bound tool slot')
+        added = self._state().added
+        for entry in entries:
+            name = _t(entry)
+            if override is not None:
+                added[name] = _t(override)
+            else:
+                added.setdefault(name, None)
         return (True,)
 
     def _add_local(self, alias=None, description=None, params=None, handler=None, *rest):
@@ -165,6 +208,8 @@ class ToolsAPI:
             return self._err(fault)
         name = _t(alias)
         state = self._state()
+        if name in self.bound:
+            return self._err(f'tools.add_local alias "{name}" duplicates a bound tool slot')
         if name in state.local_tools:
             return self._err(f'tools.add_local alias "{name}" is already registered')
         if not isinstance(description, bytes) or decode(description) is None:
@@ -222,11 +267,25 @@ class ToolsAPI:
         return (True,)
 
     # ------------------------------------------------------------ offered
+    def scope(self, state: SectionState) -> tuple[str, ...]:
+        """The section's bound aliases in scope order: `tools.always`, then `tools.add`."""
+        return tuple(self.always) + tuple(a for a in state.added if a not in self.always)
+
     def offered(self, state: SectionState) -> tuple[ToolSpec, ...]:
-        """What a round sent now offers: local tools, then the task built-ins."""
-        # A local tool under an engine name is never reachable, so never offered.
-        specs = [ToolSpec(t.alias, t.description, t.schema()) for t in state.local_tools.values()
-                 if t.alias not in ENGINE_NAMES]
+        """What a round sent now offers: bound tools in scope order, local
+        tools in registration order, then the task built-ins."""
+        specs = []
+        for alias in self.scope(state):
+            tool = self.bound[alias].tool
+            # The precedence is fixed: section override, run override, catalogue.
+            description = state.added.get(alias) or self.always.get(alias)
+            if description is None:
+                description = tool.description
+            specs.append(ToolSpec(alias, description, tool.parameters))
+        specs.extend(ToolSpec(t.alias, t.description, t.schema())
+                     for t in state.local_tools.values())
+        # A tool under an engine name is never reachable, so never offered.
+        specs = [spec for spec in specs if spec.name not in ENGINE_NAMES]
         if state.allow is not None:
             specs.extend(self.models.tasks.specs(state.allow))
         return tuple(specs)
@@ -270,9 +329,44 @@ class ToolsAPI:
                 data = {}
         state = chain.section_state
         tool = state.local_tools.get(name)
-        if name in ENGINE_NAMES or tool is None:
+        bound = self.bound.get(name)
+        if name in ENGINE_NAMES or (tool is None and bound is None):
             self.run.emit(chain, "tool_call_failed")
-            return self._err(f'tool "{name}" is not bound in this run; bound aliases: []',
-                             "unbound_tool", name=name)
+            return self._err(f'tool "{name}" is not bound in this run; bound aliases: '
+                             f"{debug_list(self.bound)}", "unbound_tool", name=name)
         self.count(chain, name)
+        if bound is not None:
+            turn = chain.task.turns
+            return self.invoke(chain, bound, data,
+                               lambda reply: self._script_answer(chain, name, turn, reply))
         return self.models.start_script_call(chain, tool, data)
+
+    # ------------------------------------------------------------ bound tools
+    def invoke(self, chain: Chain, bound: BoundTool, arguments: dict, answered):
+        """Park `chain` on a call of a bound tool; `answered(reply)` runs when
+        the tool script's reply arrives (never, for a reply that never answers)."""
+        from forge.engine.requests import ToolCall
+
+        reply = self.cursor.take(bound.tool, bound.alias, arguments)
+        if reply is None:
+            return self.models._harness_failure(chain, self.cursor.no_reply_message(
+                bound.tool, bound.alias, chain.task.id))
+        request = ToolCall(bound.alias, reply.where)
+        if reply.never:
+            return self.run.never_answered_op(chain, "tool", request,
+                                              {"tool": bound.alias, "reply": reply.where})
+        return self.run.harness_op(chain, "tool", request, lambda: answered(reply),
+                                   pinned=reply.delay,
+                                   detail={"tool": bound.alias, "reply": reply.where})
+
+    def _script_answer(self, chain: Chain, alias: str, turn: int, reply: ToolReply) -> None:
+        """A script call's reply: the result, or the tool's failure as kind `tool`."""
+        if reply.error is not None:
+            self.run.emit(chain, "tool_call_failed")
+            self.run.scheduler.make_ready(chain, self.models._error(
+                chain, f"tool call failure: {reply.error}", "tool"))
+            return
+        self.run.emit(chain, "tool_call_succeeded")
+        self.run.emit(chain, "tool_result", turn=turn, tool_call_id="", alias=alias,
+                      content=reply.result, trusted=True)
+        self.run.scheduler.make_ready(chain, (True, b"done", reply.result.encode("utf-8")))

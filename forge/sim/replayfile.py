@@ -171,7 +171,11 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     sha = prompt["sha256"]
     r.check(isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha),
             "$.prompt.sha256", "64 lowercase hex digits")
-    run = r.object(data["run"], "$.run", _RUN)
+    run = r.object(data["run"], "$.run", _RUN, optional=("refuse",))
+    r.check(isinstance(run.get("refuse", {}), dict)
+            and all(isinstance(v, list) and all(isinstance(p, str) for p in v)
+                    for v in run.get("refuse", {}).values()),
+            "$.run.refuse", "an object of operation: list of paths")
     r.check(isinstance(run["args"], str), "$.run.args", "the run's arguments are a string")
     r.check(_is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
@@ -196,9 +200,9 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     store = data["store"]
     r.check(isinstance(store, dict) and all(isinstance(v, str) for v in store.values()),
             "$.store", "an object of path: file text")
-    scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"))
-    for name in ("model", "operator"):
-        if scripts[name] is not None:
+    scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"), optional=("tool",))
+    for name in ("model", "operator", "tool"):
+        if scripts.get(name) is not None:
             entry = r.object(scripts[name], f"$.scripts.{name}", ("path", "data"))
             r.check(isinstance(entry["path"], str), f"$.scripts.{name}.path", "a string")
     faults = r.object(data["faults"], "$.faults", ("kinds", "budget", "cancel_instants_ns"),

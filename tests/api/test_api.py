@@ -138,7 +138,7 @@ def test_faults_and_latency_are_run_prompt_keywords_as_forge_run_flags():
     with pytest.raises(forge.InputError, match="latency"):
         forge.run_prompt(EXAMPLES / "two-tasks.md", latency={"teleport": 1.0})
     with pytest.raises(forge.InputError, match="--faults"):
-        forge.run_prompt(EXAMPLES / "two-tasks.md", faults="tool")
+        forge.run_prompt(EXAMPLES / "two-tasks.md", faults="disk")
 
 
 def test_explore_with_faults_reports_the_faults_fired(tmp_path):

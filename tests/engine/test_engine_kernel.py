@@ -39,6 +39,7 @@ def test_blocked_reads_the_request_kind():
         requests.StoreOp("write", "a"): "store",
         requests.ModelRound("chat", "r1"): "chat",
         requests.OperatorQuestion(1, None): "tool_call",
+        requests.ToolCall("fetch", "tools[\"a/b/c\"].default"): "tool_call",
         requests.CalledChain(None): "call",
         requests.Join("tasks.join", (), every=True, timed=False): "tasks",
         requests.FanoutArms((), ()): "tasks",

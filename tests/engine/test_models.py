@@ -1393,7 +1393,7 @@ return 'never'
     obs = run(text_, [R("Plan", calls(("fetch", {})))]).observation()
     assert obs["error"] == {"kind": "Harness", "message": (
         "model script t.model.json: rounds[0].reply.tool_calls[0].name: `fetch` is neither a "
-        "task built-in nor a local tool this prompt has registered")}
+        "task built-in nor a bound or local tool of this prompt")}
     obs = run(text_, default=calls(("fetch", {}))).observation()
     assert "default.tool_calls[0].name: `fetch`" in obs["error"]["message"]
 
@@ -1403,7 +1403,7 @@ return 'never'
     ({"rounds": {}}, "rounds: must be an array, got object"),
     ({"rounds": [{"section": "Plan"}]}, "rounds[0]: an entry needs a `reply`"),
     ({"rounds": [{"reply": {"text": "a"}}, {"reply": 5}]}, "rounds[1].reply: must be a JSON object, got number"),
-    ({"rounds": [{"reply": {}}]}, "rounds[0].reply: a reply needs `text`, `tool_calls`, `fail` or `overflow`"),
+    ({"rounds": [{"reply": {}}]}, "rounds[0].reply: a reply needs `text`, `tool_calls`, `echo`, `fail` or `overflow`"),
     ({"rounds": [{"reply": {"tool_calls": [{"arguments": {}}]}}]},
      "rounds[0].reply.tool_calls[0]: a tool call needs a `name`"),
     ({"rounds": [{"reply": {"tool_calls": [{"name": "task", "arguments": [1]}]}}]},
@@ -1411,7 +1411,7 @@ return 'never'
     ({"rounds": [{"reply": {"text": "a"}, "delay": -1}]},
      "rounds[0].delay: must be a non-negative number of seconds, got -1"),
     ({"rounds": [{"reply": {"text": "a"}, "when": 1}]},
-     "rounds[0]: unknown key `when`; expected one of `section`, `reply`, `delay`"),
+     "rounds[0]: unknown key `when`; expected one of `section`, `round`, `user_contains`, `reply`, `delay`, `until`"),
     ({"rounds": [{"section": "## Plan", "reply": {"text": "a"}}]},
      "rounds[0].section: is the heading text without `#` marks, such as `Plan`"),
     ({"default": {"text": 3}}, "default.text: must be a string, got number"),
