@@ -26,6 +26,8 @@ from the one module that holds them.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable
 
 from forge.engine.rules.endings import REASONS
@@ -129,14 +131,17 @@ DEFAULT_CHECKS = (each_task_ends_once, abandon_has_one_reason, status_matches_ev
 
 
 #: Observation fields a schedule may change: the interleaving (events, the
-#: trace), when things happen (virtual time), and the order - not the
-#: content - of the log lines.
-SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256")
+#: trace), when things happen (virtual time, and when each harness operation
+#: was issued and answered), and the order - not the content - of the log
+#: lines and of the model rounds.
+SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256", "effects")
 
 
 def _fixed(obs: dict) -> dict:
     fixed = {k: v for k, v in obs.items() if k not in SCHEDULE_OPEN}
     fixed["logs"] = sorted(fixed.get("logs") or [])
+    if "rounds" in fixed:
+        fixed["rounds"] = sorted(fixed["rounds"] or [], key=lambda r: json.dumps(r, sort_keys=True))
     return fixed
 
 
