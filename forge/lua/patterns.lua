@@ -449,7 +449,7 @@ local function boxing(repl, tr)
   end
 end
 
-local SPECIALS = '[%^%$%*%+%?%.%(%)%[%%%-]'
+local SPECIALS = '[%^%$%*%+%?%.%(%[%%%-]'    -- lstrlib's "^$*+?.([%-"
 
 ---------------------------------------------------------------------------
 -- find and match
