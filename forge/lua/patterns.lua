@@ -353,22 +353,60 @@ local function load_pattern(p, from)
   P, P_END = t, j + 1
 end
 
+local P_STR, P_FROM        -- the pattern text, and where P starts in it
+
 local function prepare(s, p, from)
   if CLASS == nil then build_classes() end
   S, N = s, #s
+  P_STR, P_FROM = p, from
   load_pattern(p, from)
+end
+
+-- Skipping hopeless starts.  When the pattern's first item (after any
+-- opening captures) must match one byte - a class with `+` or no suffix -
+-- no match can start where that byte does not match, and the C matcher
+-- finds the next place it does in linear time (the single-item pattern
+-- cannot backtrack).  Without this, each hopeless start cost ~100
+-- instructions; the skip is charged what C's scan does.  The first item is
+-- read only after a first attempt, so its errors come when C raises them.
+local function first_item()
+  local p = 1
+  while P[p] == 40 do p = p + (P[p + 1] == 41 and 2 or 1) end
+  local c = P[p]
+  if p == P_END or c == 41 or (c == 36 and p + 1 == P_END) then return false end
+  if c == 37 then
+    local d = P[p + 1]
+    if d == 98 or d == 102 or (d >= 48 and d <= 57) then return false end
+  end
+  local ep = class_end(p)
+  local suffix = P[ep]
+  if suffix == 42 or suffix == 63 or suffix == 45 then return false end
+  local text = ssub(P_STR, P_FROM + p - 1, P_FROM + ep - 2)
+  -- Alone, '^' and '$' would be anchors; here they are the literal bytes.
+  if text == '^' or text == '$' then text = '%' .. text end
+  return text
+end
+
+-- The next start at or after `from` where a match could begin (N + 1 when
+-- none could); `first` is first_item()'s answer (false: every start).
+local function next_start(first, from)
+  if not first or from > N then return from end
+  local at = find_c(S, first, from)
+  local to = at or (N + 1)
+  if to - from > 160 then charge((to - from) // 16) end
+  return to
 end
 
 -- Run `f(...)` (first result) with the match state saved, through C's
 -- gsub: a callback that matches again gets its own state, and a callback
 -- cannot yield, exactly as inside the C gsub.
 local function call_out(f, ...)
-  local saved_S, saved_N, saved_P, saved_END = S, N, P, P_END
+  local saved_S, saved_N, saved_P, saved_END, saved_str, saved_from = S, N, P, P_END, P_STR, P_FROM
   local saved_level, saved_depth, saved_init, saved_len = level, depth, cap_init, cap_len
   cap_init, cap_len = {}, {}
   local args, result = tpack(...), nil
   gsub_c('', '', function() result = f(tunpack(args, 1, args.n)) end)
-  S, N, P, P_END = saved_S, saved_N, saved_P, saved_END
+  S, N, P, P_END, P_STR, P_FROM = saved_S, saved_N, saved_P, saved_END, saved_str, saved_from
   level, depth, cap_init, cap_len = saved_level, saved_depth, saved_init, saved_len
   return result
 end
@@ -494,7 +532,7 @@ return function(s0, p0, init0, plain)
   end
   local anchor = sbyte(p, 1) == 94
   prepare(s, p, anchor and 2 or 1)
-  local s1 = start
+  local s1, first = start, nil
   repeat
     level, depth = 0, MAXCCALLS
     local e = do_match(s1, 1)
@@ -502,7 +540,8 @@ return function(s0, p0, init0, plain)
       if find then return s1, e - 1, captures(nil, 0) end
       return captures(s1, e)
     end
-    s1 = s1 + 1
+    if first == nil then first = first_item() end
+    s1 = next_start(first, s1 + 1)
   until s1 > n + 1 or anchor
   return nil
 end
@@ -529,16 +568,19 @@ local function gmatch(s0, p0, init0)
   end
   prepare(s, p, 1)
   local pattern, pattern_end = P, P_END
-  local src, lastmatch = start, nil
+  local src, lastmatch, first = start, nil, nil
   return function()
-    S, N, P, P_END = s, n, pattern, pattern_end
-    for from = src, n + 1 do
+    S, N, P, P_END, P_STR, P_FROM = s, n, pattern, pattern_end, p, 1
+    local from = src
+    while from <= n + 1 do
       level, depth = 0, MAXCCALLS
       local e = do_match(from, 1)
       if e and e ~= lastmatch then
         src, lastmatch = e, e
         return captures(from, e)
       end
+      if first == nil then first = first_item() end
+      from = next_start(first, from + 1)
     end
   end
 end
@@ -588,7 +630,7 @@ local function gsub(s0, p0, repl, max0)
   prepare(s, p, anchor and 2 or 1)
   local news = (tr == 'string' or tr == 'number') and (repl .. '') or nil
   local out, kept = {}, 1               -- subject bytes kept..src-1 are unchanged so far
-  local src, lastmatch, count, changed = 1, nil, 0, false
+  local src, lastmatch, count, changed, first = 1, nil, 0, false, nil
   while count < max_s do
     level, depth = 0, MAXCCALLS
     local e = do_match(src, 1)
@@ -615,7 +657,8 @@ local function gsub(s0, p0, repl, max0)
       end
       src, lastmatch, kept = e, e, e
     elseif src <= N then
-      src = src + 1
+      if first == nil then first = first_item() end
+      src = anchor and src + 1 or next_start(first, src + 1)
     else
       break
     end
