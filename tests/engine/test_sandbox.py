@@ -171,6 +171,11 @@ RUNAWAY = {
         section("Main", "for i = 1, 1e9 do string.find('aaaaaaaaaaaaaaaaaaaa', 'a*b') end"),
         "instruction budget exhausted",
     ),
+    # Each store operation costs the engine ~100 us however small: 150,000 took 15 s.
+    "small-store-ops": (
+        section("Main", "for i = 1, 1e9 do store.exists('f') end"),
+        "store budget exhausted: the run made more than 50,000 store operations",
+    ),
     # The spec's log quotas are per section VM; thousands of VMs could each use theirs.
     "log-bomb-across-tasks": (
         section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
