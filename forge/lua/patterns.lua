@@ -42,7 +42,7 @@
 -- yield there, exactly as under the C matcher.
 
 local D = ...
-local sbyte, ssub, srep = D.byte, D.sub, D.rep
+local sbyte, ssub = D.byte, D.sub
 local find_c, match_c, gmatch_c, gsub_c = D.find, D.match, D.gmatch, D.gsub
 local charge, getinfo, pcall_raw = D.charge, D.getinfo, D.pcall
 local type, error, tonumber, pairs = type, error, tonumber, pairs

@@ -567,7 +567,7 @@ string_lib.format = format_stable
 -- Pattern matching under the instruction budget (patterns.lua says how).
 do
   local bounded = H.patterns({
-    byte = string.byte, sub = string.sub, rep = string.rep,
+    byte = string.byte, sub = string.sub,
     find = sfind, match = smatch, gmatch = string.gmatch, gsub = sgsub,
     charge = charge, getinfo = debug.getinfo, pcall = pcall_raw,
   })

@@ -25,7 +25,7 @@ _chunk = _runtime.globals().load(
     importlib.resources.files("forge.lua").joinpath("patterns.lua").read_bytes(),
     b"=forge/patterns.lua", b"t")
 _deps = _runtime.eval("""{
-  byte = string.byte, sub = string.sub, rep = string.rep, find = string.find,
+  byte = string.byte, sub = string.sub, find = string.find,
   match = string.match, gmatch = string.gmatch, gsub = string.gsub,
   charge = function() end, getinfo = debug.getinfo, pcall = pcall, c_limit = -1 }""")
 PORT = _chunk(_deps)
