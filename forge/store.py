@@ -4,7 +4,8 @@ What lives here: `MemoryStore` (files and directories in memory, seeded from
 a folder), the path and glob validators, each operation's semantics and its
 exact messages, and the store's quota (`StoreQuota`: at most
 `MAX_STORE_BYTES` in `MAX_STORE_FILES` files at any moment, the same limits a
-seeding folder is held to; passing it ends the run as `Budget`).  An append
+seeding folder is held to, and at most `MAX_STORE_OPS` operations in a run;
+passing it ends the run as `Budget`).  An append
 costs what it appends: appended text is kept as chunks and joined when the
 file is next read.  It sits below both the harness (which holds the backend a
 run uses) and the engine (which issues the operations).  What does not: when
@@ -26,6 +27,11 @@ import attrs
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
 
 MAX_PATH_BYTES = 1024
+#: Operations one store serves (one run).  Each costs the engine ~100 us of
+#: scheduling and tracing whatever it does, so without a count of its own a
+#: loop of tiny operations ran 15 s inside every other budget; 50,000 is
+#: five per task at the task budget, and about 5 s.
+MAX_STORE_OPS = 50_000
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9])", re.IGNORECASE)
 
 
@@ -148,8 +154,10 @@ class MemoryStore:
     """
 
     def __init__(self, files: dict[str, str] | None = None, *,
-                 max_bytes: int = MAX_STORE_BYTES, max_files: int = MAX_STORE_FILES) -> None:
+                 max_bytes: int = MAX_STORE_BYTES, max_files: int = MAX_STORE_FILES,
+                 max_ops: int = MAX_STORE_OPS) -> None:
         self.files: dict[str, str] = {}
+        self.ops, self.max_ops = 0, max_ops
         self.dirs: set[str] = set()
         self.sizes: dict[str, int] = {}
         self.total = 0
@@ -180,6 +188,13 @@ class MemoryStore:
         parts = path.split("/")
         for i in range(1, len(parts)):
             yield "/".join(parts[:i])
+
+    def _count(self) -> None:
+        """One more operation, within the run's count."""
+        self.ops += 1
+        if self.ops > self.max_ops:
+            raise StoreQuota(f"store budget exhausted: the run made more than "
+                             f"{self.max_ops:,} store operations")
 
     def _charge(self, path: str, size: int) -> None:
         """Check that `path` holding `size` bytes keeps the store in its quota."""
@@ -220,10 +235,12 @@ class MemoryStore:
 
     # -- the operations ---------------------------------------------------------
     def write(self, path: str, contents: str) -> None:
+        self._count()
         check_path(path)
         self._put(path, contents)
 
     def append(self, path: str, contents: str) -> None:
+        self._count()
         check_path(path)
         if path in self.dirs:
             raise StoreFailure("store backend failure", "backend", path)
@@ -237,10 +254,12 @@ class MemoryStore:
         self.sizes[path] = size
 
     def exists(self, path: str) -> bool:
+        self._count()
         check_path(path)
         return path in self.files or path in self.dirs
 
     def delete(self, path: str) -> None:
+        self._count()
         check_path(path)
         if path in self.files:
             del self.files[path]
@@ -255,6 +274,7 @@ class MemoryStore:
             self.dirs.discard(path)
 
     def glob(self, pattern: str) -> list[str]:
+        self._count()
         problem = glob_problem(pattern)
         if problem:
             raise StoreFailure(
@@ -282,6 +302,7 @@ class MemoryStore:
         return lines[start - 1 : last], start
 
     def read(self, path: str, start: int | None = None, end: int | None = None) -> str:
+        self._count()
         check_path(path)
         if start is None and end is None:
             return self._text(path)
@@ -289,6 +310,7 @@ class MemoryStore:
         return "\n".join(lines)
 
     def read_numbered(self, path: str, start: int | None = None, end: int | None = None) -> str:
+        self._count()
         check_path(path)
         lines, first = self._range(path, start, end)
         if not lines:
@@ -297,6 +319,7 @@ class MemoryStore:
         return "\n".join(f"{n:>{width}}| {line}" for n, line in enumerate(lines, first))
 
     def str_replace(self, path: str, old: str, new: str) -> None:
+        self._count()
         check_path(path)
         if old == "":
             raise StoreFailure(

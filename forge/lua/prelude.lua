@@ -20,6 +20,9 @@ local tostring, tonumber, ipairs = tostring, tonumber, ipairs
 local string, table, math = string, table, math
 local tsort, tconcat, tpack, tunpack = table.sort, table.concat, table.pack, table.unpack
 local mtype, sbyte, sformat = math.type, string.byte, string.format
+-- The C matchers, for the engine's own patterns (fixed, on short strings):
+-- the sandbox's string library gets the bounded ones (patterns.lua).
+local sfind, smatch, sgsub = string.find, string.match, string.gsub
 local yield, isyieldable = coroutine.yield, coroutine.isyieldable
 local sethook = debug.sethook
 local utf8len = utf8 and utf8.len
@@ -119,6 +122,17 @@ local function hook()
   end
 end
 E.instructions_used = function() return used end
+-- Work done outside the VM on the run's behalf (a C pattern match, whose
+-- steps the hook cannot see) is charged here, before it is done.
+local function charge(n)
+  used = used + n
+  if abort ~= nil then error(abort, 0) end
+  if used > budget then
+    abort = make_error('lua', H.budget_message)
+    error(abort, 0)
+  end
+end
+E.charge = charge
 
 ---------------------------------------------------------------------------
 -- Deterministic iteration: array part, booleans, numbers, strings bytewise,
@@ -290,7 +304,7 @@ local function json_check(v, path, seen)
     local k = keys[i]
     local sub
     local kt = type(k)
-    if kt == 'string' and k:match('^[%a_][%w_]*$') then
+    if kt == 'string' and smatch(k, '^[%a_][%w_]*$') then
       sub = path .. '.' .. k
     elseif kt == 'string' or kt == 'number' then
       sub = path .. '[' .. tostring(k) .. ']'
@@ -418,7 +432,7 @@ E.build_library = function(...)
     if kind == 'host' then v = host(v)
     elseif kind == 'suspend' then v = E.suspender(name)
     elseif kind == 'store' then v = E.store_function(name, host(v)) end
-    local ns, key = name:match('^([^.]+)%.(.+)$')
+    local ns, key = smatch(name, '^([^.]+)%.(.+)$')
     if ns then
       local t = lib[ns]
       if t == nil then t = {}; lib[ns] = t end
@@ -466,7 +480,7 @@ local function tostring_stable(v)
   if t == 'table' or t == 'function' or t == 'thread' or t == 'userdata' then
     local mt = debug_getmetatable(v)
     if not (mt and rawget(mt, '__tostring')) then
-      s = s:gsub(': 0x%x+$', format_raw(': 0x%08x', serial_of(v)))
+      s = sgsub(s, ': 0x%x+$', format_raw(': 0x%08x', serial_of(v)))
     end
   end
   return s
@@ -474,7 +488,7 @@ end
 E.tostring = tostring_stable
 
 local function format_stable(fmt, ...)
-  if type(fmt) == 'string' and fmt:find('%%[-+ #0-9.]*p') then
+  if type(fmt) == 'string' and sfind(fmt, '%%[-+ #0-9.]*p') then
     error("bad argument #1 to 'format' (%p prints an address, which is not reproducible)", 2)
   end
   local args = tpack(...)
@@ -550,6 +564,16 @@ table_lib.concat = concat_rendering
 
 local string_lib = copy_lib(string)
 string_lib.format = format_stable
+-- Pattern matching under the instruction budget (patterns.lua says how).
+do
+  local bounded = H.patterns({
+    byte = string.byte, sub = string.sub,
+    find = sfind, match = smatch, gmatch = string.gmatch, gsub = sgsub,
+    charge = charge, getinfo = debug.getinfo, pcall = pcall_raw,
+  })
+  string_lib.find, string_lib.match = bounded.find, bounded.match
+  string_lib.gmatch, string_lib.gsub = bounded.gmatch, bounded.gsub
+end
 -- The string metatable is shared by every string in the runtime; seal it so
 -- getmetatable('') cannot be used to reach or change it.
 local smt = getmetatable('')

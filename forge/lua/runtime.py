@@ -91,6 +91,7 @@ class LuaRuntime:
                 b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
             }
         )
+        host[b"patterns"] = self.load_engine_chunk("patterns.lua")
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error

@@ -141,6 +141,41 @@ RUNAWAY = {
         section("Main", "for i = 1, 100000 do store.write('f' .. i, 'x') end"),
         "store budget exhausted: the store would hold more than 10,000 files",
     ),
+    # Lua's C matcher backtracks without bound inside one VM instruction, where
+    # the count hook never fires: these ran for minutes (the first > 30 s).
+    "backtracking-find": (
+        section("Main", "return string.find(string.rep('a', 3000), string.rep('a-', 20) .. 'b')"),
+        "instruction budget exhausted",
+    ),
+    "quadratic-method-find": (
+        section("Main", "return ('a'):rep(1e6):find('a-b')"),
+        "instruction budget exhausted",
+    ),
+    "backtracking-match": (
+        section("Main", "return string.match(string.rep('a', 100), string.rep('a*', 30) .. 'b')"),
+        "instruction budget exhausted",
+    ),
+    "backtracking-gsub": (
+        section("Main", "return (string.rep('x', 5000):gsub('x-x-x-y', ''))"),
+        "instruction budget exhausted",
+    ),
+    "backtracking-gmatch": (
+        section("Main", "for w in string.rep('ab', 3000):gmatch('.-.-.-c') do end"),
+        "instruction budget exhausted",
+    ),
+    "balanced-scan": (
+        section("Main", "return string.find(string.rep('(', 200000), '%b()')"),
+        "instruction budget exhausted",
+    ),
+    "many-small-matches": (
+        section("Main", "for i = 1, 1e9 do string.find('aaaaaaaaaaaaaaaaaaaa', 'a*b') end"),
+        "instruction budget exhausted",
+    ),
+    # Each store operation costs the engine ~100 us however small: 150,000 took 15 s.
+    "small-store-ops": (
+        section("Main", "for i = 1, 1e9 do store.exists('f') end"),
+        "store budget exhausted: the run made more than 50,000 store operations",
+    ),
     # The spec's log quotas are per section VM; thousands of VMs could each use theirs.
     "log-bomb-across-tasks": (
         section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
@@ -156,7 +191,7 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
     """Endless loops, endless jumps, unbounded spawning, a memory bomb and results too large to
     deliver each end the run with a message naming the exhausted budget - never a process
     abort (kit: budget.instructions, kit: budget.section-entries, kit: budget.tasks,
-    kit: budget.memory, kit: budget.store, kit: budget.logs)."""
+    kit: budget.memory, kit: budget.store, kit: budget.logs, kit: budget.patterns)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=5_000_000)
     assert obs["outcome"] == "failed"
@@ -254,3 +289,30 @@ def test_a_hostile_value_is_the_prompts_own_failure_never_internal(name):
     assert obs["error"]["kind"] == kind, obs["error"]
     assert message in obs["error"]["message"]
     assert "0x" not in obs["error"]["message"]
+
+
+def test_ordinary_pattern_calls_keep_their_results():
+    """Matching under the budget changes no result: the C matcher's answers for ordinary calls,
+    and the port's for large subjects (kit: budget.patterns)."""
+    code = """
+    local big = string.rep('word ', 20000)
+    local squeezed, n = big:gsub('%s+', '_')
+    local words = 0
+    for _ in big:gmatch('%a+') do words = words + 1 end
+    return table.concat({ ('  trim me  '):match('^%s*(.-)%s*$'), #squeezed, n, words,
+      tostring(big:find('word', 99990, true)), tostring(string.find(big, '(w)(o)', 7)) }, '|')
+    """
+    obs = run_text(prompt_text(section("Main", code)))
+    assert obs["result"] == "trim me|100000|20000|20000|99991|11", obs.get("error")
+
+
+def test_a_malformed_pattern_is_the_prompts_error_with_its_position():
+    """A malformed pattern fails as the C matcher's message at the prompt's line, on the C and
+    the port path alike (kit: budget.patterns)."""
+    messages = set()
+    for subject in ("'x'", "string.rep('x', 100000)"):
+        obs = run_text(prompt_text(section("Main", f"local r = ({subject}):find('a*%') return r")))
+        assert obs["error"]["kind"] == "Lua"
+        messages.add(obs["error"]["message"])
+    (message,) = messages
+    assert message.endswith('"]:12: malformed pattern (ends with \'%\')'), message
