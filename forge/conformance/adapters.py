@@ -106,13 +106,20 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
+    return json.loads(_reference_run(prompt_text, spec, seed, source)[0])
+
+
+def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
+                   source: str) -> tuple[str, Any]:
+    """`reference_observation` as JSON text, with the run (None for a prompt
+    the parser refused)."""
     from forge.errors import InputError, PromptError
     from forge.prompt import parse_prompt
 
     try:
         prompt = parse_prompt(prompt_text, f"{source} [prompt]")
     except PromptError as e:
-        return parse_failure(e, spec)
+        return json.dumps(parse_failure(e, spec)), None
     try:
         from forge.assembly import make_chooser
         from forge.engine.run import RunConfig, observation_json, run_prompt
@@ -122,7 +129,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
         run = run_prompt(prompt, harness, make_chooser(seed, None), config)
         # A JSON round trip makes the in-process observation exactly what a
         # subprocess would send (tuples become lists, keys become strings).
-        return json.loads(observation_json(run.observation()))
+        return observation_json(run.observation()), run
     except AdapterError:
         raise
     except InputError as e:
@@ -202,7 +209,24 @@ def reference_lifecycle_observation(operations: Any, harness: Any = None,
 
 
 class InProcessAdapter(Adapter):
-    """The reference engine, in this process."""
+    """The reference engine, in this process.
+
+    Most schedules of a case make the very choices an earlier schedule made
+    (two thirds of the suite's runs: a case with one ready chain at a time
+    has nothing to choose).  A run is a function of its prompt, harness,
+    seed and choices, and the seed reaches only `math.random` and the nonce;
+    so when an earlier run of the same case read neither
+    (`Run.seed_independent`) and the new schedule's provider, asked what
+    that run asked, answers every choice as it was answered, the new run
+    would be that run, and its observation is given again instead.  Only
+    the current case's runs are kept, under the variation sites switched on
+    when they ran.
+    """
+
+    def __init__(self) -> None:
+        self._memo_key: tuple | None = None
+        #: (the run's choices as (kind, options, value), its observation's JSON)
+        self._memo: list[tuple[tuple, str]] = []
 
     def describe(self) -> dict:
         return {"name": "forge reference engine (in-process)", "features": list(REFERENCE_FEATURES)}
@@ -215,7 +239,31 @@ class InProcessAdapter(Adapter):
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
-        return reference_observation(case.prompt, case.harness, seed, case.path)
+        from forge.variation import declared
+
+        key = (case.prompt, case.harness, case.path, tuple(s.name for s in declared() if s.on))
+        if key != self._memo_key:
+            self._memo_key, self._memo = key, []
+        for record, text in self._memo:
+            if _answers_alike(seed, record):
+                return json.loads(text)
+        text, run = _reference_run(case.prompt, case.harness, seed, case.path)
+        if run is None:
+            self._memo.append(((), text))      # a refused prompt has no run, nor a seed
+        elif run.seed_independent():
+            choices = run.chooser
+            record = tuple((c.kind, options, c.value)
+                           for c, options in zip(choices.choices, choices.options))
+            self._memo.append((record, text))
+        return json.loads(text)
+
+
+def _answers_alike(seed: int | None, record: tuple) -> bool:
+    """Whether schedule `seed`'s provider, asked what a run asked, answers as it was answered."""
+    from forge.assembly import make_chooser
+
+    provider = make_chooser(seed, None).provider
+    return all(provider.draw(kind, options) == value for kind, options, value in record)
 
 
 # -- any implementation, over a pipe -------------------------------------------------------
