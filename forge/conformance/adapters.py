@@ -219,14 +219,21 @@ class InProcessAdapter(Adapter):
     (`Run.seed_independent`) and the new schedule's provider, asked what
     that run asked, answers every choice as it was answered, the new run
     would be that run, and its observation is given again instead.  Only
-    the current case's runs are kept, under the variation sites switched on
-    when they ran.
+    the current case's runs are kept, apart for each set of variation sites
+    switched on.
+
+    A mutant is a site switched on, and code that never reads a site runs
+    alike either way; so with a site on, the reference engine's run of the
+    same case and schedule is made once per process (sites off, noting the
+    sites it reads), and a mutant that none of those sites belongs to gets
+    the reference observation without a run of its own.
     """
 
     def __init__(self) -> None:
-        self._memo_key: tuple | None = None
-        #: (the run's choices as (kind, options, value), its observation's JSON)
-        self._memo: list[tuple[tuple, str]] = []
+        self._memo_case: tuple | None = None
+        #: Sites on -> [(the run's choices as (kind, options, value), the
+        #: sites it read, its observation's JSON)], for the current case.
+        self._memo: dict[tuple[str, ...], list[tuple[tuple, frozenset[str], str]]] = {}
 
     def describe(self) -> dict:
         return {"name": "forge reference engine (in-process)", "features": list(REFERENCE_FEATURES)}
@@ -239,23 +246,56 @@ class InProcessAdapter(Adapter):
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
-        from forge.variation import declared
+        from forge.variation import switched_on
 
-        key = (case.prompt, case.harness, case.path, tuple(s.name for s in declared() if s.on))
-        if key != self._memo_key:
-            self._memo_key, self._memo = key, []
-        for record, text in self._memo:
+        on = switched_on()
+        if on:
+            reference = self._reference(case, seed)
+            if reference is not None and reference[0].isdisjoint(on):
+                return json.loads(reference[1])
+        return json.loads(self._observe(case, seed, on)[1])
+
+    def _reference(self, case: Case, seed: int | None) -> tuple[frozenset[str], str] | None:
+        """The reference engine's (sites read, observation JSON) for `case` on `seed`."""
+        from forge.variation import all_off
+
+        key = (case.path, case.prompt, repr(case.harness), seed)
+        if key not in _REFERENCE:
+            try:
+                with all_off():
+                    _REFERENCE[key] = self._observe(case, seed, ())
+            except AdapterError:
+                _REFERENCE[key] = None
+        return _REFERENCE[key]
+
+    def _observe(self, case: Case, seed: int | None, on: tuple[str, ...]) -> tuple[frozenset[str], str]:
+        from forge.variation import reads
+
+        key = (case.prompt, case.harness, case.path)
+        if key != self._memo_case:
+            self._memo_case, self._memo = key, {}
+        memo = self._memo.setdefault(on, [])
+        for record, read, text in memo:
             if _answers_alike(seed, record):
-                return json.loads(text)
-        text, run = _reference_run(case.prompt, case.harness, seed, case.path)
+                return read, text
+        with reads() as names:
+            text, run = _reference_run(case.prompt, case.harness, seed, case.path)
+        read = frozenset(names)
         if run is None:
-            self._memo.append(((), text))      # a refused prompt has no run, nor a seed
+            memo.append(((), read, text))      # a refused prompt has no run, nor a seed
         elif run.seed_independent():
             choices = run.chooser
             record = tuple((c.kind, options, c.value)
                            for c, options in zip(choices.choices, choices.options))
-            self._memo.append((record, text))
-        return json.loads(text)
+            memo.append((record, read, text))
+        return read, text
+
+
+#: The reference engine's runs as mutants meet them: (case path, prompt,
+#: harness, seed) -> (the sites the run read, its observation's JSON), or
+#: None when the reference engine could not run it.  Filled only while a
+#: site is on, so only in a mutants run, and bounded by the suite.
+_REFERENCE: dict[tuple, tuple[frozenset[str], str] | None] = {}
 
 
 def _answers_alike(seed: int | None, record: tuple) -> bool:

@@ -82,12 +82,24 @@ def test_a_run_that_draws_a_random_number_is_never_reused(engine_runs):
     assert len({o["result"] for o in observed}) > 1
 
 
-def test_a_switched_site_is_a_different_engine(engine_runs):
-    """A mutant's runs never reuse the reference engine's observations, nor the reverse."""
-    c = case("return 'plain'")
+def test_a_mutant_runs_where_its_site_is_read(engine_runs):
+    """A mutant whose site the run reads is a run of its own; the reference
+    run is made once (sites off) and serves the mutants whose sites it never
+    read."""
+    from forge.conformance import adapters
+
+    adapters._REFERENCE.clear()
+    c = case("local h = tasks.spawn('### W') tasks.join({h}) return 'spawned'")
     adapter = InProcessAdapter()
-    adapter.run(c, None)
-    with switched(declared()[0].name):
-        adapter.run(c, None)
-    adapter.run(c, None)
-    assert len(engine_runs) == 3
+    reference = adapter.run(c, None)
+    assert len(engine_runs) == 1
+    read_site = next(s for s in declared() if s.name == "ids.one-based")
+    unread_site = next(s for s in declared() if s.name == "model.notice-head-without-marks")
+    with switched(read_site.name):
+        mutant = adapter.run(c, None)            # the reference run is had: the mutant's only
+    assert len(engine_runs) == 2 and mutant != reference
+    with switched(unread_site.name):
+        assert adapter.run(c, None) == reference  # read by no run: no run of its own
+        assert adapter.run(c, None) == reference_observation(c.prompt, c.harness, None, c.path)
+    assert len(engine_runs) == 3                  # the fresh reference_observation only
+    adapters._REFERENCE.clear()
