@@ -28,10 +28,11 @@ what a runtime pool could at best still win.  Why not a pool, in numbers
 the same with the prelude loaded and run 439 us, a whole `Run(prompt)` of
 two-tasks 827 us, and the whole two-tasks run about 1.8 ms, 7x the fresh
 floor (257 us) and 14x the reused one (132 us).  Half of a run is building
-it, and nearly all of that is Lua executing the prelude and the host
-library (366 us and about 250 us of Lua work per run that Python cannot
-make cheaper); so a fresh runtime per run cannot reach 1.6x the floor, and
-the gap left is the runtime's own setup.  A pool would win it, at the price
+it: 366 us of it is the prelude loaded and run inside Lua, the other
+388 us the host library (built in one Lua call) and the run's Python
+state.  The prelude alone is 1.4x the whole fresh floor, so a fresh
+runtime per run cannot reach 1.6x the floor; the gap left is the
+runtime's own setup.  A pool would win it, at the price
 of proving every run independent of the runs before it (byte-identical
 traces against fresh runtimes over every example and case) and of making
 the design immune to lupa's collector crash (a Python callable holding a
