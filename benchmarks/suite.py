@@ -1,7 +1,7 @@
 """The whole conformance suite (and optionally `forge mutants`) against
 another checkout, on one core, interleaved, CPU time of the child process.
 
-    python3 benchmarks/suite.py --against /work/main [--rounds 2] [--mutants] [--json]
+    python3 benchmarks/suite.py --against /work/main [--rounds 2] [--mutants [-k TEXT]] [--json]
 
 Each round runs `taskset -c 0 python3 -m forge conformance` once with this
 tree first on PYTHONPATH and once with the other (alternating which goes
@@ -57,9 +57,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--against", required=True, help="the other checkout (its root)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--mutants", action="store_true", help="also `forge mutants`")
+    parser.add_argument("-k", default=None, help="only the mutants whose id contains this")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
-    commands = [["conformance"]] + ([["mutants"]] if opts.mutants else [])
+    mutants = ["mutants", *(["-k", opts.k] if opts.k else [])]
+    commands = [["conformance"]] + ([mutants] if opts.mutants else [])
     results = [compare(opts.against, c, opts.rounds) for c in commands]
     if opts.json:
         print(json.dumps(results, indent=1))
