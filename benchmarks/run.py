@@ -23,7 +23,24 @@ is the ratios; the absolute rates are for this machine only.
 
 The reference engine builds one runtime per run (runs never share Lua
 state, so a run cannot depend on the runs before it); `reused_floor` says
-what a runtime pool could at best still win.
+what a runtime pool could at best still win.  Why not a pool, in numbers
+(one session, interleaved, CPU min): a bare `lupa.LuaRuntime` costs 73 us,
+the same with the prelude loaded and run 439 us, a whole `Run(prompt)` of
+two-tasks 827 us, and the whole two-tasks run about 1.8 ms, 7x the fresh
+floor (257 us) and 14x the reused one (132 us).  Half of a run is building
+it: 366 us of it is the prelude loaded and run inside Lua, the other
+388 us the host library (built in one Lua call) and the run's Python
+state.  The prelude alone is 1.4x the whole fresh floor, so a fresh
+runtime per run cannot reach 1.6x the floor; the gap left is the
+runtime's own setup.  A pool would win it, at the price
+of proving every run independent of the runs before it (byte-identical
+traces against fresh runtimes over every example and case) and of making
+the design immune to lupa's collector crash (a Python callable holding a
+lupa object freed by Lua's collector, lupa issues #84/#294); that is not
+done.  Where the same prompt runs again, runs are skipped instead: the
+conformance adapter reuses the observation of a schedule that made the
+very choices and never read the seed, and a mutant's run where the
+reference run never read the mutant's site (`forge.conformance.adapters`).
 """
 
 from __future__ import annotations

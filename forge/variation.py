@@ -24,14 +24,29 @@ from collections.abc import Iterator
 import attrs
 
 
+#: While `reads()` collects, the names of the sites read so far.
+_READ: set[str] | None = None
+
+
 @attrs.define(eq=False)
 class Site:
-    """One variation point.  `on` is read on hot paths, so it is a plain field."""
+    """One variation point.  `on` is read on hot paths: one test more than a
+    plain field, which says, while `reads()` collects, that the site was read."""
 
     name: str
     rule: str
     wrong: str
-    on: bool = False
+    _on: bool = attrs.field(default=False, alias="on")
+
+    @property
+    def on(self) -> bool:
+        if _READ is not None:
+            _READ.add(self.name)
+        return self._on
+
+    @on.setter
+    def on(self, value: bool) -> None:
+        self._on = value
 
 
 _SITES: dict[str, Site] = {}
@@ -71,4 +86,37 @@ def switched(name: str) -> Iterator[Site]:
         site.on = False
 
 
-__all__ = ["Site", "declare", "declared", "find", "switched"]
+def switched_on() -> tuple[str, ...]:
+    """The names of the sites switched on (reading them records nothing)."""
+    return tuple(name for name, site in sorted(_SITES.items()) if site._on)
+
+
+@contextlib.contextmanager
+def reads() -> Iterator[set[str]]:
+    """Collect the names of the sites read in the block.  Code that never
+    reads a site runs alike whether it is on or off - what lets the mutants
+    runner reuse a reference run that read none of a mutant's sites."""
+    global _READ
+    outer, _READ = _READ, set()
+    try:
+        yield _READ
+    finally:
+        inner, _READ = _READ, outer
+        if outer is not None:
+            outer |= inner
+
+
+@contextlib.contextmanager
+def all_off() -> Iterator[None]:
+    """Every site off for the block (the reference engine), as they were after it."""
+    on = [site for site in _SITES.values() if site._on]
+    for site in on:
+        site._on = False
+    try:
+        yield
+    finally:
+        for site in on:
+            site._on = True
+
+
+__all__ = ["Site", "all_off", "declare", "declared", "find", "reads", "switched", "switched_on"]

@@ -111,13 +111,20 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
+    return json.loads(_reference_run(prompt_text, spec, seed, source)[0])
+
+
+def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
+                   source: str) -> tuple[str, Any]:
+    """`reference_observation` as JSON text, with the run (None for a prompt
+    the parser refused)."""
     from forge.errors import InputError, PromptError
     from forge.prompt import parse_prompt
 
     try:
         prompt = parse_prompt(prompt_text, f"{source} [prompt]")
     except PromptError as e:
-        return parse_failure(e, spec)
+        return json.dumps(parse_failure(e, spec)), None
     try:
         from forge.assembly import make_chooser
         from forge.engine.run import RunConfig, observation_json, run_prompt
@@ -127,7 +134,7 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
         run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
         # A JSON round trip makes the in-process observation exactly what a
         # subprocess would send (tuples become lists, keys become strings).
-        return json.loads(observation_json(run.observation()))
+        return observation_json(run.observation()), run
     except AdapterError:
         raise
     except InputError as e:
@@ -211,7 +218,31 @@ def reference_lifecycle_observation(operations: Any, harness: Any = None,
 
 
 class InProcessAdapter(Adapter):
-    """The reference engine, in this process."""
+    """The reference engine, in this process.
+
+    Most schedules of a case make the very choices an earlier schedule made
+    (two thirds of the suite's runs: a case with one ready chain at a time
+    has nothing to choose).  A run is a function of its prompt, harness,
+    seed and choices, and the seed reaches only `math.random` and the nonce;
+    so when an earlier run of the same case read neither
+    (`Run.seed_independent`) and the new schedule's provider, asked what
+    that run asked, answers every choice as it was answered, the new run
+    would be that run, and its observation is given again instead.  Only
+    the current case's runs are kept, apart for each set of variation sites
+    switched on.
+
+    A mutant is a site switched on, and code that never reads a site runs
+    alike either way; so with a site on, the reference engine's run of the
+    same case and schedule is made once per process (sites off, noting the
+    sites it reads), and a mutant that none of those sites belongs to gets
+    the reference observation without a run of its own.
+    """
+
+    def __init__(self) -> None:
+        self._memo_case: tuple | None = None
+        #: Sites on -> [(the run's choices as (kind, options, value), the
+        #: sites it read, its observation's JSON)], for the current case.
+        self._memo: dict[tuple[str, ...], list[tuple[tuple, frozenset[str], str]]] = {}
 
     def describe(self) -> dict:
         return {"name": "forge reference engine (in-process)", "features": list(REFERENCE_FEATURES)}
@@ -224,7 +255,64 @@ class InProcessAdapter(Adapter):
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
-        return reference_observation(case.prompt, case.harness, seed, case.path)
+        from forge.variation import switched_on
+
+        on = switched_on()
+        if on:
+            reference = self._reference(case, seed)
+            if reference is not None and reference[0].isdisjoint(on):
+                return json.loads(reference[1])
+        return json.loads(self._observe(case, seed, on)[1])
+
+    def _reference(self, case: Case, seed: int | None) -> tuple[frozenset[str], str] | None:
+        """The reference engine's (sites read, observation JSON) for `case` on `seed`."""
+        from forge.variation import all_off
+
+        key = (case.path, case.prompt, repr(case.harness), seed)
+        if key not in _REFERENCE:
+            try:
+                with all_off():
+                    _REFERENCE[key] = self._observe(case, seed, ())
+            except AdapterError:
+                _REFERENCE[key] = None
+        return _REFERENCE[key]
+
+    def _observe(self, case: Case, seed: int | None, on: tuple[str, ...]) -> tuple[frozenset[str], str]:
+        from forge.variation import reads
+
+        key = (case.prompt, case.harness, case.path)
+        if key != self._memo_case:
+            self._memo_case, self._memo = key, {}
+        memo = self._memo.setdefault(on, [])
+        for record, read, text in memo:
+            if _answers_alike(seed, record):
+                return read, text
+        with reads() as names:
+            text, run = _reference_run(case.prompt, case.harness, seed, case.path)
+        read = frozenset(names)
+        if run is None:
+            memo.append(((), read, text))      # a refused prompt has no run, nor a seed
+        elif run.seed_independent():
+            choices = run.chooser
+            record = tuple((c.kind, options, c.value)
+                           for c, options in zip(choices.choices, choices.options))
+            memo.append((record, read, text))
+        return read, text
+
+
+#: The reference engine's runs as mutants meet them: (case path, prompt,
+#: harness, seed) -> (the sites the run read, its observation's JSON), or
+#: None when the reference engine could not run it.  Filled only while a
+#: site is on, so only in a mutants run, and bounded by the suite.
+_REFERENCE: dict[tuple, tuple[frozenset[str], str] | None] = {}
+
+
+def _answers_alike(seed: int | None, record: tuple) -> bool:
+    """Whether schedule `seed`'s provider, asked what a run asked, answers as it was answered."""
+    from forge.assembly import make_chooser
+
+    provider = make_chooser(seed, None).provider
+    return all(provider.draw(kind, options) == value for kind, options, value in record)
 
 
 # -- any implementation, over a pipe -------------------------------------------------------

@@ -177,7 +177,7 @@ class ModelTasks:
     # ------------------------------------------------------------ notices
     def task_ended(self, state: SectionState, task: Task) -> None:
         """A model task ended: queue its notice for the owner section."""
-        queued = state.notices.offer(task, self.run.nonce)
+        queued = state.notices.offer(task, lambda: self.run.nonce)
         if queued is None:
             return      # the model's own task_cancel: its confirmation was the word
         owner = state.chain

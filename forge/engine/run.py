@@ -127,7 +127,7 @@ class Run:
         self.result: str | None = None
         self.error: RunError | None = None
         self.entries = 0
-        self.nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
+        self._nonce: str | None = None
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
         self.fanout = fanout.Fanout(self)
@@ -681,6 +681,22 @@ class Run:
             t = owner.task
         # The walk sees the H1 pass's work: the H1 pass has ended.
         return lambda other, when: other in since and when <= since[other]
+
+    @property
+    def nonce(self) -> str:
+        """The run's nonce, derived from its seed (built when first read, so
+        `seed_independent` can tell whether anything read it)."""
+        if self._nonce is None:
+            self._nonce = hashlib.sha256(f"forge-nonce:{self.config.seed}".encode()).hexdigest()[:32]
+        return self._nonce
+
+    def seed_independent(self) -> bool:
+        """Whether the seed reached nothing this run did: it never read the
+        nonce, and Lua's generator is where the seed put it (nothing drew
+        from it or reseeded it).  Then the same prompt, harness and choices
+        under another seed give this very run - what lets a runner skip
+        repeating it.  Call it once, after the run: it moves the generator."""
+        return self._nonce is None and bool(self.lua.E.random_untouched())
 
     # --------------------------------------------------------- events
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,

@@ -513,12 +513,28 @@ local function setmetatable_safe(t, mt)
 end
 
 local randomseed_raw = math.randomseed
+local random_raw = math.random
 randomseed_raw(H.random_seed)
 local math_lib = copy_lib(math)
+local reseeded = false
 -- Without arguments Lua reseeds from the clock; a run reseeds from its seed.
 math_lib.randomseed = function(...)
+  reseeded = true
   if select('#', ...) == 0 then return randomseed_raw(H.random_seed) end
   return randomseed_raw(...)
+end
+-- Whether nothing drew from the generator the run's seed started (nor
+-- reseeded it): then the run's seed reached nothing it did through Lua, and a
+-- runner may reuse its observation for another seed with the same choices
+-- (`forge.conformance.adapters`).  Four draws of 64 bits are xoshiro256**'s
+-- whole state, so equal draws mean an untouched generator.  Called after the
+-- run only: it moves the generator.
+E.random_untouched = function()
+  if reseeded then return false end
+  local a1, a2, a3, a4 = random_raw(0), random_raw(0), random_raw(0), random_raw(0)
+  randomseed_raw(H.random_seed)
+  local b1, b2, b3, b4 = random_raw(0), random_raw(0), random_raw(0), random_raw(0)
+  return a1 == b1 and a2 == b2 and a3 == b3 and a4 == b4
 end
 
 -- table.concat also joins values that render through __tostring (fanout

@@ -41,10 +41,12 @@ def head(task: Any) -> str:
     return f"Task id={task.id} ({marks}{task.target})"
 
 
-def sentence(task: Any, nonce: str) -> str:
-    """The notice for an ended model task."""
+def sentence(task: Any, nonce: Callable[[], str]) -> str:
+    """The notice for an ended model task.  `nonce()` is the run's nonce,
+    asked for only when the notice wraps a result, so a run whose notices
+    wrap nothing never reads its seed (`Run.seed_independent`)."""
     if task.state == "done" and task.ok:
-        return f"{head(task)} completed: {envelope.wrap(task.result or '', nonce)}"
+        return f"{head(task)} completed: {envelope.wrap(task.result or '', nonce())}"
     if task.state == "done":
         return f"{head(task)} failed: {task.failure.message}"
     if task.state == "cancelled":
@@ -73,7 +75,7 @@ class NoticeQueue:
     def silence(self, task_id: str) -> None:
         self.silenced.add(task_id)
 
-    def offer(self, task: Any, nonce: str) -> Notice | None:
+    def offer(self, task: Any, nonce: Callable[[], str]) -> Notice | None:
         """A model task ended: queue its notice, unless the model cancelled it."""
         if task.id in self.silenced and not CANCEL_QUEUES_NOTICE.on:
             return None
