@@ -111,11 +111,11 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
-    return json.loads(_reference_run(prompt_text, spec, seed, source)[0])
+    return json.loads(_reference_run(prompt_text, spec, seed, source, chooser)[0])
 
 
 def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                   source: str) -> tuple[str, Any]:
+                   source: str, chooser: Any = None) -> tuple[str, Any]:
     """`reference_observation` as JSON text, with the run (None for a prompt
     the parser refused)."""
     from forge.errors import InputError, PromptError
