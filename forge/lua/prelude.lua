@@ -113,17 +113,9 @@ end
 local HOOK_EVERY = 1000
 local budget = H.max_instructions
 local used = 0
-local function hook()
-  used = used + HOOK_EVERY
-  if abort ~= nil then error(abort, 0) end
-  if used > budget then
-    abort = make_error('lua', H.budget_message)
-    error(abort, 0)
-  end
-end
-E.instructions_used = function() return used end
 -- Work done outside the VM on the run's behalf (a C pattern match, whose
--- steps the hook cannot see) is charged here, before it is done.
+-- steps the hook cannot see) is charged here, before it is done; the hook
+-- charges the instructions it counted.
 local function charge(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end
@@ -132,6 +124,10 @@ local function charge(n)
     error(abort, 0)
   end
 end
+local function hook()
+  charge(HOOK_EVERY)
+end
+E.instructions_used = function() return used end
 E.charge = charge
 
 ---------------------------------------------------------------------------
