@@ -37,6 +37,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from forge.engine.tools import BUILTINS
+
 #: Every feature name, in the order docs and reports list them, with what it
 #: covers (`forge conformance --help` lists the names; docs/cases.md the table).
 FEATURES: Mapping[str, str] = {
@@ -52,8 +54,9 @@ FEATURES: Mapping[str, str] = {
     "lifecycle": "the task lifecycle manager (cases of operations, no prompt)",
 }
 
-#: The model's task built-ins; a scripted call of one needs `tasks-model`.
-_MODEL_BUILTINS = frozenset({"task", "task_cancel", "task_status", "await_tasks"})
+#: The model's task built-ins (named once, by the engine); a scripted call of
+#: one needs `tasks-model`.
+_MODEL_BUILTINS = frozenset(BUILTINS)
 
 #: (feature, what in a prompt's text uses it): a built-in named as code, a
 #: call or a value (`pcall(tasks.spawn, ...)`).  `_NAME` ends where a dotted
