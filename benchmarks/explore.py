@@ -17,10 +17,14 @@ CPU time beside them, baselines measured in the same run.
   on the choice tree (an enumeration that shares no code with the
   shrinker).
 - **exhaustive** on `examples/explore/store-race.md` (three tasks, each
-  writing the store N times): naive schedule count and distinct outcomes
-  from brute force, against the reduced search (and the reduced search
-  under a deviation bound of 1).  `--full` adds N=2: 93,750 naive
-  schedules, several CPU minutes.
+  writing the store N times): the naive tree (every vector of duration
+  multipliers, unreduced) against orders mode (`forge.sim.orders`: which
+  completion fires next) unreduced and with sleep sets, and a deviation
+  bound of 1; runs and distinct outcomes of each, whether the reduced
+  search covers every outcome of the naive tree and of a campaign of 2,000
+  random schedules, and whether reduced and unreduced orders searches see
+  the same outcomes.  `--full` adds N=2: 93,750 naive schedules, several
+  CPU minutes.  `--only exhaustive` runs this section alone.
 - **faults** on `examples/explore/refused-write.md` (a planted bug: Beta
   does not retry its second write when the store refuses it) with
   `--faults store --fault-budget 1`: the share of campaigns of 100 runs that
@@ -44,7 +48,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from forge.engine.run import RunConfig, run_prompt  # noqa: E402
-from forge.harness import Harness  # noqa: E402
+from forge.harness import Harness, LatencyModel  # noqa: E402
 from forge.prompt import load_prompt  # noqa: E402
 from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider, SplitMix64  # noqa: E402
 from forge.sim.exhaustive import exhaustive
@@ -53,11 +57,12 @@ from forge.sim.explore import explore, shrink_result  # noqa: E402
 EXAMPLES = ROOT / "examples" / "explore"
 
 
-def subject_for(name: str, args: str = ""):
+def subject_for(name: str, args: str = "", orders: bool = False):
     prompt = load_prompt(str(EXAMPLES / name))
 
     def subject(chooser):
-        obs = run_prompt(prompt, Harness(), chooser, RunConfig(args=args)).observation()
+        harness = Harness(latency=LatencyModel(orders=orders))
+        obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
         return obs, obs["trace_sha256"]
 
     return subject
@@ -220,31 +225,47 @@ def behaviour(obs: dict) -> str:
                        obs["logs"], sorted(per_task.items())], sort_keys=True, default=str)
 
 
-def exhaustive_counts(writes: int) -> dict:
-    subject = subject_for("store-race.md", str(writes))
+def exhaustive_counts(writes: int, random_runs: int = 2000) -> dict:
+    """The naive tree (duration menu, unreduced) against orders mode, with
+    and without sleep sets, and a random campaign: runs and outcome sets."""
     out: dict = {"writes_per_task": writes}
-    for name, options in (("naive", {"reduce": False}), ("reduced", {}),
-                          ("reduced_bound_1", {"max_deviations": 1})):
+    searches = (("naive", False, {"reduce": False}),
+                ("orders_unreduced", True, {"reduce": False}),
+                ("reduced", True, {}),
+                ("reduced_bound_1", True, {"max_deviations": 1}))
+    for name, orders, options in searches:
+        subject = subject_for("store-race.md", str(writes), orders=orders)
         seen: set[str] = set()
-        results: set[str] = set()
 
         def record(obs):
             seen.add(behaviour(obs))
-            results.add(obs["result"])
             return []
 
         start = time.process_time()
         report = exhaustive(subject, [record], limit=10**7, **options)
         out[name] = {"runs": report.runs, "pruned": report.pruned, "bounded": report.bounded,
                      "redundant": report.redundant, "complete": report.complete,
-                     "distinct_outcomes": len(seen), "distinct_results": len(results),
+                     "distinct_outcomes": len(seen),
+                     "distinct_results": len({json.loads(b)[1] for b in seen}),
                      "cpu_s": round(time.process_time() - start, 2), "_seen": seen}
+    subject = subject_for("store-race.md", str(writes))
+    drawn: set[str] = set()
+    start = time.process_time()
+    for seed in range(random_runs):
+        obs, _ = subject(Chooser(RandomProvider(seed)))
+        drawn.add(behaviour(obs))
+    out["random"] = {"runs": random_runs, "distinct_outcomes": len(drawn),
+                     "cpu_s": round(time.process_time() - start, 2)}
     naive = out["naive"]
-    for name in ("reduced", "reduced_bound_1"):
+    for name in ("orders_unreduced", "reduced", "reduced_bound_1"):
         got = out[name]
-        got["covers_every_outcome"] = got["_seen"] == naive["_seen"]
+        got["covers_every_outcome"] = naive["_seen"] <= got["_seen"]
+        got["covers_every_random_outcome"] = drawn <= got["_seen"]
+        got["outcomes_beyond_naive"] = len(got["_seen"] - naive["_seen"])
         got["share_of_naive"] = round(got["runs"] / naive["runs"], 4)
-    for name in ("naive", "reduced", "reduced_bound_1"):
+    out["reduced"]["same_outcomes_as_unreduced"] = \
+        out["reduced"]["_seen"] == out["orders_unreduced"]["_seen"]
+    for name, _, _ in searches:
         del out[name]["_seen"]
     return out
 
@@ -384,11 +405,15 @@ def main() -> None:
     parser.add_argument("--shrink-cases", type=int, default=10)
     parser.add_argument("--full", action="store_true", help="also the 93,750-schedule tree")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", choices=["faults", "oracles"], default=None,
+    parser.add_argument("--only", choices=["faults", "oracles", "exhaustive"], default=None,
                         help="run only this section")
     parser.add_argument("--oracle-seeds", type=int, default=5,
                         help="random schedules per prompt and mutant in the oracles section")
     opts = parser.parse_args()
+    if opts.only == "exhaustive":
+        e = [exhaustive_counts(1)] + ([exhaustive_counts(2)] if opts.full else [])
+        print(json.dumps(e, sort_keys=True) if opts.json else _exhaustive_text(e))
+        return
     if opts.only == "oracles":
         o = oracle_kills(opts.oracle_seeds)
         print(json.dumps(o, sort_keys=True) if opts.json else _oracles_text(o))
@@ -419,15 +444,27 @@ def main() -> None:
           f"(from pct finds {s['pct_shrunk_deviations']}); "
           f"proven minimum {s['proven_minimum']} ({s['minimum_proof_runs']} runs); "
           f"CPU median ratio new/legacy {s['cpu_ratio_new_to_legacy_median']}")
-    for e in results["exhaustive"]:
-        n, r, b = e["naive"], e["reduced"], e["reduced_bound_1"]
-        print(f"exhaustive writes={e['writes_per_task']}: naive {n['runs']} runs, "
-              f"{n['distinct_outcomes']} outcomes; reduced {r['runs']} "
-              f"({r['share_of_naive']:.1%}, covers all: {r['covers_every_outcome']}); "
-              f"bound 1 {b['runs']} ({b['share_of_naive']:.1%}, covers all: "
-              f"{b['covers_every_outcome']})")
+    print(_exhaustive_text(results["exhaustive"]))
     print(_faults_text(faults, opts.runs))
     print(_oracles_text(results["oracles"]))
+
+
+def _exhaustive_text(rows: list) -> str:
+    lines = []
+    for e in rows:
+        n, u, r, b, d = (e[k] for k in ("naive", "orders_unreduced", "reduced",
+                                         "reduced_bound_1", "random"))
+        lines.append(
+            f"exhaustive writes={e['writes_per_task']}: naive {n['runs']} runs, "
+            f"{n['distinct_outcomes']} outcomes ({n['cpu_s']} s); orders unreduced {u['runs']} "
+            f"({u['share_of_naive']:.1%}); reduced {r['runs']} runs ({r['share_of_naive']:.1%} "
+            f"of naive, {r['pruned']} pruned, {r['redundant']} redundant, {r['cpu_s']} s), "
+            f"{r['distinct_outcomes']} outcomes, covers naive: {r['covers_every_outcome']}, "
+            f"covers {d['runs']} random ({d['distinct_outcomes']} outcomes): "
+            f"{r['covers_every_random_outcome']}, same as unreduced: "
+            f"{r['same_outcomes_as_unreduced']}; bound 1 {b['runs']} "
+            f"({b['share_of_naive']:.1%}, covers naive: {b['covers_every_outcome']})")
+    return "\n".join(lines)
 
 
 def _oracles_text(both: dict) -> str:

@@ -7,7 +7,9 @@ enter a run:
 
 - the store backend (`MemoryStore`, seeded from a folder or a case),
 - how long each operation takes (`LatencyModel`, a menu of durations whose
-  first entry is the canonical one),
+  first entry is the canonical one; or, in orders mode, the canonical
+  duration with the order of completions left to the chooser,
+  `forge.sim.orders`),
 - the model's replies and the operator's answers (scripts, `forge.scripts`),
 - the bound tools and their answers (the tool script, `forge.toolscript`),
 - the concurrency ceiling and host faults: a host cancel at a given instant,
@@ -51,16 +53,21 @@ LATENCY_MENU: tuple[float, ...] = (1.0, 0.0, 0.5, 2.0, 5.0)
 class LatencyModel:
     base: dict[str, float] = attrs.field(factory=lambda: dict(DEFAULT_LATENCY))
     menu: tuple[float, ...] = LATENCY_MENU
+    #: Orders mode: no duration is drawn; which completion fires next is.
+    orders: bool = False
 
     def draw(self, chooser: Chooser, op: str, pinned: float | None = None) -> int:
         """Virtual duration of one operation, in nanoseconds.
 
         A duration a script pins (a model round's `delay`) is used as is;
-        everything else is a choice.
+        everything else is a choice, except in orders mode, where it is the
+        base duration (the order of completions is chosen instead).
         """
         if pinned is not None:
             return seconds_to_ns(pinned)
         base = self.base.get(op, 0.0)
+        if self.orders:
+            return seconds_to_ns(base)
         labels = tuple(f"x{m}" for m in self.menu)
         pick = chooser.choose(f"latency:{op}", labels)
         return seconds_to_ns(base * self.menu[pick])

@@ -102,6 +102,9 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
+    if strategy == "exhaustive":
+        # Exhaustive search explores orderings of completions, not durations.
+        spec = attrs.evolve(spec, orders=True)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
     if strategy == "exhaustive":
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
@@ -242,6 +245,7 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
         refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse)
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

@@ -58,6 +58,9 @@ class RunSpec:
     tool: Script | None = None
     #: Store operations the host refuses: operation (or `*`) -> paths (or `*`).
     refuse: dict = attrs.field(factory=dict)
+    #: Orders mode (`forge.sim.orders`): durations stay canonical and the
+    #: chooser picks which completion fires next (exhaustive search's mode).
+    orders: bool = False
 
 
 #: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
@@ -245,7 +248,8 @@ class Runner:
 
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
-                          latency=LatencyModel(dict(spec.latency_base), spec.latency_menu),
+                          latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
+                                               spec.orders),
                           ceiling=spec.concurrency, cancel_at=spec.cancel_at,
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
@@ -456,7 +460,8 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
         "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
                 "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
-                            "menu": list(spec.latency_menu)},
+                            "menu": list(spec.latency_menu),
+                            **({"orders": True} if spec.orders else {})},
                 "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
@@ -517,4 +522,5 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
                              faults.get("cancel_steps", 0)),
                    dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
-                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()})
+                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
+                   bool(run["latency"].get("orders", False)))

@@ -201,13 +201,14 @@ def test_an_exhaustive_search_cut_short_says_so_and_exits_3(tmp_path):
 
 def test_exhaustive_flags_reach_the_search(tmp_path):
     """--no-reduce runs equivalent interleavings too, and --max-deviations 0
-    keeps to canonical durations, so each changes how many schedules run
-    (kit: explore.exhaustive-flags)."""
+    keeps to canonical completion orders, so each changes how many schedules
+    run (kit: explore.exhaustive-flags)."""
     out = str(tmp_path / "r.json")
 
     def runs(*flags):
-        result = forge("explore", str(EXAMPLES / "freeform.md"), "--strategy", "exhaustive",
-                       "--runs", "100000", "--replay-out", out, "--json", *flags)
+        result = forge("explore", str(EXAMPLES / "explore" / "store-race.md"), "--args", "2",
+                       "--strategy", "exhaustive", "--runs", "100000", "--replay-out", out,
+                       "--json", *flags)
         assert result.exit_code == 0, result.output
         return json.loads(result.output)["runs"]
 

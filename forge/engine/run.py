@@ -49,6 +49,7 @@ from forge.prompt.model import Prompt
 from forge.variation import declare
 from forge.sim.chooser import Chooser
 from forge.sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
+from forge.sim.orders import CompletionOrder
 from forge.sim.trace import Trace
 
 #: Scheduling steps after which a run is declared runaway (a prompt that
@@ -132,6 +133,9 @@ class Run:
         self.models = models.ModelsAPI(self)
         self.fanout = fanout.Fanout(self)
         self.host = host.Host(self)
+        if self.harness.latency.orders:
+            self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
+                                                lambda: not self.seed_independent())
         self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
                                    self.host.suspending, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
@@ -587,10 +591,19 @@ class Run:
         effect["due"] = ns_to_seconds(self.clock.now + delay)
 
         def answered() -> None:
-            self._effect_of.pop(request)["answer"] = "answered"
+            done = self._effect_of.pop(request)
+            done["answer"] = "answered"
+            # In orders mode a completion may fire before or after its due instant.
+            done["due"] = ns_to_seconds(self.clock.now)
             finish()
 
-        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, answered))
+        path = (detail or {}).get("path")
+        free = None if pinned is not None else (
+            f"{chain.id}#{chain.suspends} {kind}" + (f" {path}" if path is not None else ""),
+            frozenset({f"chain:{chain.id}", f"task:{chain.task.id}",
+                       f"path:{path}" if kind == "store" and path is not None else
+                       ("path:*" if kind == "store" else "*")}))
+        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, answered), free)
         self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
                         duration=delay, **(detail or {}))
         return self.scheduler.park(chain, request)

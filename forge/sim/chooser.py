@@ -24,7 +24,11 @@ The decisions the engine asks for, and what a provider may read from them:
 picks the duration of a harness operation the chain that ran last just
 issued, from options labelled `x<multiplier>` of the operation's base
 duration (option 0 is `x1.0`).  Operations whose durations end on the same
-instant complete in the order they were issued.  `fault:KIND` (store,
+instant complete in the order they were issued.  In orders mode (a mode of
+the harness's duration model, which exhaustive search uses) no duration is
+drawn: `complete` picks which pending completion fires next, labelled
+`CHAIN#N OP PATH`, option 0 being the event queue's own order
+(`forge.sim.orders`).  `fault:KIND` (store,
 model, operator, cancel; only when the run's fault plan offers it) is
 `none` or the fault, and `fault:cancel_at` picks the instant of a drawn
 host cancel (`forge.harness.Faults`).
@@ -223,6 +227,9 @@ class Chooser:
         #: The option labels of each choice, parallel to `choices`: what the
         #: explorer's reduction reads (which chain, which duration).
         self.options: list[tuple[str, ...]] = []
+        #: In orders mode, the run's completion picker (`forge.sim.orders`),
+        #: which also records what each pick's segment touched.
+        self.completions = None
 
     def choose(self, kind: str, options: Sequence[str]) -> int:
         n = len(options)

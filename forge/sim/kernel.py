@@ -8,9 +8,16 @@ Time is an integer count of nanoseconds.  Integers keep every sum exact, so a
 schedule computed on one machine is the same schedule on every other; a float
 clock would let `0.1 + 0.2` decide a tie.
 
+In orders mode (`forge.sim.orders`) an entry scheduled `free` (a harness
+completion whose duration nobody pinned) may fire ahead of its turn: `pop`
+hands the entries that could fire next to the picker, and an entry left
+behind fires late, when it is popped: at the current instant, or just after
+it if it would otherwise sort before the entry popped last.  Everything
+else (timers, pinned durations, host faults) keeps its instant.
+
 What lives here: the clock, scheduling, cancellation, popping.  What does not:
-which chain runs (the engine's loop asks the chooser), and what an event means
-(the engine's handlers).
+which chain runs (the engine's loop asks the chooser), which completion fires
+first (the picker asks it), and what an event means (the engine's handlers).
 """
 
 from __future__ import annotations
@@ -70,22 +77,33 @@ class Timer:
 class Kernel:
     """Virtual clock plus a heap of pending events.
 
-    Invariant: every entry in `_queue` has `time >= now`; `now` never
-    decreases.
+    Invariant: `now` never decreases, and every entry in `_queue` has
+    `time >= now` except, in orders mode, a free entry another one overtook.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, orders: Any = None) -> None:
         self.now: int = 0
         self._queue: list[tuple[int, int, int, Any]] = []
         self._seq = itertools.count()
         self._cancelled: set[int] = set()
+        #: The completion picker (`forge.sim.orders.CompletionOrder`), or None.
+        self.orders = orders
+        #: Orders mode: the label and footprint keys of each free entry, by seq.
+        self._free: dict[int, tuple[str, frozenset[str]]] = {}
+        #: Orders mode: (time, priority, seq) of the entry popped last.
+        self._last: tuple[int, int, int] = (-1, 0, 0)
 
-    def schedule(self, delay_ns: int, priority: int, event: Any) -> Timer:
+    def schedule(self, delay_ns: int, priority: int, event: Any,
+                 free: tuple[str, frozenset[str]] | None = None) -> Timer:
+        """Schedule `event`; `free` (label, keys) marks a completion that
+        orders mode may fire ahead of its turn (ignored otherwise)."""
         if delay_ns < 0:
             raise ValueError(f"negative delay {delay_ns}")
         seq = next(self._seq)
         time = self.now + delay_ns
         heapq.heappush(self._queue, (time, priority, seq, event))
+        if free is not None and self.orders is not None:
+            self._free[seq] = free
         return Timer(seq, time)
 
     def cancel(self, timer: Timer) -> None:
@@ -105,10 +123,45 @@ class Kernel:
     def pop(self) -> tuple[int, Any]:
         """Advance the clock to the next live entry and return (seq, event)."""
         self._drop_cancelled()
+        if self.orders is not None:
+            return self._pop_picked()
         time, _, seq, event = heapq.heappop(self._queue)
         assert time >= self.now, "the clock never runs backwards"
         self.now = time
         return seq, event
+
+    def _pop_picked(self) -> tuple[int, Any]:
+        """Orders mode: the picker chooses among the entries that can fire next."""
+        live = sorted(e for e in self._queue if e[2] not in self._cancelled)
+        fixed = next((e for e in live if e[2] not in self._free), None)
+        options: list[tuple[tuple, int]] = []        # (entry, the instant it fires at)
+        for entry in live:
+            time, priority, seq, _ = entry
+            if seq not in self._free:
+                if entry is fixed:
+                    options.append((entry, time))
+                continue
+            # Never before (or tied ahead of) the entry popped last: a
+            # completion left behind by a timer fires after the timer.
+            lo = self.now if (self.now, priority, seq) > self._last else self.now + 1
+            at = max(time, lo)
+            if fixed is not None and (at, priority, seq) > fixed[:3]:
+                # Before the fixed entry: at its instant if that still sorts
+                # first, else one nanosecond earlier.
+                at = fixed[0] if (priority, seq) < fixed[1:3] else fixed[0] - 1
+                if at < lo:
+                    continue
+            options.append((entry, at))
+        labels = [self._free[e[2]][0] if e[2] in self._free else str(e[3][0]) for e, _ in options]
+        keys = [self._free[e[2]][1] if e[2] in self._free else frozenset({"*"})
+                for e, _ in options]
+        entry, at = options[self.orders.pick(labels, keys)]
+        self._queue.remove(entry)
+        heapq.heapify(self._queue)
+        self._free.pop(entry[2], None)
+        self.now = max(self.now, at)
+        self._last = (self.now, entry[1], entry[2])
+        return entry[2], entry[3]
 
     def __len__(self) -> int:
         self._drop_cancelled()

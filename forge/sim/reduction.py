@@ -1,43 +1,39 @@
-"""Partial-order reduction: which schedules are the same schedule.
+"""Partial-order reduction: sleep sets over the order of completions.
 
 Exhaustive search need not run two schedules that differ only in the order
-of steps that commute.  The facts used here are read from the choice record
-alone (kinds, values and option labels, see `forge.sim.chooser`), so they hold
-for any engine that keeps the chooser's protocol:
+of independent steps.  The steps reduced here are the picks of orders mode
+(`forge.sim.orders`): which pending completion fires next, together with
+everything the run does until the next such pick (its *segment*).  Two picks
+are *independent* when their segments' footprints - the engine's own facts
+about what each touched: chains stepped, tasks whose events they wrote,
+store paths (a path conflicts with itself, its parents and its children; a
+glob with every path), log lines - are disjoint and neither holds `GLOBAL`.
+A segment is `GLOBAL` when it did anything those keys cannot describe: a
+task started, ended, spawned, was admitted or delivered a result, a wait
+timed out, a call other than a store operation, a fault, a host cancel, or,
+anywhere in the run, a draw from `math.random` or a read of the nonce.
 
-- A *race* is a run of consecutive `chain` decisions with no event in
-  between: each decision's ready set is the previous one minus the chain
-  that ran (so they all happen at one virtual instant).
-- A *simple step* is a chain of a race that made exactly one further
-  choice, a duration (`latency:OP`, labels `x<multiplier>`), and then
-  parked: it issued one harness operation and did nothing else the next
-  decision shows (it started no chain and stopped none, or the ready set
-  would differ).
-- Two simple steps of one race are *independent* when their operations are
-  of the same kind and their multipliers differ: the same base duration
-  from the same instant, so they complete at different instants and the
-  event queue orders them by time, not by who issued first.  Running them
-  in either order leaves the same queue, the same ready set and the same
-  task states.  Steps of different kinds, equal multipliers (a tie the
-  issue order decides) and anything that is not a simple step are treated
-  as dependent.
+Chain picks (which ready chain runs first at one instant) are never
+reduced: every order is explored, so whatever a step does before its
+harness call - a log line, a status read, a table write - is seen in every
+order.  Fault decisions are not reduced either.
 
-Within those facts every class of equivalent schedules has one
-representative in lexicographic normal form (Anisimov-Knuth): no step `a`
-follows a step `b` with `a < b` when `a` is independent of `b` and of every
-step between them.  Since every prefix of a normal word is normal, a prefix
-that is not normal can be pruned with its whole subtree; this is what
-sleep sets compute, here without state.
+Sleep sets (Godefroid): after the search has explored pick `a` at a node,
+every later sibling `b` carries `a` asleep into its subtree, where `a` stays
+asleep until a pick dependent on it runs; an asleep pick is not taken, and a
+node where every pick sleeps ends a redundant run.  Each footprint is read
+from the run where that pick ran at that node, which is what independence
+at that state needs: when `a` and `b` commute there, `a` after `b` is the
+step `a` was.
 
-Limits, stated plainly: the chooser does not see what a step does before
-its harness call.  A log line, a write to a table two tasks share, or a
-spawn the concurrency ceiling queues (it does not appear in the ready set)
-inside a simple step make the two orders distinguishable, and the
-reduction would keep only one of them.  The tests check the reduction
-against brute force on prompts that race store writes; prompts that log
-from racing tasks should be explored with `reduce=False`.
+What lives here: independence and the provider that keeps sleep sets along
+one run.  What does not: the search (`forge.sim.exhaustive`), and how
+footprints are read (`forge.sim.orders`).
 
-What does not live here: the search itself (`forge.sim.exhaustive`).
+Stated limits: the reduction trusts that a store write never crosses the
+store's quota in one order and not in the other (the quota is a count over
+every path), and that a status read (`tasks.status`) inside a quiet segment
+of one task does not observe another task moving between store operations.
 """
 
 from __future__ import annotations
@@ -46,113 +42,100 @@ from collections.abc import Sequence
 
 import attrs
 
-from forge.sim.chooser import LATENCY_PREFIX, Choice, duration_multiplier
+from forge.sim.chooser import Provider
+from forge.sim.orders import COMPLETE_KIND, GLOBAL
 
 
-@attrs.frozen(order=True)
-class Step:
-    """A simple step: which chain ran and the duration it chose."""
+@attrs.frozen
+class Asleep:
+    """A pick explored elsewhere: its label and its segment's footprint."""
 
     label: str
-    kind: str = attrs.field(order=False)
-    multiplier: float = attrs.field(order=False)
-    value: int
-    #: Position of the duration choice in the record.
-    at: int = attrs.field(order=False, eq=False)
+    keys: frozenset[str]
 
 
-def independent(a: Step, b: Step) -> bool:
-    return a.label != b.label and a.kind == b.kind and a.multiplier != b.multiplier
+def independent(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two footprints commute."""
+    if GLOBAL in a or GLOBAL in b or not a.isdisjoint(b):
+        return False
+    paths_a = [k[5:] for k in a if k.startswith("path:")]
+    paths_b = [k[5:] for k in b if k.startswith("path:")]
+    for x in paths_a:
+        for y in paths_b:
+            if "*" in (x, y) or x.startswith(y + "/") or y.startswith(x + "/"):
+                return False
+    return True
 
 
-def races(choices: Sequence[Choice],
-          options: Sequence[tuple[str, ...]]) -> list[list[tuple[int, Step | None]]]:
-    """The record's races, each a list of (position of the chain pick, step).
+def awake(asleep: Sequence[Asleep], keys: frozenset[str]) -> tuple[Asleep, ...]:
+    """What stays asleep after a segment with footprint `keys`."""
+    return tuple(s for s in asleep if independent(s.keys, keys))
 
-    A race starts at a `chain` decision with more than one option and goes
-    on while the next `chain` decision offers exactly the chains that were
-    left (while chains are ready the engine pops no event, so all of it
-    happens at one instant).  A step that is not simple is None: a
-    barrier nothing moves past.
+
+@attrs.frozen
+class Node:
+    """A `complete` decision past the prefix: who slept there, the labels,
+    and the picks not asleep (the first is the one the run took)."""
+
+    at: int
+    asleep: tuple[Asleep, ...]
+    labels: tuple[str, ...]
+    picks: tuple[int, ...]
+
+
+class SleepProvider(Provider):
+    """Replays `prefix`, with `asleep` the sleep set carried past its last
+    choice; past it, every decision takes the first option not asleep
+    (option 0 for every other kind).
+
+    `sleepless` ignores sleep past the prefix (a run that reached its seed,
+    whose segments are all global).  Reads the segments through the
+    chooser's picker (`chooser.completions`), so set `chooser` before the run.
     """
-    out: list[list[tuple[int, Step | None]]] = []
-    current: list[tuple[int, Step | None]] = []
-    n = len(choices)
-    i = 0
-    while i < n:
-        c = choices[i]
-        if c.kind != "chain":
-            i += 1
-            continue
-        labels = options[i]
-        picked = labels[c.value]
-        rest = tuple(label for label in labels if label != picked)
-        j = i + 1                      # the next chain decision, or the end
-        while j < n and choices[j].kind != "chain":
-            j += 1
-        step: Step | None = None
-        if j == i + 2 and choices[i + 1].kind.startswith(LATENCY_PREFIX):
-            m = duration_multiplier(options[i + 1][choices[i + 1].value])
-            if m is not None:
-                step = Step(picked, choices[i + 1].kind, m, choices[i + 1].value, i + 1)
-        if len(labels) > 1 or current:
-            current.append((i, step))
-        goes_on = bool(rest) and j < n and tuple(options[j]) == rest
-        if current and not goes_on:
-            out.append(current)
-            current = []
-        i = j
-    if current:
-        out.append(current)
-    return out
 
+    name = "exhaustive"
 
-def first_violation(choices: Sequence[Choice], options: Sequence[tuple[str, ...]]) -> int | None:
-    """The record position where the schedule stops being in normal form.
+    def __init__(self, prefix: Sequence[int], asleep: Sequence[Asleep] = (),
+                 sleepless: bool = False) -> None:
+        self.prefix = tuple(prefix)
+        self.carried = tuple(asleep)
+        self.sleepless = sleepless
+        self.chooser = None
+        self.pos = 0
+        self.pending: tuple[Asleep, ...] = ()
+        #: The sleep set carried into each decision past the prefix, by position.
+        self.pending_at: dict[int, tuple[Asleep, ...]] = {}
+        self.nodes: list[Node] = []
+        #: Where every pick slept (the run is redundant from there), or None.
+        self.blocked_at: int | None = None
+        #: Whether sleep ever skipped an option past the prefix.
+        self.slept = False
+        self.misaligned_at: int | None = None
 
-    That is the duration choice of the first step `a` that could move left
-    past steps it is independent of and land before a larger one.  None
-    when the whole record is in normal form.
-    """
-    worst: int | None = None
-    for race in races(choices, options):
-        steps = [step for _, step in race]
-        for k, a in enumerate(steps):
-            if a is not None and violates(steps[:k], a):
-                if worst is None or a.at < worst:
-                    worst = a.at
-                break
-    return worst
-
-
-def violates(before: Sequence[Step | None], a: Step) -> bool:
-    """True when `a`, placed after `before` in one race, breaks normal form."""
-    for b in reversed(before):
-        if b is None or not independent(a, b):
-            return False
-        if a < b:
-            return True
-    return False
-
-
-def later_step(choices: Sequence[Choice], options: Sequence[tuple[str, ...]], at: int,
-               label: str) -> Step | None:
-    """The simple step `label` takes later in the race that picks at `at`.
-
-    Chains of one race do not touch each other before a barrier, so a chain
-    picked earlier, at `at`, takes the step it took later: the same
-    operation kind and the same duration options.  None when `label` takes
-    no simple step in that race before a barrier.
-    """
-    for race in races(choices, options):
-        if not any(pos == at for pos, _ in race):
-            continue
-        for pos, step in race:
-            if pos < at:
-                continue
-            if step is None:
-                return None
-            if step.label == label:
-                return step
-        return None
-    return None
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        pos = self.pos
+        self.pos += 1
+        if pos < len(self.prefix):
+            value = self.prefix[pos]
+            if not 0 <= value < len(options):
+                if self.misaligned_at is None:
+                    self.misaligned_at = pos
+                value = 0
+            if pos == len(self.prefix) - 1:
+                self.pending = self.carried
+            return value
+        self.pending_at[pos] = self.pending
+        if kind != COMPLETE_KIND or self.blocked_at is not None:
+            return 0
+        segment = self.chooser.completions.last_segment() if self.chooser else None
+        asleep = () if self.sleepless or segment is None else awake(self.pending, segment.keys)
+        names = {s.label for s in asleep}
+        picks = tuple(i for i, label in enumerate(options) if label not in names)
+        if len(picks) < len(options):
+            self.slept = True
+        if not picks:
+            self.blocked_at = pos
+            return 0
+        self.nodes.append(Node(pos, asleep, tuple(options), picks))
+        self.pending = asleep
+        return picks[0]

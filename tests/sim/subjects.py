@@ -9,26 +9,29 @@ from __future__ import annotations
 import json
 
 from forge.engine.run import RunConfig, run_prompt
-from forge.harness import Harness
+from forge.harness import Harness, LatencyModel
 from forge.prompt import load_prompt, parse_prompt
 from forge.sim.chooser import Chooser, ReplayProvider
 from tests.conftest import EXAMPLES
 
 
-def subject_of(prompt, args: str = ""):
+def subject_of(prompt, args: str = "", orders: bool = False):
+    """A subject running `prompt`; `orders`: in orders mode (the chooser
+    picks which completion fires next instead of durations)."""
     def subject(chooser):
-        obs = run_prompt(prompt, Harness(), chooser, RunConfig(args=args)).observation()
+        harness = Harness(latency=LatencyModel(orders=orders))
+        obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
         return obs, obs["trace_sha256"]
 
     return subject
 
 
-def example(name: str, args: str = ""):
-    return subject_of(load_prompt(str(EXAMPLES / name)), args)
+def example(name: str, args: str = "", orders: bool = False):
+    return subject_of(load_prompt(str(EXAMPLES / name)), args, orders)
 
 
-def text(body: str, args: str = ""):
-    return subject_of(parse_prompt(body, "t.md"), args)
+def text(body: str, args: str = "", orders: bool = False):
+    return subject_of(parse_prompt(body, "t.md"), args, orders)
 
 
 def behaviour(obs: dict) -> str:

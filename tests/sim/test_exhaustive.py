@@ -1,16 +1,25 @@
-"""Exhaustive search with reduction sees every outcome brute force sees,
-runs far fewer schedules, and says when it did not cover its tree."""
+"""Exhaustive search in orders mode (the chooser picks which completion fires
+next, `forge.sim.orders`) with sleep sets (`forge.sim.reduction`) sees every
+outcome the unreduced tree sees, and every outcome the duration-menu tree
+sees, runs far fewer schedules, and says when it did not cover its tree
+(kit: exhaustive)."""
 
 from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from forge.conformance import oracles
+from forge.runspec import Runner, spec_from_flags
 from forge.sim.chooser import Chooser, ReplayProvider
 from forge.sim.exhaustive import exhaustive
+from forge.sim.explore import check_all
 from forge.sim.shrink import deviations
+from forge.sim.orders import GLOBAL
+from forge.sim.reduction import independent
+from tests.conftest import EXAMPLES
 from tests.sim.subjects import behaviour, brute_force, example, text
 
 STORE_RACE = "explore/store-race.md"
@@ -96,85 +105,244 @@ return 'beta'
 ```
 """
 
+# Racing tasks log before and between store writes: the run's one log is
+# state they share, and its order depends on the order of steps, which the
+# former record-based reduction did not see.
+LOG_RACE = """---
+name: log-race
+description: racing tasks log between store writes
+promptforge: 0
+---
+
+# Log race
+
+## Main
+
+```lua
+local a = tasks.spawn('## Alpha')
+local b = tasks.spawn('## Beta')
+local c = tasks.spawn('## Gamma')
+local got, _, first = tasks.join_any({ a, b, c })
+local rest = {}
+for _, t in ipairs({ a, b, c }) do
+  if t.task ~= got.task then rest[#rest + 1] = t end
+end
+tasks.join(rest)
+return first
+```
+
+## Alpha
+
+```lua
+log('alpha starts')
+store.write('alpha', '1')
+log('alpha wrote')
+store.write('alpha', '2')
+return 'alpha'
+```
+
+## Beta
+
+```lua
+store.write('beta', '1')
+log('beta wrote')
+store.write('beta', '2')
+return 'beta'
+```
+
+## Gamma
+
+```lua
+log('gamma starts')
+store.write('gamma', '1')
+local seen = store.exists('gamma')
+store.write('gamma', tostring(seen))
+return 'gamma'
+```
+"""
+
+# Two tasks each draw from the run's one random generator between writes:
+# the values each gets depend on who draws first.
+RANDOM_RACE = """---
+name: random-race
+description: racing tasks draw from the run's generator
+promptforge: 0
+---
+
+# Random race
+
+## Main
+
+```lua
+local a = tasks.spawn('## Alpha')
+local b = tasks.spawn('## Beta')
+local _, _, ra = tasks.join_any({ a })
+local _, _, rb = tasks.join_any({ b })
+return ra .. ' ' .. rb
+```
+
+## Alpha
+
+```lua
+store.write('alpha', '1')
+local n = math.random(1000)
+store.write('alpha', tostring(n))
+return tostring(n)
+```
+
+## Beta
+
+```lua
+store.write('beta', '1')
+local n = math.random(1000)
+store.write('beta', tostring(n))
+return tostring(n)
+```
+"""
+
 _LEAVES: dict = {}
 
 
-def leaves_of(name: str, subject):
-    """Brute force once per subject (it is the slow part)."""
-    if name not in _LEAVES:
-        _LEAVES[name] = brute_force(subject)
-    return _LEAVES[name]
+def leaves_of(name: str, orders: bool = True):
+    """Brute force once per subject and mode (it is the slow part)."""
+    if (name, orders) not in _LEAVES:
+        _LEAVES[name, orders] = brute_force(subject(name, orders))
+    return _LEAVES[name, orders]
 
 
-SUBJECTS = {
-    "store-race": example(STORE_RACE, "1"),
-    "mixed": text(MIXED),
-    "barrier": text(BARRIER),
-    "checked-join": example("checked-join.md"),
-}
+def subject(name: str, orders: bool = True):
+    if name == "store-race":
+        return example(STORE_RACE, "1", orders=orders)
+    if name == "checked-join":
+        return example("checked-join.md", orders=orders)
+    if name == "watch-tie":
+        return example("explore/watch-tie.md", orders=orders)
+    return text(PROMPTS[name], orders=orders)
 
 
-def behaviours_of(subject, **options):
+PROMPTS = {"mixed": MIXED, "barrier": BARRIER, "log-race": LOG_RACE,
+           "random-race": RANDOM_RACE}
+NAMES = ["barrier", "checked-join", "log-race", "mixed", "random-race", "store-race",
+         "watch-tie"]
+
+
+def behaviours_of(subj, **options):
     seen = set()
 
     def record(obs):
         seen.add(behaviour(obs))
         return []
 
-    report = exhaustive(subject, [record], limit=100_000, **options)
+    report = exhaustive(subj, [record], limit=100_000, **options)
     return report, seen
 
 
-@pytest.mark.parametrize("name", sorted(SUBJECTS))
-def test_reduction_sees_every_outcome_brute_force_sees(name):
-    subject = SUBJECTS[name]
-    leaves = leaves_of(name, subject)
-    report, seen = behaviours_of(subject)
+@pytest.mark.parametrize("name", NAMES)
+def test_reduction_sees_every_outcome_the_unreduced_tree_sees(name):
+    leaves = leaves_of(name)
+    report, seen = behaviours_of(subject(name))
     assert seen == {behaviour(obs) for obs, _ in leaves.values()}
     assert report.complete and report.unfinished == 0
-    assert report.runs + report.pruned >= 1 and report.runs <= len(leaves)
+    assert report.runs <= len(leaves)
 
 
-def test_reduction_and_a_bound_run_a_tenth_of_the_tree_on_a_store_race():
-    subject = SUBJECTS["store-race"]
-    leaves = leaves_of("store-race", subject)
-    report, seen = behaviours_of(subject, max_deviations=1)
+@pytest.mark.parametrize("name", ["barrier", "mixed", "store-race", "watch-tie"])
+def test_orders_mode_reaches_every_outcome_of_the_duration_tree(name):
+    naive = {behaviour(obs) for obs, _ in leaves_of(name, orders=False).values()}
+    _, seen = behaviours_of(subject(name))
+    assert naive <= seen, len(naive - seen)
+
+
+def test_the_reduction_prunes_and_the_racing_logs_keep_their_orders():
+    leaves = leaves_of("log-race")
+    report, seen = behaviours_of(subject("log-race"))
+    assert report.pruned > 0 and report.runs < len(leaves)
+    logs = {tuple(json.loads(b)[5]) for b in seen}
+    # Lines logged at one instant (chain picks) and after completions
+    # (completion picks) are seen in both orders.
+    for one, other in (("alpha starts", "gamma starts"), ("alpha wrote", "beta wrote")):
+        assert any(log.index(one) < log.index(other) for log in logs)
+        assert any(log.index(other) < log.index(one) for log in logs)
+    assert {json.loads(b)[1] for b in seen} == {"alpha", "beta", "gamma"}
+    assert {json.loads(b)[0] for b in seen} == {"ok"}
+
+
+def test_a_run_that_draws_random_numbers_is_not_reduced():
+    leaves = leaves_of("random-race")
+    report, seen = behaviours_of(subject("random-race"))
+    assert len({json.loads(b)[1] for b in seen}) == 2
+    assert report.pruned == 0 and report.runs == len(leaves)
+
+
+def test_a_tenth_of_the_naive_tree_on_a_store_race():
+    naive = leaves_of("store-race", orders=False)
+    report, seen = behaviours_of(subject("store-race"))
     assert report.complete
-    # Every finishing order brute force reaches, in a tenth of the runs.
-    assert {obs["result"] for obs, _ in leaves.values()} == \
-        {json.loads(b)[1] for b in seen} and len(seen) >= 6
-    assert report.runs * 10 <= len(leaves), (report.runs, len(leaves))
+    assert {behaviour(obs) for obs, _ in naive.values()} <= seen and len(seen) >= 6
+    assert report.runs * 10 <= len(naive), (report.runs, len(naive))
+
+
+def test_a_member_ending_at_its_timeout_wins_the_tie_in_every_order():
+    """(tasks.timeouts.tie-member-wins, tasks.timeouts.join-any-nil) The timer
+    keeps its instant: picking it first times the wait out; a completion
+    picked ahead of it wins, even when it fires at the timer's instant, and
+    the watchers (the tie among them) hold on every schedule."""
+    spec = attrs.evolve(spec_from_flags(str(EXAMPLES / "explore" / "watch-tie.md")), orders=True)
+    results = {}
+    for obs, record in brute_force(Runner(spec).subject).values():
+        assert oracles.no_violations(obs) == []
+        assert check_all(obs, oracles.DEFAULT_CHECKS) == []
+        results[obs["result"]] = record
+    assert set(results) == {"task", "timeout"}
+    assert [c.kind for c in results["timeout"] if c.value] == ["complete"]
+
+
+def test_independence_reads_paths_as_a_tree():
+    a = frozenset({"chain:0.0", "path:a"})
+    assert independent(a, frozenset({"chain:0.1", "path:b"}))
+    assert not independent(a, frozenset({"chain:0.1", "path:a/x"}))
+    assert not independent(a, frozenset({"chain:0.1", "path:*"}))
+    assert not independent(a, frozenset({"chain:0.0"}))
+    assert not independent(a, frozenset({GLOBAL}))
 
 
 def test_the_bound_keeps_every_outcome_of_the_bounded_tree():
-    subject = SUBJECTS["store-race"]
-    leaves = leaves_of("store-race", subject)
+    leaves = leaves_of("store-race")
     # The bound counts non-canonical choices other than chain picks.
     wanted = set()
     for obs, record in leaves.values():
         if sum(1 for c in record if c.value and c.kind != "chain") <= 1:
             wanted.add(behaviour(obs))
-    _, seen = behaviours_of(subject, max_deviations=1)
+    _, seen = behaviours_of(subject("store-race"), max_deviations=1, reduce=False)
     assert seen == wanted
 
 
 def test_a_search_that_hits_its_budget_says_so():
-    subject = SUBJECTS["store-race"]
-    report = exhaustive(subject, oracles.DEFAULT_CHECKS, limit=20)
+    subj = subject("store-race")
+    report = exhaustive(subj, oracles.DEFAULT_CHECKS, limit=20)
     assert report.runs == 20 and not report.complete and report.unfinished > 0
-    full = exhaustive(subject, oracles.DEFAULT_CHECKS, limit=100_000)
+    full = exhaustive(subj, oracles.DEFAULT_CHECKS, limit=100_000)
     assert full.complete and full.unfinished == 0 and full.runs > 20
 
 
 def test_exhaustive_failures_are_shrunk():
-    subject = SUBJECTS["store-race"]
+    subj = subject("store-race")
 
     def gamma_first(obs):
         return ["gamma first"] if obs["result"].startswith("gamma") else []
 
-    report = exhaustive(subject, [gamma_first], limit=100_000, stop_at_first=True)
+    report = exhaustive(subj, [gamma_first], limit=100_000, stop_at_first=True)
     finding = report.findings[0]
     assert finding.proven and finding.deviations == deviations(finding.shrunk)
-    obs, _ = subject(Chooser(ReplayProvider(finding.shrunk)))
+    obs, _ = subj(Chooser(ReplayProvider(finding.shrunk)))
     assert gamma_first(obs)
     assert not report.complete
+
+
+@pytest.mark.parametrize("name", ["checked-join", "log-race", "store-race", "watch-tie"])
+def test_the_canonical_order_is_the_canonical_schedule(name):
+    """Orders mode changes what is chosen, not the canonical run: option 0 of
+    every `complete` decision is the event queue's own order."""
+    obs, sha = subject(name)(Chooser(ReplayProvider(())))
+    plain, plain_sha = subject(name, orders=False)(Chooser(ReplayProvider(())))
+    assert obs == plain and sha == plain_sha

@@ -1,0 +1,155 @@
+"""Completion orders: durations abstracted into which completion fires next.
+
+In the default duration model every harness operation draws a multiplier of
+its base duration (`latency:OP`), so one ordering of completions is reached
+through many vectors of durations, each its own schedule.  Exhaustive search
+wants the orderings, not the durations.  In *orders mode* (a mode of the
+harness's duration model, `LatencyModel.orders`) every operation takes its
+canonical duration, and whenever more than one pending completion could fire
+next, the chooser decides which: a decision `complete` whose options are the
+completions, labelled by the engine (`CHAIN#N OP PATH`: the chain, its
+suspension count, the operation), in the order the event queue would pop
+them, so option 0 is the canonical schedule.
+
+Fixed timers keep their instants: a wait's timeout, a duration a script pins,
+a host cancel.  Only the earliest fixed entry can fire next, and a free
+completion may fire before it only at an instant that still sorts before it
+on the queue's (time, priority, seq) order; so a member's completion at the
+timeout's instant wins the tie exactly when the queue's priorities say it
+does.  A completion picked ahead of its canonical instant fires at that
+instant or, if a fixed entry comes first, at the fixed entry's instant (one
+nanosecond earlier when its priority sorts first); one picked while an
+earlier one waits lets the clock reach its own instant, and the earlier one
+fires late: at the current instant, or one nanosecond later when at this
+instant it would sort before the entry popped last (a completion a timer
+overtook ends after the timer, not in a tie it would win).  The clock never
+runs backwards.
+
+Each pick also starts a *segment*: everything the run does until the next
+`complete` decision.  `Segments` reads what each segment touched from the
+engine's own records - the trace (which chains stepped, which calls they
+made, which operations they issued), the events (logs, store outcomes, the
+tasks they belong to), the completions' own keys, and the faults drawn - for
+the reduction (`forge.sim.reduction`) to tell independent picks apart.
+
+What does not live here: the event queue (`forge.sim.kernel`, which calls
+`pick`), the duration menu (`forge.harness`), and the meaning of
+independence (`forge.sim.reduction`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+#: The kind of the decision that picks the next completion.
+COMPLETE_KIND = "complete"
+#: A footprint key that conflicts with every other one.
+GLOBAL = "*"
+
+#: Trace records a segment may hold and still be described by keys.
+_QUIET_RECORDS = frozenset({"step", "call", "harness", "event"})
+
+
+@attrs.frozen
+class Segment:
+    """What one pick led to: `keys` it touched (chain:ID, task:ID, path:P,
+    path:* for a glob, log), or `GLOBAL` among them when it did anything the
+    keys cannot describe (a task ended, spawned or was admitted, a wait timed
+    out, a fault fired, a call that is not a store operation, ...)."""
+
+    #: The position of the `complete` decision in the choice record.
+    at: int
+    label: str
+    keys: frozenset[str]
+
+
+class CompletionOrder:
+    """One run's completion picker and the record of its segments."""
+
+    def __init__(self, chooser: Any, records: list, events: list,
+                 seed_reached: Callable[[], bool]) -> None:
+        self.chooser = chooser
+        self.records, self.events = records, events
+        self._seed_reached = seed_reached
+        #: Per decision: (choice position, label, trace length, event count,
+        #: keys of the forced pops and picks since the segment began).
+        self._marks: list[list] = []
+        self._pending: set[str] = set()      # keys of pops before the first decision
+        #: Whether the run reached its seed: known once `segments()` ran.
+        self.reached: bool | None = None
+        chooser.completions = self
+
+    def pick(self, labels: Sequence[str], keys: Sequence[frozenset[str]]) -> int:
+        """Which of the eligible entries fires next (option 0: the queue's own)."""
+        if len(labels) == 1:
+            self._note(keys[0])
+            return 0
+        at = len(self.chooser.choices)
+        value = self.chooser.choose(COMPLETE_KIND, tuple(labels))
+        self._marks.append([at, labels[value], len(self.records), len(self.events),
+                            set(keys[value])])
+        return value
+
+    def _note(self, keys: frozenset[str]) -> None:
+        (self._marks[-1][4] if self._marks else self._pending).update(keys)
+
+    def last_segment(self) -> Segment | None:
+        """The segment of the latest decision, up to now (None before the
+        first): what a provider asked for the next decision reads, since that
+        segment has just ended."""
+        if not self._marks:
+            return None
+        return self._segment(len(self._marks) - 1, len(self.records), len(self.events),
+                             len(self.chooser.choices))
+
+    def segments(self) -> list[Segment]:
+        """Every decision's segment; call after the run.  All are global when
+        the run reached its seed (`math.random` or the nonce), which no
+        record attributes to a segment."""
+        if self.reached is None:
+            self.reached = bool(self._seed_reached())
+        reached = self.reached
+        out = []
+        for i in range(len(self._marks)):
+            if i + 1 < len(self._marks):
+                nxt = self._marks[i + 1]
+                end = (nxt[2], nxt[3], nxt[0])
+            else:
+                end = (len(self.records), len(self.events), len(self.chooser.choices))
+            seg = self._segment(i, *end)
+            out.append(attrs.evolve(seg, keys=frozenset({GLOBAL})) if reached else seg)
+        return out
+
+    def _segment(self, i: int, trace_end: int, event_end: int, choice_end: int) -> Segment:
+        at, label, trace_at, event_at, keys = self._marks[i]
+        keys = set(keys)
+        for record in self.records[trace_at:trace_end]:
+            what = record["what"]
+            if what not in _QUIET_RECORDS:
+                keys.add(GLOBAL)
+            elif what == "step":
+                keys.add(f"chain:{record['chain']}")
+            elif what == "call" and not str(record.get("op", "")).startswith("store."):
+                keys.add(GLOBAL)
+            elif what == "harness":
+                if record.get("op") != "store":
+                    keys.add(GLOBAL)
+                else:
+                    path = record.get("path")
+                    keys.add(f"path:{path}" if path is not None
+                             and record.get("store") != "glob" else "path:*")
+        for kind, _, task, _, _ in self.events[event_at:event_end]:
+            if kind == "lua":
+                keys.add("log")
+                keys.add(f"task:{task}")
+            elif kind.startswith("store_"):
+                keys.add(f"task:{task}")
+            else:
+                keys.add(GLOBAL)
+        for choice in self.chooser.choices[at + 1:choice_end]:
+            if choice.kind != "chain":
+                keys.add(GLOBAL)
+        return Segment(at, label, frozenset(keys))
