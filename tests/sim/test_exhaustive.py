@@ -11,6 +11,7 @@ import json
 import attrs
 import pytest
 
+from forge import variation
 from forge.conformance import oracles
 from forge.runspec import Runner, spec_from_flags
 from forge.sim.chooser import Chooser, ReplayProvider
@@ -346,3 +347,15 @@ def test_the_canonical_order_is_the_canonical_schedule(name):
     obs, sha = subject(name)(Chooser(ReplayProvider(())))
     plain, plain_sha = subject(name, orders=False)(Chooser(ReplayProvider(())))
     assert obs == plain and sha == plain_sha
+
+
+def test_orders_mode_catches_a_timeout_that_wins_its_tie():
+    """(tasks.timeouts.tie-member-wins) With the timer sorting first at its
+    instant (the tie-goes-to-timeout mutant), a completion the timer
+    overtook ends at the timer's instant, and the watcher sees the timeout
+    win; the correct engine never shows that tie (above)."""
+    spec = attrs.evolve(spec_from_flags(str(EXAMPLES / "explore" / "watch-tie.md")), orders=True)
+    with variation.switched("timeouts.tie-goes-to-timeout"):
+        problems = [p for obs, _ in brute_force(Runner(spec).subject).values()
+                    for p in oracles.no_violations(obs)]
+    assert any("timeout won the tie" in p for p in problems)
