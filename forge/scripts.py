@@ -35,6 +35,15 @@ A model script is a JSON object:
   `"overflow": true` a provider context-window rejection.  A tool call
   without `id` gets `call_1`, `call_2`, ... counted per section entry, so ids
   never repeat within a conversation and never depend on the schedule.
+- `stop_at` (seconds) is a round stop: at that virtual instant the model
+  backend stops every model round then in flight, in any chain.  Each
+  stopped round fails as a backend failure (kind `internal`,
+  `ROUND_STOP_MESSAGE`); its scripted answer and the timer that would have
+  delivered it are dropped (the effect reads `dropped`, and the run does
+  not wait out the round).  A round due at that very instant is answered
+  first (completions sort before harness faults at an instant, as for a
+  host cancel), so the stop is no decision of the chooser.  Rounds sent
+  later run as usual.
 - `model` describes the host's one current model (every declared role is
   bound to it): its catalog id, context window and description.  Without a
   model script the host has no current model, so the prompt's roles are
@@ -85,6 +94,9 @@ DEFAULT_MODEL_ID = "scripted-model"
 #: fails its round: the spec leaves a backend failure's text to the host; the
 #: error is kind `internal`, as for a script's `fail`.
 MODEL_FAULT_MESSAGE = "the model backend failed (an injected fault)"
+#: What a round stopped by the script's `stop_at` fails with: a backend
+#: failure whose text the spec leaves to the host, kind `internal`.
+ROUND_STOP_MESSAGE = "the model backend stopped the round (the model script's stop_at)"
 DEFAULT_CONTEXT = 131072
 
 
@@ -148,6 +160,9 @@ class ModelScript:
     model_id: str = DEFAULT_MODEL_ID
     context: int = DEFAULT_CONTEXT
     description: str = ""
+    #: The virtual instant (seconds) at which every model round in flight is
+    #: stopped (`stop_at`), or None.
+    stop_at: float | None = None
     #: The run's fault injector (`forge.harness.Faults`), attached per run by
     #: `Harness.attach_faults`; None draws no faults.
     faults: Any = attrs.field(default=None, eq=False, repr=False)
@@ -256,7 +271,8 @@ def model_script_from_data(data: Any, source: str) -> ModelScript:
     if default is not None:
         default = _entry(default, "default", default, "default")
     return ModelScript(source, rounds, default, model.get("id", DEFAULT_MODEL_ID),
-                       int(model.get("context", DEFAULT_CONTEXT)), model.get("description", ""))
+                       int(model.get("context", DEFAULT_CONTEXT)), model.get("description", ""),
+                       data.get("stop_at"))
 
 
 def operator_script_from_data(data: Any, source: str) -> OperatorScript:

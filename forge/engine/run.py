@@ -120,6 +120,8 @@ class Run:
         self.effects: list[dict] = []
         #: The effect of each request still to be answered (requests compare by identity).
         self._effect_of: dict = {}
+        #: The completion timer of each request still to be answered (`drop_op`).
+        self._timer_of: dict = {}
         self.outcome: str | None = None
         #: Set while the run's end strands what is still live: no chain
         #: resumes from then on, so a waiter is not handed a stranded member.
@@ -166,6 +168,8 @@ class Run:
             return
         if self.harness.cancel_at is not None:
             self.clock.schedule(seconds_to_ns(self.harness.cancel_at), FAULT, ("host_cancel",))
+        if self.harness.model is not None and self.harness.model.stop_at is not None:
+            self.clock.schedule(seconds_to_ns(self.harness.model.stop_at), FAULT, ("round_stop",))
         root = Chain(
             run=self,
             id="0",
@@ -588,9 +592,11 @@ class Run:
 
         def answered() -> None:
             self._effect_of.pop(request)["answer"] = "answered"
+            del self._timer_of[request]
             finish()
 
-        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, answered))
+        self._timer_of[request] = self.clock.schedule(delay, COMPLETE,
+                                                      ("complete", chain, request, answered))
         self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
                         duration=delay, **(detail or {}))
         return self.scheduler.park(chain, request)
@@ -611,8 +617,26 @@ class Run:
         self._effect_of[request] = effect
         return effect
 
+    def drop_op(self, request: Request) -> bool:
+        """The harness drops an operation in flight: its answer never comes
+        (its completion timer is cancelled) and its effect reads `dropped`.
+        False when it is no longer in flight."""
+        timer = self._timer_of.pop(request, None)
+        if timer is None:
+            return False
+        self.clock.cancel(timer)
+        effect = self._effect_of.pop(request)
+        effect["answer"] = "dropped"
+        effect["dropped_at"] = ns_to_seconds(self.clock.now)
+        return True
+
+    def stop_rounds(self) -> None:
+        """The model script's round stop (`forge.scripts`, `stop_at`)."""
+        self.models.stop_rounds()
+
     def answer_dropped(self, request: Request) -> None:
         """A harness answer arrived for a chain that no longer waits on it."""
+        self._timer_of.pop(request, None)
         effect = self._effect_of.pop(request, None)
         if effect is not None:
             effect["answer"] = "dropped"

@@ -94,6 +94,8 @@ RULES = [
      "/default/echo: expected true or false, got \"yes\""),
     ("model-script", {"default": {"text": "a", "delay": 2, "until": 3}},
      "/default: `delay` and `until` exclude each other"),
+    ("model-script", {"stop_at": "5"}, "/stop_at: must be a number of seconds from 0 to 1e9"),
+    ("model-script", {"stop_at": -1}, "/stop_at: must be a number of seconds from 0 to 1e9"),
     # operator scripts
     ("operator-script", {}, "/: expected an array, got {}"),
     ("operator-script", ["fine", 3], "/1: an answer is a string or {\"text\": ..., \"delay\": ...}"),
