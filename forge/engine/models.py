@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.engine.conversation import check_list, estimate_tokens, list_json
+from forge.engine.conversation import check_list, checked_list, estimate_tokens, list_json
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
@@ -453,7 +453,7 @@ class ModelsAPI:
         if op.rounds >= op.cap:
             return self._fail(chain, state, op, "tool-call loop did not converge",
                               "tool_loop_exhausted")
-        fault = check_list(op.msgs)
+        fault, sent = checked_list(op.msgs)
         if fault:
             if fault.across:
                 self.emit(chain, "model_turn_failed")
@@ -467,6 +467,7 @@ class ModelsAPI:
         before = len(op.msgs)
         for text in self.tasks.waiting(state):
             self.L.append(op.msgs, self.lua.table({"role": "user", "content": text}))
+            sent.append({"role": "user", "content": _t(text)})
         if estimate_tokens(op.msgs) > self.script.context:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
@@ -482,8 +483,7 @@ class ModelsAPI:
         same = [key for key, (section, _) in self.lists.items() if section == state.name]
         self._record_round(chain, RoundRecord(
             chain.task.id, state.name, "chat", len(op.msgs), offered, entry.where,
-            tuple((s.name, s.description) for s in specs), same.index(serial),
-            list_json(op.msgs)))
+            tuple((s.name, s.description) for s in specs), same.index(serial), sent))
         request = ModelRound("chat", entry.where)
         if self.in_flight is not None:
             self.in_flight[request] = (chain, lambda: self._reply_now(chain, op, _stopped(entry)))
