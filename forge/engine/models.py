@@ -6,8 +6,10 @@ gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
 the model's tool calls in order (task built-ins, bound tools, local tool
 handlers) before
-appending the batch.  It also keeps the round log and the message lists the
-`--json` observation shows.
+appending the batch.  It also keeps the round log (each round's tools
+and the records it sent) and the message lists the `--json` observation
+shows, and carries out the model script's round stop (`stop_at`: the
+rounds in flight fail, their answers and timers dropped).
 
 What does not: model roles, handles and selection (`roles`), the `tools`
 namespace (`tools`), the task built-ins and notices (`modeltasks`), checking
