@@ -35,6 +35,15 @@ A model script is a JSON object:
   `"overflow": true` a provider context-window rejection.  A tool call
   without `id` gets `call_1`, `call_2`, ... counted per section entry, so ids
   never repeat within a conversation and never depend on the schedule.
+- `stop_at` (seconds) is a round stop: at that virtual instant the model
+  backend stops every model round then in flight, in any chain.  Each
+  stopped round fails as a backend failure (kind `internal`,
+  `ROUND_STOP_MESSAGE`); its scripted answer and the timer that would have
+  delivered it are dropped (the effect reads `dropped`, and the run does
+  not wait out the round).  A round due at that very instant is answered
+  first (completions sort before harness faults at an instant, as for a
+  host cancel), so the stop is no decision of the chooser.  Rounds sent
+  later run as usual.
 - `model` describes the host's one current model (every declared role is
   bound to it): its catalog id, context window and description.  Without a
   model script the host has no current model, so the prompt's roles are
@@ -48,11 +57,14 @@ stays pending, like an operator who never answers; if nothing else can
 happen the run ends with the deadlock report, which names the script.
 
 A malformed script is refused before the run with an `InputError` naming the
-file, the entry (such as `rounds[2].reply`) and the rule.  The limits of
-`forge.limits` hold for every script (docs/limits.md): the file's size is
-checked before parsing; nesting, 64-bit integers, finite numbers and valid
-Unicode anywhere in it (tool-call arguments included); delays at most
-`MAX_SECONDS`.
+file, the entry as a JSON pointer (such as `/rounds/2/reply`) and the rule.
+The limits of `forge.limits` are checked first (docs/limits.md): the file's
+size before parsing; nesting, 64-bit integers, finite numbers and valid
+Unicode anywhere in it (tool-call arguments included).  Then the script must
+satisfy its shipped JSON Schema (`forge/schema/model-script.schema.json`,
+`operator-script.schema.json`; `forge.scriptschema`), which holds every rule
+above, delays at most `MAX_SECONDS` included.  Entries keep their
+`rounds[2]` names at run time: that is how the trace names them.
 
 Injected faults (`forge.harness.Faults`, attached to a script per run)
 are answered here too: a model fault fails the round with
@@ -67,28 +79,25 @@ What does not live here: what a reply means to the run (the engine's
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 import attrs
 
+from forge import scriptschema
 from forge.errors import InputError
-from forge.limits import MAX_SCRIPT_BYTES, MAX_SECONDS, data_problem, read_limited, render_path
+from forge.limits import MAX_SCRIPT_BYTES, data_problem, read_limited
+from forge.schemawording import pointer
 
 DEFAULT_MODEL_ID = "scripted-model"
 #: What a prompt sees when an injected model fault (`forge.harness.Faults`)
 #: fails its round: the spec leaves a backend failure's text to the host; the
 #: error is kind `internal`, as for a script's `fail`.
 MODEL_FAULT_MESSAGE = "the model backend failed (an injected fault)"
+#: What a round stopped by the script's `stop_at` fails with: a backend
+#: failure whose text the spec leaves to the host, kind `internal`.
+ROUND_STOP_MESSAGE = "the model backend stopped the round (the model script's stop_at)"
 DEFAULT_CONTEXT = 131072
-MAX_CONTEXT = 2**32 - 1
-
-_REPLY_KEYS = ("text", "tool_calls", "finish_reason", "fail", "overflow", "echo")
-_ENTRY_KEYS = ("section", "round", "user_contains", "reply", "delay", "until")
-_CALL_KEYS = ("name", "arguments", "id")
-_MODEL_KEYS = ("id", "context", "description")
-_TOP_KEYS = ("model", "rounds", "default")
 
 
 @attrs.frozen
@@ -151,6 +160,9 @@ class ModelScript:
     model_id: str = DEFAULT_MODEL_ID
     context: int = DEFAULT_CONTEXT
     description: str = ""
+    #: The virtual instant (seconds) at which every model round in flight is
+    #: stopped (`stop_at`), or None.
+    stop_at: float | None = None
     #: The run's fault injector (`forge.harness.Faults`), attached per run by
     #: `Harness.attach_faults`; None draws no faults.
     faults: Any = attrs.field(default=None, eq=False, repr=False)
@@ -209,11 +221,13 @@ def _no_constant(name: str):
     raise ValueError(f"`{name}` is not a JSON number")
 
 
-def check_limits(check: "Checker", data: Any, root: str) -> None:
+def check_limits(data: Any, source: str) -> None:
+    """Refuse decoded script data that breaks the limits of `forge.limits`,
+    naming the place as a JSON pointer; run before the schema."""
     problem = data_problem(data)
     if problem is not None:
         path, rule = problem
-        check.fail(render_path(path) if path else root, rule)
+        raise InputError(f"{pointer(path)}: {rule}", file=source)
 
 
 def read_script_data(path: str | Path) -> Any:
@@ -230,174 +244,45 @@ def load_operator_script(path: str | Path) -> OperatorScript:
     return operator_script_from_data(read_json(path), str(path))
 
 
-class Checker:
-    """Raises InputError naming the source, the entry and the rule."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def fail(self, where: str, rule: str):
-        raise InputError(f"{where}: {rule}", file=self.source)
-
-    def object(self, value: Any, where: str, keys: tuple[str, ...]) -> dict:
-        if not isinstance(value, dict):
-            self.fail(where, f"must be a JSON object, got {json_type(value)}")
-        for key in value:
-            if key not in keys:
-                self.fail(where, f"unknown key `{key}`; expected one of "
-                                 + ", ".join(f"`{k}`" for k in keys))
-        return value
-
-    def string(self, value: Any, where: str, non_empty: bool = False) -> str:
-        if not isinstance(value, str):
-            self.fail(where, f"must be a string, got {json_type(value)}")
-        if non_empty and not value.strip():
-            self.fail(where, "must be a non-empty string")
-        return value
-
-    def delay(self, value: Any, where: str) -> float | None:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(where, f"must be a number of seconds, got {json_type(value)}")
-        if value < 0:
-            self.fail(where, f"must be a non-negative number of seconds, got {value}")
-        if value > MAX_SECONDS:
-            self.fail(where, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
-        return value
+def _reply(data: dict, where: str) -> Reply:
+    calls = tuple(ToolCallSpec(call["name"], call.get("arguments", {}), call.get("id"),
+                               f"{where}.tool_calls[{j}]")
+                  for j, call in enumerate(data.get("tool_calls", ())))
+    return Reply(data.get("text"), calls, data.get("finish_reason", "stop"), data.get("fail"),
+                 data.get("overflow", False), data.get("echo", False))
 
 
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _reply(check: Checker, data: Any, where: str, extra: tuple[str, ...] = ()) -> Reply:
-    data = check.object(data, where, _REPLY_KEYS + extra)
-    text = data.get("text")
-    if text is not None:
-        check.string(text, f"{where}.text")
-    calls = []
-    raw_calls = data.get("tool_calls")
-    if raw_calls is not None:
-        if not isinstance(raw_calls, list):
-            check.fail(f"{where}.tool_calls", f"must be an array, got {json_type(raw_calls)}")
-        for j, raw in enumerate(raw_calls):
-            at = f"{where}.tool_calls[{j}]"
-            call = check.object(raw, at, _CALL_KEYS)
-            if "name" not in call:
-                check.fail(at, "a tool call needs a `name`")
-            name = check.string(call["name"], f"{at}.name", non_empty=True)
-            arguments = call.get("arguments", {})
-            if arguments is None:
-                arguments = {}
-            if not isinstance(arguments, dict):
-                check.fail(f"{at}.arguments", f"must be a JSON object, got {json_type(arguments)}")
-            call_id = call.get("id")
-            if call_id is not None:
-                check.string(call_id, f"{at}.id", non_empty=True)
-            calls.append(ToolCallSpec(name, arguments, call_id, at))
-    finish = data.get("finish_reason", "stop")
-    if finish is not None:
-        check.string(finish, f"{where}.finish_reason", non_empty=True)
-    fail = data.get("fail")
-    if fail is not None:
-        check.string(fail, f"{where}.fail", non_empty=True)
-    overflow = data.get("overflow", False)
-    if not isinstance(overflow, bool):
-        check.fail(f"{where}.overflow", f"must be a boolean, got {json_type(overflow)}")
-    echo = data.get("echo", False)
-    if not isinstance(echo, bool):
-        check.fail(f"{where}.echo", f"must be a boolean, got {json_type(echo)}")
-    if text is None and raw_calls is None and fail is None and not overflow and not echo:
-        check.fail(where, "a reply needs `text`, `tool_calls`, `echo`, `fail` or `overflow`")
-    if (fail is not None or overflow) and (text is not None or raw_calls is not None or echo):
-        check.fail(where, "a failed round (`fail` or `overflow`) carries no `text`, `tool_calls` "
-                          "or `echo`")
-    if echo and text is not None:
-        check.fail(where, "an `echo` reply takes its text from the user message: no `text`")
-    return Reply(text, tuple(calls), finish, fail, overflow, echo)
-
-
-def _timing(check: Checker, entry: dict, where: str) -> tuple[float | None, float | None]:
-    if entry.get("delay") is not None and entry.get("until") is not None:
-        check.fail(where, "`delay` and `until` exclude each other")
-    return (check.delay(entry.get("delay"), f"{where}.delay"),
-            check.delay(entry.get("until"), f"{where}.until"))
+def _entry(raw: dict, where: str, reply: dict, reply_where: str) -> ScriptEntry:
+    # JSON Schema counts 2.0 as an integer; the run counts rounds in ints.
+    number = raw.get("round")
+    return ScriptEntry(where, raw.get("section"), _reply(reply, reply_where), raw.get("delay"),
+                       None if number is None else int(number), raw.get("user_contains"),
+                       raw.get("until"))
 
 
 def model_script_from_data(data: Any, source: str) -> ModelScript:
     """A checked model script from decoded JSON; `source` names it in messages."""
-    check = Checker(source)
-    check_limits(check, data, "script")
-    data = check.object(data, "script", _TOP_KEYS)
-    model = check.object(data.get("model", {}), "model", _MODEL_KEYS)
-    model_id = check.string(model.get("id", DEFAULT_MODEL_ID), "model.id", non_empty=True)
-    context = model.get("context", DEFAULT_CONTEXT)
-    if isinstance(context, bool) or not isinstance(context, int) or not 1 <= context <= MAX_CONTEXT:
-        check.fail("model.context", f"must be a whole number of tokens from 1 to {MAX_CONTEXT}")
-    description = check.string(model.get("description", ""), "model.description")
-    raw_rounds = data.get("rounds", [])
-    if not isinstance(raw_rounds, list):
-        check.fail("rounds", f"must be an array, got {json_type(raw_rounds)}")
-    rounds = []
-    for i, raw in enumerate(raw_rounds):
-        where = f"rounds[{i}]"
-        entry = check.object(raw, where, _ENTRY_KEYS)
-        if "reply" not in entry:
-            check.fail(where, "an entry needs a `reply`")
-        section = entry.get("section")
-        if section is not None:
-            section = check.string(section, f"{where}.section", non_empty=True)
-            if section.lstrip().startswith("#"):
-                check.fail(f"{where}.section", "is the heading text without `#` marks, "
-                                               f"such as `{section.lstrip().lstrip('#').strip()}`")
-        reply = _reply(check, entry["reply"], f"{where}.reply")
-        number = entry.get("round")
-        if number is not None and (isinstance(number, bool) or not isinstance(number, int)
-                                   or not 1 <= number <= MAX_CONTEXT):
-            check.fail(f"{where}.round", f"must be a round number from 1 to {MAX_CONTEXT}")
-        contains = entry.get("user_contains")
-        if contains is not None:
-            contains = check.string(contains, f"{where}.user_contains", non_empty=True)
-        delay, until = _timing(check, entry, where)
-        rounds.append(ScriptEntry(where, section, reply, delay, number, contains, until))
-    default = None
-    if data.get("default") is not None:
-        raw = data["default"]
-        reply = _reply(check, raw, "default", extra=("delay", "until"))
-        delay, until = _timing(check, raw, "default")
-        default = ScriptEntry("default", None, reply, delay, until=until)
-    return ModelScript(source, tuple(rounds), default, model_id, context, description)
+    check_limits(data, source)
+    scriptschema.check(scriptschema.MODEL, data, source)
+    model = data.get("model", {})
+    rounds = tuple(_entry(raw, f"rounds[{i}]", raw["reply"], f"rounds[{i}].reply")
+                   for i, raw in enumerate(data.get("rounds", ())))
+    default = data.get("default")
+    if default is not None:
+        default = _entry(default, "default", default, "default")
+    return ModelScript(source, rounds, default, model.get("id", DEFAULT_MODEL_ID),
+                       int(model.get("context", DEFAULT_CONTEXT)), model.get("description", ""),
+                       data.get("stop_at"))
 
 
 def operator_script_from_data(data: Any, source: str) -> OperatorScript:
     """A checked operator script from decoded JSON."""
-    check = Checker(source)
-    check_limits(check, data, "script")
-    if not isinstance(data, list):
-        check.fail("script", f"must be a JSON array of answers, got {json_type(data)}")
-    answers = []
-    for i, raw in enumerate(data):
-        where = f"[{i}]"
-        if isinstance(raw, str):
-            answers.append(OperatorAnswer(where, raw))
-            continue
-        entry = check.object(raw, where, ("text", "delay"))
-        if "text" not in entry:
-            check.fail(where, "an answer needs a `text`")
-        answers.append(OperatorAnswer(where, check.string(entry["text"], f"{where}.text"),
-                                      check.delay(entry.get("delay"), f"{where}.delay")))
-    return OperatorScript(source, tuple(answers))
+    check_limits(data, source)
+    scriptschema.check(scriptschema.OPERATOR, data, source)
+    return OperatorScript(source, tuple(
+        OperatorAnswer(f"[{i}]", raw) if isinstance(raw, str)
+        else OperatorAnswer(f"[{i}]", raw["text"], raw.get("delay"))
+        for i, raw in enumerate(data)))
 
 
 # -- taking entries at run time ------------------------------------------------------------

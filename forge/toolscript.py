@@ -38,7 +38,10 @@ tool the host would supply there and how it answers:
   `TOOL_FAULT_MESSAGE` and leaves its entry for the next call.
 
 A malformed script is refused before the run with an `InputError` naming the
-file, the entry (such as `tools["a/b/c"].replies[1]`) and the rule.
+file, the entry as a JSON pointer (such as `/tools/a~1b~1c/replies/1`) and
+the rule: the limits of `forge.limits` first, then the shipped JSON Schema
+`forge/schema/tool-script.schema.json` (`forge.scriptschema`), which holds
+every rule above.
 
 What does not live here: binding slots and answering calls in a run
 (`forge.engine.tools`), the model and operator scripts (`forge.scripts`).
@@ -47,24 +50,19 @@ What does not live here: binding slots and answering calls in a run
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from forge.scripts import Checker, check_limits, json_type, read_json
+from forge import scriptschema
+from forge.scripts import check_limits, read_json
 
 #: What a call reads when an injected tool fault fails it: the spec leaves a
 #: tool's failure text to the tool.
 TOOL_FAULT_MESSAGE = "the tool failed (an injected fault)"
-#: A tool path, as the tools chapter's grammar spells it.
-TOOL_PATH = re.compile(r"[a-z0-9_.-]+/[a-z0-9_.-]+/[a-z0-9_.-]+")
 DEFAULT_PARAMETERS = {"type": "object", "properties": {}}
 
-_TOP_KEYS = ("tools",)
-_TOOL_KEYS = ("description", "parameters", "replies", "default")
-_REPLY_KEYS = ("match", "result", "error", "never", "delay")
 
 
 @attrs.frozen
@@ -107,59 +105,22 @@ def load_tool_script(path: str | Path) -> ToolScript:
 
 def tool_script_from_data(data: Any, source: str) -> ToolScript:
     """A checked tool script from decoded JSON; `source` names it in messages."""
-    check = Checker(source)
-    check_limits(check, data, "script")
-    data = check.object(data, "script", _TOP_KEYS)
-    raw_tools = data.get("tools", {})
-    if not isinstance(raw_tools, dict):
-        check.fail("tools", f"must be a JSON object of tool path: tool, got {json_type(raw_tools)}")
+    check_limits(data, source)
+    scriptschema.check(scriptschema.TOOL, data, source)
     tools = {}
-    for path, raw in raw_tools.items():
+    for path, raw in data.get("tools", {}).items():
         where = f"tools[{json.dumps(path)}]"
-        if not TOOL_PATH.fullmatch(path):
-            check.fail(where, "a key is an exact tool path namespace/pack/name, each segment of "
-                              "lowercase ASCII letters, digits, '-', '_', '.'")
-        entry = check.object(raw, where, _TOOL_KEYS)
-        description = check.string(entry.get("description", ""), f"{where}.description")
-        parameters = entry.get("parameters", DEFAULT_PARAMETERS)
-        if not isinstance(parameters, dict):
-            check.fail(f"{where}.parameters", "must be a JSON Schema object, got "
-                                              f"{json_type(parameters)}")
-        raw_replies = entry.get("replies", [])
-        if not isinstance(raw_replies, list):
-            check.fail(f"{where}.replies", f"must be an array, got {json_type(raw_replies)}")
-        replies = tuple(_reply(check, r, f"{where}.replies[{i}]", matches=True)
-                        for i, r in enumerate(raw_replies))
-        default = None
-        if entry.get("default") is not None:
-            default = _reply(check, entry["default"], f"{where}.default", matches=False)
-        tools[path] = ScriptedTool(path, description, parameters, replies, default)
+        replies = tuple(_reply(r, f"{where}.replies[{i}]")
+                        for i, r in enumerate(raw.get("replies", ())))
+        default = _reply(raw["default"], f"{where}.default") if "default" in raw else None
+        tools[path] = ScriptedTool(path, raw.get("description", ""),
+                                   raw.get("parameters", DEFAULT_PARAMETERS), replies, default)
     return ToolScript(source, tools)
 
 
-def _reply(check: Checker, raw: Any, where: str, matches: bool) -> ToolReply:
-    keys = _REPLY_KEYS if matches else tuple(k for k in _REPLY_KEYS if k != "match")
-    entry = check.object(raw, where, keys)
-    match = entry.get("match", {})
-    if not isinstance(match, dict):
-        check.fail(f"{where}.match", f"must be a JSON object of argument: value, got "
-                                     f"{json_type(match)}")
-    never = entry.get("never", False)
-    if not isinstance(never, bool):
-        check.fail(f"{where}.never", f"must be a boolean, got {json_type(never)}")
-    outcomes = [k for k in ("result", "error") if k in entry] + (["never"] if never else [])
-    if len(outcomes) != 1:
-        check.fail(where, "a reply has exactly one of `result`, `error` or `\"never\": true`")
-    result = entry.get("result")
-    if result is not None or "result" in entry:
-        result = check.string(result, f"{where}.result")
-    error = entry.get("error")
-    if "error" in entry:
-        error = check.string(error, f"{where}.error", non_empty=True)
-    if never and "delay" in entry:
-        check.fail(f"{where}.delay", "a reply that never answers has no delay")
-    return ToolReply(where, match, result, error, never, check.delay(entry.get("delay"),
-                                                                      f"{where}.delay"))
+def _reply(raw: dict, where: str) -> ToolReply:
+    return ToolReply(where, raw.get("match", {}), raw.get("result"), raw.get("error"),
+                     raw.get("never", False), raw.get("delay"))
 
 
 class ToolCursor:

@@ -38,12 +38,12 @@ from typing import Any
 
 import attrs
 
+from forge import schemawording
+
 MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "all_of", "subsequence", "none",
                           "once", "length"})
 
 _BARE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-#: Values longer than this are cut in mismatch messages; the diff shows them whole.
-_SHOW_LIMIT = 160
 
 
 class _Missing:
@@ -101,10 +101,8 @@ def render_path(parts: tuple[str | int, ...]) -> str:
 def show(value: Any) -> str:
     if value is MISSING:
         return "nothing (no such key)"
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    if len(text) > _SHOW_LIMIT:
-        text = text[: _SHOW_LIMIT - 1] + "…"
-    return text
+    # Long values are cut in mismatch messages; the diff shows them whole.
+    return schemawording.show(value)
 
 
 def check(expected: Any, path: tuple[str | int, ...] = ()) -> list[tuple[tuple[str | int, ...], str]]:

@@ -10,8 +10,8 @@ docs/observation.md, docs/protocol.md, docs/cases.md and docs/report.md:
     report.schema.json                 the JSON report of `forge conformance --json`
 
 `violations(name, instance)` lists what breaks a schema as
-`/json/pointer: rule` lines, the shallowest first; `describe` words one
-jsonschema error so a person can act on it (`case` uses it for case files).
+`/json/pointer: rule` lines, the shallowest first, each error worded by
+`forge.schemawording.describe` (`case` uses it for case files too).
 
 What does not live here: what the runner does with a violation (`runner`),
 the JUnit XSD (`schema/junit.xsd`, used by the tests only).
@@ -28,7 +28,7 @@ import jsonschema
 from jsonschema.exceptions import ValidationError, relevance
 from referencing import Registry, Resource
 
-from forge.conformance import matchers
+from forge.schemawording import describe, pointer
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 CASE = "case"
@@ -181,75 +181,3 @@ def _event_validators() -> dict:
 
 def _defs_of(root: dict) -> dict:
     return {"$schema": root["$schema"], "$id": root["$id"], "$defs": root["$defs"]}
-
-
-def pointer(parts: tuple) -> str:
-    """JSON pointer (RFC 6901): `("events", 3, "kind")` -> `/events/3/kind`."""
-    if not parts:
-        return "/"
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
-
-
-_TYPE_NAMES = {
-    "object": "a table",
-    "array": "a list",
-    "string": "a string",
-    "integer": "an integer",
-    "number": "a number",
-    "boolean": "true or false",
-    "null": "null",
-}
-
-
-def _type_name(rule: Any) -> str:
-    if isinstance(rule, list):
-        return " or ".join(_TYPE_NAMES.get(r, r) for r in rule)
-    return _TYPE_NAMES.get(rule, rule)
-
-
-def describe(error: ValidationError, root: dict) -> tuple[tuple, str, tuple]:
-    """(path shown, message, path whose line to cite) for one schema error."""
-    path = tuple(error.absolute_path)
-    value, rule, inst = error.validator, error.validator_value, error.instance
-    got = matchers.show(inst)
-    if value == "required":
-        missing = error.message.split("'")[1] if error.message.count("'") >= 2 else rule[0]
-        return path, f"missing required field `{missing}`", path
-    if value in ("additionalProperties", "unevaluatedProperties"):
-        known = error.schema.get("properties", {})
-        extra = next((k for k in inst if k not in known), "?")
-        return path, f"unknown field `{extra}`", path + (extra,)
-    if value == "type":
-        return path, f"expected {_type_name(rule)}, got {got}", path
-    if value in ("minItems", "minLength", "minProperties") and rule == 1:
-        return path, "must not be empty", path
-    if value == "minimum":
-        return path, f"must be at least {rule}, got {got}", path
-    if value == "maximum":
-        return path, f"must be at most {rule}, got {got}", path
-    if value == "enum":
-        if len(rule) > 16:
-            return path, f"must be one of the {len(rule)} names the schema lists, got {got}", path
-        return path, f"must be one of {', '.join(f'`{x}`' for x in rule)}, got {got}", path
-    if value == "const":
-        return path, f"must be {matchers.show(rule)}, got {got}", path
-    if value == "uniqueItems":
-        dup = next((x for i, x in enumerate(inst) if x in inst[:i]), None)
-        return path, f"lists {matchers.show(dup)} twice", path
-    if value == "pattern":
-        return path, f"must match /{rule}/, got {got}", path
-    if value == "propertyNames":
-        return path, f"a key breaks the rule for keys: {error.message}", path
-    if value in ("anyOf", "oneOf"):
-        forms = " or ".join(_form(sub, root) for sub in rule)
-        return path, f"expected {forms}, got {got}", path
-    return path, error.message, path
-
-
-def _form(subschema: dict, root: dict) -> str:
-    ref = subschema.get("$ref", "")
-    if ref.startswith("#/$defs/"):
-        subschema = root["$defs"][ref.removeprefix("#/$defs/")]
-    if subschema.get("type") == "null":
-        return "null"
-    return subschema.get("title") or subschema.get("description", "another form")

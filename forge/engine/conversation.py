@@ -49,36 +49,38 @@ def _is_array(fields: dict) -> bool:
         range(1, len(keys) + 1))
 
 
-def _json_representable(value: Any) -> bool:
+def check_list(value: Any) -> ListFault | None:
+    """The first rule `value` breaks as a message list, or None."""
+    return checked_list(value)[0]
+
+
+def checked_list(value: Any) -> tuple[ListFault | None, list | None]:
+    """`check_list`'s answer, and for a list that passes, the list as JSON
+    data (as `list_json` gives it): the JSON check converts it anyway."""
+    if not isinstance(value, LuaTable):
+        return ListFault(f"messages must be a table of message tables, got {typename(value)}"), None
     # from_lua_json refuses functions, userdata, non-finite numbers, keys
     # JSON cannot hold, text that is not UTF-8, and (by depth) cycles.
     try:
-        from_lua_json(value)
+        data = from_lua_json(value)
     except NotJSON:
-        return False
-    return True
-
-
-def check_list(value: Any) -> ListFault | None:
-    """The first rule `value` breaks as a message list, or None."""
-    if not isinstance(value, LuaTable):
-        return ListFault(f"messages must be a table of message tables, got {typename(value)}")
-    if not _json_representable(value):
-        return ListFault("messages must be a JSON-representable table")
+        return ListFault("messages must be a JSON-representable table"), None
     fields = raw_fields(value)
     if not fields:
-        return ListFault("messages must not be empty")
+        return ListFault("messages must not be empty"), None
     if not _is_array(fields):
-        return ListFault("messages must be an array of message tables")
+        return ListFault("messages must be an array of message tables"), None
     records = [fields[i] for i in range(1, len(fields) + 1)]
     parsed = []
     for index, record in enumerate(records, 1):
         fault, rec = _check_record(index, record)
         if fault:
-            return ListFault(fault)
+            return ListFault(fault), None
         parsed.append(rec)
     fault = _check_across(parsed)
-    return ListFault(fault, across=True) if fault else None
+    if fault:
+        return ListFault(fault, across=True), None
+    return None, _calls_as_objects(data)
 
 
 @attrs.frozen
@@ -271,6 +273,10 @@ def list_json(value: LuaTable) -> list:
         return []
     if not isinstance(data, list):
         return []
+    return _calls_as_objects(data)
+
+
+def _calls_as_objects(data: list) -> list:
     # An empty Lua table reads as `[]`; a call's arguments are always an object.
     for record in data:
         if isinstance(record, dict) and isinstance(record.get("tool_calls"), list):
@@ -280,4 +286,5 @@ def list_json(value: LuaTable) -> list:
     return data
 
 
-__all__ = ["ListFault", "check_list", "estimate_tokens", "list_json", "raw_fields"]
+__all__ = ["ListFault", "check_list", "checked_list", "estimate_tokens", "list_json",
+           "raw_fields"]

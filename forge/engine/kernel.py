@@ -61,6 +61,8 @@ class Walk(Protocol):
 
     def host_cancel(self) -> None: ...
 
+    def stop_rounds(self) -> None: ...
+
     def check_resources(self) -> bool: ...
 
     def internal_error(self) -> BaseException | None: ...
@@ -183,6 +185,8 @@ class Scheduler:
             event[1]()          # only the races.writes-land-late variation schedules these
         elif what == "host_cancel":
             self.walk.host_cancel()
+        elif what == "round_stop":
+            self.walk.stop_rounds()
         else:
             raise ForgeInternalError(f"the event queue held an unknown event {what!r}")
 

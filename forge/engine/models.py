@@ -6,8 +6,10 @@ gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
 the model's tool calls in order (task built-ins, bound tools, local tool
 handlers) before
-appending the batch.  It also keeps the round log and the message lists the
-`--json` observation shows.
+appending the batch.  It also keeps the round log (each round's tools
+and the records it sent) and the message lists the `--json` observation
+shows, and carries out the model script's round stop (`stop_at`: the
+rounds in flight fail, their answers and timers dropped).
 
 What does not: model roles, handles and selection (`roles`), the `tools`
 namespace (`tools`), the task built-ins and notices (`modeltasks`), checking
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.engine.conversation import check_list, estimate_tokens, list_json
+from forge.engine.conversation import check_list, checked_list, estimate_tokens, list_json
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
@@ -51,7 +53,7 @@ from forge.engine.requests import ModelRound, OperatorQuestion
 from forge.engine.rules.notices import NoticeQueue
 from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
-from forge.scripts import ScriptCursor, ScriptEntry
+from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
@@ -68,6 +70,12 @@ CONTEXT_MESSAGES = {
     "provider": ("context exhausted: the provider rejected the request as exceeding the model's "
                  "context window"),
 }
+
+
+def _stopped(entry: ScriptEntry) -> ScriptEntry:
+    """`entry` answering with the round stop's backend failure instead."""
+    return attrs.evolve(entry, where=f"{entry.where} (stopped)",
+                        reply=Reply(fail=ROUND_STOP_MESSAGE))
 
 
 def _t(value: Any) -> str:
@@ -88,13 +96,16 @@ class RoundRecord:
     described: tuple[tuple[str, str], ...] = ()
     #: Which of the section's lists in `messages` the round sent (None: infer).
     list_index: int | None = None
+    #: The message records the round sent, as JSON data, taken when it was
+    #: sent (the list may change afterwards); never mutated.
+    sent: list = attrs.field(eq=False, factory=list)
 
     def to_json(self) -> dict:
         """The round as the observation's `rounds` shows it."""
         return {"task": self.task, "section": self.section, "origin": self.origin,
                 "list": self.list_index, "records": self.records,
                 "tools": [{"name": n, "description": d} for n, d in self.described],
-                "entry": self.entry}
+                "entry": self.entry, "messages": self.sent}
 
 
 @attrs.frozen
@@ -184,6 +195,11 @@ class ModelsAPI:
         self.known_tools: set[str] = set()
         self.lists: dict[int, tuple[str, Any]] = {}
         self.rounds: list[RoundRecord] = []
+        #: Each model round in flight -> (its chain, how it fails when the
+        #: script's `stop_at` stops it), in the order sent; kept only while
+        #: a stop is still to come (None otherwise).
+        self.in_flight: dict[ModelRound, tuple[Chain, Any]] | None = (
+            {} if self.script is not None and self.script.stop_at is not None else None)
         self.asks = 0
         self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
         self.roles = RolesAPI(self)
@@ -328,9 +344,14 @@ class ModelsAPI:
         entry = self._take_entry(chain, state, _t(prompt))
         if entry is None:
             return (True, b"")
-        self.rounds.append(RoundRecord(chain.task.id, state.name, "infer", 1, (), entry.where))
-        return self.run.harness_op(chain, "model", ModelRound("infer", entry.where),
-                                   lambda: self._inferred(chain, entry),
+        self._record_round(chain, RoundRecord(
+            chain.task.id, state.name, "infer", 1, (), entry.where,
+            sent=[{"role": "user", "content": _t(prompt)}]))
+        request = ModelRound("infer", entry.where)
+        if self.in_flight is not None:
+            self.in_flight[request] = (chain, lambda: self._inferred(chain, _stopped(entry)))
+        return self.run.harness_op(chain, "model", request,
+                                   lambda: self._answered(request, self._inferred, chain, entry),
                                    pinned=entry.pinned(self.run.clock.now / 1e9),
                                    detail={"entry": entry.where})
 
@@ -434,7 +455,7 @@ class ModelsAPI:
         if op.rounds >= op.cap:
             return self._fail(chain, state, op, "tool-call loop did not converge",
                               "tool_loop_exhausted")
-        fault = check_list(op.msgs)
+        fault, sent = checked_list(op.msgs)
         if fault:
             if fault.across:
                 self.emit(chain, "model_turn_failed")
@@ -448,6 +469,7 @@ class ModelsAPI:
         before = len(op.msgs)
         for text in self.tasks.waiting(state):
             self.L.append(op.msgs, self.lua.table({"role": "user", "content": text}))
+            sent.append({"role": "user", "content": _t(text)})
         if estimate_tokens(op.msgs) > self.script.context:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
@@ -461,14 +483,43 @@ class ModelsAPI:
         op.phase = "reply"
         serial = self.L.list_serial(op.msgs)
         same = [key for key, (section, _) in self.lists.items() if section == state.name]
-        self.rounds.append(RoundRecord(chain.task.id, state.name, "chat", len(op.msgs), offered,
-                                       entry.where,
-                                       tuple((s.name, s.description) for s in specs),
-                                       same.index(serial)))
+        self._record_round(chain, RoundRecord(
+            chain.task.id, state.name, "chat", len(op.msgs), offered, entry.where,
+            tuple((s.name, s.description) for s in specs), same.index(serial), sent))
+        request = ModelRound("chat", entry.where)
+        if self.in_flight is not None:
+            self.in_flight[request] = (chain, lambda: self._reply_now(chain, op, _stopped(entry)))
         return self.run.harness_op(
-            chain, "model", ModelRound("chat", entry.where), lambda: self.run.scheduler.make_ready(chain, (True, b"continue", None)),
+            chain, "model", request,
+            lambda: self._answered(request, self._reply_now, chain, op, entry),
             pinned=entry.pinned(self.run.clock.now / 1e9),
             detail={"entry": entry.where, "records": len(op.msgs)})
+
+    def _reply_now(self, chain: Chain, op: LoopOp, entry: ScriptEntry) -> None:
+        """A `models.loop` round's reply is in: the chain goes on with it."""
+        op.entry = entry
+        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+
+    def _answered(self, request: ModelRound, deliver, *args) -> None:
+        if self.in_flight is not None:
+            del self.in_flight[request]
+        deliver(*args)
+
+    def stop_rounds(self) -> None:
+        """The model script's round stop: every model round in flight, in the
+        order sent, loses its scripted answer and its timer (the effect reads
+        `dropped`), and a chain still waiting on one reads a backend failure."""
+        stopping, self.in_flight = self.in_flight or {}, None
+        for request, (chain, fail) in stopping.items():
+            if self.run.drop_op(request) and chain.live and chain.parked_on is request:
+                fail()
+
+    def _record_round(self, chain: Chain, record: RoundRecord) -> None:
+        """Keep a round as it goes out, for the observation's `rounds` and
+        the trace's `round` record (just before the round's `harness` one)."""
+        self.rounds.append(record)
+        self.run.trace.emit(self.run.clock.now, "round", chain=chain.id, origin=record.origin,
+                            tools=list(record.tools), messages=record.sent)
 
     def _latest_user(self, msgs) -> str:
         """The text of the list's last user record ("" when it has none)."""

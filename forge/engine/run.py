@@ -121,6 +121,8 @@ class Run:
         self.effects: list[dict] = []
         #: The effect of each request still to be answered (requests compare by identity).
         self._effect_of: dict = {}
+        #: The completion timer of each request still to be answered (`drop_op`).
+        self._timer_of: dict = {}
         self.outcome: str | None = None
         #: Set while the run's end strands what is still live: no chain
         #: resumes from then on, so a waiter is not handed a stranded member.
@@ -170,6 +172,8 @@ class Run:
             return
         if self.harness.cancel_at is not None:
             self.clock.schedule(seconds_to_ns(self.harness.cancel_at), FAULT, ("host_cancel",))
+        if self.harness.model is not None and self.harness.model.stop_at is not None:
+            self.clock.schedule(seconds_to_ns(self.harness.model.stop_at), FAULT, ("round_stop",))
         root = Chain(
             run=self,
             id="0",
@@ -595,6 +599,7 @@ class Run:
             done["answer"] = "answered"
             # In orders mode a completion may fire before or after its due instant.
             done["due"] = ns_to_seconds(self.clock.now)
+            del self._timer_of[request]
             finish()
 
         path = (detail or {}).get("path")
@@ -603,7 +608,8 @@ class Run:
             frozenset({f"chain:{chain.id}", f"task:{chain.task.id}",
                        f"path:{path}" if kind == "store" and path is not None else
                        ("path:*" if kind == "store" else "*")}))
-        self.clock.schedule(delay, COMPLETE, ("complete", chain, request, answered), free)
+        self._timer_of[request] = self.clock.schedule(delay, COMPLETE,
+                                                      ("complete", chain, request, answered), free)
         self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
                         duration=delay, **(detail or {}))
         return self.scheduler.park(chain, request)
@@ -624,8 +630,26 @@ class Run:
         self._effect_of[request] = effect
         return effect
 
+    def drop_op(self, request: Request) -> bool:
+        """The harness drops an operation in flight: its answer never comes
+        (its completion timer is cancelled) and its effect reads `dropped`.
+        False when it is no longer in flight."""
+        timer = self._timer_of.pop(request, None)
+        if timer is None:
+            return False
+        self.clock.cancel(timer)
+        effect = self._effect_of.pop(request)
+        effect["answer"] = "dropped"
+        effect["dropped_at"] = ns_to_seconds(self.clock.now)
+        return True
+
+    def stop_rounds(self) -> None:
+        """The model script's round stop (`forge.scripts`, `stop_at`)."""
+        self.models.stop_rounds()
+
     def answer_dropped(self, request: Request) -> None:
         """A harness answer arrived for a chain that no longer waits on it."""
+        self._timer_of.pop(request, None)
         effect = self._effect_of.pop(request, None)
         if effect is not None:
             effect["answer"] = "dropped"

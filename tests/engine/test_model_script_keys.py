@@ -75,13 +75,13 @@ def test_an_until_already_past_takes_no_time():
 
 
 @pytest.mark.parametrize("script, message", [
-    ({"rounds": [{"round": 0, "reply": {"text": "x"}}]}, "rounds[0].round: must be a round number"),
+    ({"rounds": [{"round": 0, "reply": {"text": "x"}}]}, "/rounds/0/round: must be at least 1, got 0"),
     ({"rounds": [{"user_contains": "", "reply": {"text": "x"}}]},
-     "rounds[0].user_contains: must be a non-empty string"),
+     "/rounds/0/user_contains: must be a non-empty string"),
     ({"rounds": [{"reply": {"text": "x"}, "delay": 1, "until": 2}]},
-     "rounds[0]: `delay` and `until` exclude each other"),
-    ({"default": {"echo": True, "text": "x"}}, "default: an `echo` reply takes its text"),
-    ({"default": {"echo": "yes"}}, "default.echo: must be a boolean"),
+     "/rounds/0: `delay` and `until` exclude each other"),
+    ({"default": {"echo": True, "text": "x"}}, "/default: an `echo` reply takes its text"),
+    ({"default": {"echo": "yes"}}, "/default/echo: expected true or false, got \"yes\""),
 ])
 def test_bad_keys_name_the_entry_and_rule(script, message):
     """A bad key is bad input naming file, entry and rule (kit: model-script)."""

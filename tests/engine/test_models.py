@@ -1399,22 +1399,21 @@ return 'never'
 
 
 @pytest.mark.parametrize("data, message", [
-    ([], "script: must be a JSON object, got array"),
-    ({"rounds": {}}, "rounds: must be an array, got object"),
-    ({"rounds": [{"section": "Plan"}]}, "rounds[0]: an entry needs a `reply`"),
-    ({"rounds": [{"reply": {"text": "a"}}, {"reply": 5}]}, "rounds[1].reply: must be a JSON object, got number"),
-    ({"rounds": [{"reply": {}}]}, "rounds[0].reply: a reply needs `text`, `tool_calls`, `echo`, `fail` or `overflow`"),
+    ([], "/: expected a JSON object, got []"),
+    ({"rounds": {}}, "/rounds: expected an array, got {}"),
+    ({"rounds": [{"section": "Plan"}]}, "/rounds/0: missing required field `reply`"),
+    ({"rounds": [{"reply": {"text": "a"}}, {"reply": 5}]}, "/rounds/1/reply: expected a JSON object, got 5"),
+    ({"rounds": [{"reply": {}}]}, "/rounds/0/reply: a reply needs `text`, `tool_calls`, `echo`, `fail` or `overflow`"),
     ({"rounds": [{"reply": {"tool_calls": [{"arguments": {}}]}}]},
-     "rounds[0].reply.tool_calls[0]: a tool call needs a `name`"),
+     "/rounds/0/reply/tool_calls/0: missing required field `name`"),
     ({"rounds": [{"reply": {"tool_calls": [{"name": "task", "arguments": [1]}]}}]},
-     "rounds[0].reply.tool_calls[0].arguments: must be a JSON object, got array"),
+     "/rounds/0/reply/tool_calls/0/arguments: expected a JSON object, got [1]"),
     ({"rounds": [{"reply": {"text": "a"}, "delay": -1}]},
-     "rounds[0].delay: must be a non-negative number of seconds, got -1"),
-    ({"rounds": [{"reply": {"text": "a"}, "when": 1}]},
-     "rounds[0]: unknown key `when`; expected one of `section`, `round`, `user_contains`, `reply`, `delay`, `until`"),
+     "/rounds/0/delay: must be a number of seconds from 0 to 1e9"),
+    ({"rounds": [{"reply": {"text": "a"}, "when": 1}]}, "/rounds/0: unknown field `when`"),
     ({"rounds": [{"section": "## Plan", "reply": {"text": "a"}}]},
-     "rounds[0].section: is the heading text without `#` marks, such as `Plan`"),
-    ({"default": {"text": 3}}, "default.text: must be a string, got number"),
+     "/rounds/0/section: is the heading text without `#` marks"),
+    ({"default": {"text": 3}}, "/default/text: expected a string, got 3"),
 ])
 def test_malformed_model_script_is_refused_naming_file_entry_and_rule(tmp_path, data, message):
     """A malformed model script is refused naming the file, the entry and the rule
@@ -1433,7 +1432,7 @@ def test_malformed_operator_script_is_refused(tmp_path):
     path.write_text(json.dumps(["fine", {"delay": 1}]))
     with pytest.raises(InputError) as e:
         load_operator_script(path)
-    assert e.value.render() == f"{path}: [1]: an answer needs a `text`"
+    assert e.value.render() == f"{path}: /1: missing required field `text`"
     path.write_text("{not json")
     with pytest.raises(InputError) as e:
         load_operator_script(path)
@@ -1457,7 +1456,7 @@ def test_cli_runs_the_delegator_with_a_script(tmp_path):
     result = CliRunner().invoke(main, ["run", str(EXAMPLES / "delegator.md"), "--model-script",
                                        str(bad)])
     assert result.exit_code == 2
-    assert f"{bad}: rounds: must be an array, got number" in result.output
+    assert f"{bad}: /rounds: expected an array, got 3" in result.output
 
 
 def test_nonce_is_32_hex_digits_fixed_by_the_seed():

@@ -254,15 +254,15 @@ def test_tool_faults_are_chooser_decisions_recorded_and_replayed():
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"tool": {}}, "script: unknown key `tool`; expected one of `tools`"),
-    ({"tools": {"Web/x/y": {}}}, 'tools["Web/x/y"]: a key is an exact tool path'),
+    ({"tool": {}}, "/: unknown field `tool`"),
+    ({"tools": {"Web/x/y": {}}}, '/tools/Web~1x~1y: a key is an exact tool path'),
     ({"tools": {"a/b/c": {"replies": [{"result": "x", "error": "y"}]}}},
-     'tools["a/b/c"].replies[0]: a reply has exactly one of'),
+     '/tools/a~1b~1c/replies/0: a reply has exactly one of'),
     ({"tools": {"a/b/c": {"replies": [{"never": True, "delay": 1}]}}},
-     'tools["a/b/c"].replies[0].delay: a reply that never answers has no delay'),
+     '/tools/a~1b~1c/replies/0: a reply that never answers has no delay'),
     ({"tools": {"a/b/c": {"default": {"match": {}, "result": "x"}}}},
-     'tools["a/b/c"].default: unknown key `match`'),
-    ({"tools": {"a/b/c": {"parameters": []}}}, 'tools["a/b/c"].parameters: must be a JSON Schema'),
+     '/tools/a~1b~1c/default: unknown field `match`'),
+    ({"tools": {"a/b/c": {"parameters": []}}}, '/tools/a~1b~1c/parameters: expected a JSON object'),
 ])
 def test_a_bad_tool_script_names_file_entry_and_rule(data, message):
     """A malformed tool script is bad input naming the file, the entry and the
