@@ -36,10 +36,10 @@ from forge.engine.claims import WRITES, Claims
 from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
+from forge.lua import runtime as lua_runtime
 from forge.lua.runtime import (
     DEFAULT_MAX_INSTRUCTIONS,
     LuaError,
-    LuaRuntime,
     results,
     text,
     typename,
@@ -105,8 +105,11 @@ class Run:
         self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()
-        self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
-                              random_seed=self.config.seed)
+        # A runtime reused across runs when nothing of the prompt needs
+        # per-run Python objects in Lua (`forge.lua.runtime` says why).
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed,
+                                       reuse=not models.model_side_needed(prompt))
+        self._random_untouched: bool | None = None
         self.claims = Claims()
         self.logs: list[str] = []
         self.log_bytes = 0
@@ -150,7 +153,17 @@ class Run:
             raise
         except LuaError as e:  # pragma: no cover - a bug in the bridge
             raise ForgeInternalError(f"internal error in the engine: {e}") from e
+        finally:
+            self._release()
         return self
+
+    def _release(self) -> None:
+        """A reused runtime goes back for the next run: what this run still
+        asks of Lua afterwards (`seed_independent`) is read first."""
+        if self.lua.reusable:
+            if self.lua.internal_error is None:
+                self._random_untouched = bool(self.lua.E.random_untouched())
+            lua_runtime.release(self.lua)
 
     # ------------------------------------------------------------ the loop
     def _start(self) -> None:
@@ -696,7 +709,9 @@ class Run:
         from it or reseeded it).  Then the same prompt, harness and choices
         under another seed give this very run - what lets a runner skip
         repeating it.  Call it once, after the run: it moves the generator."""
-        return self._nonce is None and bool(self.lua.E.random_untouched())
+        if self._random_untouched is None:
+            self._random_untouched = bool(self.lua.E.random_untouched())
+        return self._nonce is None and self._random_untouched
 
     # --------------------------------------------------------- events
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,
