@@ -145,25 +145,28 @@ class Run:
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
         """Run to the end and return self (read `observation()`)."""
+        ended = False
         try:
             self._start()
             if self.outcome is None:
                 self.scheduler.loop()
+            ended = True
         except ForgeInternalError:
             raise
         except LuaError as e:  # pragma: no cover - a bug in the bridge
             raise ForgeInternalError(f"internal error in the engine: {e}") from e
         finally:
-            self._release()
+            self._release(ended)
         return self
 
-    def _release(self) -> None:
-        """A reused runtime goes back for the next run: what this run still
-        asks of Lua afterwards (`seed_independent`) is read first."""
+    def _release(self, ended: bool) -> None:
+        """A reused runtime goes back for the next run (given up if the run
+        did not end normally): what this run still asks of Lua afterwards
+        (`seed_independent`) is read first."""
         if self.lua.reusable:
-            if self.lua.internal_error is None:
+            if ended and self.lua.internal_error is None:
                 self._random_untouched = bool(self.lua.E.random_untouched())
-            lua_runtime.release(self.lua)
+            lua_runtime.release(self.lua, keep=ended)
 
     # ------------------------------------------------------------ the loop
     def _start(self) -> None:

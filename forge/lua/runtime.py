@@ -350,12 +350,13 @@ def acquire(max_instructions: int, random_seed: int, reuse: bool) -> LuaRuntime:
     return runtime
 
 
-def release(runtime: LuaRuntime) -> None:
-    """The run that used `runtime` has ended: keep it for the next, or give it up."""
+def release(runtime: LuaRuntime, keep: bool = True) -> None:
+    """The run that used `runtime` has ended: keep it for the next (unless
+    `keep` is false, or the run did not end cleanly), or give it up."""
     if not runtime.reusable:
         return
     runtime.unbind()
-    if runtime.clean():
+    if keep and runtime.clean():
         with _idle_lock:
             if len(_idle) < POOL_SIZE:
                 _idle.append(runtime)

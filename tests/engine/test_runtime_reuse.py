@@ -248,3 +248,24 @@ def test_model_side_prompts_run_on_fresh_runtimes():
     so it never shares a runtime (kit: determinism.runtime-reuse)."""
     run = _run(prompt_text(section("A", "return type(models)")))
     assert not run.lua.reusable
+
+
+def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(monkeypatch):
+    """After an Internal or a Budget ending the runtime is discarded, not reused
+    (kit: determinism.runtime-reuse; kit: errors.internal)."""
+    from forge.engine.tasks import TasksAPI
+
+    budget = _run(POISON["budget"], max_instructions=200_000)
+    assert budget.observation()["error"]["kind"] == "Budget"
+    assert _run(PROBE).lua is not budget.lua
+
+    def broken(self, *args):
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(TasksAPI, "_note", broken)
+    bug = _run(prompt_text(section("A", "pcall(tasks.note, 'x') return 'swallowed'")))
+    assert bug.observation()["error"]["kind"] == "Internal"
+    monkeypatch.undo()
+    after = _run(PROBE)
+    assert after.lua is not bug.lua
+    assert all(fn is lua_runtime._unbound for fn in bug.lua._slot_fns)
