@@ -141,6 +141,8 @@ class Run:
         self.admission = Admission(self.scheduler, self.harness.ceiling)
         self.main_task = Task.main(self)
         self.root: Chain | None = None
+        # From here on the collector runs only where the run decides (`E.gc_start`).
+        self.lua.E.gc_start()
 
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
@@ -210,6 +212,7 @@ class Run:
 
     def check_resources(self) -> bool:
         """Between steps: is there Lua memory left to go on?"""
+        self.lua.between_steps()
         if self.lua.memory_tight():
             self.abort("Budget", "Lua memory exhausted: the run holds more than "
                                  f"{self.lua.max_memory // 2**20} MiB of Lua state")

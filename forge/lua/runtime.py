@@ -144,6 +144,7 @@ class LuaRuntime:
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
         self._coroutine = self.run_block.coroutine
+        self._gc_check = E.gc_check
         self.reusable = reusable
         self._clear_hook = self.lua.globals().debug.sethook
         #: What a fresh runtime holds and may hold when a run starts; a reused
@@ -168,14 +169,14 @@ class LuaRuntime:
 
     # -- reuse -----------------------------------------------------------------
     def begin(self, max_instructions: int, random_seed: int) -> None:
-        """Make a reused runtime what a fresh one would be for the next run."""
+        """Make a reused runtime what a fresh one would be for the next run
+        (`E.reset` ends with a full collection)."""
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
         self.E.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
                      random_seed)
         self.internal_error = None
-        self.lua.gccollect()
         self._offset = max(0, self.lua.get_memory_used() - self._setup_used)
         self.lua.set_max_memory(self._fresh_limit + self._offset, True)
 
@@ -215,7 +216,16 @@ class LuaRuntime:
         (outside Lua's protected calls) would abort the whole process instead
         of failing the run.
         """
-        return self.lua.get_memory_used() - self._offset + extra > self.max_memory * 0.75
+        limit = self.max_memory * 0.75 - extra
+        if self.lua.get_memory_used() - self._offset <= limit:
+            return False
+        # Garbage is no reason to stop: only what a collection leaves counts.
+        self.E.collect()
+        return self.lua.get_memory_used() - self._offset > limit
+
+    def between_steps(self) -> None:
+        """The collector's chance between two scheduling steps (`E.gc_check`)."""
+        self._gc_check()
 
     def load_engine_chunk(self, name: str):
         return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")

@@ -82,6 +82,21 @@ PROBE = prompt_text(section("A", """
     return table.concat(parts, ' ')"""), section("W", "log(tostring({})) return 'w'"))
 
 
+#: Weak tables show when the collector ran: the counts at three points of a
+#: run that makes garbage past the collector's instruction period.
+WEAK = prompt_text(section("A", """
+    local w = setmetatable({}, { __mode = 'k' })
+    for i = 1, 200 do w[{}] = i end
+    local counts, junk = {}, {}
+    for round = 1, 3 do
+      for i = 1, 40000 do junk[i % 10] = { string.rep('y', 50) .. i } end
+      local n = 0 for _ in pairs(w) do n = n + 1 end
+      counts[round] = n
+      w[{}] = round
+    end
+    return table.concat(counts, ',')"""))
+
+
 def _run(text: str, seed: int | None = None, max_instructions: int = 2_000_000) -> Run:
     prompt = parse_prompt(text, "t.md")
     chooser = Chooser(RandomProvider(seed)) if seed is not None else None
@@ -269,3 +284,15 @@ def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(mon
     after = _run(PROBE)
     assert after.lua is not bug.lua
     assert all(fn is lua_runtime._unbound for fn in bug.lua._slot_fns)
+
+
+def test_the_collector_runs_where_the_run_decides(fresh):
+    """A weak table sees collections at the same points on a fresh runtime and on a reused
+    one after any other run (kit: determinism.runtime-reuse)."""
+    want = fresh(lambda: _bytes(_run(WEAK, max_instructions=20_000_000)))
+    assert want == fresh(lambda: _bytes(_run(WEAK, max_instructions=20_000_000)))
+    for name in sorted(POISON):
+        _run(POISON[name], max_instructions=200_000)
+        assert _bytes(_run(WEAK, max_instructions=20_000_000)) == want, name
+    result = _run(WEAK, max_instructions=20_000_000).observation()["result"]
+    assert result != "200,201,202", "no collection ran at all"
