@@ -158,7 +158,10 @@ class LuaRuntime:
         self._slot_fns: list = []
         self._slots: list = []
         self._slot_lua: dict[bytes, Any] = {}
-        self._libraries: dict[tuple, Any] = {}
+        self._failed: list = [_unbound]
+        #: Each library built, by its kinds and names: the Lua table and which
+        #: slot each spec position binds.
+        self._libraries: dict[tuple, tuple] = {}
 
     def __del__(self) -> None:
         # Dropped with a run still bound (a run built and never executed):
@@ -188,19 +191,24 @@ class LuaRuntime:
     def unbind(self) -> None:
         """Every slot calls the stub again: the runtime keeps nothing of the run."""
         fns = self._slot_fns
-        for i in range(len(fns)):
-            fns[i] = _unbound
+        fns[:] = [_unbound] * len(fns)
+        self._failed[0] = _unbound
 
     def _slot(self, name: bytes):
-        """The Python function Lua holds for slot `name`, made once."""
+        """The Python function Lua holds for slot `name`, made once: it calls
+        the function bound to it, guarded as `guard` guards (through the
+        bound failure handler, so the slot itself holds no lupa object)."""
         i = self._slot_index.get(name)
         if i is None:
             i = self._slot_index[name] = len(self._slot_fns)
-            fns = self._slot_fns
+            fns, failed = self._slot_fns, self._failed
             fns.append(_unbound)
 
             def slot(*args):
-                return fns[i](*args)
+                try:
+                    return fns[i](*args)
+                except Exception as e:  # noqa: BLE001 - `failure` says what it is
+                    return failed[0](e)
 
             self._slots.append(slot)        # never only Lua's: see the module docstring
         return self._slots[i]
@@ -272,7 +280,8 @@ class LuaRuntime:
             return self.host_raw(self.guard(fn))
         if name not in self._slot_lua:
             self._slot_lua[name] = self.host_raw(self._slot(name))
-        self.bind(name, self.guard(fn))
+        self.bind(name, fn)
+        self._failed[0] = self.failure
         return self._slot_lua[name]
 
     def guard(self, fn):
@@ -280,26 +289,35 @@ class LuaRuntime:
 
         A Python exception inside `fn` is a bug in the engine, not the
         prompt's error: it is kept in `internal_error` (the run ends as
-        `Internal`) and reaches Lua as an abort no `pcall` can swallow.
+        `Internal`) and reaches Lua as an abort no `pcall` can swallow.  In
+        a reusable runtime `fn` goes to a slot, which guards it the same way.
         """
+        if self.reusable:
+            return fn
+
         def guarded(*args):
             try:
                 return fn(*args)
-            except LuaError as e:
-                # The prompt's own Lua ran inside the call (a metamethod on a
-                # value it passed) and raised: its error, or the budget's abort.
-                abort = self.E.abort_value()
-                if abort is not None:
-                    return (False, abort)
-                # lupa appends Lua's traceback after the message: keep the message.
-                return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
-            except Exception as e:  # noqa: BLE001 - every bug must end the run, loudly
-                if self.internal_error is None:
-                    self.internal_error = e
-                return (False, self.E.abort_with(self.error("internal", f"internal invariant "
-                                                                  f"violated: {type(e).__name__}: {e}")))
+            except Exception as e:  # noqa: BLE001 - `failure` says what it is
+                return self.failure(e)
 
         return guarded
+
+    def failure(self, e: Exception):
+        """What Lua gets when a guarded host function raised `e`."""
+        if isinstance(e, LuaError):
+            # The prompt's own Lua ran inside the call (a metamethod on a
+            # value it passed) and raised: its error, or the budget's abort.
+            abort = self.E.abort_value()
+            if abort is not None:
+                return (False, abort)
+            # lupa appends Lua's traceback after the message: keep the message.
+            return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
+        # Every other exception is a bug, and must end the run, loudly.
+        if self.internal_error is None:
+            self.internal_error = e
+        return (False, self.E.abort_with(self.error("internal", f"internal invariant "
+                                                          f"violated: {type(e).__name__}: {e}")))
 
     def build_library(self, spec: list) -> Any:
         """The host library table from flat (kind, name, value) triples
@@ -309,19 +327,22 @@ class LuaRuntime:
         only binds the run's functions to them."""
         if not self.reusable:
             return self.E.build_library(*spec)
-        shape = tuple(spec[i] + b" " + spec[i + 1] for i in range(0, len(spec), 3))
-        lib = self._libraries.get(shape)
-        if lib is None:
-            lua_spec = list(spec)
-            for i in range(0, len(spec), 3):
-                if spec[i] in (b"host", b"store"):
-                    lua_spec[i + 2] = self._slot(spec[i + 1])
-                elif spec[i] != b"suspend":
+        shape = tuple(spec[0::3]) + tuple(spec[1::3])
+        built = self._libraries.get(shape)
+        if built is None:
+            lua_spec, plan = list(spec), []
+            for j in range(0, len(spec), 3):
+                if spec[j] in (b"host", b"store"):
+                    lua_spec[j + 2] = self._slot(spec[j + 1])
+                    plan.append((self._slot_index[spec[j + 1]], j + 2))
+                elif spec[j] != b"suspend":
                     raise ValueError("a reusable runtime's library holds no per-run Lua value")
-            lib = self._libraries[shape] = self.E.build_library(*lua_spec)
-        for i in range(0, len(spec), 3):
-            if spec[i] in (b"host", b"store"):
-                self.bind(spec[i + 1], spec[i + 2])
+            built = self._libraries[shape] = (self.E.build_library(*lua_spec), tuple(plan))
+        lib, plan = built
+        fns = self._slot_fns
+        for i, j in plan:
+            fns[i] = spec[j]
+        self._failed[0] = self.failure
         return lib
 
     def suspender(self, op: str):

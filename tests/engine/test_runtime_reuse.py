@@ -246,6 +246,7 @@ def test_lua_holds_no_python_object_but_the_slots():
     assert objects, "the walk saw no slot at all"
     slot_ids = {id(s) for s in runtime._slots}
     assert all(id(o) in slot_ids for o in objects), objects
+    assert all(fn is lua_runtime._unbound for fn in runtime._slot_fns + runtime._failed)
     assert all(fn is lua_runtime._unbound for fn in runtime._slot_fns)
 
 
@@ -283,7 +284,7 @@ def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(mon
     monkeypatch.undo()
     after = _run(PROBE)
     assert after.lua is not bug.lua
-    assert all(fn is lua_runtime._unbound for fn in bug.lua._slot_fns)
+    assert all(fn is lua_runtime._unbound for fn in bug.lua._slot_fns + bug.lua._failed)
 
 
 def test_the_collector_runs_where_the_run_decides(fresh):
