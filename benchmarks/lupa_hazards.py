@@ -11,9 +11,6 @@ Each part runs in a subprocess of its own, since the first may kill it:
   within a few dozen iterations).
 - `issue-294`: in Lua 5.5 a Python object passed into Lua again and again can
   come back as another live Python object (lupa issue #294).
-- `294-full-gc`: the same calls with the collector stopped and a full
-  collection every 100 calls, as the engine runs its collector: no mix-up
-  (the hazard lives in an incremental cycle's window).
 - `engine-reuse`: N runs of the examples and of prompts that fail, hit the
   budget and leave garbage, on reused runtimes, with Python's collector
   forced between them and runs built and dropped without running.  A
@@ -67,15 +64,6 @@ else:
     print("no hazard")
 """
 
-#: The same with the collector as the engine runs it: stopped, with full
-#: collections at points of the program's choosing (`prelude.lua`).
-ISSUE_294_FULL = ISSUE_294.replace(
-    'echo = runtime.eval(',
-    'runtime.execute("collectgarbage(\'stop\')")\n'
-    'collect = runtime.eval("function() collectgarbage(\'collect\') end")\n'
-    'echo = runtime.eval(').replace(
-    "    if echo(", "    if i % 100 == 0:\n        collect()\n    if echo(")
-
 ENGINE = """
 import gc, pathlib, sys
 sys.path.insert(0, {root!r})
@@ -116,7 +104,6 @@ def main() -> int:
     opts = parser.parse_args()
     print(part("issue-84", ISSUE_84))
     print(part("issue-294", ISSUE_294))
-    print(part("294-full-gc", ISSUE_294_FULL))
     line = part("engine-reuse", ENGINE.format(root=str(ROOT), runs=opts.runs))
     print(line)
     return 0 if "no hazard" in line else 1

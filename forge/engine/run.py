@@ -106,9 +106,10 @@ class Run:
         self.clock = Kernel()
         self.trace = Trace()
         # A runtime reused across runs when nothing of the prompt needs
-        # per-run Python objects in Lua (`forge.lua.runtime` says why).
-        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed,
-                                       reuse=not models.model_side_needed(prompt))
+        # per-run Python objects in Lua, nor names weak tables
+        # (`forge.lua.runtime` says why).
+        reuse = not (models.model_side_needed(prompt) or lua_runtime.WEAK_MODE in prompt.words)
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
         self._random_untouched: bool | None = None
         self.claims = Claims()
         self.logs: list[str] = []
@@ -141,8 +142,6 @@ class Run:
         self.admission = Admission(self.scheduler, self.harness.ceiling)
         self.main_task = Task.main(self)
         self.root: Chain | None = None
-        # From here on the collector runs only where the run decides (`E.gc_start`).
-        self.lua.E.gc_start()
 
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
@@ -212,7 +211,6 @@ class Run:
 
     def check_resources(self) -> bool:
         """Between steps: is there Lua memory left to go on?"""
-        self.lua.between_steps()
         if self.lua.memory_tight():
             self.abort("Budget", "Lua memory exhausted: the run holds more than "
                                  f"{self.lua.max_memory // 2**20} MiB of Lua state")

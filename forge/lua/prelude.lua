@@ -117,34 +117,6 @@ local used = 0
 -- Work done outside the VM on the run's behalf (a C pattern match, whose
 -- steps the hook cannot see) is charged here, before it is done; the hook
 -- charges the instructions it counted.
--- The collector runs at points the run itself decides, never on its own:
--- it is stopped, and a full collection runs every GC_INSTRUCTIONS charged
--- instructions and whenever the heap has grown GC_GROWTH_KB since the last
--- one (checked here and by the engine between steps).  Collector timing is
--- otherwise visible to a prompt through weak tables (`__mode`), and it
--- would depend on the heap the run started with - on the runs before it in
--- a reused runtime.  (Lua still collects at once when an allocation meets
--- the memory cap.)
-local collectgarbage = collectgarbage
-local GC_INSTRUCTIONS, GC_GROWTH_KB = 1048576, 32 * 1024
-local gc_at_used, gc_heap_limit = GC_INSTRUCTIONS, math.huge
-local function full_collect()
-  collectgarbage('collect')
-  gc_heap_limit = collectgarbage('count') + GC_GROWTH_KB
-  gc_at_used = used + GC_INSTRUCTIONS
-end
-local function gc_check()
-  if used >= gc_at_used or collectgarbage('count') > gc_heap_limit then full_collect() end
-end
-E.gc_check = gc_check
-E.collect = full_collect
--- The run starts: heap growth counts from here.
-E.gc_start = function()
-  collectgarbage('stop')
-  gc_heap_limit = collectgarbage('count') + GC_GROWTH_KB
-  gc_at_used = used + GC_INSTRUCTIONS
-end
-
 local function charge(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end
@@ -152,7 +124,6 @@ local function charge(n)
     abort = make_error('lua', budget_message)
     error(abort, 0)
   end
-  if used >= gc_at_used or collectgarbage('count') > gc_heap_limit then full_collect() end
 end
 local function hook()
   charge(HOOK_EVERY)
@@ -801,8 +772,7 @@ E.table_from_list = function(...) return { ... } end
 -- new tables, so nothing a run marked (host errors, stamps, var proxies,
 -- serials) is known to the next.  The library tables, the sealed string
 -- metatable and every function here are built once and never changed by a
--- run.  The main thread's hook is cleared from Python before this runs;
--- the collection at the end leaves only what outlives runs in the heap.
+-- run.  The main thread's hook is cleared from Python before this runs.
 ---------------------------------------------------------------------------
 E.reset = function(max_instructions, message, seed)
   budget, budget_message, used = max_instructions, message, 0
@@ -813,7 +783,6 @@ E.reset = function(max_instructions, message, seed)
   stamps = setmetatable({}, { __mode = 'k' })
   random_seed, reseeded = seed, false
   randomseed_raw(seed)
-  collectgarbage('collect')
 end
 
 return E

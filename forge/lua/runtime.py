@@ -30,7 +30,10 @@ Python function Lua holds is a *slot* made once per runtime, which calls
 whatever the current run bound to it (`bind`), is kept alive by the runtime
 itself as well, and after the run is bound to nothing but a stub.  Runs
 whose host library needs per-run Python objects in Lua (model handles) get
-a fresh runtime of their own.  `FORGE_FRESH_RUNTIME=1` gives every run a
+a fresh runtime of their own, and so do prompts that name `__mode`: a weak
+table shows when the collector ran, which in a reused runtime depends on
+the heap the earlier runs left (a weak table made under a computed name
+still sees that; nothing else a prompt can reach does).  `FORGE_FRESH_RUNTIME=1` gives every run a
 fresh runtime (the escape hatch; outputs are the same either way).
 """
 
@@ -56,6 +59,10 @@ POOL_SIZE = 2
 #: a fresh one is cheaper than carrying a large heap into the next run.
 REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
 FRESH_ENV = "FORGE_FRESH_RUNTIME"
+#: The metatable field that makes a table weak.  A weak table shows when the
+#: collector ran, and in a reused runtime that depends on the heap earlier
+#: runs left: a prompt that names it runs on a fresh runtime.
+WEAK_MODE = "__mode"
 BUDGET_MESSAGE = (
     "instruction budget exhausted: the run executed more than {n} Lua instructions "
     "(an endless loop?)"
@@ -144,7 +151,6 @@ class LuaRuntime:
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
         self._coroutine = self.run_block.coroutine
-        self._gc_check = E.gc_check
         self.reusable = reusable
         self._clear_hook = self.lua.globals().debug.sethook
         #: What a fresh runtime holds and may hold when a run starts; a reused
@@ -172,14 +178,14 @@ class LuaRuntime:
 
     # -- reuse -----------------------------------------------------------------
     def begin(self, max_instructions: int, random_seed: int) -> None:
-        """Make a reused runtime what a fresh one would be for the next run
-        (`E.reset` ends with a full collection)."""
+        """Make a reused runtime what a fresh one would be for the next run."""
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
         self.E.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
                      random_seed)
         self.internal_error = None
+        self.lua.gccollect()
         self._offset = max(0, self.lua.get_memory_used() - self._setup_used)
         self.lua.set_max_memory(self._fresh_limit + self._offset, True)
 
@@ -224,16 +230,7 @@ class LuaRuntime:
         (outside Lua's protected calls) would abort the whole process instead
         of failing the run.
         """
-        limit = self.max_memory * 0.75 - extra
-        if self.lua.get_memory_used() - self._offset <= limit:
-            return False
-        # Garbage is no reason to stop: only what a collection leaves counts.
-        self.E.collect()
-        return self.lua.get_memory_used() - self._offset > limit
-
-    def between_steps(self) -> None:
-        """The collector's chance between two scheduling steps (`E.gc_check`)."""
-        self._gc_check()
+        return self.lua.get_memory_used() - self._offset + extra > self.max_memory * 0.75
 
     def load_engine_chunk(self, name: str):
         return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")
