@@ -33,8 +33,9 @@ whose host library needs per-run Python objects in Lua (model handles) get
 a fresh runtime of their own, and so do prompts that name `__mode`: a weak
 table shows when the collector ran, which in a reused runtime depends on
 the heap the earlier runs left (a weak table made under a computed name
-still sees that; nothing else a prompt can reach does).  `FORGE_FRESH_RUNTIME=1` gives every run a
-fresh runtime (the escape hatch; outputs are the same either way).
+still sees that; nothing else a prompt can reach does).
+`FORGE_FRESH_RUNTIME=1` gives every run a fresh runtime (the escape hatch;
+outputs are the same either way).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ observation and trace byte for byte with the same run on a fresh runtime
 (`FORGE_FRESH_RUNTIME=1`).  They also check that Lua holds no Python object
 but the runtime's own slots, and that nothing of a finished run stays
 reachable from the runtime (what keeps lupa's collector hazards, issues #84
-and #294, away from the design).
+and #294, away from the design).  The one thing a reused runtime cannot
+hide is when Lua's collector runs, which only a weak table shows: a prompt
+that names `__mode` runs on a fresh runtime, and the last test checks it.
 """
 
 from __future__ import annotations
