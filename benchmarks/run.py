@@ -14,40 +14,37 @@ is the ratios; the absolute rates are for this machine only.
   engine could do less with a runtime of its own per run.
 - `reused_floor`: the same with one runtime kept across runs.
 - `two_tasks` and `walk_call_store`: a whole run of each prompt
-  (`run_prompt(...).observation()`), and their ratios to the floors.
-- `run_creation`: `Run(prompt)` alone against a bare `LuaRuntime`.
+  (`run_prompt(...).observation()`) on a reused runtime, and their ratios
+  to the floors; `two_tasks_fresh_runtime` the same run with
+  `FORGE_FRESH_RUNTIME=1` (a runtime of its own, the escape hatch).
+- `run_creation`: `Run(prompt)` alone (its reused runtime given back)
+  against a bare `LuaRuntime`; `run_creation_fresh_runtime` with a runtime
+  of its own.
 - `explore`: one random schedule of two-tasks plus the oracle checks.
 - `conformance`: every case on its canonical schedule, cases per second.
 - `endless_jump`: the runaway prompt that jumps between two sections until
   the section entry budget (50,000 entries) stops it.
+- `rss`: the process's resident memory after 1,000 and after 10,000 runs of
+  two-tasks on the reused runtime (`--rss-runs` sets the second count).
 
-The reference engine builds one runtime per run (runs never share Lua
-state, so a run cannot depend on the runs before it); `reused_floor` says
-what a runtime pool could at best still win.  Why not a pool, in numbers
-(one session, interleaved, CPU min): a bare `lupa.LuaRuntime` costs 73 us,
-the same with the prelude loaded and run 439 us, a whole `Run(prompt)` of
-two-tasks 827 us, and the whole two-tasks run about 1.8 ms, 7x the fresh
-floor (257 us) and 14x the reused one (132 us).  Half of a run is building
-it: 366 us of it is the prelude loaded and run inside Lua, the other
-388 us the host library (built in one Lua call) and the run's Python
-state.  The prelude alone is 1.4x the whole fresh floor, so a fresh
-runtime per run cannot reach 1.6x the floor; the gap left is the
-runtime's own setup.  A pool would win it, at the price
-of proving every run independent of the runs before it (byte-identical
-traces against fresh runtimes over every example and case) and of making
-the design immune to lupa's collector crash (a Python callable holding a
-lupa object freed by Lua's collector, lupa issues #84/#294); that is not
-done.  Where the same prompt runs again, runs are skipped instead: the
-conformance adapter reuses the observation of a schedule that made the
-very choices and never read the seed, and a mutant's run where the
-reference run never read the mutant's site (`forge.conformance.adapters`).
+A run whose prompt leaves the model side out takes an idle runtime and
+gives it back (`forge.lua.runtime`); a test checks over every example and
+case that such runs are byte-identical to runs on fresh runtimes, and
+`benchmarks/lupa_hazards.py` shows lupa's collector hazards next to the
+engine staying clear of them.  Where the same prompt runs again, runs are
+skipped too: the conformance adapter reuses the observation of a schedule
+that made the very choices and never read the seed, and a mutant's run
+where the reference run never read the mutant's site
+(`forge.conformance.adapters`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pathlib
+import subprocess
 import sys
 import time
 
@@ -177,6 +174,47 @@ class Floor:
         return self._hash()
 
 
+def _fresh(fn):
+    """`fn` with a runtime of its own for every run (the escape hatch)."""
+    def call():
+        os.environ[lua_runtime.FRESH_ENV] = "1"
+        try:
+            return fn()
+        finally:
+            del os.environ[lua_runtime.FRESH_ENV]
+    return call
+
+
+def _created(prompt):
+    """`Run(prompt)`, its reused runtime given back as a run's end does."""
+    run = Run(prompt)
+    lua_runtime.release(run.lua)
+    return run
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def rss_series(runs: int) -> dict:
+    """Resident memory after 1,000 runs of two-tasks and after `runs` runs, in a
+    process of its own (so nothing else this benchmark did sits in it)."""
+    done = subprocess.run([sys.executable, __file__, "--rss-child", str(runs)],
+                          capture_output=True, text=True, check=True)
+    return {int(k): v for k, v in json.loads(done.stdout).items()}
+
+
+def _rss_child(runs: int) -> None:
+    two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")
+    out = {}
+    for i in range(1, runs + 1):
+        run_prompt(two).observation()
+        if i in (1_000, runs):
+            out[i] = _rss_kib()
+    print(json.dumps(out))
+
+
 def _conformance_pass():
     from forge.conformance.adapters import InProcessAdapter
     from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
@@ -194,7 +232,7 @@ def _conformance_pass():
     return one_pass, len(cases)
 
 
-def measure(seconds: float, quick: bool) -> dict:
+def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
     from forge.conformance import oracles
     from forge.sim.chooser import Chooser, RandomProvider
 
@@ -212,12 +250,14 @@ def measure(seconds: float, quick: bool) -> dict:
 
     per_call = interleaved({
         "two_tasks": lambda: run_prompt(two).observation(),
+        "two_tasks_fresh_runtime": _fresh(lambda: run_prompt(two).observation()),
         "two_tasks_fresh_floor": two_floor.fresh,
         "two_tasks_reused_floor": two_floor.reused,
         "walk_call_store": lambda: run_prompt(walk).observation(),
         "walk_fresh_floor": walk_floor.fresh,
         "walk_reused_floor": walk_floor.reused,
-        "run_creation": lambda: Run(two),
+        "run_creation": lambda: _created(two),
+        "run_creation_fresh_runtime": _fresh(lambda: Run(two)),
         "bare_lupa_runtime": _runtime,
         "explore_schedule": explore_one,
     }, seconds)
@@ -227,6 +267,12 @@ def measure(seconds: float, quick: bool) -> dict:
     out["ratios"] = {
         "two_tasks_vs_fresh_floor": {"min": m["two_tasks"] / m["two_tasks_fresh_floor"],
                                      "median": med["two_tasks"] / med["two_tasks_fresh_floor"]},
+        "two_tasks_fresh_runtime_vs_fresh_floor": {
+            "min": m["two_tasks_fresh_runtime"] / m["two_tasks_fresh_floor"],
+            "median": med["two_tasks_fresh_runtime"] / med["two_tasks_fresh_floor"]},
+        "two_tasks_fresh_runtime_vs_two_tasks": {
+            "min": m["two_tasks_fresh_runtime"] / m["two_tasks"],
+            "median": med["two_tasks_fresh_runtime"] / med["two_tasks"]},
         "two_tasks_vs_reused_floor": {"min": m["two_tasks"] / m["two_tasks_reused_floor"],
                                       "median": med["two_tasks"] / med["two_tasks_reused_floor"]},
         "walk_vs_fresh_floor": {"min": m["walk_call_store"] / m["walk_fresh_floor"],
@@ -235,6 +281,9 @@ def measure(seconds: float, quick: bool) -> dict:
                                  "median": med["walk_call_store"] / med["walk_reused_floor"]},
         "run_creation_vs_bare_runtime": {"min": m["run_creation"] / m["bare_lupa_runtime"],
                                          "median": med["run_creation"] / med["bare_lupa_runtime"]},
+        "run_creation_fresh_runtime_vs_bare_runtime": {
+            "min": m["run_creation_fresh_runtime"] / m["bare_lupa_runtime"],
+            "median": med["run_creation_fresh_runtime"] / med["bare_lupa_runtime"]},
         "explore_schedule_vs_two_tasks": {"min": m["explore_schedule"] / m["two_tasks"],
                                           "median": med["explore_schedule"] / med["two_tasks"]},
     }
@@ -268,6 +317,7 @@ def measure(seconds: float, quick: bool) -> dict:
         out["endless_jump_entry_vs_fresh_floor"] = jump_s / 50_000 / floor_s
         out["conformance"] = {"cases": n_cases, "cases_per_s": n_cases / pass_s,
                               "case_vs_fresh_floor": pass_s / n_cases / floor_s}
+        out["rss_kib"] = rss_series(rss_runs)
     return out
 
 
@@ -277,9 +327,15 @@ def main() -> None:
                         help="CPU seconds shared by the interleaved measurements")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
     parser.add_argument("--quick", action="store_true",
-                        help="leave out the conformance pass and the endless-jump runaway")
+                        help="leave out the conformance pass, the endless-jump runaway and RSS")
+    parser.add_argument("--rss-runs", type=int, default=10_000,
+                        help="runs after which RSS is read again (default 10,000)")
+    parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     opts = parser.parse_args()
-    out = measure(opts.seconds, opts.quick)
+    if opts.rss_child:
+        _rss_child(opts.rss_child)
+        return
+    out = measure(opts.seconds, opts.quick, opts.rss_runs)
     if opts.json:
         print(json.dumps(out, indent=1, sort_keys=True))
         return
@@ -296,6 +352,8 @@ def main() -> None:
         j = out["endless_jump_s"]
         print(f"{'endless jump (50,000 entries)':34} min {j['min']:.2f} s  median {j['median']:.2f} s"
               f"   (an entry costs {out['endless_jump_entry_vs_fresh_floor']:.2f} fresh floors)")
+        rss = out["rss_kib"]
+        print("RSS after " + ", ".join(f"{n:,} runs {kib / 1024:.1f} MiB" for n, kib in rss.items()))
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ class Host:
         # the chain leaves this map when it ends.
         self._vms: dict[int, Chain] = {}
         self._keys = 0
-        self._render = self.lua.host(self._render_entry)
+        self._render = self.lua.host(self._render_entry, b"render")
         self._section_vm = self.lua.E.section_vm
 
     # ------------------------------------------------------------ library

@@ -183,6 +183,12 @@ class SectionState:
         return f"call_{self.call_ids}"
 
 
+def model_side_needed(prompt) -> bool:
+    """Whether a run of `prompt` needs the model side (`ModelsAPI.GLOBALS`)."""
+    return bool(prompt.roles or prompt.tools or prompt.models
+                or not ModelsAPI.GLOBALS.isdisjoint(prompt.words))
+
+
 class ModelsAPI:
     """The run's model side: one per run, hooked in by `Run` and `Host`."""
 
@@ -216,9 +222,7 @@ class ModelsAPI:
 
     def needed(self) -> bool:
         """Whether the run's host library needs the model side."""
-        prompt = self.run.prompt
-        return bool(prompt.roles or prompt.tools or prompt.models
-                    or not self.GLOBALS.isdisjoint(prompt.words))
+        return model_side_needed(self.run.prompt)
 
     def library(self, spec: list, suspending: dict) -> None:
         """Add `models`, `messages`, `compactors`, `tools`, `input` to the host

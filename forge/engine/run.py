@@ -36,10 +36,10 @@ from forge.engine.claims import WRITES, Claims
 from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
+from forge.lua import runtime as lua_runtime
 from forge.lua.runtime import (
     DEFAULT_MAX_INSTRUCTIONS,
     LuaError,
-    LuaRuntime,
     results,
     text,
     typename,
@@ -106,8 +106,12 @@ class Run:
         self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()
-        self.lua = LuaRuntime(max_instructions=self.config.max_instructions,
-                              random_seed=self.config.seed)
+        # A runtime reused across runs when nothing of the prompt needs
+        # per-run Python objects in Lua, nor names weak tables
+        # (`forge.lua.runtime` says why).
+        reuse = not (models.model_side_needed(prompt) or lua_runtime.WEAK_MODE in prompt.words)
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
+        self._random_untouched: bool | None = None
         self.claims = Claims()
         self.logs: list[str] = []
         self.log_bytes = 0
@@ -148,15 +152,28 @@ class Run:
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
         """Run to the end and return self (read `observation()`)."""
+        ended = False
         try:
             self._start()
             if self.outcome is None:
                 self.scheduler.loop()
+            ended = True
         except ForgeInternalError:
             raise
         except LuaError as e:  # pragma: no cover - a bug in the bridge
             raise ForgeInternalError(f"internal error in the engine: {e}") from e
+        finally:
+            self._release(ended)
         return self
+
+    def _release(self, ended: bool) -> None:
+        """A reused runtime goes back for the next run (given up if the run
+        did not end normally): what this run still asks of Lua afterwards
+        (`seed_independent`) is read first."""
+        if self.lua.reusable:
+            if ended and self.lua.internal_error is None:
+                self._random_untouched = bool(self.lua.E.random_untouched())
+            lua_runtime.release(self.lua, keep=ended)
 
     # ------------------------------------------------------------ the loop
     def _start(self) -> None:
@@ -733,7 +750,9 @@ class Run:
         from it or reseeded it).  Then the same prompt, harness and choices
         under another seed give this very run - what lets a runner skip
         repeating it.  Call it once, after the run: it moves the generator."""
-        return self._nonce is None and bool(self.lua.E.random_untouched())
+        if self._random_untouched is None:
+            self._random_untouched = bool(self.lua.E.random_untouched())
+        return self._nonce is None and self._random_untouched
 
     # --------------------------------------------------------- events
     def emit(self, chain: Chain, kind: str, section_override: str | None = None,

@@ -112,6 +112,7 @@ end
 ---------------------------------------------------------------------------
 local HOOK_EVERY = 1000
 local budget = H.max_instructions
+local budget_message = H.budget_message
 local used = 0
 -- Work done outside the VM on the run's behalf (a C pattern match, whose
 -- steps the hook cannot see) is charged here, before it is done; the hook
@@ -120,7 +121,7 @@ local function charge(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end
   if used > budget then
-    abort = make_error('lua', H.budget_message)
+    abort = make_error('lua', budget_message)
     error(abort, 0)
   end
 end
@@ -510,13 +511,14 @@ end
 
 local randomseed_raw = math.randomseed
 local random_raw = math.random
-randomseed_raw(H.random_seed)
+local random_seed = H.random_seed
+randomseed_raw(random_seed)
 local math_lib = copy_lib(math)
 local reseeded = false
 -- Without arguments Lua reseeds from the clock; a run reseeds from its seed.
 math_lib.randomseed = function(...)
   reseeded = true
-  if select('#', ...) == 0 then return randomseed_raw(H.random_seed) end
+  if select('#', ...) == 0 then return randomseed_raw(random_seed) end
   return randomseed_raw(...)
 end
 -- Whether nothing drew from the generator the run's seed started (nor
@@ -528,7 +530,7 @@ end
 E.random_untouched = function()
   if reseeded then return false end
   local a1, a2, a3, a4 = random_raw(0), random_raw(0), random_raw(0), random_raw(0)
-  randomseed_raw(H.random_seed)
+  randomseed_raw(random_seed)
   local b1, b2, b3, b4 = random_raw(0), random_raw(0), random_raw(0), random_raw(0)
   return a1 == b1 and a2 == b2 and a3 == b3 and a4 == b4
 end
@@ -762,5 +764,25 @@ end
 
 E.pack = tpack
 E.table_from_list = function(...) return { ... } end
+
+---------------------------------------------------------------------------
+-- A reused runtime starts each run here (`forge.lua.runtime`): every piece
+-- of state above that a run can change goes back to what loading the
+-- prelude gave it, with the next run's limits and seed.  The weak sets get
+-- new tables, so nothing a run marked (host errors, stamps, var proxies,
+-- serials) is known to the next.  The library tables, the sealed string
+-- metatable and every function here are built once and never changed by a
+-- run.  The main thread's hook is cleared from Python before this runs.
+---------------------------------------------------------------------------
+E.reset = function(max_instructions, message, seed)
+  budget, budget_message, used = max_instructions, message, 0
+  abort, loading_library = nil, false
+  host_errors = setmetatable({}, { __mode = 'k' })
+  serials, next_serial = setmetatable({}, { __mode = 'k' }), 0
+  guarded = setmetatable({}, { __mode = 'k' })
+  stamps = setmetatable({}, { __mode = 'k' })
+  random_seed, reseeded = seed, false
+  randomseed_raw(seed)
+end
 
 return E

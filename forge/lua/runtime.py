@@ -1,20 +1,49 @@
-"""One Lua 5.5 runtime per run, with the sandbox and the yield bridge.
+"""The Lua 5.5 runtime a run uses, with the sandbox and the yield bridge.
 
 What lives here: creating the `lupa.lua55` runtime with a fixed string hash
 seed and a memory cap, loading `prelude.lua`, compiling blocks, starting block
-coroutines, and converting values between Lua and Python.  What does not: the
-host globals a section sees (the engine builds those) and any scheduling.
+coroutines, converting values between Lua and Python, and keeping idle
+runtimes for reuse (`acquire`/`release`).  What does not: the host globals a
+section sees (the engine builds those) and any scheduling.
 
 Strings cross the boundary as bytes (`encoding=None`): a prompt may hold
 bytes that are not UTF-8, and several spec messages depend on telling them
 apart.  Python code therefore passes `bytes` into Lua and decodes on the way
 out.
+
+**Reuse.**  Building a runtime and running the prelude cost more than the
+Lua work of a small run, so a run whose prompt leaves the model side out
+takes an idle runtime and gives it back when it ends.  Nothing of one run
+reaches the next: the prelude's per-run state is set back (`E.reset`: the
+budget, the abort flag, serials, the weak sets, the generator's seed), the
+main thread's instruction hook is cleared, the collector runs, and the
+memory cap is set relative to what the runtime held before.  A run whose
+end is not clean (an abort such as the budget, an engine bug, a run left
+holding much memory) gives its runtime up instead.
+
+lupa's collector hazards decide what Lua may hold (lupa issues #84 and
+#294, reproduced by `benchmarks/lupa_hazards.py`): when Lua's collector frees
+a Python object that holds lupa objects, the process can crash, and in Lua
+5.5 a Python object pushed again and again can come back as another one.  A
+reusable runtime therefore hands Lua no per-run Python object at all: every
+Python function Lua holds is a *slot* made once per runtime, which calls
+whatever the current run bound to it (`bind`), is kept alive by the runtime
+itself as well, and after the run is bound to nothing but a stub.  Runs
+whose host library needs per-run Python objects in Lua (model handles) get
+a fresh runtime of their own, and so do prompts that name `__mode`: a weak
+table shows when the collector ran, which in a reused runtime depends on
+the heap the earlier runs left (a weak table made under a computed name
+still sees that; nothing else a prompt can reach does).
+`FORGE_FRESH_RUNTIME=1` gives every run a fresh runtime (the escape hatch;
+outputs are the same either way).
 """
 
 from __future__ import annotations
 
 import importlib.resources
 import math
+import os
+import threading
 from typing import Any
 
 import lupa.lua55 as lua55
@@ -24,6 +53,17 @@ import lupa.lua55 as lua55
 STRING_HASH_SEED = 0x5EED
 DEFAULT_MAX_INSTRUCTIONS = 20_000_000
 DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
+#: Idle runtimes kept for reuse (a process runs one run at a time, or a few
+#: when a caller interleaves them).
+POOL_SIZE = 2
+#: A run that ends holding more Lua memory than this gives its runtime up:
+#: a fresh one is cheaper than carrying a large heap into the next run.
+REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
+FRESH_ENV = "FORGE_FRESH_RUNTIME"
+#: The metatable field that makes a table weak.  A weak table shows when the
+#: collector ran, and in a reused runtime that depends on the heap earlier
+#: runs left: a prompt that names it runs on a fresh runtime.
+WEAK_MODE = "__mode"
 BUDGET_MESSAGE = (
     "instruction budget exhausted: the run executed more than {n} Lua instructions "
     "(an endless loop?)"
@@ -69,6 +109,7 @@ class LuaRuntime:
         max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         max_memory: int = DEFAULT_MAX_MEMORY,
         random_seed: int = 0,
+        reusable: bool = False,
     ) -> None:
         self.lua = lua55.LuaRuntime(
             encoding=None,
@@ -111,6 +152,76 @@ class LuaRuntime:
         self.ordered_keys = E.ordered_keys
         self.table_from = self.lua.table_from
         self._coroutine = self.run_block.coroutine
+        self.reusable = reusable
+        self._clear_hook = self.lua.globals().debug.sethook
+        #: What a fresh runtime holds and may hold when a run starts; a reused
+        #: one counts its memory from the same start (`begin`).
+        self._setup_used = self.lua.get_memory_used()
+        self._fresh_limit = self.lua.get_max_memory(True)
+        self._offset = 0
+        #: Slots: the Python functions Lua holds in a reusable runtime, by
+        #: name, the function each calls now, and their Lua faces.
+        self._slot_index: dict[bytes, int] = {}
+        self._slot_fns: list = []
+        self._slots: list = []
+        self._slot_lua: dict[bytes, Any] = {}
+        self._failed: list = [_unbound]
+        #: Each library built, by its kinds and names: the Lua table and which
+        #: slot each spec position binds.
+        self._libraries: dict[tuple, tuple] = {}
+
+    def __del__(self) -> None:
+        # Dropped with a run still bound (a run built and never executed):
+        # the slots let go of it first, so that closing the Lua state frees
+        # no Python object holding lupa objects (lupa issue #84).
+        if self.reusable:
+            self.unbind()
+
+    # -- reuse -----------------------------------------------------------------
+    def begin(self, max_instructions: int, random_seed: int) -> None:
+        """Make a reused runtime what a fresh one would be for the next run."""
+        # A C function called from Python runs no Lua instruction, so the old
+        # hook cannot fire on the way out.
+        self._clear_hook()
+        self.E.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
+                     random_seed)
+        self.internal_error = None
+        self.lua.gccollect()
+        self._offset = max(0, self.lua.get_memory_used() - self._setup_used)
+        self.lua.set_max_memory(self._fresh_limit + self._offset, True)
+
+    def clean(self) -> bool:
+        """Whether the run that used this runtime ended so that another may use it."""
+        return (self.internal_error is None and self.E.abort_value() is None
+                and self.lua.get_memory_used() - self._offset < REUSE_MEMORY_LIMIT)
+
+    def unbind(self) -> None:
+        """Every slot calls the stub again: the runtime keeps nothing of the run."""
+        fns = self._slot_fns
+        fns[:] = [_unbound] * len(fns)
+        self._failed[0] = _unbound
+
+    def _slot(self, name: bytes):
+        """The Python function Lua holds for slot `name`, made once: it calls
+        the function bound to it, guarded as `guard` guards (through the
+        bound failure handler, so the slot itself holds no lupa object)."""
+        i = self._slot_index.get(name)
+        if i is None:
+            i = self._slot_index[name] = len(self._slot_fns)
+            fns, failed = self._slot_fns, self._failed
+            fns.append(_unbound)
+
+            def slot(*args):
+                try:
+                    return fns[i](*args)
+                except Exception as e:  # noqa: BLE001 - `failure` says what it is
+                    return failed[0](e)
+
+            self._slots.append(slot)        # never only Lua's: see the module docstring
+        return self._slots[i]
+
+    def bind(self, name: bytes, fn) -> None:
+        self._slot_fns[self._slot_index[name]] = fn
 
     def memory_tight(self, extra: int = 0) -> bool:
         """Whether Lua state is close to the cap (with `extra` bytes more).
@@ -120,7 +231,7 @@ class LuaRuntime:
         (outside Lua's protected calls) would abort the whole process instead
         of failing the run.
         """
-        return self.lua.get_memory_used() + extra > self.max_memory * 0.75
+        return self.lua.get_memory_used() - self._offset + extra > self.max_memory * 0.75
 
     def load_engine_chunk(self, name: str):
         return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")
@@ -160,40 +271,77 @@ class LuaRuntime:
         extra = self.table(fields) if fields else None
         return self.stamped_error_raw(kind.encode(), message.encode("utf-8"), extra, stamp)
 
-    def host(self, fn):
-        """Wrap a Python function answering (ok, *values) as a raising Lua function."""
-        return self.host_raw(self.guard(fn))
+    def host(self, fn, name: bytes):
+        """Wrap a Python function answering (ok, *values) as a raising Lua
+        function; in a reusable runtime, the one made for `name`, bound to `fn`."""
+        if not self.reusable:
+            return self.host_raw(self.guard(fn))
+        if name not in self._slot_lua:
+            self._slot_lua[name] = self.host_raw(self._slot(name))
+        self.bind(name, fn)
+        self._failed[0] = self.failure
+        return self._slot_lua[name]
 
     def guard(self, fn):
         """`fn` (answering (ok, *values)) guarded for Lua, still a Python function.
 
         A Python exception inside `fn` is a bug in the engine, not the
         prompt's error: it is kept in `internal_error` (the run ends as
-        `Internal`) and reaches Lua as an abort no `pcall` can swallow.
+        `Internal`) and reaches Lua as an abort no `pcall` can swallow.  In
+        a reusable runtime `fn` goes to a slot, which guards it the same way.
         """
+        if self.reusable:
+            return fn
+
         def guarded(*args):
             try:
                 return fn(*args)
-            except LuaError as e:
-                # The prompt's own Lua ran inside the call (a metamethod on a
-                # value it passed) and raised: its error, or the budget's abort.
-                abort = self.E.abort_value()
-                if abort is not None:
-                    return (False, abort)
-                # lupa appends Lua's traceback after the message: keep the message.
-                return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
-            except Exception as e:  # noqa: BLE001 - every bug must end the run, loudly
-                if self.internal_error is None:
-                    self.internal_error = e
-                return (False, self.E.abort_with(self.error("internal", f"internal invariant "
-                                                                  f"violated: {type(e).__name__}: {e}")))
+            except Exception as e:  # noqa: BLE001 - `failure` says what it is
+                return self.failure(e)
 
         return guarded
 
+    def failure(self, e: Exception):
+        """What Lua gets when a guarded host function raised `e`."""
+        if isinstance(e, LuaError):
+            # The prompt's own Lua ran inside the call (a metamethod on a
+            # value it passed) and raised: its error, or the budget's abort.
+            abort = self.E.abort_value()
+            if abort is not None:
+                return (False, abort)
+            # lupa appends Lua's traceback after the message: keep the message.
+            return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
+        # Every other exception is a bug, and must end the run, loudly.
+        if self.internal_error is None:
+            self.internal_error = e
+        return (False, self.E.abort_with(self.error("internal", f"internal invariant "
+                                                          f"violated: {type(e).__name__}: {e}")))
+
     def build_library(self, spec: list) -> Any:
         """The host library table from flat (kind, name, value) triples
-        (`E.build_library` says what each kind means), in one Lua call."""
-        return self.E.build_library(*spec)
+        (`E.build_library` says what each kind means), in one Lua call.
+
+        A reusable runtime builds each library once, over slots, and later
+        only binds the run's functions to them."""
+        if not self.reusable:
+            return self.E.build_library(*spec)
+        shape = tuple(spec[0::3]) + tuple(spec[1::3])
+        built = self._libraries.get(shape)
+        if built is None:
+            lua_spec, plan = list(spec), []
+            for j in range(0, len(spec), 3):
+                if spec[j] in (b"host", b"store"):
+                    lua_spec[j + 2] = self._slot(spec[j + 1])
+                    plan.append((self._slot_index[spec[j + 1]], j + 2))
+                elif spec[j] != b"suspend":
+                    raise ValueError("a reusable runtime's library holds no per-run Lua value")
+            built = self._libraries[shape] = (self.E.build_library(*lua_spec), tuple(plan))
+        lib, plan = built
+        fns = self._slot_fns
+        for i, j in plan:
+            fns[i] = spec[j]
+        self._failed[0] = self.failure
+        return lib
 
     def suspender(self, op: str):
         return self.suspender_raw(op.encode())
@@ -203,6 +351,44 @@ class LuaRuntime:
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
         return self._coroutine(source, chunkname, env)
+
+
+def _unbound(*args):
+    return (False, b"internal: no run is bound to this runtime")
+
+
+_idle: list[LuaRuntime] = []
+_idle_lock = threading.Lock()
+
+
+def reuse_enabled() -> bool:
+    return os.environ.get(FRESH_ENV, "") in ("", "0")
+
+
+def acquire(max_instructions: int, random_seed: int, reuse: bool) -> LuaRuntime:
+    """A runtime for one run: an idle one made ready (`begin`) when `reuse`
+    and reuse is on, else a fresh one."""
+    if not (reuse and reuse_enabled()):
+        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed)
+    with _idle_lock:
+        runtime = _idle.pop() if _idle else None
+    if runtime is None:
+        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed,
+                          reusable=True)
+    runtime.begin(max_instructions, random_seed)
+    return runtime
+
+
+def release(runtime: LuaRuntime, keep: bool = True) -> None:
+    """The run that used `runtime` has ended: keep it for the next (unless
+    `keep` is false, or the run did not end cleanly), or give it up."""
+    if not runtime.reusable:
+        return
+    runtime.unbind()
+    if keep and runtime.clean():
+        with _idle_lock:
+            if len(_idle) < POOL_SIZE:
+                _idle.append(runtime)
 
 
 def to_lua_key(k: Any) -> Any:
