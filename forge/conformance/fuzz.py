@@ -1,7 +1,7 @@
 """Differential fuzzing: random task programs on the reference and on an
 implementation, under one schedule, until their observations differ.
 
-`fuzz` draws programs (`programs.plans`) and schedules (a list of answers to
+`fuzz` draws programs (`programs.programs`) and schedules (a list of answers to
 the run's real decisions, `forge.sim.hypothesis.ListProvider`) with
 Hypothesis, seeded, so `--fuzz N --seed S` is the same N programs on every
 machine.  Each program runs on the reference in this process and on the
@@ -45,6 +45,8 @@ class Difference:
     implementation: dict | None = attrs.field(eq=False)
     #: What differs, one line a field.
     fields: tuple[str, ...] = ()
+    #: The model script the program ran with, if it has model rounds.
+    model_script: dict | None = None
 
 
 @attrs.frozen
@@ -86,13 +88,14 @@ def differences(reference: dict, implementation: dict) -> list[str]:
 
 
 def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
-         progress: Callable[[int], None] | None = None) -> FuzzReport:
-    """Run `count` random programs on both engines; the first difference, shrunk."""
+         progress: Callable[[int], None] | None = None, shrink: bool = True) -> FuzzReport:
+    """Run `count` random programs on both engines; the first difference,
+    shrunk unless `shrink` is false (then as found)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
 
-    from forge.conformance.programs import plans
+    from forge.conformance.programs import fuzz_inputs
     from forge.sim.chooser import Chooser
     from forge.sim.hypothesis import ListProvider
 
@@ -100,18 +103,20 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
 
     @hypothesis_seed(seed)
     @settings(max_examples=count, database=None, deadline=None, derandomize=False,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
+              phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+              suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, print_blob=False)
-    @given(plans(richer=True), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
-    def one(program: str, answers: list[int]) -> None:
+    @given(fuzz_inputs(), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
+    def one(drawn: tuple[str, dict | None], answers: list[int]) -> None:
+        program, model_script = drawn
         if state["shrinking"]:
             state["shrink_runs"] += 1
         else:
             state["programs"] += 1
             if progress:
                 progress(state["programs"])
-        case = Case(id=CASE_ID, path=CASE_ID, clauses=(), harness=HarnessSpec(), expect={},
-                    prompt=program)
+        case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
+                    harness=HarnessSpec(model_script=model_script), expect={}, prompt=program)
         ours = reference_observation(program, case.harness, 0, CASE_ID,
                                      Chooser(ListProvider(answers)))
         try:
@@ -123,7 +128,8 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
             fields = tuple(differences(ours, theirs))
         if fields:
             state["shrinking"] = True
-            state["last"] = Difference(program, tuple(answers), ours, theirs, fields)
+            state["last"] = Difference(program, tuple(answers), ours, theirs, fields,
+                                       model_script)
             raise AssertionError(fields[0])
 
     started = time.perf_counter()
@@ -156,11 +162,13 @@ def case_text(found: Difference, seed: int) -> str:
         *found.fields,
         '"""',
         'clauses = ["tasks.spawn.returns-handle-at-once", "tasks.wait.join-entries"]',
-        f"features = {json.dumps(_features(found.program))}",
+        f"features = {json.dumps(_features(found.program, found.model_script))}",
         "prompt = '''",
         found.program.rstrip("\n"),
         "'''",
         "",
+        *([f"[harness]\nmodel_script = {_toml(found.model_script)}", ""]
+          if found.model_script is not None else []),
         "[expect]",
         f"outcome = {json.dumps(ref['outcome'])}",
         f"result = {json.dumps(ref['result'])}" if ref["result"] is not None
@@ -182,7 +190,16 @@ def case_text(found: Difference, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _features(program: str) -> list[str]:
+def _toml(value) -> str:
+    """`value` (JSON data) as a TOML inline value."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _features(program: str, model_script: dict | None = None) -> list[str]:
     """What the case needs: read from the program by the honest-features
     reader (`forge.conformance.features`) where the kit has one, else
     `tasks`, the one feature that covers a generated program without it."""
