@@ -47,6 +47,9 @@ class Difference:
     fields: tuple[str, ...] = ()
     #: The model script the program ran with, if it has model rounds.
     model_script: dict | None = None
+    #: The reference's observation on the canonical schedule, when the
+    #: difference shows only on another one (a case file cannot pin a schedule).
+    canonical: dict | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -138,8 +141,37 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
     except Exception:  # noqa: BLE001 - Hypothesis re-raises the minimal failure; `last` holds it
         if state["last"] is None:
             raise
+    found = state["last"]
+    if found is not None and any(found.answers):
+        # Hypothesis shrinks towards the canonical schedule but may stop short
+        # of it; one more pair of runs says whether it differs there too.
+        state["shrink_runs"] += 1
+        found = _on_canonical(adapter, found)
     seconds = time.perf_counter() - started
-    return FuzzReport(state["programs"], state["shrink_runs"], seconds, state["last"])
+    return FuzzReport(state["programs"], state["shrink_runs"], seconds, found)
+
+
+def _on_canonical(adapter: SubprocessAdapter, found: Difference) -> Difference:
+    """The difference on the canonical schedule if the program shows one there,
+    else `found` with the reference's canonical observation beside it."""
+    from forge.sim.chooser import Chooser
+    from forge.sim.hypothesis import ListProvider
+
+    case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
+                harness=HarnessSpec(model_script=found.model_script), expect={},
+                prompt=found.program)
+    ours = reference_observation(found.program, case.harness, 0, CASE_ID,
+                                 Chooser(ListProvider([])))
+    try:
+        theirs = adapter.run_with(case, 0, Chooser(ListProvider([])))
+    except AdapterError as e:
+        return attrs.evolve(found, answers=(), reference=ours, implementation=None,
+                            fields=(f"the implementation gave no observation: {e.render()}",))
+    fields = tuple(differences(ours, theirs))
+    if fields:
+        return attrs.evolve(found, answers=(), reference=ours, implementation=theirs,
+                            fields=fields)
+    return attrs.evolve(found, canonical=ours)
 
 
 def case_text(found: Difference, seed: int) -> str:
@@ -147,15 +179,19 @@ def case_text(found: Difference, seed: int) -> str:
     outcome, result, error kind, logs, store, the order of event kinds and
     each task's state.
 
-    On the canonical schedule (every answer 0) it is a plain case; otherwise
-    the schedule is named in the description, since a case cannot pin one:
-    the case then holds the parts of the observation the reference gives.
+    On the canonical schedule (every answer 0) it is a plain case that the
+    implementation fails.  A difference that shows only on another schedule
+    cannot be pinned by a case (a case names no schedule): the case then
+    holds the reference's canonical observation, so it passes on the
+    reference and keeps the program, and the description names the schedule
+    and what differed there.
     """
-    ref = found.reference
     canonical = not any(found.answers)
+    ref = found.reference if canonical or found.canonical is None else found.canonical
     schedule = ("on the canonical schedule" if canonical else
-                f"on the schedule whose real decisions answer {list(found.answers)} "
-                "(then canonically)")
+                f"only on the schedule whose real decisions answer {list(found.answers)} "
+                "(then canonically); this case pins the reference's canonical observation, "
+                "which the implementation may match")
     lines = [
         'description = """',
         f"Found by `forge conformance --fuzz` (seed {seed}) {schedule}:",
