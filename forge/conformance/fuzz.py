@@ -1,7 +1,7 @@
 """Differential fuzzing: random task programs on the reference and on an
 implementation, under one schedule, until their observations differ.
 
-`fuzz` draws programs (`programs.plans`) and schedules (a list of answers to
+`fuzz` draws programs (`programs.programs`) and schedules (a list of answers to
 the run's real decisions, `forge.sim.hypothesis.ListProvider`) with
 Hypothesis, seeded, so `--fuzz N --seed S` is the same N programs on every
 machine.  Each program runs on the reference in this process and on the
@@ -45,6 +45,11 @@ class Difference:
     implementation: dict | None = attrs.field(eq=False)
     #: What differs, one line a field.
     fields: tuple[str, ...] = ()
+    #: The model script the program ran with, if it has model rounds.
+    model_script: dict | None = None
+    #: The reference's observation on the canonical schedule, when the
+    #: difference shows only on another one (a case file cannot pin a schedule).
+    canonical: dict | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -86,13 +91,14 @@ def differences(reference: dict, implementation: dict) -> list[str]:
 
 
 def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
-         progress: Callable[[int], None] | None = None) -> FuzzReport:
-    """Run `count` random programs on both engines; the first difference, shrunk."""
+         progress: Callable[[int], None] | None = None, shrink: bool = True) -> FuzzReport:
+    """Run `count` random programs on both engines; the first difference,
+    shrunk unless `shrink` is false (then as found)."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
 
-    from forge.conformance.programs import plans
+    from forge.conformance.programs import fuzz_inputs
     from forge.sim.chooser import Chooser
     from forge.sim.hypothesis import ListProvider
 
@@ -100,18 +106,20 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
 
     @hypothesis_seed(seed)
     @settings(max_examples=count, database=None, deadline=None, derandomize=False,
-              phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck),
+              phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+              suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, print_blob=False)
-    @given(plans(richer=True), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
-    def one(program: str, answers: list[int]) -> None:
+    @given(fuzz_inputs(), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
+    def one(drawn: tuple[str, dict | None], answers: list[int]) -> None:
+        program, model_script = drawn
         if state["shrinking"]:
             state["shrink_runs"] += 1
         else:
             state["programs"] += 1
             if progress:
                 progress(state["programs"])
-        case = Case(id=CASE_ID, path=CASE_ID, clauses=(), harness=HarnessSpec(), expect={},
-                    prompt=program)
+        case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
+                    harness=HarnessSpec(model_script=model_script), expect={}, prompt=program)
         ours = reference_observation(program, case.harness, 0, CASE_ID,
                                      Chooser(ListProvider(answers)))
         try:
@@ -123,7 +131,8 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
             fields = tuple(differences(ours, theirs))
         if fields:
             state["shrinking"] = True
-            state["last"] = Difference(program, tuple(answers), ours, theirs, fields)
+            state["last"] = Difference(program, tuple(answers), ours, theirs, fields,
+                                       model_script)
             raise AssertionError(fields[0])
 
     started = time.perf_counter()
@@ -132,8 +141,37 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
     except Exception:  # noqa: BLE001 - Hypothesis re-raises the minimal failure; `last` holds it
         if state["last"] is None:
             raise
+    found = state["last"]
+    if found is not None and any(found.answers):
+        # Hypothesis shrinks towards the canonical schedule but may stop short
+        # of it; one more pair of runs says whether it differs there too.
+        state["shrink_runs"] += 1
+        found = _on_canonical(adapter, found)
     seconds = time.perf_counter() - started
-    return FuzzReport(state["programs"], state["shrink_runs"], seconds, state["last"])
+    return FuzzReport(state["programs"], state["shrink_runs"], seconds, found)
+
+
+def _on_canonical(adapter: SubprocessAdapter, found: Difference) -> Difference:
+    """The difference on the canonical schedule if the program shows one there,
+    else `found` with the reference's canonical observation beside it."""
+    from forge.sim.chooser import Chooser
+    from forge.sim.hypothesis import ListProvider
+
+    case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
+                harness=HarnessSpec(model_script=found.model_script), expect={},
+                prompt=found.program)
+    ours = reference_observation(found.program, case.harness, 0, CASE_ID,
+                                 Chooser(ListProvider([])))
+    try:
+        theirs = adapter.run_with(case, 0, Chooser(ListProvider([])))
+    except AdapterError as e:
+        return attrs.evolve(found, answers=(), reference=ours, implementation=None,
+                            fields=(f"the implementation gave no observation: {e.render()}",))
+    fields = tuple(differences(ours, theirs))
+    if fields:
+        return attrs.evolve(found, answers=(), reference=ours, implementation=theirs,
+                            fields=fields)
+    return attrs.evolve(found, canonical=ours)
 
 
 def case_text(found: Difference, seed: int) -> str:
@@ -141,26 +179,32 @@ def case_text(found: Difference, seed: int) -> str:
     outcome, result, error kind, logs, store, the order of event kinds and
     each task's state.
 
-    On the canonical schedule (every answer 0) it is a plain case; otherwise
-    the schedule is named in the description, since a case cannot pin one:
-    the case then holds the parts of the observation the reference gives.
+    On the canonical schedule (every answer 0) it is a plain case that the
+    implementation fails.  A difference that shows only on another schedule
+    cannot be pinned by a case (a case names no schedule): the case then
+    holds the reference's canonical observation, so it passes on the
+    reference and keeps the program, and the description names the schedule
+    and what differed there.
     """
-    ref = found.reference
     canonical = not any(found.answers)
+    ref = found.reference if canonical or found.canonical is None else found.canonical
     schedule = ("on the canonical schedule" if canonical else
-                f"on the schedule whose real decisions answer {list(found.answers)} "
-                "(then canonically)")
+                f"only on the schedule whose real decisions answer {list(found.answers)} "
+                "(then canonically); this case pins the reference's canonical observation, "
+                "which the implementation may match")
     lines = [
         'description = """',
         f"Found by `forge conformance --fuzz` (seed {seed}) {schedule}:",
         *found.fields,
         '"""',
         'clauses = ["tasks.spawn.returns-handle-at-once", "tasks.wait.join-entries"]',
-        f"features = {json.dumps(_features(found.program))}",
+        f"features = {json.dumps(_features(found.program, found.model_script))}",
         "prompt = '''",
         found.program.rstrip("\n"),
         "'''",
         "",
+        *([f"[harness]\nmodel_script = {_toml(found.model_script)}", ""]
+          if found.model_script is not None else []),
         "[expect]",
         f"outcome = {json.dumps(ref['outcome'])}",
         f"result = {json.dumps(ref['result'])}" if ref["result"] is not None
@@ -182,7 +226,16 @@ def case_text(found: Difference, seed: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _features(program: str) -> list[str]:
+def _toml(value) -> str:
+    """`value` (JSON data) as a TOML inline value."""
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _features(program: str, model_script: dict | None = None) -> list[str]:
     """What the case needs: read from the program by the honest-features
     reader (`forge.conformance.features`) where the kit has one, else
     `tasks`, the one feature that covers a generated program without it."""

@@ -76,7 +76,10 @@ def spec(ctx, feature, pattern, as_json):
               help="Case directory (default: the installed conformance cases).")
 @click.option("--feature", multiple=True, help="Only this feature's clauses (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
-def coverage(cases_dir, feature, as_json):
+@click.option("--counts", is_flag=True,
+              help="Also count the cases citing each clause: min, median and the clauses "
+                   "fewer than three cases cite, chapter by chapter.")
+def coverage(cases_dir, feature, as_json, counts):
     """Report, feature by feature, the clauses no case covers.
 
     Exit code 0 when every clause of the chosen features (--feature, or
@@ -97,14 +100,50 @@ def coverage(cases_dir, feature, as_json):
             entry["covered"] += 1
         else:
             entry["uncovered"].append(c["id"])
+    per_chapter = _case_counts(clauses, cases) if counts else None
     if as_json:
-        click.echo(json.dumps(by_feature, sort_keys=True, indent=1))
+        out = dict(by_feature)
+        if per_chapter is not None:
+            out = {"features": by_feature, "chapters": per_chapter}
+        click.echo(json.dumps(out, sort_keys=True, indent=1))
     else:
         for feature, entry in sorted(by_feature.items()):
             click.echo(f"{feature:14} {entry['covered']:4}/{entry['total']:<4} covered")
             for cid in entry["uncovered"]:
                 click.echo(f"    uncovered: {cid}")
+        for chapter, entry in (per_chapter or {}).items():
+            click.echo(f"{chapter}: {entry['clauses']} clauses, cases per clause min "
+                       f"{entry['min']}, median {entry['median']:g}, "
+                       f"{len(entry['below_3'])} cited by fewer than 3")
+            for cid, n in entry["below_3"].items():
+                click.echo(f"    {n} case{'' if n == 1 else 's'}: {cid}")
     sys.exit(1 if any(e["uncovered"] for e in by_feature.values()) else 0)
+
+
+def _case_counts(clauses: list[dict], cases) -> dict[str, dict]:
+    """Per catalogue chapter (its file's `meta.chapter`), how many cases cite
+    each chosen clause: min, median, and the clauses fewer than three cite."""
+    import statistics
+
+    from forge.conformance.catalogue import default_catalogue_dir
+    from forge.conformance._toml import read_toml
+
+    cited: dict[str, int] = {}
+    for case in cases:
+        for cid in set(case.clauses):
+            cited[cid] = cited.get(cid, 0) + 1
+    chosen = {c["id"] for c in clauses}
+    out: dict[str, dict] = {}
+    for path in sorted(pathlib.Path(default_catalogue_dir()).glob("*.toml")):
+        _, data = read_toml(path)
+        ids = [c["id"] for c in data.get("clause", []) if c.get("id") in chosen]
+        if not ids:
+            continue
+        numbers = [cited.get(cid, 0) for cid in ids]
+        out[data.get("meta", {}).get("chapter", path.stem)] = {
+            "clauses": len(ids), "min": min(numbers), "median": statistics.median(numbers),
+            "below_3": {cid: n for cid, n in zip(ids, numbers) if n < 3}}
+    return out
 
 
 @spec.command()

@@ -154,3 +154,18 @@ def test_spec_coverage_exit_code_follows_the_chosen_features(tmp_path):
     shutil.copytree(DEFAULT_CASES_DIR / "examples", few / "examples")
     partial = forge("spec", "coverage", "--cases", str(few), "--feature", "tasks")
     assert partial.exit_code == 1 and "uncovered: " in partial.stdout
+
+
+def test_spec_coverage_counts_the_cases_citing_each_clause(tmp_path):
+    """--counts gives min, median and the clauses fewer than three cases cite, per
+    chapter; with the three example cases every cited clause has one case."""
+    few = tmp_path / "few"
+    shutil.copytree(DEFAULT_CASES_DIR / "examples", few / "examples")
+    result = forge("spec", "coverage", "--cases", str(few), "--feature", "tasks", "--counts",
+                   "--json")
+    tasks = json.loads(result.stdout)["chapters"]["Tasks"]
+    assert tasks["min"] == 0 and tasks["median"] == 0
+    assert len(tasks["below_3"]) == tasks["clauses"]
+    assert tasks["below_3"]["tasks.glance.example-two-tasks"] == 1
+    text = forge("spec", "coverage", "--counts").stdout
+    assert "Tasks: 271 clauses, cases per clause min " in text
