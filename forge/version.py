@@ -3,4 +3,4 @@ a replay file (`forge.runspec.kit_version`) both read it.  A leaf module, so
 that the run definition can name the kit without importing the `forge`
 package (whose lazy re-export of `forge.api` sits above it)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -64,6 +64,14 @@ def replay(files, as_json, story, **harness):
     if outcome.drift is not None:
         click.echo(f"note: with the flags given the run left the record at "
                    f"{outcome.drift.describe()}", err=True)
+    if outcome.identical is False and outcome.drift is None and outcome.other_kit is not None:
+        # The observation's format is the kit's to change between versions
+        # (fields added, records kept): not a bug, a record from elsewhere.
+        raise InputError(f"the run took the recorded choices but its observation differs from "
+                         f"the one kit {outcome.other_kit} recorded (sha256 "
+                         f"{outcome.recorded_sha256[:12]}...): observations change between kit "
+                         f"versions; replay it with kit {outcome.other_kit}", file=path,
+                         kind="replay")
     if outcome.identical is False and outcome.drift is None:
         raise InputError(f"the run took the recorded choices but its observation differs "
                          f"(sha256 {outcome.observation_sha256[:12]}..., recorded "

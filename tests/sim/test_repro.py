@@ -181,6 +181,23 @@ def test_a_replay_that_passes_exits_0_and_a_changed_prompt_is_refused(files, tmp
     assert len(other.output.splitlines()) == 1
 
 
+def test_an_observation_another_kit_recorded_is_refused_naming_that_kit(tmp_path):
+    """A file from another kit version whose observation no longer matches is
+    bad input naming the version, not a request to report a kit bug."""
+    out = tmp_path / "run.replay.json"
+    forge("run", str(EXAMPLES / "two-tasks.md"), "--seed", "3", "--replay-out", str(out))
+    data = json.loads(out.read_text())
+    data["kit"], data["observation_sha256"] = "0.0.1", "0" * 64
+    out.write_text(json.dumps(data))
+    result = forge("replay", str(out))
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines[0] == f"note: {out} was written by 0.0.1"
+    assert lines[1].startswith(f"forge: {out}: replay: the run took the recorded choices but "
+                               "its observation differs from the one kit 0.0.1 recorded")
+    assert lines[1].endswith("replay it with kit 0.0.1") and "please report" not in lines[1]
+
+
 def test_drift_is_reported_at_its_index(files, tmp_path):
     """A record whose choice no longer matches what the run asks (here: a
     kind changed by hand) is refused naming the index, not clamped."""
