@@ -199,6 +199,19 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
     assert obs["error"]["kind"] in ("Budget", "Lua")
 
 
+def test_a_budget_checked_after_the_scheduler_picks_a_task_ends_the_run_cleanly():
+    """The step budget (and the memory check beside it) can end the run after the scheduler
+    has taken a task's chain off the ready list but before stepping it; the run still ends as
+    Budget, not as a kit error looking for the chain in the list (kit: budget.steps)."""
+    text = (section("Main", "local hs = {} for i = 1, 4 do hs[i] = tasks.spawn('### W') end "
+                            "tasks.join(hs)")
+            + section("W", "for i = 1, 100 do tasks.join({tasks.spawn('#### N')}) end", level=3)
+            + section("N", "return 1", level=4))
+    obs = run_text(prompt_text(text), max_steps=50)
+    assert obs["error"] == {"kind": "Budget", "message": "step budget exhausted: the run took "
+                            "more than 50 scheduling steps (unbounded spawning or waiting?)"}
+
+
 def test_a_caught_log_refusal_past_the_run_budget_still_ends_the_run():
     """Once the run-wide log budget is spent, a pcall around `log` cannot keep the block
     going: each task logs until its own VM's quota refuses it, but the task that spends the
