@@ -4,8 +4,9 @@ What lives here: `MemoryStore` (files and directories in memory, seeded from
 a folder), the path and glob validators, each operation's semantics and its
 exact messages, and the store's quota (`StoreQuota`: at most
 `MAX_STORE_BYTES` in `MAX_STORE_FILES` files at any moment, the same limits a
-seeding folder is held to, and at most `MAX_STORE_OPS` operations in a run;
-passing it ends the run as `Budget`).  An append
+seeding folder is held to, at most `MAX_STORE_OPS` operations in a run, and
+at most `MAX_STORE_LINES` lines in a file read by line; passing it ends the
+run as `Budget`).  An append
 costs what it appends: appended text is kept as chunks and joined when the
 file is next read.  It sits below both the harness (which holds the backend a
 run uses) and the engine (which issues the operations).  What does not: when
@@ -32,6 +33,9 @@ MAX_PATH_BYTES = 1024
 #: loop of tiny operations ran 15 s inside every other budget; 50,000 is
 #: five per task at the task budget, and about 5 s.
 MAX_STORE_OPS = 50_000
+#: Lines in a file read by line (numbered, or by range): each line is a
+#: Python string while the answer is built.
+MAX_STORE_LINES = 1_000_000
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9])", re.IGNORECASE)
 
 
@@ -287,7 +291,13 @@ class MemoryStore:
             raise StoreFailure(
                 f"invalid line range for {path}: start is required when end is given", "range", path
             )
-        lines = split_lines(self._text(path))
+        text = self._text(path)
+        # Counted before splitting: a list of tens of millions of one-byte
+        # lines took gigabytes and most of a minute to build.
+        if text.count("\n") > MAX_STORE_LINES:
+            raise StoreQuota(f"store budget exhausted: {path} has more than {MAX_STORE_LINES:,} "
+                             "lines to number or read by range")
+        lines = split_lines(text)
         if start is None:
             return lines, 1
         if start < 1:
