@@ -1,13 +1,17 @@
 """The large fuzz run: fuzzed inputs of every kind, counted per kind.
 
-Usage: `nice -n 10 python3 benchmarks/fuzz_count.py [TOTAL] [--seed N] [--jobs J] [--json]`
-(TOTAL defaults to 100,000).  Each fuzz test of tests/fuzz runs in a pytest
-process of its own, in process there (the CLI through click's runner, so no
-interpreter start per input), with `FORGE_FUZZ_EXAMPLES` set to its share of
-TOTAL.  Shares follow `WEIGHTS`: an input kind that costs little (a prompt
-file, ~10 ms) gets more examples than one that runs a conformance suite (a
-case file, ~300 ms), so the run takes about as long for each kind.  J
-processes run at once (default 1); a line is printed as each test ends.
+Usage: `nice -n 10 python3 benchmarks/fuzz_count.py [TOTAL] [--seed N] [--jobs J]
+[--minutes M] [--json]` (TOTAL defaults to 100,000).  Each fuzz test of
+tests/fuzz gets a share of TOTAL after `WEIGHTS`: an input kind that costs
+little (a prompt file, ~10 ms) gets more examples than one that runs a
+conformance suite (a case file, ~300 ms), so each kind takes about as long.
+A share runs in `CHUNKS` pytest processes of its own, each with
+`FORGE_FUZZ_EXAMPLES` examples and its own `FORGE_FUZZ_SEED` (N, N+1, ...:
+different inputs, each chunk reproducible), in process there (the CLI through
+click's runner, so no interpreter start per input).  Chunks of all tests
+interleave, J at once (default 1), and a line is printed as each ends; with
+`--minutes M` no chunk starts after M minutes, so a run on a busy machine
+still ends with every kind counted.
 
 Every contract breach - a traceback, an `Internal` error, an input past 10 s,
 an exit code outside the documented ones, a refusal that is not one line or
@@ -47,6 +51,8 @@ WEIGHTS = {
     "test_fuzz_inputs.py::test_case_files": 1.5,
 }
 PATTERN_TESTS = "test_fuzz_patterns.py"
+#: Pytest processes a test's share is split into.
+CHUNKS = 10
 _KIND_LINE = re.compile(r"^  (?P<kind>[a-z ]+): (?P<n>\d+) \((?P<codes>[^;]*); slowest (?P<slow>[0-9.]+) s\)$")
 
 
@@ -60,7 +66,7 @@ def _run(test: str, examples: int, seed: str | None) -> dict:
                           capture_output=True, text=True)
     out = proc.stdout
     # The whole pytest output, for the inputs a failure shows.
-    log = pathlib.Path(tempfile.gettempdir()) / f"fuzz_count.{test.replace('::', '.')}.log"
+    log = pathlib.Path(tempfile.gettempdir()) / f"fuzz_count.{test.replace('::', '.')}.{seed}.log"
     log.write_text(out + proc.stderr, encoding="utf-8")
     kinds = {}
     for line in out.splitlines():
@@ -71,7 +77,7 @@ def _run(test: str, examples: int, seed: str | None) -> dict:
             kinds[m.group("kind")] = {"inputs": int(m.group("n")), "exit_codes": codes,
                                       "slowest_s": float(m.group("slow"))}
     return {
-        "test": test, "examples": examples, "seconds": round(time.monotonic() - started, 1),
+        "test": test, "seed": seed, "examples": examples, "seconds": round(time.monotonic() - started, 1),
         "passed": proc.returncode == 0, "kinds": kinds,
         "tracebacks": out.count("an exception escaped"),
         "internal": len(re.findall(r"'Internal' in the output", out)),
@@ -87,30 +93,39 @@ def main(argv: list[str]) -> int:
     as_json = "--json" in args
     if as_json:
         args.remove("--json")
-    seed, jobs = None, 1
-    for flag in ("--seed", "--jobs"):
+    options = {"--seed": "0", "--jobs": "1", "--minutes": "0"}
+    for flag in options:
         if flag in args:
             i = args.index(flag)
-            value = args[i + 1]
+            options[flag] = args[i + 1]
             del args[i:i + 2]
-            if flag == "--seed":
-                seed = value
-            else:
-                jobs = int(value)
+    seed, jobs, minutes = int(options["--seed"]), int(options["--jobs"]), float(options["--minutes"])
     total = int(args[0]) if args else 100_000
     weight_sum = sum(WEIGHTS.values())
     plan = {test: max(1, round(total * w / weight_sum)) for test, w in WEIGHTS.items()}
     plan[PATTERN_TESTS] = max(1, total // 100)
+    # Round robin: the k-th chunk of every test before the (k+1)-th of any.
+    chunks = [(test, -(-n // CHUNKS), seed + k) for k in range(CHUNKS) for test, n in plan.items()]
+    deadline = time.monotonic() + minutes * 60 if minutes else None
     results = []
+
+    def chunk(test: str, n: int, chunk_seed: int) -> dict | None:
+        if deadline is not None and time.monotonic() > deadline:
+            return None
+        return _run(test, n, str(chunk_seed))
+
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(_run, test, n, seed) for test, n in plan.items()]
+        futures = [pool.submit(chunk, *c) for c in chunks]
         for future in concurrent.futures.as_completed(futures):
             r = future.result()
+            if r is None:
+                continue
             results.append(r)
             if not as_json:
                 counted = sum(k["inputs"] for k in r["kinds"].values())
-                print(f"{r['test']}: {r['examples']} examples, {counted} inputs, "
-                      f"{r['seconds']} s, {'passed' if r['passed'] else 'FAILED'}", flush=True)
+                print(f"{r['test']} (seed {r['seed']}): {r['examples']} examples, {counted} "
+                      f"inputs, {r['seconds']} s, {'passed' if r['passed'] else 'FAILED'}",
+                      flush=True)
     kinds: dict[str, dict] = {}
     for r in results:
         for kind, k in r["kinds"].items():
@@ -122,7 +137,8 @@ def main(argv: list[str]) -> int:
     summary = {
         "inputs": sum(k["inputs"] for k in kinds.values()),
         "kinds": dict(sorted(kinds.items())),
-        "pattern_examples": plan[PATTERN_TESTS] * 3,
+        "pattern_examples": sum(r["examples"] for r in results if r["test"] == PATTERN_TESTS) * 3,
+        "chunks_run": f"{len(results)} of {len(chunks)}",
         **{key: sum(r[key] for r in results)
            for key in ("tracebacks", "internal", "hangs", "exit_code_mismatches")},
         "failed_tests": sorted(f for r in results for f in r["failures"]),
@@ -131,7 +147,7 @@ def main(argv: list[str]) -> int:
     if as_json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"fuzzed inputs: {summary['inputs']}")
+        print(f"fuzzed inputs: {summary['inputs']} ({summary['chunks_run']} chunks)")
         for kind, k in summary["kinds"].items():
             codes = ", ".join(f"exit {c}: {n}" for c, n in sorted(k["exit_codes"].items()))
             print(f"  {kind}: {k['inputs']} ({codes}; slowest {k['slowest_s']:.2f} s)")
