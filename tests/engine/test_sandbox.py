@@ -237,6 +237,19 @@ RUNAWAY = {
                         "for i = 1, 100 do t[i] = store.read('f') end"),
         "Lua memory exhausted",
     ),
+    # Each operation copies its text: 50,000 reads of 10 MB ran for minutes
+    # inside the operation count; a glob looks at every file.
+    "store-read-loop": (
+        section("Main", "store.write('f', string.rep('a', 10 * 1024 * 1024)) "
+                        "for i = 1, 1e9 do local s = store.read('f') end"),
+        "store budget exhausted: the run's store operations copied more than 1,073,741,824 "
+        "bytes (text read, written or searched)",
+    ),
+    "store-glob-loop": (
+        section("Main", "for i = 1, 9000 do store.write('f' .. i, '') end "
+                        "for i = 1, 1e9 do store.glob('**') end"),
+        "store budget exhausted: the run's store operations copied more than",
+    ),
     "log-bomb-across-tasks": (
         section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
                         "tasks.join(ts)")
