@@ -74,7 +74,7 @@ def measure(text: str) -> dict:
             time.sleep(0.01)
         wall = time.monotonic() - started
         out.seek(0)
-        head = out.read(65536).decode("utf-8", "replace")
+        head = _error_of(out)
         err.seek(0)
         tail = err.read()[-400:].decode("utf-8", "replace").strip()
     os.unlink(f.name)
@@ -85,7 +85,22 @@ def measure(text: str) -> dict:
             "rss_mb": usage.ru_maxrss // 1024, "ending": ending}
 
 
-#: The observation's error, which comes before its long fields.
+def _error_of(out) -> str:
+    """The observation's `"error":{...}` text, found by reading `out` in
+    pieces (keys are sorted, so long `effects` may come first)."""
+    tail = b""
+    while True:
+        piece = out.read(1 << 20)
+        if not piece:
+            return ""
+        window = tail + piece
+        at = window.find(b'"error":')
+        if at >= 0:
+            return (window[at:] + out.read(4096)).decode("utf-8", "replace")
+        tail = window[-16:]
+
+
+#: The observation's error.
 _ERROR = re.compile(r'"error":\{"kind":"(?P<kind>[^"]*)","message":"(?P<message>(?:[^"\\]|\\.)*)"')
 
 
