@@ -4,8 +4,10 @@ What lives here: `MemoryStore` (files and directories in memory, seeded from
 a folder), the path and glob validators, each operation's semantics and its
 exact messages, and the store's quota (`StoreQuota`: at most
 `MAX_STORE_BYTES` in `MAX_STORE_FILES` files at any moment, the same limits a
-seeding folder is held to, and at most `MAX_STORE_OPS` operations in a run;
-passing it ends the run as `Budget`).  An append
+seeding folder is held to, at most `MAX_STORE_OPS` operations in a run, and
+at most `MAX_STORE_LINES` lines in a file read by line, and at most
+`MAX_STORE_MOVED` bytes copied in and out by its operations; passing it ends
+the run as `Budget`).  An append
 costs what it appends: appended text is kept as chunks and joined when the
 file is next read.  It sits below both the harness (which holds the backend a
 run uses) and the engine (which issues the operations).  What does not: when
@@ -32,6 +34,16 @@ MAX_PATH_BYTES = 1024
 #: loop of tiny operations ran 15 s inside every other budget; 50,000 is
 #: five per task at the task budget, and about 5 s.
 MAX_STORE_OPS = 50_000
+#: Lines in a file read by line (numbered, or by range): each line is a
+#: Python string while the answer is built.
+MAX_STORE_LINES = 1_000_000
+#: Bytes of text the operations of one run may copy in or out (each read,
+#: write, append or replace copies its text; ~2 GB/s): without it, 50,000
+#: reads of a 10 MB file ran for minutes inside the operation count.
+MAX_STORE_MOVED = 1 << 30
+#: What a glob is counted as moving per file it looks at (its matcher costs
+#: a few microseconds a path, whatever the path's length).
+GLOB_BYTES_PER_FILE = 4096
 _DEVICE = re.compile(r"(con|prn|aux|nul|com[1-9]|lpt[1-9])", re.IGNORECASE)
 
 
@@ -165,6 +177,7 @@ class MemoryStore:
         self._tails: dict[str, list[str]] = {}
         for path, text in sorted((files or {}).items()):
             self._put(path, text)
+        self.moved = 0          # seeding is not the run's work
 
     @classmethod
     def from_folder(cls, root: str) -> MemoryStore:
@@ -195,6 +208,13 @@ class MemoryStore:
         if self.ops > self.max_ops:
             raise StoreQuota(f"store budget exhausted: the run made more than "
                              f"{self.max_ops:,} store operations")
+
+    def _move(self, nbytes: int) -> None:
+        """`nbytes` more copied in or out, within the run's amount."""
+        self.moved += nbytes
+        if self.moved > MAX_STORE_MOVED:
+            raise StoreQuota(f"store budget exhausted: the run's store operations copied more "
+                             f"than {MAX_STORE_MOVED:,} bytes (text read, written or searched)")
 
     def _charge(self, path: str, size: int) -> None:
         """Check that `path` holding `size` bytes keeps the store in its quota."""
@@ -230,6 +250,7 @@ class MemoryStore:
             raise StoreFailure("store backend failure", "backend", path)
         if path not in self.files:
             raise StoreFailure(f"file not found in store: {path}", "not_found", path)
+        self._move(self.sizes[path])
         self._join(path)
         return self.files[path]
 
@@ -237,11 +258,13 @@ class MemoryStore:
     def write(self, path: str, contents: str) -> None:
         self._count()
         check_path(path)
+        self._move(len(contents))
         self._put(path, contents)
 
     def append(self, path: str, contents: str) -> None:
         self._count()
         check_path(path)
+        self._move(len(contents))
         if path in self.dirs:
             raise StoreFailure("store backend failure", "backend", path)
         if path not in self.files:
@@ -280,6 +303,7 @@ class MemoryStore:
             raise StoreFailure(
                 f"invalid glob pattern {_quote(pattern)}: {problem}", "invalid_pattern", pattern
             )
+        self._move(GLOB_BYTES_PER_FILE * len(self.files))
         return sorted(p for p in self.files if glob_match(pattern, p))
 
     def _range(self, path: str, start: int | None, end: int | None) -> tuple[list[str], int]:
@@ -287,7 +311,13 @@ class MemoryStore:
             raise StoreFailure(
                 f"invalid line range for {path}: start is required when end is given", "range", path
             )
-        lines = split_lines(self._text(path))
+        text = self._text(path)
+        # Counted before splitting: a list of tens of millions of one-byte
+        # lines took gigabytes and most of a minute to build.
+        if text.count("\n") > MAX_STORE_LINES:
+            raise StoreQuota(f"store budget exhausted: {path} has more than {MAX_STORE_LINES:,} "
+                             "lines to number or read by range")
+        lines = split_lines(text)
         if start is None:
             return lines, 1
         if start < 1:

@@ -25,6 +25,9 @@ import sys
 
 import click
 
+from forge.errors import InputError
+from forge.limits import I64_MAX
+
 from forge.commands.params import (TEXT, BoundedInt, OutputPath, harness_kwargs,
                                    harness_options, write_output)
 
@@ -120,13 +123,16 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge import campaign as spread
     from forge.pool import backend as pick_backend
 
+    # Each run's seed is start + i, and a seed is a 64-bit integer like every other.
+    if start_seed + runs - 1 > I64_MAX:
+        raise InputError(f"--start-seed plus --runs must stay within 64 bits, got a last seed of "
+                         f"{start_seed + runs - 1}")
     where = pick_backend(backend, address)
     part = spread.parse_shard(shard) if shard is not None else None
     spread.check_spread(strategy, workers, part, where)
     from forge.lifecycle.scenario import is_scenario
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md), not a prompt
         if part is not None or workers > 1 or where.kind != "local":
-            from forge.errors import InputError
             raise InputError("a lifecycle scenario explores in one process; --workers, "
                              "--shard and --backend are for prompts", file=prompt)
         from forge.lifecycle.command import explore_file
@@ -140,7 +146,6 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
                          schedule_independent=schedule_independent, checks_named=tuple(checks))
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
         if part is not None or workers > 1 or where.kind != "local":
-            from forge.errors import InputError
             raise InputError("--impl explores in one process; --workers, --shard and --backend "
                              "are for the reference engine")
         from forge.conformance.cli import explore_impl_command as command

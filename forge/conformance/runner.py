@@ -311,6 +311,8 @@ class _AdapterPool:
         self.idle: list[Adapter] = []
         self.made: list[Adapter] = []
         self.lock = threading.Lock()
+        #: Why the implementation failed its first handshake, if it did.
+        self.refused: str | None = None
 
     def _borrow(self) -> Adapter:
         with self.lock:
@@ -330,11 +332,16 @@ class _AdapterPool:
         try:
             return adapter.describe()
         except AdapterError as e:
-            return {"name": "(unavailable)", "features": [], "error": e.render()}
+            self.refused = e.render()
+            return {"name": "(unavailable)", "features": [], "error": self.refused}
         finally:
             self._give_back(adapter)
 
     def run(self, case: Case) -> CaseResult:
+        if self.refused is not None:
+            # Each case would start it again and wait out the same fault
+            # (a timeout each, for one that never answers): say it at once.
+            return CaseResult(case.id, ERRORED, case.clauses, case.features, (self.refused,))
         adapter = self._borrow()
         try:
             return run_case(adapter, case)

@@ -155,6 +155,9 @@ class Scheduler:
                     return
                 labels = tuple(c.label for c in self.ready)
                 chain = self.ready.pop(self.chooser.choose("chain", labels))
+                # Out of the list, so no longer "ready": a budget that ends the
+                # run before the step below must not look for it there.
+                chain.state = "running"
                 self.steps += 1
                 if self.steps > self.max_steps:
                     walk.abort("Budget", f"step budget exhausted: the run took more than "

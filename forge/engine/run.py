@@ -28,6 +28,7 @@ from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
 from forge.engine.parking import PARK
+from forge.engine.quotas import DEFAULT_MAX_KEPT_BYTES, KeptQuota, data_size
 from forge.engine.requests import Request, StoreOp
 from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
@@ -64,6 +65,9 @@ DEFAULT_MAX_ENTRIES = 50_000
 #: would allow gigabytes, so the kit bounds the run as a whole too.
 DEFAULT_MAX_LOGS = 100_000
 DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024
+#: What one list entry costs in Lua's heap beyond its text, at most: a string
+#: header and a table slot (used to check room before handing Lua a list).
+LUA_ENTRY_BYTES = 64
 
 
 TASK_RUNS_TARGET_ONLY = declare("walk.task-runs-target-only", "walk",
@@ -85,6 +89,7 @@ class RunConfig:
     max_entries: int = DEFAULT_MAX_ENTRIES
     max_logs: int = DEFAULT_MAX_LOGS
     max_log_bytes: int = DEFAULT_MAX_LOG_BYTES
+    max_kept_bytes: int = DEFAULT_MAX_KEPT_BYTES
     execution: str = "run-1"
     seed: int = 0
 
@@ -115,6 +120,7 @@ class Run:
         self.claims = Claims()
         self.logs: list[str] = []
         self.log_bytes = 0
+        self.kept = KeptQuota(self.config.max_kept_bytes)
         #: Events as (kind, section, task id, seq, fields) tuples: the dicts
         #: the observation shows are built when read (`events`).
         self._events: list[tuple] = []
@@ -234,6 +240,24 @@ class Run:
         self.abort("Budget", f"Lua memory exhausted: {what} ({nbytes:,} bytes) would take the "
                              f"run past {self.lua.max_memory // 2**20} MiB of Lua state")
         return False
+
+    def keep(self, nbytes: int, what: str) -> bool:
+        """Whether the run may keep `nbytes` more of the prompt's values for
+        `what` (`forge.engine.quotas`); if not, the run ends as Budget.  For a
+        host function, which then returns an error the run never resumes."""
+        message = self.kept.take(nbytes, what)
+        if message is None:
+            return True
+        self.abort("Budget", message)
+        # No pcall around the host function keeps the block going.
+        self.lua.E.abort_with(self.lua.error("lua", message))
+        return False
+
+    def kept_failure(self, nbytes: int, what: str) -> Failure | None:
+        """As `keep`, for a value leaving a block: None within the quota,
+        else the failure that ends the run as Budget whoever would catch it."""
+        message = self.kept.take(nbytes, what)
+        return None if message is None else Failure("lua", message, (), None, fatal_kind="Budget")
 
     def internal_error(self) -> BaseException | None:
         return self.lua.internal_error
@@ -378,6 +402,11 @@ class Run:
         self.emit(chain, "lua_chunk_succeeded")
         value = result[1] if len(result) > 1 else None
         if value is not None:
+            over = isinstance(value, bytes) and self.kept_failure(
+                len(value), f"a result of {len(value):,} bytes from task {chain.id}")
+            if over:
+                self.fail_chain(chain, over)
+                return
             returned = self.scalar(value)
             if returned is None:
                 self.fail_chain(
@@ -457,9 +486,19 @@ class Run:
         if abort is not None:
             kind = "Internal" if self.lua.internal_error is not None else "Budget"
             return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)
+        if value == b"not enough memory":
+            # Lua's own memory error, raised where no pcall caught it (the
+            # sandbox's pcall turns it into the abort above): the same Budget.
+            return Failure("lua", "not enough memory: the run exceeded its Lua memory limit", (),
+                           None, fatal_kind="Budget")
+        raw = value[b"message"] if self.lua.is_host_error(value) else value
+        if isinstance(raw, bytes):
+            over = self.kept_failure(len(raw), f"an error message of {len(raw):,} bytes")
+            if over:
+                return over
         if self.lua.is_host_error(value):
             kind = text(value[b"kind"])
-            message = text(value[b"message"])
+            message = text(raw)
             fields = []
             for key in ("task", "tasks", "name", "reason", "path", "finish_reason", "count"):
                 v = value[key.encode()]
@@ -723,7 +762,11 @@ class Run:
                 self.claims.take(identity, "read", p)
         if op != "exists":
             self.emit(chain, f"store_{_event_op(op)}_succeeded")
-        return (True, self.lua.to_lua(value)) if value is not None else (True,)
+        if value is None:
+            return (True,)
+        if not self.room_for(data_size(value, LUA_ENTRY_BYTES), f"the store's answer to {op}"):
+            return PARK
+        return (True, self.lua.to_lua(value))
 
     def _exempt(self, chain: Chain):
         """Claims by a chain's owners taken before it was spawned are visible to it."""

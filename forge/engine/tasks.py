@@ -29,6 +29,7 @@ from forge.engine.rules import endings, ids, timeouts
 from forge.engine.rules.endings import AbandonReason
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.requests import FanoutArms, Join
+from forge.engine.quotas import data_size
 from forge.variation import declare
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
 
@@ -226,11 +227,16 @@ class TasksAPI:
             return self._err("Lua memory exhausted")
         if run.harness.refuses("spawn", "*"):
             return self._err("store operation failed", "store", reason="refused")
+        # The `task_started` event keeps a copy of the owner's `var`.
+        var_data = from_lua_json(owner.var)
+        input_ = seeds.get("input")
+        if not run.keep(data_size((input_, seeds.get("item_data"), var_data)),
+                        "the input, item and var a task starts with"):
+            return self._err("result budget exhausted")     # the run has ended as Budget
         section = run.prompt.sections[index]
         task_id = ids.take(owner)
         task = Task(run=run, id=task_id, target=section.name, origin=origin,
                     depth=owner.depth + 1, owner=owner)
-        input_ = seeds.get("input")
         args = input_ if input_ is not None else owner.args
         argv = run.host.initial_argv(decode(input_)) if input_ is not None else owner.argv
         chain = Chain(
@@ -249,7 +255,6 @@ class TasksAPI:
         task.spawned_at_claim = run.claims.now()
         owner.owned.append(task)
         run.tasks[task_id] = task
-        var_data = from_lua_json(owner.var)
         run.emit(owner, "task_started", task=task_id, target=section.name, origin=origin,
                  input=decode(input_) if input_ is not None else None,
                  item=seeds.get("item_data"), index=seeds.get("index"), var=var_data)
@@ -391,6 +396,8 @@ class TasksAPI:
         chain = self.run.current
         if not isinstance(text, bytes):
             return self._err(f"tasks.note text must be a string, got {typename(text)}")
+        if not self.run.keep(len(text), f"a note of {len(text):,} bytes"):
+            return self._err("result budget exhausted")     # the run has ended as Budget
         value = decode(text)
         if value is None:
             return self._err("text must be a valid UTF-8 string")

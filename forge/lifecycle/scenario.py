@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
+from forge.limits import data_problem, render_path
 from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, perform
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
@@ -283,6 +284,13 @@ def load(path: str) -> Scenario:
         raise ScenarioError(path, "", f"not TOML: {e}") from None
     except RecursionError:
         raise ScenarioError(path, "", "nested too deeply") from None
+    except ValueError as e:     # Python's limit on the digits of an integer it converts
+        raise ScenarioError(path, "", f"an integer past 64 bits ({e})") from None
+    # The limits every input file is held to (docs/limits.md), before the schema.
+    problem = data_problem(data)
+    if problem is not None:
+        where, rule = problem
+        raise ScenarioError(path, render_path(where), rule)
     return parse(path, data)
 
 

@@ -189,3 +189,23 @@ def test_a_misbehaving_implementation_is_one_clean_case(tmp_path, monkeypatch, b
         assert not alive(pid), f"grandchild {pid} outlived the run"
     for token in tokens:
         assert impl_process.marked_processes(token) == [], "a marked process outlived the run"
+
+
+@pytest.mark.parametrize("behaviour", ["dies-at-start", "never-reads", "rude-hello"])
+def test_an_implementation_that_fails_its_handshake_errors_every_case_at_once(tmp_path, behaviour):
+    """The handshake that describes the implementation failed: each case is errored with that
+    reason, without starting the implementation again and waiting out the same fault per case
+    (ten cases of a never-reading implementation took ten timeouts) (kit: runner.misbehaving)."""
+    script = tmp_path / "fake.py"
+    script.write_text(f"TIMEOUT_HALF = {TIMEOUT / 2}\n" + FAKE)
+    pids = tmp_path / "pids"
+    argv = [sys.executable, str(script), behaviour, str(pids)]
+    cases = [Case(id=f"g/c{i}", path=f"g/c{i}", clauses=("c",), harness=HarnessSpec(),
+                  expect={"outcome": "ok", "result": "r"}, prompt="p") for i in range(10)]
+    started = time.monotonic()
+    report = run_suite(cases, lambda: SubprocessAdapter(argv, timeout=TIMEOUT))
+    elapsed = time.monotonic() - started
+    assert [r.status for r in report.results] == ["errored"] * 10
+    assert len({r.problems for r in report.results}) == 1
+    assert "handshake" in report.results[0].problems[0]
+    assert elapsed < 2 * TIMEOUT + 1.0, elapsed

@@ -110,20 +110,33 @@ RUNAWAY = {
         section("Main", "while true do tasks.spawn('## C') end") + section("C", "return 1"),
         "task budget exhausted",
     ),
+    # 14 tasks of 20 MB each aborted the process ("PANIC: unprotected error in
+    # call to Lua API (not enough memory)") when their results reached Lua.
     "result-bomb": (
         section("Main", "local hs = {} for i = 1, 14 do hs[#hs + 1] = tasks.spawn('### W') end "
                         "tasks.join(hs)")
         + section("W", "return string.rep('x', 20 * 1024 * 1024)", level=3),
-        "Lua memory exhausted: delivering the joined results",
+        "result budget exhausted",
     ),
-    "fanout-result-bomb": (
-        section("Main", "fanout('### W', {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14})")
+    "joined-results-past-lua-memory": (
+        section("Main", "local big = string.rep('y', 120 * 1024 * 1024) local hs = {} "
+                        "for i = 1, 5 do hs[#hs + 1] = tasks.spawn('### W') end tasks.join(hs)")
+        + section("W", "return string.rep('x', 20 * 1024 * 1024)", level=3),
+        "Lua memory exhausted: delivering the joined results (104,857,600 bytes)",
+    ),
+    "fanout-results-past-lua-memory": (
+        section("Main", "local big = string.rep('y', 80 * 1024 * 1024) "
+                        "fanout('### W', {1, 2, 3, 4, 5, 6})")
         + section("W", "return string.rep('x', 20 * 1024 * 1024)", level=3),
         "Lua memory exhausted: delivering the fanout's results",
     ),
     "memory-bomb": (
         section("Main", "local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1000) .. i end"),
         "memory",
+    ),
+    "memory-bomb-in-one-allocation": (
+        section("Main", "local s = string.rep('x', 100 * 1024 * 1024) return s .. s .. s"),
+        "not enough memory: the run exceeded its Lua memory limit",
     ),
     # The store lives outside Lua's heap: without its own quota these held
     # gigabytes (a 1 MB write a step reached 24 GB in a minute).
@@ -177,6 +190,66 @@ RUNAWAY = {
         "store budget exhausted: the run made more than 50,000 store operations",
     ),
     # The spec's log quotas are per section VM; thousands of VMs could each use theirs.
+    # Values the run keeps outside Lua's heap: results, error messages, notes
+    # and the data each task_started event copies.  Unbounded, 600 tasks of
+    # 5 MB (or thousands of 50 MB) reached gigabytes.
+    "results-across-tasks": (
+        section("Main", "for i = 1, 600 do tasks.join({tasks.spawn('### W')}) end")
+        + section("W", "return string.rep('x', 5 * 1024 * 1024)", level=3),
+        "result budget exhausted: the run's results, error messages, notes and task data would "
+        "take more than 134,217,728 bytes (a result of 5,242,880 bytes from task 0.",
+    ),
+    "called-results": (
+        section("Main", "for i = 1, 600 do local r = call('### W') end")
+        + section("W", "return string.rep('x', 5 * 1024 * 1024)", level=3),
+        "result budget exhausted",
+    ),
+    "error-messages-across-tasks": (
+        section("Main", "for i = 1, 600 do pcall(tasks.join, {tasks.spawn('### W')}) end")
+        + section("W", "error(string.rep('x', 5 * 1024 * 1024))", level=3),
+        "(an error message of 5,242,",
+    ),
+    "notes-across-tasks": (
+        section("Main", "for i = 1, 600 do tasks.join({tasks.spawn('### W')}) end")
+        + section("W", "tasks.note(string.rep('x', 5 * 1024 * 1024)) return 1", level=3),
+        "(a note of 5,242,880 bytes)",
+    ),
+    # One instruction a call, ten megabytes copied a call: ran for minutes.
+    "note-loop-under-pcall": (
+        section("Main", "local s = string.rep('x', 1e7) for i = 1, 1e6 do pcall(tasks.note, s) end"),
+        "(a note of 10,000,000 bytes)",
+    ),
+    "var-copied-into-every-task": (
+        section("Main", "var.x = string.rep('x', 20 * 1024 * 1024) local hs = {} "
+                        "for i = 1, 30 do hs[#hs + 1] = tasks.spawn('### W') end tasks.join(hs)")
+        + section("W", "return #var.x", level=3),
+        "(the input, item and var a task starts with)",
+    ),
+    # Thirty million one-byte lines: gigabytes of Python strings, then a
+    # process abort handing the answer to Lua.
+    "read-numbered-lines": (
+        section("Main", "store.write('f', string.rep('a\\n', 30 * 1024 * 1024)) "
+                        "return #store.read_numbered('f')"),
+        "store budget exhausted: f has more than 1,000,000 lines to number or read by range",
+    ),
+    "store-answers-held-in-lua": (
+        section("Main", "store.write('f', string.rep('a', 60 * 1024 * 1024)) local t = {} "
+                        "for i = 1, 100 do t[i] = store.read('f') end"),
+        "Lua memory exhausted",
+    ),
+    # Each operation copies its text: 50,000 reads of 10 MB ran for minutes
+    # inside the operation count; a glob looks at every file.
+    "store-read-loop": (
+        section("Main", "store.write('f', string.rep('a', 10 * 1024 * 1024)) "
+                        "for i = 1, 1e9 do local s = store.read('f') end"),
+        "store budget exhausted: the run's store operations copied more than 1,073,741,824 "
+        "bytes (text read, written or searched)",
+    ),
+    "store-glob-loop": (
+        section("Main", "for i = 1, 9000 do store.write('f' .. i, '') end "
+                        "for i = 1, 1e9 do store.glob('**') end"),
+        "store budget exhausted: the run's store operations copied more than",
+    ),
     "log-bomb-across-tasks": (
         section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
                         "tasks.join(ts)")
@@ -189,14 +262,28 @@ RUNAWAY = {
 @pytest.mark.parametrize("name", sorted(RUNAWAY))
 def test_runaway_prompt_ends_with_a_clear_error(name):
     """Endless loops, endless jumps, unbounded spawning, a memory bomb and results too large to
-    deliver each end the run with a message naming the exhausted budget - never a process
-    abort (kit: budget.instructions, kit: budget.section-entries, kit: budget.tasks,
-    kit: budget.memory, kit: budget.store, kit: budget.logs, kit: budget.patterns)."""
+    deliver, and values too many or too large to keep each end the run as Budget with a
+    message naming the exhausted budget - never a process abort (kit: budget.instructions,
+    kit: budget.section-entries, kit: budget.tasks, kit: budget.memory, kit: budget.store,
+    kit: budget.logs, kit: budget.patterns, kit: budget.kept-values)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=5_000_000)
     assert obs["outcome"] == "failed"
     assert phrase in obs["error"]["message"]
-    assert obs["error"]["kind"] in ("Budget", "Lua")
+    assert obs["error"]["kind"] == "Budget"
+
+
+def test_a_budget_checked_after_the_scheduler_picks_a_task_ends_the_run_cleanly():
+    """The step budget (and the memory check beside it) can end the run after the scheduler
+    has taken a task's chain off the ready list but before stepping it; the run still ends as
+    Budget, not as a kit error looking for the chain in the list (kit: budget.steps)."""
+    text = (section("Main", "local hs = {} for i = 1, 4 do hs[i] = tasks.spawn('### W') end "
+                            "tasks.join(hs)")
+            + section("W", "for i = 1, 100 do tasks.join({tasks.spawn('#### N')}) end", level=3)
+            + section("N", "return 1", level=4))
+    obs = run_text(prompt_text(text), max_steps=50)
+    assert obs["error"] == {"kind": "Budget", "message": "step budget exhausted: the run took "
+                            "more than 50 scheduling steps (unbounded spawning or waiting?)"}
 
 
 def test_a_caught_log_refusal_past_the_run_budget_still_ends_the_run():

@@ -138,6 +138,60 @@ def operator_scripts(draw) -> str:
     return draw(mutate_text(dumps(script)))
 
 
+# -- tool scripts ---------------------------------------------------------------------------------
+
+TOOL_IDS = st.sampled_from(["promptforge/web/fetch", "web/fetch", "fetch", "", "a/b/c/d",
+                            "promptforge/nope"])
+
+
+def tool_replies():
+    reply = optional_fields({}, {"result": maybe(TEXTS), "error": maybe(TEXTS),
+                                 "delay": delays(), "match": maybe(json_values(4))})
+    return st.lists(maybe(reply, 30), max_size=4)
+
+
+@st.composite
+def tool_scripts(draw) -> str:
+    tool = optional_fields({}, {
+        "description": maybe(TEXTS),
+        "parameters": maybe(st.just({"type": "object", "properties": {"url": {"type": "string"}},
+                                     "required": ["url"]}), 8),
+        "replies": maybe(tool_replies(), 30),
+        "default": maybe(optional_fields({}, {"result": maybe(TEXTS), "error": maybe(TEXTS),
+                                              "delay": delays()}), 30)})
+    script = draw(optional_fields({}, {"tools": maybe(st.dictionaries(TOOL_IDS, maybe(tool, 30),
+                                                                      max_size=3), 30)}))
+    return draw(mutate_text(dumps(draw(maybe(st.just(script), 30)))))
+
+
+# -- lifecycle scenario files -------------------------------------------------------------------
+
+ACTION_NAMES = st.sampled_from(["spawn", "fail", "retry", "stop", "stop_tree", "complete",
+                                "pause", "resume", "recover", "status", "nope", ""])
+
+
+@st.composite
+def scenario_files(draw, examples: list[str]) -> tuple[str, str]:
+    """(suffix, text): an example scenario broken as text, or a TOML one built
+    from actions, actors and hosts nearly right."""
+    if draw(st.booleans()):
+        return ".toml", draw(st.sampled_from(examples).flatmap(mutate_text))
+    actor = optional_fields({"name": maybe(TEXTS)},
+                            {"do": maybe(st.one_of(ACTION_NAMES,
+                                                   st.lists(ACTION_NAMES, max_size=3)))})
+    body = draw(optional_fields({}, {
+        "description": maybe(TEXTS),
+        "setup": maybe(st.lists(maybe(ACTION_NAMES), max_size=4)),
+        "actor": maybe(st.lists(maybe(actor, 30), max_size=4)),
+        "host": maybe(json_values(4)),
+        "store": maybe(st.sampled_from(["memory", "sqlite", "nope"])),
+        "config": maybe(st.dictionaries(TEXTS, SCALARS, max_size=2)),
+        "expect": maybe(json_values(4))}))
+    if draw(st.booleans()):
+        return ".json", draw(mutate_text(dumps(body)))
+    return ".toml", draw(mutate_text(toml_document(body)))
+
+
 # -- replay files ---------------------------------------------------------------------------------
 
 @st.composite
@@ -169,6 +223,11 @@ def toml_value(value) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     return "{" + ", ".join(f"{toml_string(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+
+
+def toml_document(table: dict) -> str:
+    """A TOML document of `key = inline value` lines."""
+    return "".join(f"{toml_string(k)} = {toml_value(v)}\n" for k, v in table.items())
 
 
 def toml_string(text: str) -> str:

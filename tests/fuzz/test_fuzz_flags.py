@@ -114,3 +114,14 @@ def test_flags(argv):
     finally:
         os.chdir(cwd)
         shutil.rmtree(work)
+
+
+def test_a_start_seed_whose_runs_pass_64_bits_is_refused():
+    """Found by the large run: `--start-seed 2^63-1 --runs 2` reached the engine with a seed past
+    64 bits and ended as a kit bug; the last seed must fit too (kit: limits.flags)."""
+    example = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "two-tasks.md")
+    result = check("flags", ["explore", example, "--start-seed", str(2**63 - 1), "--runs", "2"])
+    assert result.exit_code == 2
+    assert "--start-seed plus --runs must stay within 64 bits" in result.stderr
+    assert check("flags", ["explore", example, "--start-seed", str(2**63 - 2), "--runs", "2"]
+                 ).exit_code == 0
