@@ -230,8 +230,18 @@ class LuaRuntime:
         large value: past the cap, an allocation the engine makes from Python
         (outside Lua's protected calls) would abort the whole process instead
         of failing the run.
+
+        Only what a full collection leaves counts: garbage depends on when
+        the collector last ran, which on a reused runtime depends on the runs
+        before, so a decision read off garbage would make a run's outcome
+        depend on its runtime's history (a test compares the memory bombs on
+        fresh and reused runtimes).
         """
-        return self.lua.get_memory_used() - self._offset + extra > self.max_memory * 0.75
+        limit = self.max_memory * 0.75 - extra
+        if self.lua.get_memory_used() - self._offset <= limit:
+            return False
+        self.lua.gccollect()
+        return self.lua.get_memory_used() - self._offset > limit
 
     def load_engine_chunk(self, name: str):
         return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")

@@ -299,3 +299,30 @@ def test_a_prompt_that_names_weak_tables_runs_on_a_fresh_runtime(fresh):
         run = _run(WEAK)
         assert not run.lua.reusable
         assert _bytes(run) == want, name
+
+
+def test_memory_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
+    """Where a run meets the memory cap does not depend on the garbage its
+    runtime carries from earlier runs (kit: determinism.runtime-reuse,
+    kit: budget.memory): the bombs of the hostile catalogue that end on Lua
+    memory give a fresh runtime's bytes on a reused one."""
+    from tests.engine.test_sandbox import RUNAWAY
+
+    names = sorted(n for n in RUNAWAY if "lua-memory" in n)
+    assert names
+    expected = {n: fresh(lambda: _bytes(_run(prompt_text(RUNAWAY[n][0]),
+                                             max_instructions=5_000_000)))
+                for n in names}
+    for name in names:
+        # A spawn storm that ends in the budget yet gives its runtime back
+        # left it holding what moved the cap's point before the fix.
+        for before in ("new runtime", "garbage", "unbounded-spawn"):
+            if before == "new runtime":
+                lua_runtime._idle.clear()
+            elif before in POISON:
+                _run(POISON[before], max_instructions=200_000)
+            else:
+                _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
+            run = _run(prompt_text(RUNAWAY[name][0]), max_instructions=5_000_000)
+            assert run.lua.reusable, (name, before)
+            assert _bytes(run) == expected[name], (name, before)
