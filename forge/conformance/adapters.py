@@ -26,6 +26,7 @@ import json
 import queue
 import shlex
 import subprocess
+import sys
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -111,30 +112,34 @@ def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
-    return json.loads(_reference_run(prompt_text, spec, seed, source, chooser)[0])
+    return _reference_run(prompt_text, spec, seed, source, chooser)[0]
 
 
 def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                   source: str, chooser: Any = None) -> tuple[str, Any]:
-    """`reference_observation` as JSON text, with the run (None for a prompt
-    the parser refused)."""
+                   source: str, chooser: Any = None) -> tuple[dict, Any]:
+    """`reference_observation`, with the run (None for a prompt the parser
+    refused).
+
+    The observation is plain JSON data as the engine builds it (lists,
+    string keys, no tuples), so it is exactly what a subprocess would send
+    without a JSON round trip; a test holds every example and case to that
+    (tests/conformance/test_inprocess_adapter.py).
+    """
     from forge.errors import InputError, PromptError
     from forge.prompt import parse_prompt
 
     try:
         prompt = parse_prompt(prompt_text, f"{source} [prompt]")
     except PromptError as e:
-        return json.dumps(parse_failure(e, spec)), None
+        return parse_failure(e, spec), None
     try:
         from forge.assembly import make_chooser
-        from forge.engine.run import RunConfig, observation_json, run_prompt
+        from forge.engine.run import RunConfig, run_prompt
 
         harness = _build_harness(spec, source)
         config = RunConfig(args=spec.args, seed=seed or 0)
         run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
-        # A JSON round trip makes the in-process observation exactly what a
-        # subprocess would send (tuples become lists, keys become strings).
-        return observation_json(run.observation()), run
+        return run.observation(), run
     except AdapterError:
         raise
     except InputError as e:
@@ -173,17 +178,39 @@ def _build_harness(spec: HarnessSpec, source: str):
                             cancel_at=spec.cancel_at)
     harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **spec.latency})
     harness.refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+    harness.model, harness.operator, harness.tool = _scripts(spec, source)
+    return harness
+
+
+#: Scripts read, by (the script reader module, source, the scripts' JSON):
+#: every schedule of a case runs with the same frozen script values.
+_SCRIPTS: dict[tuple, tuple] = {}
+
+
+def _scripts(spec: HarnessSpec, source: str) -> tuple:
+    """The case's model, operator and tool scripts, read once per case (a
+    script that fails to read raises each time: failures are not kept)."""
+    data = (spec.model_script, spec.operator_script, spec.tool_script)
+    if data == (None, None, None):
+        return data
+    key = (sys.modules.get("forge.scripts"), source, json.dumps(data, sort_keys=True, default=repr))
+    if key in _SCRIPTS:
+        return _SCRIPTS[key]
+    model = operator = tool = None
     if spec.model_script is not None:
         build = _script_builder("model_script_from_data", "a model script")
-        harness.model = build(spec.model_script, f"{source} [harness.model_script]")
+        model = build(spec.model_script, f"{source} [harness.model_script]")
     if spec.operator_script is not None:
         build = _script_builder("operator_script_from_data", "an operator script")
-        harness.operator = build(spec.operator_script, f"{source} [harness.operator_script]")
+        operator = build(spec.operator_script, f"{source} [harness.operator_script]")
     if spec.tool_script is not None:
         from forge.toolscript import tool_script_from_data
 
-        harness.tool = tool_script_from_data(spec.tool_script, f"{source} [harness.tool_script]")
-    return harness
+        tool = tool_script_from_data(spec.tool_script, f"{source} [harness.tool_script]")
+    if len(_SCRIPTS) >= 256:
+        _SCRIPTS.clear()
+    _SCRIPTS[key] = (model, operator, tool)
+    return model, operator, tool
 
 
 def _script_builder(name: str, what: str):
@@ -227,7 +254,8 @@ class InProcessAdapter(Adapter):
     so when an earlier run of the same case read neither
     (`Run.seed_independent`) and the new schedule's provider, asked what
     that run asked, answers every choice as it was answered, the new run
-    would be that run, and its observation is given again instead.  Only
+    would be that run, and its observation is given again instead (the same
+    object: callers read observations and never change them).  Only
     the current case's runs are kept, apart for each set of variation sites
     switched on.
 
@@ -241,8 +269,8 @@ class InProcessAdapter(Adapter):
     def __init__(self) -> None:
         self._memo_case: tuple | None = None
         #: Sites on -> [(the run's choices as (kind, options, value), the
-        #: sites it read, its observation's JSON)], for the current case.
-        self._memo: dict[tuple[str, ...], list[tuple[tuple, frozenset[str], str]]] = {}
+        #: sites it read, its observation)], for the current case.
+        self._memo: dict[tuple[str, ...], list[tuple[tuple, frozenset[str], dict]]] = {}
 
     def describe(self) -> dict:
         return {"name": "forge reference engine (in-process)", "features": list(REFERENCE_FEATURES)}
@@ -261,11 +289,11 @@ class InProcessAdapter(Adapter):
         if on:
             reference = self._reference(case, seed)
             if reference is not None and reference[0].isdisjoint(on):
-                return json.loads(reference[1])
-        return json.loads(self._observe(case, seed, on)[1])
+                return reference[1]
+        return self._observe(case, seed, on)[1]
 
-    def _reference(self, case: Case, seed: int | None) -> tuple[frozenset[str], str] | None:
-        """The reference engine's (sites read, observation JSON) for `case` on `seed`."""
+    def _reference(self, case: Case, seed: int | None) -> tuple[frozenset[str], dict] | None:
+        """The reference engine's (sites read, observation) for `case` on `seed`."""
         from forge.variation import all_off
 
         key = (case.path, case.prompt, repr(case.harness), seed)
@@ -277,34 +305,34 @@ class InProcessAdapter(Adapter):
                 _REFERENCE[key] = None
         return _REFERENCE[key]
 
-    def _observe(self, case: Case, seed: int | None, on: tuple[str, ...]) -> tuple[frozenset[str], str]:
+    def _observe(self, case: Case, seed: int | None, on: tuple[str, ...]) -> tuple[frozenset[str], dict]:
         from forge.variation import reads
 
         key = (case.prompt, case.harness, case.path)
         if key != self._memo_case:
             self._memo_case, self._memo = key, {}
         memo = self._memo.setdefault(on, [])
-        for record, read, text in memo:
+        for record, read, observation in memo:
             if _answers_alike(seed, record):
-                return read, text
+                return read, observation
         with reads() as names:
-            text, run = _reference_run(case.prompt, case.harness, seed, case.path)
+            observation, run = _reference_run(case.prompt, case.harness, seed, case.path)
         read = frozenset(names)
         if run is None:
-            memo.append(((), read, text))      # a refused prompt has no run, nor a seed
+            memo.append(((), read, observation))   # a refused prompt has no run, nor a seed
         elif run.seed_independent():
             choices = run.chooser
             record = tuple((c.kind, options, c.value)
                            for c, options in zip(choices.choices, choices.options))
-            memo.append((record, read, text))
-        return read, text
+            memo.append((record, read, observation))
+        return read, observation
 
 
 #: The reference engine's runs as mutants meet them: (case path, prompt,
-#: harness, seed) -> (the sites the run read, its observation's JSON), or
+#: harness, seed) -> (the sites the run read, its observation), or
 #: None when the reference engine could not run it.  Filled only while a
 #: site is on, so only in a mutants run, and bounded by the suite.
-_REFERENCE: dict[tuple, tuple[frozenset[str], str] | None] = {}
+_REFERENCE: dict[tuple, tuple[frozenset[str], dict] | None] = {}
 
 
 def _answers_alike(seed: int | None, record: tuple) -> bool:

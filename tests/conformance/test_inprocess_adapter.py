@@ -78,3 +78,49 @@ def test_scripts_are_built_from_the_case_data(monkeypatch):
     observe(store={"in.md": "x"}, model_script={"rounds": []}, operator_script=["yes"])
     assert calls == [({"rounds": []}, "g/reader.toml [harness.model_script]"),
                      (["yes"], "g/reader.toml [harness.operator_script]")]
+
+
+def _plain(value, where="observation"):
+    """Where `value` is not plain JSON data (dicts with string keys, lists,
+    strings, numbers, booleans, None), or None."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return None
+    if isinstance(value, list):
+        return next((p for i, v in enumerate(value) if (p := _plain(v, f"{where}[{i}]"))), None)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{where}: key {k!r}"
+            if (p := _plain(v, f"{where}.{k}")):
+                return p
+        return None
+    return f"{where}: {type(value).__name__}"
+
+
+def test_observations_are_plain_json_data_as_a_subprocess_would_send():
+    """The adapter hands observations over without a JSON round trip, so the
+    engine must build them as plain JSON data: every shipped case and example,
+    and a prompt the parser refuses (kit: conformance.in-process)."""
+    import json
+    import pathlib
+
+    from forge.conformance.adapters import _reference_run
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.engine.run import observation_json
+
+    cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
+    examples = sorted((pathlib.Path(__file__).parents[2] / "examples").glob("*.md"))
+    assert len(cases) > 100 and examples
+    runs = [(c.id, c.prompt, c.harness) for c in cases]
+    runs += [(p.name, p.read_text(encoding="utf-8"), HarnessSpec()) for p in examples]
+    runs.append(("refused", "no frontmatter here", HarnessSpec()))
+    for name, prompt, harness in runs:
+        observation = _reference_run(prompt, harness, None, name)[0]
+        assert _plain(observation) is None, (name, _plain(observation))
+        assert json.loads(observation_json(observation)) == observation, name
+
+
+def test_plain_finds_what_json_would_change():
+    assert _plain({"a": [1, {"b": (1, 2)}]}) == "observation.a[1].b: tuple"
+    assert _plain({1: "x"}) == "observation: key 1"
+    assert _plain({"a": [None, True, 1.5, "s"]}) is None

@@ -64,11 +64,20 @@ def is_task_id(text: str) -> bool:
     return all(int(part) <= MAX_COMPONENT for part in text.split("."))
 
 
+#: Sort keys made so far: the same few ids recur in every run of a process.
+_KEYS: dict[str, tuple] = {}
+
+
 def id_key(task_id: str) -> tuple:
     """Sort key giving spawn order."""
     if STRING_ORDER.on:
         return (task_id,)
-    return tuple(int(p) for p in task_id.split("."))
+    key = _KEYS.get(task_id)
+    if key is None:
+        if len(_KEYS) >= 100_000:
+            _KEYS.clear()
+        key = _KEYS[task_id] = tuple(map(int, task_id.split(".")))
+    return key
 
 
 def take(chain: Counted) -> str:
