@@ -150,13 +150,13 @@ def _walk(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, An
     """Compare, appending mismatches; returns the (expected, observed) views."""
     if is_matcher(exp):
         return _walk_matcher(exp, obs, path, problems)
-    where = render_path(path)
+    # The path is rendered only for a mismatch: most nodes match.
     if obs is MISSING:
-        problems.append(f"{where}: expected {show(exp)}, got {show(obs)}")
+        problems.append(f"{render_path(path)}: expected {show(exp)}, got {show(obs)}")
         return exp, MISSING
     if isinstance(exp, dict):
         if not isinstance(obs, dict):
-            problems.append(f"{where}: expected a table, got {show(obs)}")
+            problems.append(f"{render_path(path)}: expected a table, got {show(obs)}")
             return exp, obs
         exp_view, obs_view = {}, {}
         for key, sub in exp.items():
@@ -168,10 +168,10 @@ def _walk(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, An
         return exp_view, obs_view
     if isinstance(exp, list):
         if not isinstance(obs, list):
-            problems.append(f"{where}: expected a list, got {show(obs)}")
+            problems.append(f"{render_path(path)}: expected a list, got {show(obs)}")
             return exp, obs
         if len(exp) != len(obs):
-            problems.append(f"{where}: expected {len(exp)} items, got {len(obs)}")
+            problems.append(f"{render_path(path)}: expected {len(exp)} items, got {len(obs)}")
         exp_view, obs_view = [], []
         for i in range(max(len(exp), len(obs))):
             if i < len(exp) and i < len(obs):
@@ -185,17 +185,16 @@ def _walk(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, An
         return exp_view, obs_view
     if _same(exp, obs):
         return obs, obs
-    problems.append(f"{where}: expected {show(exp)}, got {show(obs)}")
+    problems.append(f"{render_path(path)}: expected {show(exp)}, got {show(obs)}")
     return exp, obs
 
 
 def _walk_matcher(m: dict, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, Any]:
-    where = render_path(path)
     before = len(problems)
     for key, arg in m.items():
         problem = _MATCHERS[key](arg, obs, path)
         if problem is not None:
-            problems.append(f"{where}: {problem}")
+            problems.append(f"{render_path(path)}: {problem}")
     if len(problems) == before:
         return obs, obs
     return m, obs
