@@ -452,6 +452,10 @@ class NotJSON(Exception):
         self.representable = representable
 
 
+def _first(pair: tuple) -> Any:
+    return pair[0]
+
+
 def from_lua_json(value: Any, _depth: int = 0) -> Any:
     """Lua data to JSON-compatible Python data.
 
@@ -475,13 +479,17 @@ def from_lua_json(value: Any, _depth: int = 0) -> Any:
             raise NotJSON("string", representable=False)
         return text
     if isinstance(value, LuaTable):
-        keys = list(value.keys())
-        if all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(
-            range(1, len(keys) + 1)
-        ):
-            return [from_lua_json(value[i], _depth + 1) for i in range(1, len(keys) + 1)]
+        # One raw pass over the table, in Lua's `next` order (lupa's items()).
+        items = list(value.items())
+        keys = [k for k, _ in items]
+        # Distinct integers from 1 to n, n of them: exactly the keys 1..n.
+        if all(type(k) is int for k in keys) and (not keys or (min(keys) == 1
+                                                               and max(keys) == len(keys))):
+            if keys != list(range(1, len(keys) + 1)):
+                items.sort(key=_first)
+            return [from_lua_json(v, _depth + 1) for _, v in items]
         out = {}
-        for k in keys:
+        for k, v in items:
             if isinstance(k, bytes):
                 ks = decode(k)
                 if ks is None:
@@ -492,7 +500,7 @@ def from_lua_json(value: Any, _depth: int = 0) -> Any:
                 ks = str(int(k))
             else:
                 raise NotJSON(typename(k), representable=False)
-            out[ks] = from_lua_json(value[k], _depth + 1)
+            out[ks] = from_lua_json(v, _depth + 1)
         return dict(sorted(out.items()))
     raise NotJSON(typename(value))
 
