@@ -54,33 +54,41 @@ def check_list(value: Any) -> ListFault | None:
     return checked_list(value)[0]
 
 
-def checked_list(value: Any) -> tuple[ListFault | None, list | None]:
+def checked_list(value: Any) -> tuple[ListFault | None, list | None, list | None]:
     """`check_list`'s answer, and for a list that passes, the list as JSON
-    data (as `list_json` gives it): the JSON check converts it anyway."""
+    data (as `list_json` gives it: the JSON check converts it anyway) and
+    its records as read (what `estimate_tokens` measures)."""
     if not isinstance(value, LuaTable):
-        return ListFault(f"messages must be a table of message tables, got {typename(value)}"), None
+        return (ListFault(f"messages must be a table of message tables, got {typename(value)}"),
+                None, None)
     # from_lua_json refuses functions, userdata, non-finite numbers, keys
     # JSON cannot hold, text that is not UTF-8, and (by depth) cycles.
     try:
         data = from_lua_json(value)
     except NotJSON:
-        return ListFault("messages must be a JSON-representable table"), None
+        return ListFault("messages must be a JSON-representable table"), None, None
     fields = raw_fields(value)
     if not fields:
-        return ListFault("messages must not be empty"), None
+        return ListFault("messages must not be empty"), None, None
     if not _is_array(fields):
-        return ListFault("messages must be an array of message tables"), None
+        return ListFault("messages must be an array of message tables"), None, None
     records = [fields[i] for i in range(1, len(fields) + 1)]
     parsed = []
     for index, record in enumerate(records, 1):
         fault, rec = _check_record(index, record)
         if fault:
-            return ListFault(fault), None
+            return ListFault(fault), None, None
         parsed.append(rec)
     fault = _check_across(parsed)
     if fault:
-        return ListFault(fault, across=True), None
-    return None, _calls_as_objects(data)
+        return ListFault(fault, across=True), None, None
+    return None, _calls_as_objects(data), parsed
+
+
+def user_record(text: str) -> _Record:
+    """The record `{role = "user", content = text}` as read, for a record the
+    engine appends itself after the check (a task notice)."""
+    return _Record(role="user", text=text)
 
 
 @attrs.frozen
@@ -227,11 +235,10 @@ def _check_across(records: list[_Record]) -> str | None:
 
 # -- composition and the precheck ---------------------------------------------------------
 
-def estimate_tokens(value: LuaTable) -> int:
-    """The precheck's estimate for a checked list: the composed conversation's
-    UTF-8 bytes divided by 4, plus 4 per composed (merged) record."""
-    fields = raw_fields(value)
-    records = [_check_record(i, fields[i])[1] for i in range(1, len(fields) + 1)]
+def estimate_tokens(records: list[_Record]) -> int:
+    """The precheck's estimate for a checked list's records (`checked_list`):
+    the composed conversation's UTF-8 bytes divided by 4, plus 4 per
+    composed (merged) record."""
     total = 0
     merged = 0
     previous: str | None = None
@@ -287,4 +294,4 @@ def _calls_as_objects(data: list) -> list:
 
 
 __all__ = ["ListFault", "check_list", "checked_list", "estimate_tokens", "list_json",
-           "raw_fields"]
+           "raw_fields", "user_record"]

@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from forge.engine.conversation import check_list, checked_list, estimate_tokens, list_json
+from forge.engine.conversation import (
+    check_list,
+    checked_list,
+    estimate_tokens,
+    list_json,
+    user_record,
+)
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
@@ -459,7 +465,7 @@ class ModelsAPI:
         if op.rounds >= op.cap:
             return self._fail(chain, state, op, "tool-call loop did not converge",
                               "tool_loop_exhausted")
-        fault, sent = checked_list(op.msgs)
+        fault, sent, records = checked_list(op.msgs)
         if fault:
             if fault.across:
                 self.emit(chain, "model_turn_failed")
@@ -474,7 +480,8 @@ class ModelsAPI:
         for text in self.tasks.waiting(state):
             self.L.append(op.msgs, self.lua.table({"role": "user", "content": text}))
             sent.append({"role": "user", "content": _t(text)})
-        if estimate_tokens(op.msgs) > self.script.context:
+            records.append(user_record(_t(text)))
+        if estimate_tokens(records) > self.script.context:
             # A refused round appends nothing: the notices wait for the next one.
             self.L.truncate(op.msgs, before)
             return self._overflow(chain, state, op, "precheck")
