@@ -8,9 +8,10 @@ receives (merging runs of records) as far as the precheck needs it, the
 precheck's token estimate, and the JSON form of a list for the observation.
 What does not: running rounds or appending records (`models`).
 
-Lists and records are Lua tables.  Everything here reads them raw (through
-`items()`), never through `__index`, so a record's metatable can neither
-answer for it nor run code during a check.
+Lists and records are Lua tables.  Everything here reads them raw (their
+conversion by `from_lua_json`, and lupa's `items()`), never through
+`__index`, so a record's metatable can neither answer for it nor run code
+during a check.
 """
 
 from __future__ import annotations
@@ -35,20 +36,6 @@ class ListFault:
     across: bool = False
 
 
-def raw_fields(table: LuaTable) -> dict:
-    return dict(table.items())
-
-
-def _text(value: bytes) -> str:
-    return value.decode("utf-8", "replace")
-
-
-def _is_array(fields: dict) -> bool:
-    keys = list(fields)
-    return all(isinstance(k, int) and not isinstance(k, bool) for k in keys) and sorted(keys) == list(
-        range(1, len(keys) + 1))
-
-
 def check_list(value: Any) -> ListFault | None:
     """The first rule `value` breaks as a message list, or None."""
     return checked_list(value)[0]
@@ -56,8 +43,16 @@ def check_list(value: Any) -> ListFault | None:
 
 def checked_list(value: Any) -> tuple[ListFault | None, list | None, list | None]:
     """`check_list`'s answer, and for a list that passes, the list as JSON
-    data (as `list_json` gives it: the JSON check converts it anyway) and
-    its records as read (what `estimate_tokens` measures)."""
+    data (as `list_json` gives it) and its records as read (what
+    `estimate_tokens` measures).
+
+    The list is converted first (the JSON check needs the conversion
+    anyway), and the record rules then read the converted data: a Lua table
+    whose keys are exactly 1..n is a list there and any other table a dict,
+    a string is text, and the only key a dict cannot show the type of (an
+    integer key reads as its digits) is looked up in Lua, for a call's
+    arguments.
+    """
     if not isinstance(value, LuaTable):
         return (ListFault(f"messages must be a table of message tables, got {typename(value)}"),
                 None, None)
@@ -67,15 +62,13 @@ def checked_list(value: Any) -> tuple[ListFault | None, list | None, list | None
         data = from_lua_json(value)
     except NotJSON:
         return ListFault("messages must be a JSON-representable table"), None, None
-    fields = raw_fields(value)
-    if not fields:
+    if not data:
         return ListFault("messages must not be empty"), None, None
-    if not _is_array(fields):
+    if not isinstance(data, list):
         return ListFault("messages must be an array of message tables"), None, None
-    records = [fields[i] for i in range(1, len(fields) + 1)]
     parsed = []
-    for index, record in enumerate(records, 1):
-        fault, rec = _check_record(index, record)
+    for index, record in enumerate(data, 1):
+        fault, rec = _check_record(index, record, value)
         if fault:
             return ListFault(fault), None, None
         parsed.append(rec)
@@ -104,96 +97,108 @@ class _Record:
     has_tool_call_id: bool = False
 
 
-def _check_record(index: int, record: Any) -> tuple[str | None, _Record | None]:
+def _table(value: Any) -> bool:
+    """Whether converted data came from a Lua table."""
+    return isinstance(value, (dict, list))
+
+
+def _fields(value: Any) -> dict:
+    """A converted table's string-keyed fields (an array has none)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _check_record(index: int, record: Any, lua_list: LuaTable) -> tuple[str | None, _Record | None]:
     at = f"messages[{index}]"
-    if not isinstance(record, LuaTable):
+    if not _table(record):
         return f"{at} must be a message table", None
-    fields = raw_fields(record)
-    role = fields.get(b"role")
-    if not isinstance(role, bytes):
+    fields = _fields(record)
+    role = fields.get("role")
+    if not isinstance(role, str):
         return f"{at} role must be a string, one of: {_ROLE_LIST}", None
-    role_text = _text(role)
-    if role_text not in ROLES:
-        return f'{at} role "{role_text}" is unknown; known roles: {_ROLE_LIST}', None
-    content = fields.get(b"content")
+    if role not in ROLES:
+        return f'{at} role "{role}" is unknown; known roles: {_ROLE_LIST}', None
+    content = fields.get("content")
     text, parts = None, ()
     content_rule = f"{at} content must be a string or a non-empty array of content parts"
-    if isinstance(content, bytes):
-        text = _text(content)
-    elif isinstance(content, LuaTable):
-        items = raw_fields(content)
-        if not items or not _is_array(items):
-            return content_rule, None
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list) and content:
         parsed_parts = []
-        for p in range(1, len(items) + 1):
-            fault, part = _check_part(at, p, items[p])
+        for p, item in enumerate(content, 1):
+            fault, part = _check_part(at, p, item)
             if fault:
                 return fault, None
             parsed_parts.append(part)
         parts = tuple(parsed_parts)
     else:
         return content_rule, None
-    has_id = b"tool_call_id" in fields
-    tool_call_id = fields.get(b"tool_call_id")
-    if has_id and not isinstance(tool_call_id, bytes):
+    has_id = "tool_call_id" in fields
+    tool_call_id = fields.get("tool_call_id")
+    if has_id and not isinstance(tool_call_id, str):
         return f"{at} tool_call_id must be a string", None
-    if role_text == "tool" and not has_id:
+    if role == "tool" and not has_id:
         return f"{at} is a tool message and must set a string tool_call_id", None
-    calls = fields.get(b"tool_calls")
+    calls = fields.get("tool_calls")
     call_ids, calls_json = [], []
     if calls is not None:
-        if not isinstance(calls, LuaTable):
+        if not _table(calls):
             return f"{at} tool_calls must be an array", None
-        items = raw_fields(calls)
-        if items and not _is_array(items):
+        if isinstance(calls, dict) and calls:
             return f"{at} tool_calls must be an array", None
-        for c in range(1, len(items) + 1):
-            call = items[c]
+        for c, call in enumerate(calls if isinstance(calls, list) else (), 1):
             cat = f"{at} tool_calls[{c}]"
-            if not isinstance(call, LuaTable):
+            if not _table(call):
                 return f"{cat} must be a table", None
-            cf = raw_fields(call)
-            if not isinstance(cf.get(b"id"), bytes):
+            cf = _fields(call)
+            if not isinstance(cf.get("id"), str):
                 return f"{cat} must set a string id", None
-            if not isinstance(cf.get(b"name"), bytes):
+            if not isinstance(cf.get("name"), str):
                 return f"{cat} must set a string name", None
-            arguments = cf.get(b"arguments")
-            # A keyed table: `{}` passes, a non-empty sequence does not.
-            if arguments is not None and (not isinstance(arguments, LuaTable) or not all(
-                    isinstance(k, bytes) for k in raw_fields(arguments))):
+            arguments = cf.get("arguments")
+            # A keyed table: `{}` passes, a non-empty sequence does not, and
+            # neither does a table with an integer key.
+            if arguments is not None and not (
+                    arguments == [] or (isinstance(arguments, dict)
+                                        and _string_keys(lua_list, index, c))):
                 return f"{cat} arguments must be a table", None
-            call_ids.append(_text(cf[b"id"]))
+            call_ids.append(cf["id"])
             calls_json.append(json.dumps({
-                "id": _text(cf[b"id"]), "name": _text(cf[b"name"]),
-                "arguments": from_lua_json(arguments) if arguments is not None else {},
+                "id": cf["id"], "name": cf["name"],
+                "arguments": arguments if arguments is not None else {},
             }, separators=(",", ":"), sort_keys=True, ensure_ascii=False))
     return None, _Record(
-        role=role_text, text=text, parts=parts, has_tool_calls=calls is not None,
+        role=role, text=text, parts=parts, has_tool_calls=calls is not None,
         call_ids=tuple(call_ids), calls_json=tuple(calls_json),
-        tool_call_id=_text(tool_call_id) if has_id else None, has_tool_call_id=has_id,
+        tool_call_id=tool_call_id if has_id else None, has_tool_call_id=has_id,
     )
+
+
+def _string_keys(lua_list: LuaTable, index: int, call: int) -> bool:
+    """Whether the arguments table of record `index`'s call `call` has only
+    string keys (read in Lua, raw: its conversion shows integer keys as text)."""
+    arguments = lua_list[index][b"tool_calls"][call][b"arguments"]
+    return all(isinstance(k, bytes) for k in arguments.keys())
 
 
 def _check_part(at: str, p: int, part: Any) -> tuple[str | None, tuple | None]:
     pat = f"{at} content part {p}"
-    if not isinstance(part, LuaTable):
+    if not _table(part):
         return f"{pat} must be a table with a string type field", None
-    pf = raw_fields(part)
-    kind = pf.get(b"type")
-    if not isinstance(kind, bytes):
+    pf = _fields(part)
+    kind = pf.get("type")
+    if not isinstance(kind, str):
         return f"{pat} must be a table with a string type field", None
-    kind_text = _text(kind)
-    if kind_text == "text":
-        if not isinstance(pf.get(b"text"), bytes):
+    if kind == "text":
+        if not isinstance(pf.get("text"), str):
             return f"{pat} is a text part and must set a string text field", None
-        return None, ("text", _text(pf[b"text"]))
-    if kind_text == "image_url":
-        image = pf.get(b"image_url")
-        if not isinstance(image, LuaTable) or not isinstance(raw_fields(image).get(b"url"), bytes):
+        return None, ("text", pf["text"])
+    if kind == "image_url":
+        image = pf.get("image_url")
+        if not _table(image) or not isinstance(_fields(image).get("url"), str):
             return (f"{pat} is an image_url part and must set an image_url table with a string "
                     "url field"), None
         return None, ("image_url", "")
-    return f'{pat} has unknown type "{kind_text}"; known types: text, image_url', None
+    return f'{pat} has unknown type "{kind}"; known types: text, image_url', None
 
 
 def _check_across(records: list[_Record]) -> str | None:
@@ -294,4 +299,4 @@ def _calls_as_objects(data: list) -> list:
 
 
 __all__ = ["ListFault", "check_list", "checked_list", "estimate_tokens", "list_json",
-           "raw_fields", "user_record"]
+           "user_record"]
