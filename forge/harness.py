@@ -27,6 +27,7 @@ event queue (the simulator's).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import attrs
@@ -68,9 +69,14 @@ class LatencyModel:
         base = self.base.get(op, 0.0)
         if self.orders:
             return seconds_to_ns(base)
-        labels = tuple(f"x{m}" for m in self.menu)
-        pick = chooser.choose(f"latency:{op}", labels)
+        pick = chooser.choose(f"latency:{op}", _labels(self.menu))
         return seconds_to_ns(base * self.menu[pick])
+
+
+@functools.lru_cache(maxsize=32)
+def _labels(menu: tuple[float, ...]) -> tuple[str, ...]:
+    """A latency menu's option labels (`x0.5`, `x1`, ...)."""
+    return tuple(f"x{m}" for m in menu)
 
 
 #: The faults the chooser may inject (`--faults`), in the order docs list them.

@@ -452,6 +452,9 @@ class NotJSON(Exception):
         self.representable = representable
 
 
+_INT_ONLY = {int}
+
+
 def _first(pair: tuple) -> Any:
     return pair[0]
 
@@ -481,10 +484,13 @@ def from_lua_json(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, LuaTable):
         # One raw pass over the table, in Lua's `next` order (lupa's items()).
         items = list(value.items())
+        if not items:
+            return []
         keys = [k for k, _ in items]
-        # Distinct integers from 1 to n, n of them: exactly the keys 1..n.
-        if all(type(k) is int for k in keys) and (not keys or (min(keys) == 1
-                                                               and max(keys) == len(keys))):
+        # Distinct integers from 1 to n, n of them: exactly the keys 1..n
+        # (`type`, not isinstance: a boolean key is no index).
+        if (type(keys[0]) is int and set(map(type, keys)) == _INT_ONLY
+                and min(keys) == 1 and max(keys) == len(keys)):
             if keys != list(range(1, len(keys) + 1)):
                 items.sort(key=_first)
             return [from_lua_json(v, _depth + 1) for _, v in items]
