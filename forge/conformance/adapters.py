@@ -182,20 +182,22 @@ def _build_harness(spec: HarnessSpec, source: str):
     return harness
 
 
-#: Scripts read, by (the script reader module, source, the scripts' JSON):
-#: every schedule of a case runs with the same frozen script values.
-_SCRIPTS: dict[tuple, tuple] = {}
+#: Scripts read, by harness: (the harness spec, the script reader module,
+#: source) -> the scripts.  Keyed by the spec's identity, which the value
+#: holds on to (so the identity cannot pass to another spec): every schedule
+#: of a case runs with the same spec and the same frozen script values.
+_SCRIPTS: dict[int, tuple] = {}
 
 
 def _scripts(spec: HarnessSpec, source: str) -> tuple:
     """The case's model, operator and tool scripts, read once per case (a
     script that fails to read raises each time: failures are not kept)."""
-    data = (spec.model_script, spec.operator_script, spec.tool_script)
-    if data == (None, None, None):
-        return data
-    key = (sys.modules.get("forge.scripts"), source, json.dumps(data, sort_keys=True, default=repr))
-    if key in _SCRIPTS:
-        return _SCRIPTS[key]
+    if spec.model_script is None and spec.operator_script is None and spec.tool_script is None:
+        return None, None, None
+    reader = sys.modules.get("forge.scripts")
+    kept = _SCRIPTS.get(id(spec))
+    if kept is not None and kept[0] is spec and kept[1] is reader and kept[2] == source:
+        return kept[3]
     model = operator = tool = None
     if spec.model_script is not None:
         build = _script_builder("model_script_from_data", "a model script")
@@ -209,7 +211,7 @@ def _scripts(spec: HarnessSpec, source: str) -> tuple:
         tool = tool_script_from_data(spec.tool_script, f"{source} [harness.tool_script]")
     if len(_SCRIPTS) >= 256:
         _SCRIPTS.clear()
-    _SCRIPTS[key] = (model, operator, tool)
+    _SCRIPTS[id(spec)] = (spec, reader, source, (model, operator, tool))
     return model, operator, tool
 
 
