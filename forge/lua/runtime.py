@@ -13,8 +13,7 @@ out.
 
 **Reuse.**  Building a runtime and running the prelude cost more than the
 Lua work of a small run, so a run takes an idle runtime and gives it back
-when it ends.  Nothing of one run
-reaches the next: the prelude's per-run state is set back (`E.reset`: the
+when it ends.  Nothing of one run reaches the next: the prelude's per-run state is set back (`E.reset`: the
 budget, the abort flag, serials, the weak sets, the generator's seed), the
 main thread's instruction hook is cleared, the collector runs, and the
 memory cap is set relative to what the runtime held before.  A run whose
@@ -36,8 +35,12 @@ the errors reading or calling one raises (`Keeper`).  They hold plain data
 and no lupa object, so Lua's collector may free them, and the runtime keeps
 each alive as long as it lives, so a late finalizer can never leave a
 userdata pointing at a freed object; the traceback an error carries (the
-run's Python frames) is cut before the next run (`Keeper.strip`).  A
-runtime that has kept `KEEP_LIMIT` of them is given up after its run.
+run's Python frames) is cut after each resume of a block's coroutine
+(`settle`).  A runtime that has kept `KEEP_LIMIT` of them is given up after
+its run.  lupa also ties a Lua value made inside a coroutine's call to that
+coroutine: Python freeing it once Lua has collected the coroutine crashes,
+so what a host function keeps past its call is re-made on the main thread
+(`anchor`).
 Prompts that name `__mode` get a fresh runtime of their own: a weak table
 shows when the collector ran, which in a reused runtime depends on the heap
 the earlier runs left (a weak table made under a computed name still sees
