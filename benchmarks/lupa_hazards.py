@@ -14,9 +14,10 @@ Each part runs in a subprocess of its own, since the first may kill it:
 - `engine-reuse`: N runs of the examples and of prompts that fail, hit the
   budget and leave garbage, on reused runtimes, with Python's collector
   forced between them and runs built and dropped without running.  A
-  reused runtime hands Lua no per-run Python object (`forge.lua.runtime`),
-  so neither hazard has anything to act on; the part checks every
-  observation against the first of its prompt and exits 0.
+  reused runtime hands Lua no Python function of a run, and the model
+  handles it hands Lua hold plain data and live as long as the runtime
+  (`forge.lua.runtime`), so neither hazard has anything to act on; the part
+  checks every observation against the first of its prompt and exits 0.
 
 The first two are expected to report the hazard (`crashed`, `mixed up`):
 that is lupa's behaviour, which the engine's design avoids.  Should lupa

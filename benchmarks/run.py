@@ -27,9 +27,9 @@ is the ratios; the absolute rates are for this machine only.
 - `rss`: the process's resident memory after 1,000 and after 10,000 runs of
   two-tasks on the reused runtime (`--rss-runs` sets the second count).
 
-A run whose prompt leaves the model side out takes an idle runtime and
-gives it back (`forge.lua.runtime`); a test checks over every example and
-case that such runs are byte-identical to runs on fresh runtimes, and
+A run takes an idle runtime and gives it back (`forge.lua.runtime`); a
+test checks over every example and case that such runs are byte-identical
+to runs on fresh runtimes, and
 `benchmarks/lupa_hazards.py` shows lupa's collector hazards next to the
 engine staying clear of them.  Where the same prompt runs again, runs are
 skipped too: the conformance adapter reuses the observation of a schedule

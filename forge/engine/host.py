@@ -70,8 +70,8 @@ class Host:
         """The host library, built in one Lua call.
 
         The model side (`models`, `messages`, `compactors`, `tools`, `input`)
-        joins only when the prompt can reach it (`models.needed`): building
-        it is most of a small run's setup.
+        joins only when the prompt can reach it (`models.needed`); on a
+        reused runtime both shapes of the library are built once each.
         """
         L = self.lua
         spec = [

@@ -196,6 +196,7 @@ class Scheduler:
     def step(self, chain: Chain) -> None:
         """Resume `chain` and run it until it parks or ends."""
         walk = self.walk
+        lua = walk.lua
         self.current = chain
         chain.state = "running"
         value = chain.resume_value
@@ -209,7 +210,11 @@ class Scheduler:
                 # A yield starts with the call's name (a string); the block's
                 # end starts with pcall's boolean.  lupa returns both from
                 # send(), raising StopIteration only on a send after the end.
-                yielded = results(chain.co.send(value))
+                try:
+                    yielded = results(chain.co.send(value))
+                finally:
+                    if lua.keeper.raised:
+                        lua.settle()
                 if isinstance(yielded[0], bool):
                     chain.co = None
                     walk.block_done(chain, yielded)

@@ -195,6 +195,31 @@ def model_side_needed(prompt) -> bool:
                 or not ModelsAPI.GLOBALS.isdisjoint(prompt.words))
 
 
+@attrs.frozen
+class LuaSide:
+    """`forge/lua/models.lua` in one runtime, loaded once per runtime (it
+    holds no state of a run), with the functions the engine calls."""
+
+    infer: Any
+    loop: Any
+    new_list: Any
+    call: Any
+    append: Any
+    truncate: Any
+    calls_view: Any
+    list_serial: Any
+
+
+def _lua_side(L: Any) -> LuaSide:
+    side = L.engine_tables.get("models")
+    if side is None:
+        table = L.load_engine_chunk("models.lua")(L.E)
+        RolesAPI.seal(table, L.keeper)
+        side = L.engine_tables["models"] = LuaSide(*(
+            table[f.name.encode()] for f in attrs.fields(LuaSide)))
+    return side
+
+
 class ModelsAPI:
     """The run's model side: one per run, hooked in by `Run` and `Host`."""
 
@@ -234,13 +259,13 @@ class ModelsAPI:
         """Add `models`, `messages`, `compactors`, `tools`, `input` to the host
         library's spec (`Host`)."""
         L = self.lua
-        self.L = L.load_engine_chunk("models.lua")(L.E)
-        self.roles.library(spec, self.L)
-        spec += (b"value", b"models.infer", self.L.infer,
-                 b"value", b"models.loop", self.L.loop,
-                 b"value", b"messages.new", self.L.new_list,
+        self.L = lib = _lua_side(L)
+        self.roles.library(spec)
+        spec += (b"value", b"models.infer", lib.infer,
+                 b"value", b"models.loop", lib.loop,
+                 b"value", b"messages.new", lib.new_list,
                  b"host", b"compactors.fail", L.guard(self._compactors_fail))
-        self.tools.library(spec, self.L)
+        self.tools.library(spec, lib)
         spec += (b"suspend", b"input.ask", None,
                  b"host", b"input.connected",
                  L.guard(lambda *a: (True, self.cursor.operator is not None)))

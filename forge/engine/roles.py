@@ -13,7 +13,9 @@ model satisfies every role.
 Model handles are Python objects (`ModelHandle`), so Lua sees userdata, as
 the spec says.  A read of an unknown field raises the spec's message, which a
 `pcall` shows through `tostring`, though the raised value is the bridge's
-userdata rather than a host error table.
+userdata rather than a host error table.  A handle holds plain data only and
+is kept by its runtime (`forge.lua.runtime.Keeper`, which says why), so a
+runtime that held one can serve the next run; so are the errors it raises.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from forge.lua.runtime import LuaTable, typename
 
 if TYPE_CHECKING:
     from forge.engine.models import ModelsAPI, SectionState
+    from forge.lua.runtime import Keeper
 
 _LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
 _MAX_TOKENS = 4294967295
@@ -53,28 +56,40 @@ class ModelHandle:
 
     Lua reads it through the item protocol (`lupa.as_itemgetter`), so a field
     read is `__getitem__` and a write is `__setitem__`; nothing else of the
-    object is reachable.
+    object is reachable.  Its errors are raised through the runtime's keeper,
+    and it holds no lupa object (the keeper makes the `capabilities` table).
     """
 
-    __slots__ = ("_capabilities", "_fields", "_lua", "selection")
+    __slots__ = ("_capabilities", "_fields", "_keeper", "selection")
 
     def __init__(self, selection: Selection, fields: dict, capabilities: tuple[str, ...],
-                 lua: Any) -> None:
+                 keeper: Keeper) -> None:
         self.selection = selection
         self._fields = {k.encode(): (v.encode("utf-8") if isinstance(v, str) else v)
                         for k, v in fields.items()}
         self._capabilities = capabilities
-        self._lua = lua
+        self._keeper = keeper
 
     def __getitem__(self, key: Any) -> Any:
         if key == b"capabilities":
-            return self._lua.seq(self._capabilities)     # a fresh sequence per read
+            try:
+                return self._keeper.seq(self._capabilities)     # a fresh sequence per read
+            except Exception as e:  # noqa: BLE001 - Lua gets it as the keeper's error
+                self._keeper.reraise(e)
         if key not in self._fields:
-            raise LookupError(f"attempt to get an unknown field '{_t(key)}'")
+            message = f"attempt to get an unknown field '{_t(key)}'"
+            del key             # the error's frame holds no Lua value
+            self._keeper.fault(LookupError, message)
         return self._fields[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError(f'model handles are read-only: cannot assign field "{_t(key)}"')
+        message = f'model handles are read-only: cannot assign field "{_t(key)}"'
+        del key, value
+        self._keeper.fault(TypeError, message)
+
+    def __call__(self, *args: Any) -> None:
+        del args
+        self._keeper.fault(TypeError, "'ModelHandle' object is not callable")
 
     def __str__(self) -> str:
         return f"model handle: {_t(self._fields[b'name'])}"
@@ -91,14 +106,18 @@ class RolesAPI:
         self.roles = {r.label: r for r in roles} if self.script is not None else {}
         self.default_label: str | None = None
 
-    def library(self, spec: list, L: Any) -> None:
+    def library(self, spec: list) -> None:
         """Add `models.default`, `models.use`, `models.get` to the host library's spec."""
         for name in ("default", "use", "get"):
             spec += (b"host", f"models.{name}".encode(), self.lua.guard(getattr(self, "_" + name)))
-        # Handles are the only Python objects prompt code can hold: seal the
-        # bridge's metatable for them, so getmetatable cannot reach it.
-        L.seal_python_objects(lupa.as_itemgetter(ModelHandle(Selection(""), {"name": ""}, (),
-                                                             self.lua)))
+
+    @staticmethod
+    def seal(L: Any, keeper: Keeper) -> None:
+        """Handles (and their errors) are the only Python objects prompt code
+        can hold: seal the bridge's metatable, shared by every Python object
+        in the runtime, so getmetatable cannot reach it.  Once per runtime."""
+        L.seal_python_objects(lupa.as_itemgetter(
+            keeper.keep(ModelHandle(Selection(""), {"name": ""}, (), keeper))))
 
     def install_globals(self, env: Any) -> None:
         """Each bound role is a global holding its handle."""
@@ -119,7 +138,9 @@ class RolesAPI:
             "model_id": script.model_id, "context": script.context, "thinking": thinking,
             "temperature": selection.temperature, "max_tokens": selection.max_tokens,
         }
-        return lupa.as_itemgetter(ModelHandle(selection, fields, role.keywords, self.lua))
+        keeper = self.lua.keeper
+        return lupa.as_itemgetter(keeper.keep(ModelHandle(selection, fields, role.keywords,
+                                                          keeper)))
 
     @staticmethod
     def handle_of(value: Any) -> Selection | None:

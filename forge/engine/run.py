@@ -111,10 +111,9 @@ class Run:
         self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()
-        # A runtime reused across runs when nothing of the prompt needs
-        # per-run Python objects in Lua, nor names weak tables
+        # A runtime reused across runs unless the prompt names weak tables
         # (`forge.lua.runtime` says why).
-        reuse = not (models.model_side_needed(prompt) or lua_runtime.WEAK_MODE in prompt.words)
+        reuse = lua_runtime.WEAK_MODE not in prompt.words
         self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
         self._random_untouched: bool | None = None
         self.claims = Claims()

@@ -137,6 +137,10 @@ class ToolsAPI:
         models.known_tools.update(self.bound)
         #: The run-wide `tools.always` aliases, in order, each with its override.
         self.always: dict[str, str | None] = {}
+        #: Each `tools.calls` view's counts, by its number less one, and the
+        #: Lua function every view reads them through.
+        self._views: list[dict[str, int]] = []
+        self._reader: Any = None
 
     def library(self, spec: list, L: Any) -> None:
         """Add the `tools` namespace to the host library's spec."""
@@ -237,7 +241,8 @@ class ToolsAPI:
             parsed.append((pname, kind, pdesc))
         if not isinstance(handler, LuaFunction):
             return self._err(f"tools.add_local handler must be a function, got {typename(handler)}")
-        state.local_tools[name] = LocalTool(name, _t(description), tuple(parsed), handler)
+        state.local_tools[name] = LocalTool(name, _t(description), tuple(parsed),
+                                            self.lua.anchor(handler))
         self.models.known_tools.add(name)
         return (True,)
 
@@ -296,19 +301,25 @@ class ToolsAPI:
         state = chain.section_state
         if state.calls is None:
             state.calls = {}
-            calls = state.calls
-
-            def read(key=None, *rest):
-                name = _t(key) if isinstance(key, bytes) else str(key)
-                if isinstance(key, bytes) and name in calls:
-                    return (True, calls[name])
-                suffix = " - check for typos or add it via tools.add" if calls else ""
-                return self._err(f'tools.calls: "{name}" has no seeded count; seeded aliases: '
-                                 f"{debug_list(sorted(calls))}{suffix}")
-
             if chain.env is not None:
-                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(read)
+                # The view names its counts to the runtime's one reader by a
+                # number, so Lua holds no Python function of the run.
+                self._views.append(state.calls)
+                if self._reader is None:
+                    self._reader = self.lua.host(self._read_calls, b"tools.calls")
+                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self._reader,
+                                                                         len(self._views))
         state.calls[alias] = state.calls.get(alias, 0) + 1
+
+    def _read_calls(self, view: int, key=None, *rest):
+        """A read of `tools.calls[key]` in the section whose counts are view `view`."""
+        calls = self._views[view - 1]
+        name = _t(key) if isinstance(key, bytes) else str(key)
+        if isinstance(key, bytes) and name in calls:
+            return (True, calls[name])
+        suffix = " - check for typos or add it via tools.add" if calls else ""
+        return self._err(f'tools.calls: "{name}" has no seeded count; seeded aliases: '
+                         f"{debug_list(sorted(calls))}{suffix}")
 
     # ------------------------------------------------------------ script calls
     def call(self, chain: Chain, count: int = 0, alias=None, args=None, *rest):

@@ -1,4 +1,5 @@
--- The Lua side of models, conversations and tools, loaded once per run.
+-- The Lua side of models, conversations and tools, loaded once per runtime
+-- (it keeps no state of a run: list serials are the prelude's, reset per run).
 --
 -- What lives here: message lists and their builder methods, sealing model
 -- handles' metatable, the read-only `tools.calls` view, and the trampoline
@@ -15,7 +16,7 @@
 -- `models.continue` (used after the chain was parked on a round or a wait).
 
 local E = ...
-local suspend, make_error, host = E.suspend, E.make_error, E.host
+local suspend, make_error = E.suspend, E.make_error
 local pcall_raw, select, type, error = pcall, select, type, error
 local setmetatable, getmetatable, rawset, rawlen = setmetatable, getmetatable, rawset, rawlen
 
@@ -88,12 +89,12 @@ M.seal_python_objects = function(sample)
 end
 
 ---------------------------------------------------------------------------
--- tools.calls: a live, read-only view; `get(key)` answers each read.
+-- tools.calls: a live, read-only view; `read(view, key)` (the runtime's
+-- one reader, a host function) answers each read of view number `view`.
 ---------------------------------------------------------------------------
-M.calls_view = function(get)
-  local read = host(get)
+M.calls_view = function(read, view)
   return setmetatable({}, {
-    __index = function(_, k) return read(k) end,
+    __index = function(_, k) return read(view, k) end,
     __newindex = function() error(make_error('lua', 'tools.calls is read-only'), 2) end,
     __metatable = 'tools.calls is read-only',
   })

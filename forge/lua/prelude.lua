@@ -1,4 +1,5 @@
--- The engine's Lua side, loaded once per run into a private environment.
+-- The engine's Lua side, loaded once per runtime into a private environment
+-- (a reused runtime sets its per-run state back with `E.reset`).
 --
 -- What lives here: the deterministic pairs/next, host error values, the
 -- sandbox's pcall/xpcall, the var guard, the bridge that turns host calls

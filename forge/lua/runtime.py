@@ -12,9 +12,8 @@ apart.  Python code therefore passes `bytes` into Lua and decodes on the way
 out.
 
 **Reuse.**  Building a runtime and running the prelude cost more than the
-Lua work of a small run, so a run whose prompt leaves the model side out
-takes an idle runtime and gives it back when it ends.  Nothing of one run
-reaches the next: the prelude's per-run state is set back (`E.reset`: the
+Lua work of a small run, so a run takes an idle runtime and gives it back
+when it ends.  Nothing of one run reaches the next: the prelude's per-run state is set back (`E.reset`: the
 budget, the abort flag, serials, the weak sets, the generator's seed), the
 main thread's instruction hook is cleared, the collector runs, and the
 memory cap is set relative to what the runtime held before.  A run whose
@@ -24,16 +23,28 @@ holding much memory) gives its runtime up instead.
 lupa's collector hazards decide what Lua may hold (lupa issues #84 and
 #294, reproduced by `benchmarks/lupa_hazards.py`): when Lua's collector frees
 a Python object that holds lupa objects, the process can crash, and in Lua
-5.5 a Python object pushed again and again can come back as another one.  A
-reusable runtime therefore hands Lua no per-run Python object at all: every
-Python function Lua holds is a *slot* made once per runtime, which calls
-whatever the current run bound to it (`bind`), is kept alive by the runtime
-itself as well, and after the run is bound to nothing but a stub.  Runs
-whose host library needs per-run Python objects in Lua (model handles) get
-a fresh runtime of their own, and so do prompts that name `__mode`: a weak
-table shows when the collector ran, which in a reused runtime depends on
-the heap the earlier runs left (a weak table made under a computed name
-still sees that; nothing else a prompt can reach does).
+5.5 a Python object pushed again and again can come back as another one (a
+finalizer running late drops lupa's own reference to the object while a
+newer userdata still points at it).  A reusable runtime therefore hands Lua
+no Python function of a run: every Python function Lua holds is a *slot*
+made once per runtime, which calls whatever the current run bound to it
+(`bind`), is kept alive by the runtime itself as well, and after the run is
+bound to nothing but a stub.  The only other Python objects Lua ever holds
+are the model side's: model handles (userdata, as prompts must see them) and
+the errors reading or calling one raises (`Keeper`).  They hold plain data
+and no lupa object, so Lua's collector may free them, and the runtime keeps
+each alive as long as it lives, so a late finalizer can never leave a
+userdata pointing at a freed object; the traceback an error carries (the
+run's Python frames) is cut after each resume of a block's coroutine
+(`settle`).  A runtime that has kept `KEEP_LIMIT` of them is given up after
+its run.  lupa also ties a Lua value made inside a coroutine's call to that
+coroutine: Python freeing it once Lua has collected the coroutine crashes,
+so what a host function keeps past its call is re-made on the main thread
+(`anchor`).
+Prompts that name `__mode` get a fresh runtime of their own: a weak table
+shows when the collector ran, which in a reused runtime depends on the heap
+the earlier runs left (a weak table made under a computed name still sees
+that; nothing else a prompt can reach does).
 `FORGE_FRESH_RUNTIME=1` gives every run a fresh runtime (the escape hatch;
 outputs are the same either way).
 """
@@ -44,7 +55,8 @@ import importlib.resources
 import math
 import os
 import threading
-from typing import Any
+import weakref
+from typing import Any, NoReturn
 
 import lupa.lua55 as lua55
 
@@ -59,6 +71,9 @@ POOL_SIZE = 2
 #: A run that ends holding more Lua memory than this gives its runtime up:
 #: a fresh one is cheaper than carrying a large heap into the next run.
 REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
+#: Model handles and their errors a runtime keeps alive (`Keeper`) before it
+#: is given up after its run: each holds a few hundred bytes.
+KEEP_LIMIT = 4096
 FRESH_ENV = "FORGE_FRESH_RUNTIME"
 #: The metatable field that makes a table weak.  A weak table shows when the
 #: collector ran, and in a reused runtime that depends on the heap earlier
@@ -95,10 +110,79 @@ LuaFunction = type(_probe.eval("function() end"))
 del _probe
 
 
-def _filter(obj, name, is_setting):
-    # No Python object is ever handed to prompt code, but if one were, its
-    # attributes stay out of reach.
-    raise AttributeError("Python attributes are not reachable from a prompt")
+ATTRIBUTES_UNREACHABLE = "Python attributes are not reachable from a prompt"
+
+
+def _not_callable(self, *args) -> NoReturn:
+    del args                # the error's frame holds no Lua value
+    self._keeper.fault(TypeError, f"'{type(self).__name__}' object is not callable")
+
+
+#: The errors Lua can get from a Python object (`Keeper.fault`): the
+#: built-in classes under their own names (what a prompt's `tostring` and a
+#: call show), made callable only to raise a kept error instead of lupa's.
+_FAULTS = {base: type(base.__name__, (base,), {"__call__": _not_callable,
+                                                "__module__": __name__})
+           for base in (LookupError, TypeError, AttributeError, MemoryError)}
+
+
+class Keeper:
+    """The Python objects a runtime hands Lua besides its slots: model handles
+    and the errors lupa raises into Lua from them.
+
+    Each is kept alive as long as the runtime (up to `KEEP_LIMIT`; past it
+    the runtime is given up after its run), so lupa can never be left with a
+    userdata whose object was freed (issue #294's late finalizer).  None of
+    them holds a lupa object, so Lua's collector may free its userdata at
+    any time (issue #84).  An error raised into Lua carries the Python frames
+    it was raised through, which hold the run's lupa objects: every traceback
+    is cut in Python, never left for Lua's collector, before the next error
+    is raised and when the run ends (`strip`).
+    """
+
+    __slots__ = ("_runtime", "full", "kept", "raised")
+
+    def __init__(self, runtime: LuaRuntime) -> None:
+        self._runtime = weakref.ref(runtime)
+        self.kept: list = []
+        self.raised: list = []
+        self.full = False
+
+    def keep(self, obj: Any) -> Any:
+        if len(self.kept) < KEEP_LIMIT:
+            self.kept.append(obj)
+        else:
+            self.full = True
+        return obj
+
+    def fault(self, kind: type, message: str) -> NoReturn:
+        """Raise into Lua an error of `kind` whose `tostring` is `message`."""
+        error = _FAULTS[kind](message)
+        error._keeper = self
+        self.strip()
+        self.raised.append(self.keep(error))
+        raise error
+
+    def reraise(self, error: BaseException) -> NoReturn:
+        """Raise `error` (caught from lupa) into Lua as a kept error of its class."""
+        kind = next((k for k in _FAULTS if isinstance(error, k)), TypeError)
+        self.fault(kind, str(error))
+
+    def strip(self) -> None:
+        """Cut the tracebacks of the errors raised so far (in Python, outside
+        Lua's collector): what stays is the error and its message."""
+        for error in self.raised:
+            error.__traceback__ = error.__context__ = error.__cause__ = None
+        self.raised.clear()
+
+    def filter(self, obj, name, is_setting) -> NoReturn:
+        # No Python object a prompt holds has an attribute it may read or set.
+        del obj, name       # the error's frame holds no Lua value
+        self.fault(AttributeError, ATTRIBUTES_UNREACHABLE)
+
+    def seq(self, items) -> Any:
+        """A new Lua sequence of `items` in the runtime."""
+        return self._runtime().seq(items)
 
 
 class LuaRuntime:
@@ -111,12 +195,13 @@ class LuaRuntime:
         random_seed: int = 0,
         reusable: bool = False,
     ) -> None:
+        self.keeper = Keeper(self)
         self.lua = lua55.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
             register_eval=False,
             register_builtins=False,
-            attribute_filter=_filter,
+            attribute_filter=self.keeper.filter,
             string_hash_seed=STRING_HASH_SEED,
             max_memory=max_memory,
         )
@@ -166,16 +251,25 @@ class LuaRuntime:
         self._slots: list = []
         self._slot_lua: dict[bytes, Any] = {}
         self._failed: list = [_unbound]
-        #: Each library built, by its kinds and names: the Lua table and which
-        #: slot each spec position binds.
+        #: Each library built, by its kinds and names: the Lua table, which
+        #: slot each spec position binds, and the `value` entries it holds.
         self._libraries: dict[tuple, tuple] = {}
+        #: Lupa keeps the last error a Python function raised into Lua, with
+        #: its traceback (the run's frames), until the next: `unbind` makes
+        #: it this stand-in's, a C function raising with no frame of a run.
+        self._own = [{}.pop]
+        self._pcall = self.lua.globals().pcall
+        self._select = self.lua.globals().select
+        #: The engine's Lua sides loaded once per runtime, by name (the model
+        #: side's `models.lua`): they hold no state of a run.
+        self.engine_tables: dict[str, Any] = {}
 
     def __del__(self) -> None:
         # Dropped with a run still bound (a run built and never executed):
         # the slots let go of it first, so that closing the Lua state frees
         # no Python object holding lupa objects (lupa issue #84).
         if self.reusable:
-            self.unbind()
+            self.unbind(forget=False)
 
     # -- reuse -----------------------------------------------------------------
     def begin(self, max_instructions: int, random_seed: int) -> None:
@@ -193,13 +287,40 @@ class LuaRuntime:
     def clean(self) -> bool:
         """Whether the run that used this runtime ended so that another may use it."""
         return (self.internal_error is None and self.E.abort_value() is None
+                and not self.keeper.full
                 and self.lua.get_memory_used() - self._offset < REUSE_MEMORY_LIMIT)
 
-    def unbind(self) -> None:
-        """Every slot calls the stub again: the runtime keeps nothing of the run."""
+    def unbind(self, forget: bool = True) -> None:
+        """Every slot calls the stub again and no error Lua holds keeps a frame
+        of the run: the runtime keeps nothing of the run.  (`forget` false:
+        the runtime is being dropped, and lupa's last error goes with it.)"""
         fns = self._slot_fns
         fns[:] = [_unbound] * len(fns)
         self._failed[0] = _unbound
+        if forget:
+            self.settle()
+        else:
+            self.keeper.strip()
+
+    def settle(self) -> None:
+        """Cut what the errors raised into Lua since the last call hold of the
+        run's Python frames (`Keeper.strip`), lupa's copy of the last one
+        included.  Called after each resume of a block's coroutine, while it
+        is alive: those frames may hold Lua values made inside its calls,
+        which lupa ties to that coroutine, so freeing them once Lua has
+        collected it would crash."""
+        if self.keeper.raised:
+            self.keeper.strip()
+            # pcall is C: no instruction of the run's budget is spent.
+            self._pcall(self._own[0])
+
+    def anchor(self, value: Any) -> Any:
+        """`value` (a Lua value a host function was given) as the engine may
+        keep it past the call: lupa ties a value made inside a coroutine's
+        call to that coroutine, and freeing it after Lua collected the
+        coroutine crashes the process; this one is the main thread's (made by
+        a C function, so no instruction of the run's budget is spent)."""
+        return self._select(1, value)
 
     def _slot(self, name: bytes):
         """The Python function Lua holds for slot `name`, made once: it calls
@@ -332,7 +453,8 @@ class LuaRuntime:
         (`E.build_library` says what each kind means), in one Lua call.
 
         A reusable runtime builds each library once, over slots, and later
-        only binds the run's functions to them."""
+        only binds the run's functions to them.  A `value` entry must be the
+        runtime's own (`engine_tables`), the same object every run."""
         if not self.reusable:
             return self.E.build_library(*spec)
         shape = tuple(spec[0::3]) + tuple(spec[1::3])
@@ -343,10 +465,13 @@ class LuaRuntime:
                 if spec[j] in (b"host", b"store"):
                     lua_spec[j + 2] = self._slot(spec[j + 1])
                     plan.append((self._slot_index[spec[j + 1]], j + 2))
-                elif spec[j] != b"suspend":
-                    raise ValueError("a reusable runtime's library holds no per-run Lua value")
-            built = self._libraries[shape] = (self.E.build_library(*lua_spec), tuple(plan))
-        lib, plan = built
+            values = tuple(spec[j + 2] for j in range(0, len(spec), 3) if spec[j] == b"value")
+            built = self._libraries[shape] = (self.E.build_library(*lua_spec), tuple(plan),
+                                              values)
+        lib, plan, values = built
+        if any(a is not b for a, b in zip(values, (spec[j + 2] for j in range(0, len(spec), 3)
+                                                  if spec[j] == b"value"))):
+            raise ValueError("a reusable runtime's library holds no per-run Lua value")
         fns = self._slot_fns
         for i, j in plan:
             fns[i] = spec[j]
@@ -393,6 +518,7 @@ def release(runtime: LuaRuntime, keep: bool = True) -> None:
     """The run that used `runtime` has ended: keep it for the next (unless
     `keep` is false, or the run did not end cleanly), or give it up."""
     if not runtime.reusable:
+        runtime.settle()
         return
     runtime.unbind()
     if keep and runtime.clean():

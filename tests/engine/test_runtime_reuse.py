@@ -1,25 +1,30 @@
 """Runs on a reused Lua runtime are byte-identical to runs on a fresh one,
 whatever ran on the runtime before (kit: determinism.runtime-reuse).
 
-A run whose prompt leaves the model side out takes an idle runtime
-(`forge.lua.runtime.acquire`).  These tests run every example and every
-conformance case's prompt on reused runtimes, in several orders and after
-runs that try to leave something behind (a failure, the instruction
-budget, garbage, the generator moved or reseeded, serials taken, metatables
-set on what a section can reach, tasks left parked), and compare each
-observation and trace byte for byte with the same run on a fresh runtime
-(`FORGE_FRESH_RUNTIME=1`).  They also check that Lua holds no Python object
-but the runtime's own slots, and that nothing of a finished run stays
-reachable from the runtime (what keeps lupa's collector hazards, issues #84
-and #294, away from the design).  The one thing a reused runtime cannot
-hide is when Lua's collector runs, which only a weak table shows: a prompt
-that names `__mode` runs on a fresh runtime, and the last test checks it.
+A run takes an idle runtime (`forge.lua.runtime.acquire`), the model side
+included.  These tests run every example and every conformance case's
+prompt on reused runtimes, in several orders and after runs that try to
+leave something behind (a failure, the instruction budget, garbage, the
+generator moved or reseeded, serials taken, metatables set on what a
+section can reach, tasks left parked, model handles and their errors, local
+tool handlers), and compare each observation and trace byte for byte with
+the same run on a fresh runtime (`FORGE_FRESH_RUNTIME=1`).  They also check
+that Lua holds no Python object but the runtime's own slots once a run is
+over, that nothing of a finished run stays reachable from the runtime (what
+keeps lupa's collector hazards, issues #84 and #294, away from the design),
+and that a Lua value a host function kept from inside a block's coroutine
+outlives that coroutine safely.  The one thing a reused runtime cannot hide
+is when Lua's collector runs, which only a weak table shows: a prompt that
+names `__mode` runs on a fresh runtime, and the last test checks it.
 """
 
 from __future__ import annotations
 
 import gc
+import pathlib
 import random
+import subprocess
+import sys
 import weakref
 
 import pytest
@@ -32,6 +37,9 @@ from forge.lua import runtime as lua_runtime
 from forge.prompt import load_prompt, parse_prompt
 from forge.sim.chooser import Chooser, RandomProvider
 from tests.conftest import EXAMPLES, HEADER, prompt_text, section
+from tests.engine.test_models import R, calls, header, sec
+from tests.engine.test_models import run as model_run
+from tests.engine.test_models import text as reply_text
 
 #: Runs that try to leave something on the runtime for the next run.
 POISON = {
@@ -168,14 +176,25 @@ def test_every_conformance_case_matches_a_fresh_run(fresh):
     cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
     assert len(cases) > 100
 
+    runs = []
+
     def observe(case):
         text, run = _reference_run(case.prompt, case.harness, None, case.path)
+        runs.append(run)
         return text, (run.trace.lines() if run is not None else None)
 
     expected = fresh(lambda: [observe(c) for c in cases])
+    assert not any(run.lua.reusable for run in runs if run is not None)
     for order in (range(len(cases)), reversed(range(len(cases)))):
+        runs.clear()
         for i in order:
             assert observe(cases[i]) == expected[i], cases[i].id
+        # The model side's runs really ran on reused runtimes: each took the
+        # runtime the run before it gave back.
+        model_side = [(a, b) for a, b in zip(runs, runs[1:]) if a is not None and b is not None
+                      and b.models.L is not None and a.lua.clean()]
+        assert len(model_side) > 50
+        assert all(b.lua is a.lua for a, b in model_side)
 
 
 LUA_USERDATA = """
@@ -213,9 +232,10 @@ end
 
 
 def test_lua_holds_no_python_object_but_the_slots():
-    """After runs of every kind, every Python object reachable in the reused Lua state is
-    one of the runtime's slots, and nothing of a finished run stays alive (kit:
-    determinism.runtime-reuse)."""
+    """After runs of every kind, the model side's included, every Python object reachable
+    in the reused Lua state is one of the runtime's slots, and nothing of a finished run
+    stays alive: not through the errors its handles raised, nor through lupa's copy of
+    the last one (kit: determinism.runtime-reuse)."""
     for name in sorted(POISON):
         _run(POISON[name], max_instructions=200_000)
     first = _run(PROBE)
@@ -223,11 +243,16 @@ def test_lua_holds_no_python_object_but_the_slots():
     for name in sorted(POISON):
         if "budget" not in name:
             assert _run(POISON[name]).lua is first.lua, name
+    model = _model("handle-errors")
+    assert model.lua is first.lua and len(model.lua.keeper.kept) > 200
+    kept_model = weakref.ref(model)
+    assert _model("local-tools").lua is first.lua
     runtime = first.lua
-    del first
+    del first, model
     assert _run(PROBE).lua is runtime
     gc.collect()
     assert kept() is None, "a finished run is still reachable"
+    assert kept_model() is None, "a finished model-side run is still reachable"
     found = runtime.lua.execute(LUA_USERDATA)()
     objects = [found[i] for i in range(1, len(found) + 1)]
     assert objects, "the walk saw no slot at all"
@@ -246,11 +271,126 @@ def test_a_run_dropped_before_it_ran_releases_nothing_it_holds():
     assert _bytes(_run(PROBE)) == _bytes(_run(PROBE))
 
 
-def test_model_side_prompts_run_on_fresh_runtimes():
-    """A prompt that reaches the model side puts model handles (Python objects) into Lua,
-    so it never shares a runtime (kit: determinism.runtime-reuse)."""
-    run = _run(prompt_text(section("A", "return type(models)")))
-    assert not run.lua.reusable
+#: Model-side runs that try to leave something on the runtime: handles and
+#: the errors they raise (some raised inside a host call, through a
+#: metamethod), local tool handlers kept past their block, tools.calls views.
+#: Each is (prompt, model script rounds).
+MODEL_POISON = {
+    "handle-errors": (header() + sec("Plan", """
+        keep = {}
+        for i = 1, 40 do
+          local ok, e = pcall(function() return writer['nope' .. i] end)
+          local ok2, e2 = pcall(function() return e.kind end)
+          local ok3, e3 = pcall(function() return e() end)
+          local ok4, e4 = pcall(function() writer.name = i end)
+          local ok5, e5 = pcall(function() return writer() end)
+          keep[i] = { e, e2, e3, e4, e5, models.get('writer'), writer.capabilities }
+        end
+        local sly = setmetatable({}, { __index = function() return writer.nope end })
+        pcall(tools.add, sly)
+        error(keep[1][1])"""), []),
+    "local-tools": (header() + sec("Plan", """
+        tools.add_local('noop', 'Nothing', {}, function() return 'ok ' .. tools.calls.noop end)
+        local msgs = messages.new():user('go')
+        models.loop(msgs)
+        var.n = #msgs""") + sec("Churn", """
+        local t = {} for i = 1, 20000 do t[i] = { tostring(i) } end
+        local ok, e = pcall(function() return tools.calls.nothing end)
+        return tostring(e) .. var.n"""),
+        [R("Plan", calls(("noop", {}))), R("Plan", reply_text("done"))]),
+    "budget": (header() + sec("Plan", """
+        tools.add_local('spin', 'Spin', {}, function() while true do end end)
+        models.loop(messages.new():user('go'))"""), [R("Plan", calls(("spin", {})))]),
+}
+
+#: What a model-side run could notice of an earlier one.
+MODEL_PROBE = (header() + sec("Plan", """
+    local parts = { type(writer), tostring(writer), tostring(models.get('writer').name),
+                    tostring({}), tostring(math.random(1, 1000000)), tostring(keep) }
+    local ok, e = pcall(function() return writer.nope end)
+    parts[#parts + 1] = type(e) .. ' ' .. tostring(e) .. ' ' .. tostring(getmetatable(e))
+    ok, e = pcall(function() return e.kind end)
+    parts[#parts + 1] = tostring(e)
+    tools.add_local('echo', 'Echo', { text = 'string' }, function(a) return a.text end)
+    local msgs = messages.new():user('hi')
+    models.loop(msgs)
+    parts[#parts + 1] = msgs[#msgs].content .. ' ' .. tools.calls.echo
+    parts[#parts + 1] = models.infer('again')
+    return table.concat(parts, ' | ')"""),
+    [R("Plan", calls(("echo", {"text": "x"}))), R("Plan", reply_text("looped")),
+     R("Plan", reply_text("inferred"))])
+
+
+def _model(name_or_probe, seed=None):
+    text, rounds = MODEL_POISON[name_or_probe] if name_or_probe in MODEL_POISON else MODEL_PROBE
+    return model_run(text, rounds, seed=seed)
+
+
+def test_model_side_runs_share_a_runtime_and_match_fresh_ones(fresh):
+    """A prompt that reaches the model side takes the runtime the run before gave
+    back, and its bytes are a fresh runtime's whatever ran before (kit:
+    determinism.runtime-reuse)."""
+    want = {seed: fresh(lambda: _bytes(_model("probe", seed))) for seed in (None, 4)}
+    poisoned = {name: fresh(lambda: _bytes(_model(name))) for name in MODEL_POISON}
+    assert poisoned["budget"][0].count('"Budget"') and '"Lua"' in poisoned["handle-errors"][0]
+    first = _model("probe")
+    second = _model("probe")
+    assert first.lua.reusable and second.lua is first.lua
+    names = sorted(MODEL_POISON) + sorted(POISON)
+    for order in (names, names[::-1]):
+        for name in order:
+            if name in MODEL_POISON:
+                before = _model(name)
+                assert _bytes(before) == poisoned[name], name
+            else:
+                before = _run(POISON[name], max_instructions=200_000)
+            for seed, expected in want.items():
+                kept = before.lua.clean()       # what its release saw
+                probe = _model("probe", seed)
+                assert probe.lua.reusable
+                assert _bytes(probe) == expected, (name, seed)
+                assert (probe.lua is before.lua) == kept, name
+                before = probe
+        assert not _model("budget").lua.clean()
+
+
+#: Lua values a host call was given inside a task's coroutine and Python
+#: keeps past that coroutine: a local tool handler, and the frames (holding
+#: the call's `opts`) of a handle error raised inside the call and caught in
+#: Lua.  Lua collects the coroutines before Python frees their run: lupa ties
+#: a value made inside a coroutine's call to that coroutine, so without
+#: `LuaRuntime.anchor` and `LuaRuntime.settle` freeing them reads freed
+#: memory (a crash within a few rounds).
+COLLECTED_COROUTINES = """
+import gc, sys
+sys.path.insert(0, {root!r})
+from tests.engine.test_models import header, sec, run
+from tests.engine.test_runtime_reuse import POISON, _run
+SPAWN = ("for i = 1, 30 do tasks.spawn('## Tool') end tasks.join(tasks.pending()) "
+         "local t = {{}} for i = 1, 20000 do t[i] = {{ tostring(i) }} end return 'x'")
+HANDLER = "tools.add_local('noop', 'Nothing', {{}}, function() return 'ok' end) return 'y'"
+FRAMES = ("local sly = setmetatable({{}}, {{ __index = function() "
+          "pcall(function() return writer.nope end) end }}) "
+          "pcall(tasks.spawn, '## Plan', sly) return 'y'")
+for tool in (HANDLER, FRAMES):
+    for i in range(20):
+        prompt = header() + sec("Plan", SPAWN) + sec("Tool", tool)
+        assert run(prompt, []).observation()["result"] == "x"
+        _run(POISON["garbage"], max_instructions=2_000_000)
+        gc.collect()
+print("ok")
+"""
+
+
+def test_lua_values_kept_past_their_coroutine_are_freed_safely():
+    """Runs that keep Lua values given inside a task's coroutine past it, on one
+    reused runtime, with Lua's and Python's collectors between them, end normally
+    (kit: determinism.runtime-reuse)."""
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", COLLECTED_COROUTINES.format(root=root)],
+                          capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", (done.returncode,
+                                                                   done.stderr[-2000:])
 
 
 def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(monkeypatch):
