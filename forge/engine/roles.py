@@ -77,13 +77,13 @@ class ModelHandle:
             except Exception as e:  # noqa: BLE001 - Lua gets it as the keeper's error
                 self._keeper.reraise(e)
         if key not in self._fields:
-            message = f"attempt to get an unknown field '{_t(key)}'"
+            message = f"attempt to get an unknown field '{self._keeper.show(key)}'"
             del key             # the error's frame holds no Lua value
             self._keeper.fault(LookupError, message)
         return self._fields[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        message = f'model handles are read-only: cannot assign field "{_t(key)}"'
+        message = f'model handles are read-only: cannot assign field "{self._keeper.show(key)}"'
         del key, value
         self._keeper.fault(TypeError, message)
 

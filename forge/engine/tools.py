@@ -314,7 +314,7 @@ class ToolsAPI:
     def _read_calls(self, view: int, key=None, *rest):
         """A read of `tools.calls[key]` in the section whose counts are view `view`."""
         calls = self._views[view - 1]
-        name = _t(key) if isinstance(key, bytes) else str(key)
+        name = self.lua.show(key)
         if isinstance(key, bytes) and name in calls:
             return (True, calls[name])
         suffix = " - check for typos or add it via tools.add" if calls else ""

@@ -184,6 +184,10 @@ class Keeper:
         """A new Lua sequence of `items` in the runtime."""
         return self._runtime().seq(items)
 
+    def show(self, value: Any) -> str:
+        """`value` as a message names it (`LuaRuntime.show`)."""
+        return self._runtime().show(value)
+
 
 class LuaRuntime:
     """A run's Lua state: the prelude's exports plus conversion helpers."""
@@ -393,6 +397,18 @@ class LuaRuntime:
             return self.seq(value)
         return value
 
+    def show(self, value: Any) -> str:
+        """`value` as a message names it, as the sandbox's `tostring` prints
+        it but without running a metamethod: a string as its text, a table,
+        function, thread or userdata by its type and the run's serial for it
+        (never an address), anything else as Lua writes it."""
+        if isinstance(value, bytes):
+            return value.decode("utf-8", "replace")
+        kind = typename(value)
+        if kind in ("table", "function", "thread", "userdata"):
+            return f"{kind}: 0x{self.E.serial(value):08x}"
+        return self.E.tostring(value).decode("utf-8", "replace")
+
     def error(self, kind: str, message: str, **fields: Any):
         extra = self.table(fields) if fields else None
         return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
@@ -434,12 +450,16 @@ class LuaRuntime:
 
     def failure(self, e: Exception):
         """What Lua gets when a guarded host function raised `e`."""
-        if isinstance(e, LuaError):
+        if isinstance(e, (LuaError, *_FAULTS.values())):
             # The prompt's own Lua ran inside the call (a metamethod on a
             # value it passed) and raised: its error, or the budget's abort.
             abort = self.E.abort_value()
             if abort is not None:
                 return (False, abort)
+            if not isinstance(e, LuaError):
+                # A model handle's error (`Keeper.fault`) the metamethod let
+                # through: the very error value Lua saw, raised on.
+                return (False, e)
             # lupa appends Lua's traceback after the message: keep the message.
             return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
         # Every other exception is a bug, and must end the run, loudly.

@@ -1312,6 +1312,46 @@ return table.concat(out, '\\n')
     ]
 
 
+def test_a_handle_names_a_key_as_lua_would():
+    """An unknown field read or written with a key that is no string is named
+    as the sandbox's `tostring` names it: by the run's serial, never an
+    address or a Python spelling (kit: models.selection, kit: determinism)."""
+    text_ = header() + sec("Plan", """
+local h = models.get('writer')
+local out = {}
+for _, k in ipairs({ {}, true, 1.5, 3 }) do
+  local _, e = pcall(function() return h[k] end)
+  out[#out + 1] = tostring(e)
+end
+local _, e = pcall(function() h[false] = 1 end)
+out[#out + 1] = tostring(e)
+return table.concat(out, '\\n')
+""")
+    assert run(text_).observation()["result"].split("\n") == [
+        "attempt to get an unknown field 'table: 0x00000001'",
+        "attempt to get an unknown field 'true'",
+        "attempt to get an unknown field '1.5'",
+        "attempt to get an unknown field '3'",
+        'model handles are read-only: cannot assign field "false"',
+    ]
+
+
+def test_a_handle_error_inside_a_host_call_is_the_prompts_own():
+    """A handle's error raised by a metamethod that a host function runs (the
+    opts table of tasks.spawn reading an unknown handle field) reaches the
+    caller as that error, catchable, never as an engine bug
+    (tasks.spawn-errors.item, kit: models.selection)."""
+    text_ = header() + sec("Plan", """
+local h = models.get('writer')
+local sly = setmetatable({}, { __index = function() return h.nope end })
+local ok, e = pcall(tasks.spawn, '## Job', sly)
+return tostring(ok) .. ' ' .. tostring(e)
+""") + sec("Job", "return 'job'")
+    obs = run(text_).observation()
+    assert (obs["outcome"], obs["result"]) == ("ok", "false attempt to get an unknown field 'nope'")
+    assert obs["tasks"] == {}
+
+
 def test_missing_model_is_internal_then_binding():
     """A model round without a default model is an internal error value, and uncaught it ends
     the run as Binding (kit: models.binding)."""

@@ -271,3 +271,19 @@ def test_a_bad_tool_script_names_file_entry_and_rule(data, message):
         tool_script_from_data(data, "t.tools.json")
     assert message in str(e.value)
     assert "t.tools.json" in str(e.value)
+
+
+def test_a_calls_key_that_is_no_string_is_named_as_lua_names_it():
+    """A read of `tools.calls` with a table or boolean key names it as the
+    sandbox's `tostring` would, by the run's serial, never by an address
+    or a Python spelling (kit: determinism, kit: tool-script)."""
+    r = run("""
+tools.call('fetch', { url = 'https://a.example' })
+local _, a = pcall(function() return tools.calls[{}] end)
+local _, b = pcall(function() return tools.calls[true] end)
+return tostring(a) .. '|' .. tostring(b)
+""")
+    assert result(r) == (
+        'tools.calls: "table: 0x00000001" has no seeded count; seeded aliases: ["fetch"] - check '
+        'for typos or add it via tools.add|tools.calls: "true" has no seeded count; seeded '
+        'aliases: ["fetch"] - check for typos or add it via tools.add')
