@@ -128,11 +128,13 @@ class LuaRuntime:
         host = self.lua.table_from(
             {
                 b"max_instructions": max_instructions,
+                b"max_memory": max_memory,
                 b"random_seed": random_seed,
                 b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
             }
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")
+        host[b"bulk"] = self.load_engine_chunk("bulk.lua")
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error
