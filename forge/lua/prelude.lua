@@ -473,13 +473,13 @@ local bulk = H.bulk({
   error = error, getmetatable = debug.getmetatable, max_memory = H.max_memory,
   c = {
     ['string.rep'] = string.rep, ['string.sub'] = string.sub, ['string.byte'] = string.byte,
-    ['string.char'] = string.char, ['string.upper'] = string.upper,
+    ['string.upper'] = string.upper,
     ['string.lower'] = string.lower, ['string.reverse'] = string.reverse,
     ['string.pack'] = string.pack, ['string.packsize'] = string.packsize,
     ['string.unpack'] = string.unpack, ['string.dump'] = string.dump,
     ['table.insert'] = table.insert, ['table.remove'] = table.remove,
     ['table.move'] = table.move, ['table.unpack'] = table.unpack,
-    ['table.pack'] = table.pack, ['table.sort'] = table.sort,
+    ['table.sort'] = table.sort,
     ['table.create'] = table.create, tonumber = tonumber, error = error,
   },
 })
@@ -634,6 +634,7 @@ do
     byte = string.byte, sub = string.sub,
     find = sfind, match = smatch, gmatch = string.gmatch, gsub = sgsub,
     charge = charge, getinfo = debug.getinfo, pcall = pcall_raw,
+    charge_bytes = bulk.charge_result,
   })
   string_lib.find, string_lib.match = bounded.find, bounded.match
   string_lib.gmatch, string_lib.gsub = bounded.gmatch, bounded.gsub
