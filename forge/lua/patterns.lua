@@ -50,7 +50,7 @@ local charge, getinfo, pcall_raw = D.charge, D.getinfo, D.pcall
 -- the matching: `('x'):rep(1000):gsub('', big)` is a cheap match that
 -- writes a thousand copies of `big`.
 local charge_bytes = D.charge_bytes
-local type, error, tonumber, pairs = type, error, tonumber, pairs
+local type, error, tonumber, pairs, select = type, error, tonumber, pairs, select
 local tointeger, floor = math.tointeger, math.floor
 local tconcat, tpack, tunpack = table.concat, table.pack, table.unpack
 
@@ -639,13 +639,15 @@ local function gsub(s0, p0, repl, max0)
       repl = boxing(repl, tr)
     else
       -- At most n + 1 matches (max of them), each writing the replacement
-      -- with its captures (%0-%9: at most half its bytes name one, and the
-      -- matches' text adds up to at most n), plus the subject kept.
-      local r = #(repl .. '')
+      -- with its captures (each %0-%9 in it adds at most the match's text,
+      -- and the matches' text adds up to at most n), plus the subject kept.
+      local news = repl .. ''
+      local r, k = #news, 0
+      if r > 0 and find_c(news, '%', 1, true) then k = select(2, gsub_c(news, '%%', '')) end
       local m = n + 1
       if max_s < m then m = max_s end
       if m < 0 then m = 0 end
-      charge_bytes(n + (m + 0.0) * r + (r // 2) * (n + 0.0))
+      charge_bytes(n + (m + 0.0) * r + k * (n + 0.0))
     end
     return unpacked(tpack(call_c('gsub', gsub_c, s0, p0, repl, max0)))
   end
