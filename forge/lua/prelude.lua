@@ -3,7 +3,9 @@
 -- What lives here: the deterministic pairs/next, host error values, the
 -- sandbox's pcall/xpcall, the var guard, the bridge that turns host calls
 -- into coroutine yields, the instruction budget, and the builder of a fresh
--- section VM environment.  What does not: any decision about the walk,
+-- section VM environment (its string, table and basic functions; the
+-- charged versions of the size-proportional ones come from bulk.lua, the
+-- pattern functions from patterns.lua).  What does not: any decision about the walk,
 -- tasks or time - those are Python's, reached through `suspend` (a yield to
 -- the driver) or through host functions that answer at once.
 --
@@ -115,8 +117,12 @@ local budget = H.max_instructions
 local budget_message = H.budget_message
 local used = 0
 -- Work done outside the VM on the run's behalf (a C pattern match, whose
--- steps the hook cannot see) is charged here, before it is done; the hook
--- charges the instructions it counted.
+-- steps the hook cannot see: patterns.lua; a library call whose work grows
+-- with its arguments' size, such as string.rep or table.insert at the
+-- front: bulk.lua) is charged here, before it is done; the hook charges the
+-- instructions it counted.  What one VM instruction does to a long value
+-- (`..`, comparing two long strings, a call with many values) is neither
+-- counted nor charged: README.md's budget section says why.
 local function charge(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end

@@ -367,7 +367,7 @@ def test_runaway_prompt_ends_with_a_clear_error(name):
     deliver, and values too many or too large to keep each end the run as Budget with a
     message naming the exhausted budget - never a process abort (kit: budget.instructions,
     kit: budget.section-entries, kit: budget.tasks, kit: budget.memory, kit: budget.store,
-    kit: budget.logs, kit: budget.patterns, kit: budget.kept-values)."""
+    kit: budget.logs, kit: budget.patterns, kit: budget.bulk-calls, kit: budget.kept-values)."""
     text, phrase = RUNAWAY[name]
     obs = run_text(prompt_text(text), max_instructions=RUNAWAY_BUDGET.get(name, 5_000_000))
     assert obs["outcome"] == "failed"
