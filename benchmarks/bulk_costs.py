@@ -44,7 +44,8 @@ CASES = [
     ("lower", S + "for i = 1, 50 do local r = s:lower() end", 50e7),
     ("reverse", S + "for i = 1, 50 do local r = s:reverse() end", 50e7),
     ("tonumber (spaces)", "local s = string.rep(' ', 1e7) for i = 1, 50 do local r = tonumber(s) end", 50e7),
-    ("format %q (NUL bytes)", "local s = string.rep('\\0', 1e6) for i = 1, 50 do local r = string.format('%q', s) end", 50e6),
+    ("format %q (NUL bytes)", "local s = string.rep('\\0', 1e6) "
+     "for i = 1, 50 do local r = string.format('%q', s) end", 50e6),
     ("byte (values)", "local s = string.rep('x', 1e5) for i = 1, 50 do local r = {s:byte(1, -1)} end", 50e5),
     ("unpack (values)", T + "for i = 1, 20 do local r = select('#', table.unpack(t, 1, 5e5)) end", 20 * 5e5),
     ("insert at 1 (values moved)", T + "for i = 1, 50 do table.insert(t, 1, i) end", 50e6),

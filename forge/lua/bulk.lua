@@ -537,7 +537,8 @@ do
   M.error = function(...)
     local msg, level = ...
     local k = level == nil and 1 or tointeger(level)
-    if k == nil then return finish(xpcall_raw(through, handler, error_c, ...)) end  -- Lua's own argument error
+    -- A level that is no integer: Lua's own argument error.
+    if k == nil then return finish(xpcall_raw(through, handler, error_c, ...)) end
     k = ((k + 0x80000000) & 0xffffffff) - 0x80000000   -- C reads the level as an int
     if k > 0 then
       if type(msg) == 'string' then charge_bytes(#msg) end
