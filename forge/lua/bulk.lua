@@ -38,7 +38,17 @@
 -- have placed it, with the function named as luaL_argerror would have named
 -- it had the caller called it directly (the name the call site used, `self`
 -- not counted in a method call).  tests/engine/test_bulk.py compares every
--- wrapper with the plain C function over many argument shapes.
+-- wrapper with the plain C function over many argument shapes.  Two
+-- differences remain, both of any Lua wrapper (the pattern functions,
+-- format and concat have them too): a failing call in tail position
+-- (`return string.rep(x, {})`) has replaced its caller's frame, so its
+-- message has no position and names the function by its global name
+-- ('string.rep'); and a table whose __len is a metamethod has it called
+-- once more (`tablen`).
+--
+-- Most calls take a direct path: arguments the C function cannot refuse,
+-- charged and passed straight on (`wrap`).  The wrappers' own instructions
+-- count like the prompt's: 10 to 30 a call.
 
 local D = ...
 local charge, getinfo = D.charge, D.getinfo
