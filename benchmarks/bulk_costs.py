@@ -7,10 +7,11 @@ a count hook) and each size-proportional library call per byte or per value
 it handles, and prints nanoseconds per unit and the units one instruction's
 time buys.  CPU time (`time.process_time`), best of three; the ratios are what
 matter.  On the machine the constants were chosen on: about 2 ns an
-instruction; memcpy-like work (sub, `..`, format %s, pack) 0.07 to 0.14 ns
-a byte (15 to 30 bytes an instruction); upper, lower, reverse, tonumber's scan
-0.4 to 0.9 ns a byte; a value pushed or moved (byte, unpack, insert's shift)
-2 to 6 ns; table.concat 20 ns an element; %q up to 40 ns a byte.
+instruction; copying 0.13 ns a byte (`..`, format %s, `==`) to 0.37 (sub,
+rep of a 16-byte unit), 2 ns for rep of a one-byte unit; upper, lower,
+reverse, tonumber's scan 0.4 to 0.9 ns a byte; a value pushed or moved
+(byte, unpack, insert's shift, move) 3.5 to 5.5 ns; table.concat 21 ns an
+element; a sort 19 ns a comparison; %q of NUL bytes 41 ns a byte.
 """
 
 from __future__ import annotations

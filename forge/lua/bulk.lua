@@ -61,19 +61,25 @@ local tointeger, ceil, ult = math.tointeger, math.ceil, math.ult
 local smatch, ssub, gmatch_c = string.match, string.sub, string.gmatch
 
 -- Bytes of copying charged as one instruction.  Measured with lupa's Lua
--- 5.5 (benchmarks/bulk_costs.py): an ordinary VM instruction costs about
--- 2 ns, memcpy-like work (sub, `..`, format %s, pack) about 0.13 ns a byte,
--- so an instruction's worth is about 15 bytes; 64 stays within the order
--- of magnitude while letting a run build a few hundred MiB of strings under
--- the default budget (what the memory cap allows anyway).
+-- 5.5 (benchmarks/bulk_costs.py, best of three): an ordinary VM instruction
+-- costs about 2 ns; copying costs 0.13 ns a byte (`..`, format %s) to 0.37
+-- (sub, rep of a 16-byte unit), so an instruction's worth is 5 to 15
+-- bytes.  64 is generous by 4 to 12 times - within the order of magnitude
+-- - and lets a run fill the 256 MiB memory cap for about 4 million of its
+-- 20 million instructions, which the hostile catalogue's memory bombs need
+-- to end on memory.  Two shapes are cheaper still to the prompt: rep of a
+-- one-byte unit (a memcpy call a byte: 2 ns a byte) and %q of control
+-- bytes (40 ns a byte, charged as an instruction); a single call is still
+-- bounded by the memory cap (about half a second), and a loop of them ends
+-- within seconds.
 local BYTES_PER_INSTRUCTION = 64
 -- Work that is not a plain copy, in bytes of copying (same measurement):
 -- a byte converted one at a time (upper, lower, reverse, tonumber's scan:
 -- 0.4 to 0.9 ns a byte), and one value pushed, read or written through the
--- API (byte, char, unpack, insert's shift: 2 to 20 ns a value).
+-- API (byte, unpack, insert's shift, move: 3.5 to 5.5 ns a value).
 local SCAN_WEIGHT = 4
 local VALUE_BYTES = 64
--- A sort costs about n * log2(n) comparisons of 10 to 20 ns each.
+-- A sort costs about n * log2(n) comparisons of about 19 ns each.
 local COMPARISON_BYTES = 128
 -- The most values one call can push: Lua's stack limit (LUAI_MAXSTACK);
 -- past it the C function fails before doing any work.
