@@ -38,10 +38,12 @@ DEBUG_ENV = "FORGE_DEBUG"
 class ForgeGroup(click.Group):
     """The one place bad input becomes one line and exit code 2.
 
-    Every subcommand's `InputError` (and the `ValueError`s of layers below
-    the kit's errors), and every click usage error, are printed as one line
-    on stderr: `forge: FILE-OR-FLAG: place: rule`.  Anything else escaping
-    a command is a bug in the kit: one line asking for a report, exit code 70
+    Every subcommand's `InputError` and every click usage error are printed
+    as one line on stderr: `forge: FILE-OR-FLAG: place: rule`.  Bad input is
+    raised as an `InputError` where it is found; anything else escaping a
+    command - a `ValueError` included, which inside the kit means a broken
+    invariant (a chooser offered no options, a negative delay), not bad
+    input - is a bug in the kit: one line asking for a report, exit code 70
     (the traceback with FORGE_DEBUG=1).
     """
 
@@ -71,8 +73,6 @@ class ForgeGroup(click.Group):
             code = _refuse(e.format_message() + see, e.exit_code)
         except click.Abort:
             code = _refuse("aborted", EXIT_FAILED)
-        except ValueError as e:
-            code = _refuse(str(e), EXIT_BAD_INPUT)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # noqa: BLE001 - the last guard: a kit bug, reported in one line

@@ -132,6 +132,22 @@ def test_a_kit_bug_is_one_line_and_exit_3(monkeypatch):
     assert isinstance(forge("run", str(EXAMPLES / "two-tasks.md")).exception, KeyError)
 
 
+def test_a_stray_value_error_in_the_kit_is_a_bug_not_bad_input(monkeypatch):
+    """A ValueError raised inside the kit (the chooser offered no options, the kernel got a
+    negative delay) is a broken invariant: exit 70 asking for a report, not exit 2 as if the
+    user's input were at fault (kit: errors.internal)."""
+    from forge.sim import chooser
+
+    def broken(self, kind, options):
+        raise ValueError(f"choice {kind!r} offered no options")
+
+    monkeypatch.setattr(chooser.Chooser, "choose", broken)
+    result = forge("run", str(EXAMPLES / "two-tasks.md"))
+    assert result.exit_code == 70
+    assert result.stderr.startswith("forge: a bug in the kit (ValueError: choice ")
+    assert "please report it" in result.stderr
+
+
 def test_replay_file_faults_name_the_file_and_the_place(tmp_path):
     """A replay file whose args is not a string, or nested past the limit."""
     bad = tmp_path / "r.json"

@@ -6,7 +6,8 @@
 -- (a line-by-line transcription of lstrlib.c's matcher: match, max_expand,
 -- min_expand, classes, %b, %f, back references, captures, add_s/add_value).
 -- What does not: the budget itself (prelude.lua's hook and `charge`), and
--- every other string function (they are linear and stay C's).
+-- every other string function (bulk.lua charges those whose work grows
+-- with their arguments' size).
 --
 -- Why: the C matcher backtracks without bound ('a-a-a-...b' is exponential,
 -- even 'a-b' is quadratic) and runs inside one VM instruction, where the
@@ -45,7 +46,11 @@ local D = ...
 local sbyte, ssub = D.byte, D.sub
 local find_c, match_c, gmatch_c, gsub_c = D.find, D.match, D.gmatch, D.gsub
 local charge, getinfo, pcall_raw = D.charge, D.getinfo, D.pcall
-local type, error, tonumber, pairs = type, error, tonumber, pairs
+-- What gsub writes is charged by its size (bulk.lua's rate), apart from
+-- the matching: `('x'):rep(1000):gsub('', big)` is a cheap match that
+-- writes a thousand copies of `big`.
+local charge_bytes = D.charge_bytes
+local type, error, tonumber, pairs, select = type, error, tonumber, pairs, select
 local tointeger, floor = math.tointeger, math.floor
 local tconcat, tpack, tunpack = table.concat, table.pack, table.unpack
 
@@ -485,7 +490,10 @@ local function boxing(repl, tr)
   if tr == 'table' then f = function(k) return repl[k] end end
   return function(...)
     local ok, v = pcall_raw(f, ...)
-    if ok then return v end
+    if ok then
+      if type(v) == 'string' then charge_bytes(#v) end     -- gsub copies it into its result
+      return v
+    end
     boxed = v
     error(BOX, 0)
   end
@@ -627,7 +635,20 @@ local function gsub(s0, p0, repl, max0)
   local bound = c_bound(n, p)
   if bound <= C_LIMIT then
     charge_c(bound)
-    if tr == 'function' or tr == 'table' then repl = boxing(repl, tr) end
+    if tr == 'function' or tr == 'table' then
+      repl = boxing(repl, tr)
+    else
+      -- At most n + 1 matches (max of them), each writing the replacement
+      -- with its captures (each %0-%9 in it adds at most the match's text,
+      -- and the matches' text adds up to at most n), plus the subject kept.
+      local news = repl .. ''
+      local r, k = #news, 0
+      if r > 0 and find_c(news, '%', 1, true) then k = select(2, gsub_c(news, '%%', '')) end
+      local m = n + 1
+      if max_s < m then m = max_s end
+      if m < 0 then m = 0 end
+      charge_bytes(n + (m + 0.0) * r + k * (n + 0.0))
+    end
     return unpacked(tpack(call_c('gsub', gsub_c, s0, p0, repl, max0)))
   end
   local anchor = sbyte(p, 1) == 94
@@ -670,6 +691,9 @@ local function gsub(s0, p0, repl, max0)
   end
   if not changed then return s0, count end
   out[#out + 1] = ssub(S, kept)
+  local total = 0
+  for k = 1, #out do total = total + #out[k] end
+  charge_bytes(total)
   return tconcat(out), count
 end
 

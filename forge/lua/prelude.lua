@@ -4,7 +4,9 @@
 -- What lives here: the deterministic pairs/next, host error values, the
 -- sandbox's pcall/xpcall, the var guard, the bridge that turns host calls
 -- into coroutine yields, the instruction budget, and the builder of a fresh
--- section VM environment.  What does not: any decision about the walk,
+-- section VM environment (its string, table and basic functions; the
+-- charged versions of the size-proportional ones come from bulk.lua, the
+-- pattern functions from patterns.lua).  What does not: any decision about the walk,
 -- tasks or time - those are Python's, reached through `suspend` (a yield to
 -- the driver) or through host functions that answer at once.
 --
@@ -116,8 +118,12 @@ local budget = H.max_instructions
 local budget_message = H.budget_message
 local used = 0
 -- Work done outside the VM on the run's behalf (a C pattern match, whose
--- steps the hook cannot see) is charged here, before it is done; the hook
--- charges the instructions it counted.
+-- steps the hook cannot see: patterns.lua; a library call whose work grows
+-- with its arguments' size, such as string.rep or table.insert at the
+-- front: bulk.lua) is charged here, before it is done; the hook charges the
+-- instructions it counted.  What one VM instruction does to a long value
+-- (`..`, comparing two long strings, a call with many values) is neither
+-- counted nor charged: README.md's budget section says why.
 local function charge(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end
@@ -469,6 +475,22 @@ end
 ---------------------------------------------------------------------------
 local tostring_raw, debug_getmetatable = tostring, debug.getmetatable
 local format_raw = string.format
+local bulk = H.bulk({
+  charge = charge, getinfo = debug.getinfo, xpcall = xpcall_raw, pcall = pcall_raw,
+  error = error, getmetatable = debug.getmetatable, max_memory = H.max_memory,
+  c = {
+    ['string.rep'] = string.rep, ['string.sub'] = string.sub, ['string.byte'] = string.byte,
+    ['string.upper'] = string.upper,
+    ['string.lower'] = string.lower, ['string.reverse'] = string.reverse,
+    ['string.pack'] = string.pack, ['string.packsize'] = string.packsize,
+    ['string.unpack'] = string.unpack, ['string.dump'] = string.dump,
+    ['table.insert'] = table.insert, ['table.remove'] = table.remove,
+    ['table.move'] = table.move, ['table.unpack'] = table.unpack,
+    ['table.sort'] = table.sort,
+    ['table.create'] = table.create, tonumber = tonumber, error = error,
+  },
+})
+local charge_bytes = bulk.charge_bytes
 -- Lua prints tables, functions, threads and userdata by address, which
 -- differs between processes.  A run prints them by a serial given in the
 -- order the run first prints them instead, so the text is reproducible.
@@ -485,18 +507,32 @@ local function tostring_stable(v)
 end
 E.tostring = tostring_stable
 
-local function format_stable(fmt, ...)
+-- Run under bulk.lua's protection, so an error of the C function reads as
+-- it would had the prompt called it (its position and name, not the
+-- prelude's), and an error of Lua code it calls passes through unchanged.
+local format_handler, format_finish = bulk.protected(format_raw, 'string.format')
+local through = bulk.through
+local function format_stable(...)
+  local fmt = ...
   if type(fmt) == 'string' and sfind(fmt, '%%[-+ #0-9.]*p') then
     error("bad argument #1 to 'format' (%p prints an address, which is not reproducible)", 2)
   end
   local args = tpack(...)
-  for i = 1, args.n do
+  -- The result holds the format and each string argument: charged by
+  -- their sizes before the work (%q writes up to four bytes a byte, some
+  -- through snprintf, about 40 ns a byte: a byte of it is an instruction).
+  local bytes = type(fmt) == 'string' and #fmt or 0
+  local weight = (type(fmt) == 'string' and sfind(fmt, '%q', 1, true)) and bulk.BYTES_PER_INSTRUCTION or 1
+  for i = 2, args.n do
     local t = type(args[i])
     if t == 'table' or t == 'function' or t == 'thread' or t == 'userdata' then
       args[i] = tostring_stable(args[i])
+      t = 'string'
     end
+    if t == 'string' then bytes = bytes + weight * #args[i] end
   end
-  return format_raw(fmt, tunpack(args, 1, args.n))
+  charge_bytes(bytes)
+  return format_finish(xpcall_raw(through, format_handler, format_raw, tunpack(args, 1, args.n)))
 end
 
 -- A finalizer runs whenever the collector gets to it, a point no schedule
@@ -540,51 +576,72 @@ end
 -- results, model handles, the prompt's own objects).  Those elements are
 -- rendered first and everything else is left to the standard function, so
 -- its argument checks and "invalid value" messages stay Lua's own.  The
--- standard function runs under a raw pcall and its error is raised again at
--- level 2, so the message carries the caller's position exactly as a direct
--- call would (and none when pcall itself is the caller).
-local function concat_standard(list, sep, i, j)
-  local ok, res = pcall_raw(tconcat, list, sep, i, j)
-  if ok then return res end
-  error(res, 2)
-end
-
-local function concat_rendering(list, sep, i, j)
-  if type(list) ~= 'table' then return concat_standard(list, sep, i, j) end
+-- standard function runs under bulk.lua's protection (its own errors are
+-- raised at the caller, as a direct call raises them; an error of a
+-- metamethod it calls passes through unchanged), called from here so that
+-- the call site's name is the one Lua's message uses.
+local concat_handler, concat_finish = bulk.protected(tconcat, 'table.concat')
+local function concat_rendering(...)
+  local list, sep, i, j = ...
+  if type(list) ~= 'table' then return concat_finish(xpcall_raw(through, concat_handler, tconcat, ...)) end
   local lo = math.tointeger(i == nil and 1 or i)
   local hi = math.tointeger(j == nil and #list or j)
-  if lo == nil or hi == nil then return concat_standard(list, sep, i, j) end
+  if lo == nil or hi == nil then return concat_finish(xpcall_raw(through, concat_handler, tconcat, ...)) end
   local rendered
+  -- The bytes the result will hold, charged before the C function copies
+  -- them (each element's own cost is this loop's, which the hook counts).
+  -- The scan stops where the C function will stop with its error.
+  local bytes, reached = 0, lo - 1
   for k = lo, hi do
+    reached = k
     local v = list[k]
     local tv = type(v)
-    if tv == 'table' or tv == 'userdata' then
+    if tv == 'string' then
+      bytes = bytes + #v
+    elseif tv == 'number' then
+      bytes = bytes + 24                   -- at most LUAI_NUMFFORMAT's width
+    elseif tv == 'table' or tv == 'userdata' then
       local mt = debug_getmetatable(v)
       if type(mt) == 'table' and rawget(mt, '__tostring') ~= nil then
         rendered = rendered or {}
         rendered[k] = tostring_stable(v)
+        bytes = bytes + #rendered[k]
+      else
+        break
       end
+    else
+      break
     end
   end
-  if rendered == nil then return concat_standard(list, sep, i, j) end
+  local tsep = type(sep)
+  if (tsep == 'string' or tsep == 'number') and reached > lo then
+    bytes = bytes + #tostring_raw(sep) * (reached - lo + 0.0)
+  end
+  bulk.charge_result(bytes)
+  if rendered == nil then return concat_finish(xpcall_raw(through, concat_handler, tconcat, ...)) end
   local view = setmetatable({}, { __index = function(_, k)
     local r = rendered[k]
     if r ~= nil then return r end
     return list[k]
   end })
-  return concat_standard(view, sep, lo, hi)
+  return concat_finish(xpcall_raw(through, concat_handler, tconcat, view, sep, lo, hi))
 end
 local table_lib = copy_lib(table)
 table_lib.concat = concat_rendering
 
 local string_lib = copy_lib(string)
 string_lib.format = format_stable
+-- Size-proportional library calls under the instruction budget (bulk.lua
+-- says how and which).
+for name, f in next_raw, bulk.string do string_lib[name] = f end
+for name, f in next_raw, bulk.table do table_lib[name] = f end
 -- Pattern matching under the instruction budget (patterns.lua says how).
 do
   local bounded = H.patterns({
     byte = string.byte, sub = string.sub,
     find = sfind, match = smatch, gmatch = string.gmatch, gsub = sgsub,
     charge = charge, getinfo = debug.getinfo, pcall = pcall_raw,
+    charge_bytes = bulk.charge_result,
   })
   string_lib.find, string_lib.match = bounded.find, bounded.match
   string_lib.gmatch, string_lib.gsub = bounded.gmatch, bounded.gsub
@@ -597,10 +654,10 @@ smt.__index = string_lib
 
 local function new_env(globals)
   local env = {
-    assert = assert, error = error, pcall = pcall_safe, xpcall = xpcall_safe,
+    assert = assert, error = bulk.error, pcall = pcall_safe, xpcall = xpcall_safe,
     getmetatable = getmetatable, setmetatable = setmetatable_safe,
     ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
-    tonumber = tonumber, tostring = tostring_stable, type = type,
+    tonumber = bulk.tonumber, tostring = tostring_stable, type = type,
     _VERSION = _VERSION,
     string = copy_lib(string_lib), table = copy_lib(table_lib), math = copy_lib(math_lib),
   }

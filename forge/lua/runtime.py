@@ -1,9 +1,10 @@
 """The Lua 5.5 runtime a run uses, with the sandbox and the yield bridge.
 
 What lives here: creating the `lupa.lua55` runtime with a fixed string hash
-seed and a memory cap, loading `prelude.lua`, compiling blocks, starting block
-coroutines, converting values between Lua and Python, and keeping idle
-runtimes for reuse (`acquire`/`release`).  What does not: the host globals a
+seed and a memory cap, loading `prelude.lua` (with `patterns.lua` and
+`bulk.lua`), compiling blocks, starting block coroutines, converting values
+between Lua and Python, and keeping idle runtimes for reuse
+(`acquire`/`release`).  What does not: the host globals a
 section sees (the engine builds those) and any scheduling.
 
 Strings cross the boundary as bytes (`encoding=None`): a prompt may hold
@@ -217,11 +218,13 @@ class LuaRuntime:
         host = self.lua.table_from(
             {
                 b"max_instructions": max_instructions,
+                b"max_memory": max_memory,
                 b"random_seed": random_seed,
                 b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
             }
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")
+        host[b"bulk"] = self.load_engine_chunk("bulk.lua")
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
         self.make_error_raw = E.make_error

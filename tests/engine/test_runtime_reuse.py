@@ -21,6 +21,7 @@ names `__mode` runs on a fresh runtime, and the last test checks it.
 from __future__ import annotations
 
 import gc
+import json
 import pathlib
 import random
 import subprocess
@@ -464,5 +465,41 @@ def test_memory_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
             else:
                 _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
             run = _run(prompt_text(RUNAWAY[name][0]), max_instructions=5_000_000)
+            assert run.lua.reusable, (name, before)
+            assert _bytes(run) == expected[name], (name, before)
+
+
+#: Bulk-call bombs that log as they go: a charge landing at another call
+#: would end the run after another number of logs.
+BULK_BOMBS = {
+    "rep": "for i = 1, 1e9 do log('r' .. i) local r = string.rep('abcdefgh', 2^19 + i) end",
+    "concat": "local t = {} for i = 1, 300 do t[i] = string.rep('x', 8000 + i) end "
+              "for i = 1, 1e9 do log('c' .. i) local s = table.concat(t, ',') end",
+    "insert": "local t = { string.byte(string.rep('x', 200000), 1, -1) } "
+              "for i = 1, 1e9 do log('i' .. i) table.insert(t, 1, i) end",
+    "gsub": "local r = string.rep('y', 5000) for i = 1, 1e9 do log('g' .. i) "
+            "local s = ('x'):rep(200 + i % 7):gsub('', r) end",
+}
+
+
+def test_bulk_call_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
+    """The charges of size-proportional library calls depend on their arguments only, so
+    a bomb that logs ends after the same log on a fresh, a reused and a storm-worn runtime
+    (kit: determinism.runtime-reuse, kit: budget.bulk-calls)."""
+    texts = {n: prompt_text(section("A", code)) for n, code in BULK_BOMBS.items()}
+    expected = {n: fresh(lambda: _bytes(_run(t, max_instructions=3_000_000)))
+                for n, t in texts.items()}
+    for name, text in texts.items():
+        observation = json.loads(expected[name][0])
+        assert observation["error"]["kind"] == "Budget" and len(observation["logs"]) > 3, name
+        for before in ("new runtime", "garbage", "strings", "unbounded-spawn"):
+            if before == "new runtime":
+                lua_runtime._idle.clear()
+            elif before in POISON:
+                _run(POISON[before], max_instructions=200_000)
+            else:
+                from tests.engine.test_sandbox import RUNAWAY
+                _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
+            run = _run(text, max_instructions=3_000_000)
             assert run.lua.reusable, (name, before)
             assert _bytes(run) == expected[name], (name, before)

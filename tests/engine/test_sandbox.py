@@ -250,6 +250,101 @@ RUNAWAY = {
                         "for i = 1, 1e9 do store.glob('**') end"),
         "store budget exhausted: the run's store operations copied more than",
     ),
+    # Library calls whose work grows with their arguments ran inside one VM
+    # instruction, where the count hook never fires: each of these ran for
+    # minutes or hours (benchmarks/hostile.py measures them); bulk.lua
+    # charges their bytes first (kit: budget.bulk-calls).
+    "rep-loop": (
+        section("Main", "for i = 1, 1e9 do local r = string.rep('abcdefgh', 4 * 1024 * 1024) end"),
+        "instruction budget exhausted",
+    ),
+    "sub-copy-loop": (
+        section("Main", "local s = string.rep('x', 32 * 1024 * 1024) "
+                        "for i = 1, 1e9 do local t = s:sub(2) end"),
+        "instruction budget exhausted",
+    ),
+    "upper-loop": (
+        section("Main", "local s = string.rep('x', 8 * 1024 * 1024) "
+                        "for i = 1, 1e9 do local t = s:upper() end"),
+        "instruction budget exhausted",
+    ),
+    "reverse-loop": (
+        section("Main", "local s = string.rep('x', 8 * 1024 * 1024) "
+                        "for i = 1, 1e9 do local t = s:reverse() end"),
+        "instruction budget exhausted",
+    ),
+    "format-loop": (
+        section("Main", "local s = string.rep('x', 8 * 1024 * 1024) "
+                        "for i = 1, 1e9 do local t = string.format('%s.', s) end"),
+        "instruction budget exhausted",
+    ),
+    "format-q-loop": (
+        section("Main", "local s = string.rep('\\0', 4 * 1024 * 1024) "
+                        "for i = 1, 1e9 do local t = string.format('%q', s) end"),
+        "instruction budget exhausted",
+    ),
+    "byte-range-loop": (
+        section("Main", "local s = string.rep('x', 500000) "
+                        "for i = 1, 1e9 do local n = select('#', s:byte(1, -1)) end"),
+        "instruction budget exhausted",
+    ),
+    "char-loop": (
+        section("Main", "local t = { string.byte(string.rep('x', 500000), 1, -1) } "
+                        "for i = 1, 1e9 do local s = string.char(table.unpack(t)) end"),
+        "instruction budget exhausted",
+    ),
+    "table-concat-loop": (
+        section("Main", "local t = {} for i = 1, 1000 do t[i] = string.rep('x', 8192) end "
+                        "for i = 1, 1e9 do local s = table.concat(t) end"),
+        "instruction budget exhausted",
+    ),
+    "insert-front-loop": (
+        section("Main", "local t = { string.byte(string.rep('x', 500000), 1, -1) } "
+                        "for i = 1, 1e9 do table.insert(t, 1, i) end"),
+        "instruction budget exhausted",
+    ),
+    "remove-front-loop": (
+        section("Main", "local t = { string.byte(string.rep('x', 500000), 1, -1) } "
+                        "for i = 1, 1e9 do table.insert(t, table.remove(t, 1)) end"),
+        "instruction budget exhausted",
+    ),
+    "unpack-loop": (
+        section("Main", "local t = { string.byte(string.rep('x', 500000), 1, -1) } "
+                        "for i = 1, 1e9 do local n = select('#', table.unpack(t)) end"),
+        "instruction budget exhausted",
+    ),
+    "move-nothing": (
+        section("Main", "local t = {} for i = 1, 1e9 do table.move(t, 1, 1e8, 2) end"),
+        "instruction budget exhausted",
+    ),
+    "sort-loop": (
+        section("Main", "local t = { string.byte(string.rep('qwertyuiop', 20000), 1, -1) } "
+                        "for i = 1, 1e9 do table.sort(t) end"),
+        "instruction budget exhausted",
+    ),
+    "tonumber-scan-loop": (
+        section("Main", "local s = string.rep(' ', 32 * 1024 * 1024) .. '1' "
+                        "for i = 1, 1e9 do local n = tonumber(s) end"),
+        "instruction budget exhausted",
+    ),
+    "error-message-loop": (
+        section("Main", "local s = string.rep('x', 32 * 1024 * 1024) "
+                        "for i = 1, 1e9 do pcall(function() error(s) end) end"),
+        "instruction budget exhausted",
+    ),
+    "gsub-replacement-loop": (
+        section("Main", "local r, s = string.rep('y', 100000), string.rep('x', 300) "
+                        "for i = 1, 1e9 do local t = s:gsub('', r) end"),
+        "instruction budget exhausted",
+    ),
+    "pack-padding-loop": (
+        section("Main", "for i = 1, 1e9 do local s = string.pack('c33554432', '') end"),
+        "instruction budget exhausted",
+    ),
+    "table-create-loop": (
+        section("Main", "for i = 1, 1e9 do local t = table.create(4 * 1024 * 1024) end"),
+        "instruction budget exhausted",
+    ),
     "log-bomb-across-tasks": (
         section("Main", "local ts = {} for i = 1, 2000 do ts[#ts + 1] = tasks.spawn('### L') end "
                         "tasks.join(ts)")
@@ -259,15 +354,22 @@ RUNAWAY = {
 }
 
 
+#: Entries run under the default instruction budget rather than the 5
+#: million that ends the loops sooner: filling Lua's memory 1000 bytes at a
+#: time is charged for the bytes (forge/lua/bulk.lua), about 16 million
+#: instructions before the memory cap is met.
+RUNAWAY_BUDGET = {"memory-bomb": 20_000_000}
+
+
 @pytest.mark.parametrize("name", sorted(RUNAWAY))
 def test_runaway_prompt_ends_with_a_clear_error(name):
     """Endless loops, endless jumps, unbounded spawning, a memory bomb and results too large to
     deliver, and values too many or too large to keep each end the run as Budget with a
     message naming the exhausted budget - never a process abort (kit: budget.instructions,
     kit: budget.section-entries, kit: budget.tasks, kit: budget.memory, kit: budget.store,
-    kit: budget.logs, kit: budget.patterns, kit: budget.kept-values)."""
+    kit: budget.logs, kit: budget.patterns, kit: budget.bulk-calls, kit: budget.kept-values)."""
     text, phrase = RUNAWAY[name]
-    obs = run_text(prompt_text(text), max_instructions=5_000_000)
+    obs = run_text(prompt_text(text), max_instructions=RUNAWAY_BUDGET.get(name, 5_000_000))
     assert obs["outcome"] == "failed"
     assert phrase in obs["error"]["message"]
     assert obs["error"]["kind"] == "Budget"

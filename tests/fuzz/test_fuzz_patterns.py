@@ -27,7 +27,8 @@ _chunk = _runtime.globals().load(
 _deps = _runtime.eval("""{
   byte = string.byte, sub = string.sub, find = string.find,
   match = string.match, gmatch = string.gmatch, gsub = string.gsub,
-  charge = function() end, getinfo = debug.getinfo, pcall = pcall, c_limit = -1 }""")
+  charge = function() end, charge_bytes = function() end, getinfo = debug.getinfo,
+  pcall = pcall, c_limit = -1 }""")
 PORT = _chunk(_deps)
 C = _runtime.eval("string")
 # One call, protected, in a chunk of its own (so errors carry the same
