@@ -124,7 +124,8 @@ local used = 0
 -- instructions it counted.  What one VM instruction does to a long value
 -- (`..`, comparing two long strings, a call with many values) is neither
 -- counted nor charged: README.md's budget section says why.
-local function charge(n)
+local collectgarbage_raw = collectgarbage
+local function spend(n)
   used = used + n
   if abort ~= nil then error(abort, 0) end
   if used > budget then
@@ -132,8 +133,31 @@ local function charge(n)
     error(abort, 0)
   end
 end
+-- Charged work since the collector last ran in full, and how much of it
+-- makes the engine run it.  The C library builds a result of more than a
+-- few hundred bytes in a buffer it takes from the allocator directly: the
+-- collector never counts those bytes, so it does not run for them, and a
+-- failed allocation there is a memory error at once, without the emergency
+-- collection Lua's own allocations get.  A loop of large upper() or rep()
+-- calls would fill the memory cap with its own garbage and fail.  So every
+-- 2^20 instructions charged (64 MiB of copying at bulk.lua's rate), before
+-- the call that crosses it does its work, the collector runs in full: the
+-- points depend on the charges alone, so a run collects at the same calls on
+-- any runtime, and only live values decide whether a call runs out of
+-- memory.  Collecting is invisible to a prompt (no finalizers, and a prompt
+-- that names weak tables runs on a fresh runtime).
+local COLLECT_EVERY = 1 << 20
+local pending = 0
+local function charge(n)
+  spend(n)
+  pending = pending + n
+  if pending >= COLLECT_EVERY then
+    pending = 0
+    collectgarbage_raw('collect')
+  end
+end
 local function hook()
-  charge(HOOK_EVERY)
+  spend(HOOK_EVERY)
 end
 E.instructions_used = function() return used end
 E.charge = charge
@@ -833,7 +857,7 @@ E.table_from_list = function(...) return { ... } end
 -- run.  The main thread's hook is cleared from Python before this runs.
 ---------------------------------------------------------------------------
 E.reset = function(max_instructions, message, seed)
-  budget, budget_message, used = max_instructions, message, 0
+  budget, budget_message, used, pending = max_instructions, message, 0, 0
   abort, loading_library = nil, false
   host_errors = setmetatable({}, { __mode = 'k' })
   serials, next_serial = setmetatable({}, { __mode = 'k' }), 0

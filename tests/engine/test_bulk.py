@@ -222,3 +222,20 @@ def test_a_call_past_the_memory_cap_is_charged_no_more_than_the_cap_allows():
     ok, message = run(runtime.new_env())
     assert (ok, message) == (False, b"not enough memory")
     assert runtime.instructions_used() == runtime.max_memory // 64
+
+
+@pytest.mark.parametrize("call", ["s:upper()", "s:rep(1)", "s:reverse()", "('%s'):format(s)"])
+def test_a_loop_of_large_calls_is_not_failed_by_its_own_garbage(call):
+    """The C library builds a large result in a buffer taken from the allocator
+    directly, where running out fails at once, with no emergency collection:
+    a loop making 32 MiB results ran out of memory on its sixth call, holding
+    one live value.  Large charged calls collect garbage first when the cap is
+    near, so only live values decide (kit: budget.bulk, kit: determinism)."""
+    from forge.engine.run import RunConfig, run_prompt
+    from forge.prompt import parse_prompt
+
+    text = ("---\nname: g\ndescription: g\npromptforge: 0\n---\n\n# G\n\n## Main\n\n```lua\n"
+            "local s = string.rep('a', 32 * 1024 * 1024)\n"
+            f"for i = 1, 10 do local t = {call} end\nreturn 'done'\n```\n")
+    run = run_prompt(parse_prompt(text, "g.md"), config=RunConfig(max_instructions=100_000_000))
+    assert (run.outcome, run.error) == ("ok", None)
