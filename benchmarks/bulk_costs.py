@@ -16,6 +16,7 @@ element; a sort 19 ns a comparison; %q of NUL bytes 41 ns a byte.
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import lupa.lua55 as lua55
@@ -70,6 +71,7 @@ def cpu(code: str) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
     loop = "local x = 0 for i = 1, 3e7 do x = x + i end"
     per_instruction = cpu(loop) / _count(loop.encode()) * 1e9
     print(f"VM instruction (tight loop): {per_instruction:.2f} ns")

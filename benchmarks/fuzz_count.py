@@ -25,6 +25,7 @@ What does not live here: the generators and the contract (tests/fuzz).
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import json
 import os
@@ -89,18 +90,16 @@ def _run(test: str, examples: int, seed: str | None) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    args = list(argv)
-    as_json = "--json" in args
-    if as_json:
-        args.remove("--json")
-    options = {"--seed": "0", "--jobs": "1", "--minutes": "0"}
-    for flag in options:
-        if flag in args:
-            i = args.index(flag)
-            options[flag] = args[i + 1]
-            del args[i:i + 2]
-    seed, jobs, minutes = int(options["--seed"]), int(options["--jobs"]), float(options["--minutes"])
-    total = int(args[0]) if args else 100_000
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("total", nargs="?", type=int, default=100_000,
+                        help="fuzzed inputs in all (default 100,000)")
+    parser.add_argument("--seed", type=int, default=0, help="the first chunk's seed")
+    parser.add_argument("--jobs", type=int, default=1, help="chunks run at once")
+    parser.add_argument("--minutes", type=float, default=0.0,
+                        help="start no chunk after this many minutes (0: no limit)")
+    parser.add_argument("--json", action="store_true", help="print the counts as JSON")
+    opts = parser.parse_args(argv)
+    as_json, seed, jobs, minutes, total = opts.json, opts.seed, opts.jobs, opts.minutes, opts.total
     weight_sum = sum(WEIGHTS.values())
     plan = {test: max(1, round(total * w / weight_sum)) for test, w in WEIGHTS.items()}
     plan[PATTERN_TESTS] = max(1, total // 100)

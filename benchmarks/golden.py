@@ -10,6 +10,7 @@ hash included) hashed into one line per case.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import pathlib
@@ -24,6 +25,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog=__doc__.split("\n", 1)[1]).parse_args()
     adapter = InProcessAdapter()
     for case in load_cases(DEFAULT_CASES_DIR):
         for seed in (None, 1, 2, 3):

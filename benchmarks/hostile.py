@@ -16,6 +16,7 @@ and message (the tests).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pathlib
@@ -105,9 +106,19 @@ _ERROR = re.compile(r'"error":\{"kind":"(?P<kind>[^"]*)","message":"(?P<message>
 
 
 def main(argv: list[str]) -> int:
-    as_json = "--json" in argv
-    names = [a for a in argv if a != "--json"]
-    table = {name: text for name, text in entries().items()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help="only these entries (`RUNAWAY/name` or just `name`)")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    opts = parser.parse_args(argv)
+    as_json, names = opts.json, opts.names
+    catalogue = entries()
+    unknown = [n for n in names
+               if n not in catalogue and not any(k.split("/", 1)[1] == n for k in catalogue)]
+    if unknown:
+        parser.error(f"no such entry: {', '.join(unknown)} (entries: "
+                     f"{', '.join(sorted(catalogue))})")
+    table = {name: text for name, text in catalogue.items()
              if not names or name in names or name.split("/", 1)[1] in names}
     rows = {}
     for name, text in table.items():

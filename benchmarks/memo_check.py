@@ -8,6 +8,7 @@ not tell the two apart) and afresh (`reference_observation`), compared.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from forge.conformance.adapters import InProcessAdapter, reference_observation
@@ -15,6 +16,9 @@ from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                            formatter_class=argparse.RawDescriptionHelpFormatter,
+                            epilog=__doc__.split("\n", 1)[1]).parse_args()
     adapter = InProcessAdapter()
     runs = differ = 0
     for case in load_cases(DEFAULT_CASES_DIR):

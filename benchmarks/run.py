@@ -132,10 +132,15 @@ end
 """
 
 
+def _no_attributes(obj, name, is_setting):
+    # The engine's runtimes refuse every Python attribute (`Keeper.filter`).
+    raise AttributeError(lua_runtime.ATTRIBUTES_UNREACHABLE)
+
+
 def _runtime():
     return lua55.LuaRuntime(
         encoding=None, unpack_returned_tuples=True, register_eval=False,
-        register_builtins=False, attribute_filter=lua_runtime._filter,
+        register_builtins=False, attribute_filter=_no_attributes,
         string_hash_seed=lua_runtime.STRING_HASH_SEED,
         max_memory=lua_runtime.DEFAULT_MAX_MEMORY)
 
