@@ -442,6 +442,19 @@ def test_a_prompt_that_names_weak_tables_runs_on_a_fresh_runtime(fresh):
         assert _bytes(run) == want, name
 
 
+def _wear(before: str) -> None:
+    """Leave the next run's runtime as `before` says: a new one ("new runtime"),
+    or the one a poison run or a catalogue runaway gave back."""
+    from tests.engine.test_sandbox import RUNAWAY
+
+    if before == "new runtime":
+        lua_runtime._idle.clear()
+    elif before in POISON:
+        _run(POISON[before], max_instructions=200_000)
+    else:
+        _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
+
+
 def test_memory_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
     """Where a run meets the memory cap does not depend on the garbage its
     runtime carries from earlier runs (kit: determinism.runtime-reuse,
@@ -458,12 +471,7 @@ def test_memory_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
         # A spawn storm that ends in the budget yet gives its runtime back
         # left it holding what moved the cap's point before the fix.
         for before in ("new runtime", "garbage", "unbounded-spawn"):
-            if before == "new runtime":
-                lua_runtime._idle.clear()
-            elif before in POISON:
-                _run(POISON[before], max_instructions=200_000)
-            else:
-                _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
+            _wear(before)
             run = _run(prompt_text(RUNAWAY[name][0]), max_instructions=5_000_000)
             assert run.lua.reusable, (name, before)
             assert _bytes(run) == expected[name], (name, before)
@@ -493,13 +501,7 @@ def test_bulk_call_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
         observation = json.loads(expected[name][0])
         assert observation["error"]["kind"] == "Budget" and len(observation["logs"]) > 3, name
         for before in ("new runtime", "garbage", "strings", "unbounded-spawn"):
-            if before == "new runtime":
-                lua_runtime._idle.clear()
-            elif before in POISON:
-                _run(POISON[before], max_instructions=200_000)
-            else:
-                from tests.engine.test_sandbox import RUNAWAY
-                _run(prompt_text(RUNAWAY[before][0]), max_instructions=5_000_000)
+            _wear(before)
             run = _run(text, max_instructions=3_000_000)
             assert run.lua.reusable, (name, before)
             assert _bytes(run) == expected[name], (name, before)
