@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema.exceptions import ValidationError
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 #: `'key' was unexpected` / `'a', 'b' were unexpected` in jsonschema's message.
 _UNEXPECTED = re.compile(r"\('([^']*)'(?:, '[^']*')* (?:was|were) unexpected\)")

@@ -27,13 +27,13 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-from jsonschema.exceptions import relevance
+from typing import TYPE_CHECKING, Any
 
 from forge.errors import InputError
 from forge.schemawording import JSON_TYPE_NAMES, describe, pointer
+
+if TYPE_CHECKING:
+    import jsonschema
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 MODEL = "model-script"
@@ -53,6 +53,11 @@ def schema(name: str) -> dict:
 
 @functools.cache
 def validator(name: str) -> jsonschema.Draft202012Validator:
+    # jsonschema is imported at the first script checked: loading it (and the
+    # metaschemas it reads from disk) is most of the kit's import time, and
+    # a run with no script never needs it.
+    import jsonschema
+
     return jsonschema.Draft202012Validator(schema(name))
 
 
@@ -63,6 +68,8 @@ def problem(name: str, data: Any) -> tuple[str, str] | None:
     if key in _VALID:
         return None
     # The most relevant first (jsonschema's ranking), then the first in the file.
+    from jsonschema.exceptions import relevance
+
     found = sorted(validator(name).iter_errors(data), key=relevance, reverse=True)
     if not found:
         if len(_VALID) >= MAX_REMEMBERED:
