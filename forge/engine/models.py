@@ -239,9 +239,14 @@ class ModelsAPI:
             {} if self.script is not None and self.script.stop_at is not None else None)
         self.asks = 0
         self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
-        self.roles = RolesAPI(self)
-        self.tools = ToolsAPI(self)
-        self.tasks = ModelTasks(self)
+        #: Whether the prompt can reach the model side at all (`needed`);
+        #: without it no code of a run reaches roles, tools or model tasks,
+        #: so they are not built.
+        self._needed = model_side_needed(run.prompt)
+        if self._needed:
+            self.roles = RolesAPI(self)
+            self.tools = ToolsAPI(self)
+            self.tasks = ModelTasks(self)
         self.L: Any = None
 
     # ------------------------------------------------------------ hooks
@@ -253,7 +258,7 @@ class ModelsAPI:
 
     def needed(self) -> bool:
         """Whether the run's host library needs the model side."""
-        return model_side_needed(self.run.prompt)
+        return self._needed
 
     def library(self, spec: list, suspending: dict) -> None:
         """Add `models`, `messages`, `compactors`, `tools`, `input` to the host
