@@ -126,7 +126,7 @@ class TasksAPI:
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
 
     def handle(self, task_id: str):
-        return self.lua.table({"task": task_id})
+        return self.lua.E.task_handle(task_id.encode("utf-8"))
 
     # ------------------------------------------------------------ task args
     def task_arg(self, call: str, value: Any) -> tuple[str | None, Any]:
@@ -568,7 +568,5 @@ class TasksAPI:
                 taken[t.id] = self._outcome(t, chain)
                 run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
             ok, value = taken[t.id]
-            entry = self.lua.table({"task": t.id, "ok": ok})
-            entry[b"result"] = value
-            results[position] = entry
+            results[position] = self.lua.E.join_entry(t.id.encode("utf-8"), ok, value)
         return (True, results, timed_out)

@@ -846,6 +846,10 @@ end
 
 E.pack = tpack
 E.table_from_list = function(...) return { ... } end
+-- A task handle, and an entry of a join's results: made here, in one call,
+-- rather than key by key from Python.
+E.task_handle = function(id) return { task = id } end
+E.join_entry = function(id, ok, result) return { task = id, ok = ok, result = result } end
 
 ---------------------------------------------------------------------------
 -- A reused runtime starts each run here (`forge.lua.runtime`): every piece

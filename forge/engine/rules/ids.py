@@ -58,10 +58,19 @@ MAX_COMPONENT = 4294967295
 _ID = re.compile(r"(0|[1-9][0-9]*)(\.(0|[1-9][0-9]*))*")
 
 
+#: Ids found well-formed so far: a run checks the same few ids again and again.
+_VALID: set[str] = set()
+
+
 def is_task_id(text: str) -> bool:
-    if not _ID.fullmatch(text):
+    if text in _VALID:
+        return True
+    if not _ID.fullmatch(text) or any(int(part) > MAX_COMPONENT for part in text.split(".")):
         return False
-    return all(int(part) <= MAX_COMPONENT for part in text.split("."))
+    if len(_VALID) >= 100_000:
+        _VALID.clear()
+    _VALID.add(text)
+    return True
 
 
 #: Sort keys made so far: the same few ids recur in every run of a process.
