@@ -1,16 +1,19 @@
 """The globals a section VM sees, and the suspending calls behind them.
 
-What lives here: the per-run host library (`log`, `list_from_section`,
-`jump`, `call`, `store`, and the `tasks` namespace's Lua face), building a
-fresh environment for each section entry (`args`, `argv`, `sys`, `var`,
-`prose`, `item`), reading `var` back, the H1 pass's hand-over to the walk,
-and the handlers for every suspending call a block can make.  What does not:
-scheduling (`run`) and task semantics (`tasks`).
+What lives here: the host library's own entries (`log`, `list_from_section`,
+`jump`, `call`, `fanout`, `store`), building a fresh environment for each
+section entry (`args`, `argv`, `sys`, `var`, `prose`, `item`), reading `var`
+back, the H1 pass's hand-over to the walk, and the handlers of the
+suspending calls among those entries.  What does not: scheduling (`run`),
+task semantics and the `tasks` namespace (`tasks`), the model side
+(`models`).
 
 Every suspending call is a yield of `(op, args...)` from the block's
-coroutine; `suspending` maps each op to its handler.  Calls that answer at
+coroutine; `SUSPENDING` maps each op to its handler.  Calls that answer at
 once are plain Python functions returning `(True, values...)` or
 `(False, error value)`; the Lua wrapper raises the error at the call site.
+Both are module-level routes called with the run (`LuaRuntime.host`), so a
+run binds its whole library in one assignment.
 """
 
 from __future__ import annotations
@@ -47,47 +50,45 @@ def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+#: The host library's own entries (`LuaRuntime.library`): each route is
+#: called with the run a call answers for.  The `tasks` namespace and the
+#: model side add theirs (`forge.engine.run` puts them together).
+LIBRARY: tuple = (
+    (b"host", b"log", lambda run, *a: run.host._log(*a)),
+    (b"host", b"list_from_section", lambda run, *a: run.host._list_from_section(*a)),
+    (b"host", b"jump", lambda run, *a: run.host._jump(*a)),
+    (b"suspend", b"call", None),
+    (b"suspend", b"fanout", None),
+) + tuple(
+    (b"store", f"store.{op}".encode(), lambda run, *a, _op=op: run.host._direct_store(_op, a))
+    for op in STORE_OPS)
+
+#: The handler of each suspending call of the library above, called with the
+#: run and the calling chain (`forge.engine.kernel`).
+SUSPENDING: dict = {
+    "call": lambda run, chain, *a: run.host._call(chain, *a),
+    "fanout": lambda run, chain, *a: run.fanout.start(chain, *a),
+    **{f"store.{op}": (lambda run, chain, *a, _op=op: run.host._store(chain, _op, a))
+       for op in STORE_OPS},
+}
+
+
+def _render(run: Run, key: int):
+    return run.host._render_entry(key)
+
+
 class Host:
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, library: tuple) -> None:
         self.run = run
         self.lua = run.lua
-        self.suspending: dict[str, Any] = {
-            "call": self._call,
-        }
-        for op in STORE_OPS:
-            self.suspending[f"store.{op}"] = self._store_handler(op)
-        self.lib = self._build_lib()
+        self.lib = self.lua.library(library, run)
         # A chain's section VMs name it to the run's one prose callback by a
         # number (`Chain.vm_key`), so Lua holds no Python object of the run;
         # the chain leaves this map when it ends.
         self._vms: dict[int, Chain] = {}
         self._keys = 0
-        self._render = self.lua.host(self._render_entry, b"render")
+        self._render = self.lua.host(b"render", _render)
         self._section_vm = self.lua.E.section_vm
-
-    # ------------------------------------------------------------ library
-    def _build_lib(self):
-        """The host library, built in one Lua call.
-
-        The model side (`models`, `messages`, `compactors`, `tools`, `input`)
-        joins only when the prompt can reach it (`models.needed`); on a
-        reused runtime both shapes of the library are built once each.
-        """
-        L = self.lua
-        spec = [
-            b"host", b"log", L.guard(self._log),
-            b"host", b"list_from_section", L.guard(self._list_from_section),
-            b"host", b"jump", L.guard(self._jump),
-            b"suspend", b"call", None,
-            b"suspend", b"fanout", None,
-        ]
-        self.suspending["fanout"] = self.run.fanout.start
-        for op in STORE_OPS:
-            spec += (b"store", f"store.{op}".encode(), L.guard(self._direct_store(op)))
-        self.run.tasks_api.library(spec, self.suspending)
-        if self.run.models.needed():
-            self.run.models.library(spec, self.suspending)
-        return L.build_library(spec)
 
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
@@ -311,20 +312,12 @@ class Host:
         return run.scheduler.park(chain, CalledChain(child))
 
     # ------------------------------------------------------------ store
-    def _store_handler(self, op: str):
-        def handler(chain: Chain, *args):
-            return self._store(chain, op, args)
-
-        return handler
-
-    def _direct_store(self, op: str):
-        def direct(*args):
-            answer = self._store(self.run.current, op, args, direct=True)
-            if isinstance(answer, tuple):
-                return answer
-            return self.err("store operation failed")      # a claims conflict ended the run
-
-        return direct
+    def _direct_store(self, op: str, args: tuple):
+        """A store call during the shared library's load: answered at once."""
+        answer = self._store(self.run.current, op, args, direct=True)
+        if isinstance(answer, tuple):
+            return answer
+        return self.err("store operation failed")      # a claims conflict ended the run
 
     def _string_arg(self, name: str, value: Any, optional: bool = False):
         if value is None and optional:

@@ -83,7 +83,7 @@ class Scheduler:
         self.events = events
         self.chooser = chooser
         self.trace = trace
-        #: Suspending call name -> handler(chain, *args): a resume tuple or PARK.
+        #: Suspending call name -> handler(walk, chain, *args): a resume tuple or PARK.
         self.handlers = handlers
         self.max_steps = max_steps
         #: Ready chains, in the order they became ready.
@@ -246,7 +246,7 @@ class Scheduler:
             raise ForgeInternalError(
                 f"a chain yielded unknown suspending call {call!r}; the Lua bridge and the "
                 "host table disagree about the set of suspending calls")
-        return handler(chain, *args)
+        return handler(self.walk, chain, *args)
 
     def _deadlock(self) -> None:
         parked = [f"chain {c.id} waits on {c.blocked or 'nothing'}{self.walk.parked_detail(c)}"

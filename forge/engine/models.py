@@ -53,11 +53,11 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
-from forge.engine.roles import RolesAPI, Selection
+from forge.engine.roles import LIBRARY as roles_library, RolesAPI, Selection
 from forge.engine.parking import PARK
 from forge.engine.requests import ModelRound, OperatorQuestion
 from forge.engine.rules.notices import NoticeQueue
-from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
+from forge.engine.tools import BUILTINS, JUMP_REFUSAL, LIBRARY as tools_library, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
@@ -220,6 +220,32 @@ def _lua_side(L: Any) -> LuaSide:
     return side
 
 
+#: `models`, `messages`, `compactors`, `tools` and `input`: library entries
+#: (`forge.engine.host` says how they are called), in the library of a run
+#: that `needed` them.
+LIBRARY: tuple = roles_library + (
+    (b"value", b"models.infer", lambda runtime: _lua_side(runtime).infer),
+    (b"value", b"models.loop", lambda runtime: _lua_side(runtime).loop),
+    (b"value", b"messages.new", lambda runtime: _lua_side(runtime).new_list),
+    (b"host", b"compactors.fail", lambda run, *a: run.models._compactors_fail(*a)),
+) + tools_library + (
+    (b"value", b"tools.call", lambda runtime: _lua_side(runtime).call),
+    (b"suspend", b"input.ask", None),
+    (b"host", b"input.connected",
+     lambda run, *a: (True, run.models.cursor.operator is not None)),
+)
+
+#: The handlers of its suspending calls.
+SUSPENDING: dict = {
+    "models.loop": lambda run, chain, *a: run.models._loop(chain, *a),
+    "models.infer": lambda run, chain, *a: run.models._infer(chain, *a),
+    "models.continue": lambda run, chain, *a: run.models._continue(chain, *a),
+    "models.handler_done": lambda run, chain, *a: run.models._handler_done(chain, *a),
+    "tools.call": lambda run, chain, *a: run.models.tools.call(chain, *a),
+    "input.ask": lambda run, chain, *a: run.models._ask(chain, *a),
+}
+
+
 class ModelsAPI:
     """The run's model side: one per run, hooked in by `Run` and `Host`."""
 
@@ -247,7 +273,8 @@ class ModelsAPI:
             self.roles = RolesAPI(self)
             self.tools = ToolsAPI(self)
             self.tasks = ModelTasks(self)
-        self.L: Any = None
+        #: The runtime's Lua side of the models (None: not `needed`).
+        self.L: Any = _lua_side(self.lua) if self._needed else None
 
     # ------------------------------------------------------------ hooks
     #: The globals of the model side: a prompt whose code and prose never
@@ -259,29 +286,6 @@ class ModelsAPI:
     def needed(self) -> bool:
         """Whether the run's host library needs the model side."""
         return self._needed
-
-    def library(self, spec: list, suspending: dict) -> None:
-        """Add `models`, `messages`, `compactors`, `tools`, `input` to the host
-        library's spec (`Host`)."""
-        L = self.lua
-        self.L = lib = _lua_side(L)
-        self.roles.library(spec)
-        spec += (b"value", b"models.infer", lib.infer,
-                 b"value", b"models.loop", lib.loop,
-                 b"value", b"messages.new", lib.new_list,
-                 b"host", b"compactors.fail", L.guard(self._compactors_fail))
-        self.tools.library(spec, lib)
-        spec += (b"suspend", b"input.ask", None,
-                 b"host", b"input.connected",
-                 L.guard(lambda *a: (True, self.cursor.operator is not None)))
-        suspending.update({
-            "models.loop": self._loop,
-            "models.infer": self._infer,
-            "models.continue": self._continue,
-            "models.handler_done": self._handler_done,
-            "tools.call": self.tools.call,
-            "input.ask": self._ask,
-        })
 
     def enter_section(self, chain: Chain) -> None:
         """A section entry starts: fresh selection, local tools, allowlist.

@@ -95,6 +95,14 @@ class ModelHandle:
         return f"model handle: {_t(self._fields[b'name'])}"
 
 
+#: `models.default`, `models.use` and `models.get`: library entries
+#: (`forge.engine.host` says how they are called).
+LIBRARY: tuple = tuple(
+    (b"host", f"models.{name}".encode(),
+     lambda run, *a, _n=name: getattr(run.models.roles, "_" + _n)(*a))
+    for name in ("default", "use", "get"))
+
+
 class RolesAPI:
     def __init__(self, models: ModelsAPI) -> None:
         self.models = models
@@ -105,11 +113,6 @@ class RolesAPI:
         roles = models.run.prompt.roles
         self.roles = {r.label: r for r in roles} if self.script is not None else {}
         self.default_label: str | None = None
-
-    def library(self, spec: list) -> None:
-        """Add `models.default`, `models.use`, `models.get` to the host library's spec."""
-        for name in ("default", "use", "get"):
-            spec += (b"host", f"models.{name}".encode(), self.lua.guard(getattr(self, "_" + name)))
 
     @staticmethod
     def seal(L: Any, keeper: Keeper) -> None:

@@ -94,6 +94,13 @@ class RunConfig:
     seed: int = 0
 
 
+#: The host library of a run, without and with the model side, and the
+#: handler of every suspending call in them (`forge.engine.host`).
+_LIBRARY = host.LIBRARY + tasks.LIBRARY
+_LIBRARY_WITH_MODELS = _LIBRARY + models.LIBRARY
+_SUSPENDING = {**host.SUSPENDING, **tasks.SUSPENDING, **models.SUSPENDING}
+
+
 class Run:
     """Everything one run of one prompt owns."""
 
@@ -143,12 +150,12 @@ class Run:
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
         self.fanout = fanout.Fanout(self)
-        self.host = host.Host(self)
+        self.host = host.Host(self, _LIBRARY_WITH_MODELS if self.models.needed() else _LIBRARY)
         if self.harness.latency.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
                                                 lambda: not self.seed_independent())
         self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
-                                   self.host.suspending, self.config.max_steps)
+                                   _SUSPENDING, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
         self.main_task = Task.main(self)

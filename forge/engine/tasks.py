@@ -90,35 +90,35 @@ def lua_number_text(value: int | float) -> str:
     return text
 
 
+#: The `tasks` namespace's library entries (`forge.engine.host` says how
+#: they are called).
+LIBRARY: tuple = tuple(
+    (b"host", f"tasks.{name}".encode(), lambda run, *a, _n=name: run.tasks_api.counted(_n, a))
+    for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel")
+) + ((b"suspend", b"tasks.join_any", None), (b"suspend", b"tasks.join", None))
+
+#: The handlers of its two waits.
+SUSPENDING: dict = {
+    "tasks.join_any": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join_any", a),
+    "tasks.join": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join", a),
+}
+
+
 class TasksAPI:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.lua = run.lua
 
-    # ------------------------------------------------------------ namespace
-    def library(self, spec: list, suspending: dict) -> None:
-        """Add the `tasks` namespace to the host library's spec (`Host`)."""
-        guard = self.lua.guard
-        for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel"):
-            spec += (b"host", f"tasks.{name}".encode(),
-                     guard(self._counted(getattr(self, "_" + name))))
-        spec += (b"suspend", b"tasks.join_any", None, b"suspend", b"tasks.join", None)
-        suspending["tasks.join_any"] = lambda c, *a: self._wait(c, "tasks.join_any", a)
-        suspending["tasks.join"] = lambda c, *a: self._wait(c, "tasks.join", a)
-
-    def _counted(self, fn):
+    def counted(self, name: str, args: tuple):
         """An immediate tasks function, counted as a suspending call.
 
         "Every tasks function is a suspending call", even those answered at
         once: a caught error value raised again after one of them counts as
         raised again later, exactly as after a store call or a wait.
         """
-        def counted(*args):
-            if not IMMEDIATE_NOT_SUSPENDING.on:
-                self.run.current.suspends += 1
-            return fn(*args)
-
-        return counted
+        if not IMMEDIATE_NOT_SUSPENDING.on:
+            self.run.current.suspends += 1
+        return getattr(self, "_" + name)(*args)
 
     def _err(self, message: str, kind: str = "lua", **fields: str):
         if SPAWN_ERRORS_INTERNAL.on and kind == "lua":

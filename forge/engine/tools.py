@@ -120,6 +120,18 @@ class AllowTasks:
     targets: tuple[str, ...] | None
 
 
+#: The `tools` namespace's functions: library entries (`forge.engine.host`
+#: says how they are called).  `tools.call` is the model side's Lua.
+LIBRARY: tuple = tuple(
+    (b"host", f"tools.{name}".encode(),
+     lambda run, *a, _n=name: getattr(run.models.tools, "_" + _n)(*a))
+    for name in ("always", "add", "add_local", "allow_tasks"))
+
+
+def _read_calls(run: Any, *args):
+    return run.models.tools._read_calls(*args)
+
+
 class ToolsAPI:
     def __init__(self, models: ModelsAPI) -> None:
         from forge.toolscript import ToolCursor
@@ -141,12 +153,6 @@ class ToolsAPI:
         #: Lua function every view reads them through.
         self._views: list[dict[str, int]] = []
         self._reader: Any = None
-
-    def library(self, spec: list, L: Any) -> None:
-        """Add the `tools` namespace to the host library's spec."""
-        for name in ("always", "add", "add_local", "allow_tasks"):
-            spec += (b"host", f"tools.{name}".encode(), self.lua.guard(getattr(self, "_" + name)))
-        spec += (b"value", b"tools.call", L.call)
 
     def _err(self, message: str, kind: str = "lua", **fields: str):
         return self.models.err(message, kind, **fields)
@@ -306,7 +312,7 @@ class ToolsAPI:
                 # number, so Lua holds no Python function of the run.
                 self._views.append(state.calls)
                 if self._reader is None:
-                    self._reader = self.lua.host(self._read_calls, b"tools.calls")
+                    self._reader = self.lua.host(b"tools.calls", _read_calls)
                 chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self._reader,
                                                                          len(self._views))
         state.calls[alias] = state.calls.get(alias, 0) + 1

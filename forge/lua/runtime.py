@@ -26,11 +26,13 @@ lupa's collector hazards decide what Lua may hold (lupa issues #84 and
 a Python object that holds lupa objects, the process can crash, and in Lua
 5.5 a Python object pushed again and again can come back as another one (a
 finalizer running late drops lupa's own reference to the object while a
-newer userdata still points at it).  A reusable runtime therefore hands Lua
-no Python function of a run: every Python function Lua holds is a *slot*
-made once per runtime, which calls whatever the current run bound to it
-(`bind`), is kept alive by the runtime itself as well, and after the run is
-bound to nothing but a stub.  The only other Python objects Lua ever holds
+newer userdata still points at it).  A runtime therefore hands Lua no
+Python function of a run: every Python function Lua holds is a *slot* made
+once per runtime, which calls a route of the engine's (a module-level
+function) for the run bound to the runtime (`bind`), is kept alive by the
+runtime itself as well, and after the run answers for no run (`unbind`).
+Binding a run is one assignment, however large its library (`library`).
+The only other Python objects Lua ever holds
 are the model side's: model handles (userdata, as prompts must see them) and
 the errors reading or calling one raises (`Keeper`).  They hold plain data
 and no lupa object, so Lua's collector may free them, and the runtime keeps
@@ -251,16 +253,16 @@ class LuaRuntime:
         self._setup_used = self.lua.get_memory_used()
         self._fresh_limit = self.lua.get_max_memory(True)
         self._offset = 0
-        #: Slots: the Python functions Lua holds in a reusable runtime, by
-        #: name, the function each calls now, and their Lua faces.
+        #: Slots: the Python functions Lua holds, by name, each with the route
+        #: it calls and its Lua face; the run they answer for (`bind`).
         self._slot_index: dict[bytes, int] = {}
-        self._slot_fns: list = []
-        self._slots: list = []
+        self._slots: list[tuple[Any, Any]] = []
         self._slot_lua: dict[bytes, Any] = {}
+        self._bound: list = [None]
         self._failed: list = [_unbound]
-        #: Each library built, by its kinds and names: the Lua table, which
-        #: slot each spec position binds, and the `value` entries it holds.
-        self._libraries: dict[tuple, tuple] = {}
+        #: Each library built, by the identity of its entries: the entries
+        #: (kept, so the identity stays theirs) and the Lua table.
+        self._libraries: dict[int, tuple] = {}
         #: Lupa keeps the last error a Python function raised into Lua, with
         #: its traceback (the run's frames), until the next: `unbind` makes
         #: it this stand-in's, a C function raising with no frame of a run.
@@ -275,8 +277,7 @@ class LuaRuntime:
         # Dropped with a run still bound (a run built and never executed):
         # the slots let go of it first, so that closing the Lua state frees
         # no Python object holding lupa objects (lupa issue #84).
-        if self.reusable:
-            self.unbind(forget=False)
+        self.unbind(forget=False)
 
     # -- reuse -----------------------------------------------------------------
     def begin(self, max_instructions: int, random_seed: int) -> None:
@@ -301,8 +302,7 @@ class LuaRuntime:
         """Every slot calls the stub again and no error Lua holds keeps a frame
         of the run: the runtime keeps nothing of the run.  (`forget` false:
         the runtime is being dropped, and lupa's last error goes with it.)"""
-        fns = self._slot_fns
-        fns[:] = [_unbound] * len(fns)
+        self._bound[0] = None
         self._failed[0] = _unbound
         if forget:
             self.settle()
@@ -329,27 +329,34 @@ class LuaRuntime:
         a C function, so no instruction of the run's budget is spent)."""
         return self._select(1, value)
 
-    def _slot(self, name: bytes):
+    def _slot(self, name: bytes, route):
         """The Python function Lua holds for slot `name`, made once: it calls
-        the function bound to it, guarded as `guard` guards (through the
-        bound failure handler, so the slot itself holds no lupa object)."""
+        `route(run, *args)` for the bound run, guarded as `failure` says (the
+        slot itself holds no lupa object, and no run once it is unbound)."""
         i = self._slot_index.get(name)
-        if i is None:
-            i = self._slot_index[name] = len(self._slot_fns)
-            fns, failed = self._slot_fns, self._failed
-            fns.append(_unbound)
+        if i is not None:
+            if self._slots[i][0] is not route:
+                raise ValueError(f"slot {name!r} already calls another route")
+            return self._slots[i][1]
+        bound, failed = self._bound, self._failed
 
-            def slot(*args):
-                try:
-                    return fns[i](*args)
-                except Exception as e:  # noqa: BLE001 - `failure` says what it is
-                    return failed[0](e)
+        def slot(*args):
+            run = bound[0]
+            if run is None:
+                return _unbound()
+            try:
+                return route(run, *args)
+            except Exception as e:  # noqa: BLE001 - `failure` says what it is
+                return failed[0](e)
 
-            self._slots.append(slot)        # never only Lua's: see the module docstring
-        return self._slots[i]
+        self._slot_index[name] = len(self._slots)
+        self._slots.append((route, slot))       # never only Lua's: see the module docstring
+        return slot
 
-    def bind(self, name: bytes, fn) -> None:
-        self._slot_fns[self._slot_index[name]] = fn
+    def bind(self, run: Any) -> None:
+        """Every slot answers for `run` until `unbind`."""
+        self._bound[0] = run
+        self._failed[0] = self.failure
 
     def memory_tight(self, extra: int = 0) -> bool:
         """Whether Lua state is close to the cap (with `extra` bytes more).
@@ -421,35 +428,19 @@ class LuaRuntime:
         extra = self.table(fields) if fields else None
         return self.stamped_error_raw(kind.encode(), message.encode("utf-8"), extra, stamp)
 
-    def host(self, fn, name: bytes):
-        """Wrap a Python function answering (ok, *values) as a raising Lua
-        function; in a reusable runtime, the one made for `name`, bound to `fn`."""
-        if not self.reusable:
-            return self.host_raw(self.guard(fn))
-        if name not in self._slot_lua:
-            self._slot_lua[name] = self.host_raw(self._slot(name))
-        self.bind(name, fn)
-        self._failed[0] = self.failure
-        return self._slot_lua[name]
+    def host(self, name: bytes, route) -> Any:
+        """The Lua function `name`: it calls `route(run, *args)` for the bound
+        run (`bind`), which answers (ok, *values); Lua raises the error of a
+        false answer.  Made once per runtime.
 
-    def guard(self, fn):
-        """`fn` (answering (ok, *values)) guarded for Lua, still a Python function.
-
-        A Python exception inside `fn` is a bug in the engine, not the
+        A Python exception inside `route` is a bug in the engine, not the
         prompt's error: it is kept in `internal_error` (the run ends as
-        `Internal`) and reaches Lua as an abort no `pcall` can swallow.  In
-        a reusable runtime `fn` goes to a slot, which guards it the same way.
-        """
-        if self.reusable:
-            return fn
-
-        def guarded(*args):
-            try:
-                return fn(*args)
-            except Exception as e:  # noqa: BLE001 - `failure` says what it is
-                return self.failure(e)
-
-        return guarded
+        `Internal`) and reaches Lua as an abort no `pcall` can swallow."""
+        slot = self._slot(name, route)
+        face = self._slot_lua.get(name)
+        if face is None:
+            face = self._slot_lua[name] = self.host_raw(slot)
+        return face
 
     def failure(self, e: Exception):
         """What Lua gets when a guarded host function raised `e`."""
@@ -471,35 +462,28 @@ class LuaRuntime:
         return (False, self.E.abort_with(self.error("internal", f"internal invariant "
                                                           f"violated: {type(e).__name__}: {e}")))
 
-    def build_library(self, spec: list) -> Any:
-        """The host library table from flat (kind, name, value) triples
-        (`E.build_library` says what each kind means), in one Lua call.
+    def library(self, entries: tuple, run: Any) -> Any:
+        """The host library table of `entries`, bound to `run` (`bind`).
 
-        A reusable runtime builds each library once, over slots, and later
-        only binds the run's functions to them.  A `value` entry must be the
-        runtime's own (`engine_tables`), the same object every run."""
-        if not self.reusable:
-            return self.E.build_library(*spec)
-        shape = tuple(spec[0::3]) + tuple(spec[1::3])
-        built = self._libraries.get(shape)
+        `entries` is a constant of the engine: (kind, name, target) triples
+        (`E.build_library` says what each kind means).  The target of a
+        `host` or `store` entry is a route (`host`); of a `value` entry, a
+        function of the runtime giving the Lua value (the runtime's own, the
+        same every run).  Built in one Lua call once per runtime; a run only
+        binds it.
+        """
+        built = self._libraries.get(id(entries))
         if built is None:
-            lua_spec, plan = list(spec), []
-            for j in range(0, len(spec), 3):
-                if spec[j] in (b"host", b"store"):
-                    lua_spec[j + 2] = self._slot(spec[j + 1])
-                    plan.append((self._slot_index[spec[j + 1]], j + 2))
-            values = tuple(spec[j + 2] for j in range(0, len(spec), 3) if spec[j] == b"value")
-            built = self._libraries[shape] = (self.E.build_library(*lua_spec), tuple(plan),
-                                              values)
-        lib, plan, values = built
-        if any(a is not b for a, b in zip(values, (spec[j + 2] for j in range(0, len(spec), 3)
-                                                  if spec[j] == b"value"))):
-            raise ValueError("a reusable runtime's library holds no per-run Lua value")
-        fns = self._slot_fns
-        for i, j in plan:
-            fns[i] = spec[j]
-        self._failed[0] = self.failure
-        return lib
+            flat: list = []
+            for kind, name, target in entries:
+                if kind in (b"host", b"store"):
+                    target = self._slot(name, target)
+                elif kind == b"value":
+                    target = target(self)
+                flat += (kind, name, target)
+            built = self._libraries[id(entries)] = (entries, self.E.build_library(*flat))
+        self.bind(run)
+        return built[1]
 
     def suspender(self, op: str):
         return self.suspender_raw(op.encode())
@@ -540,11 +524,8 @@ def acquire(max_instructions: int, random_seed: int, reuse: bool) -> LuaRuntime:
 def release(runtime: LuaRuntime, keep: bool = True) -> None:
     """The run that used `runtime` has ended: keep it for the next (unless
     `keep` is false, or the run did not end cleanly), or give it up."""
-    if not runtime.reusable:
-        runtime.settle()
-        return
     runtime.unbind()
-    if keep and runtime.clean():
+    if keep and runtime.reusable and runtime.clean():
         with _idle_lock:
             if len(_idle) < POOL_SIZE:
                 _idle.append(runtime)

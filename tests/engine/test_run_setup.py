@@ -150,10 +150,10 @@ def test_section_entries_hand_lua_no_python_object(monkeypatch):
                        section("B", "jump('## A')"))
     run = Run(parse_prompt(text, "t.md"))
     wrapped = []
-    for name in ("host", "guard"):
+    for name in ("host", "_slot"):
         original = getattr(LuaRuntime, name)
-        monkeypatch.setattr(LuaRuntime, name,
-                            lambda self, fn, _o=original, _n=name: wrapped.append(_n) or _o(self, fn))
+        monkeypatch.setattr(LuaRuntime, name, lambda self, key, route, _o=original, _n=name:
+                            wrapped.append(_n) or _o(self, key, route))
     obs = run.execute().observation()
     assert obs["result"] == "40"
     assert run.entries == 79

@@ -257,10 +257,9 @@ def test_lua_holds_no_python_object_but_the_slots():
     found = runtime.lua.execute(LUA_USERDATA)()
     objects = [found[i] for i in range(1, len(found) + 1)]
     assert objects, "the walk saw no slot at all"
-    slot_ids = {id(s) for s in runtime._slots}
+    slot_ids = {id(slot) for _, slot in runtime._slots}
     assert all(id(o) in slot_ids for o in objects), objects
-    assert all(fn is lua_runtime._unbound for fn in runtime._slot_fns + runtime._failed)
-    assert all(fn is lua_runtime._unbound for fn in runtime._slot_fns)
+    assert runtime._bound == [None] and runtime._failed == [lua_runtime._unbound]
 
 
 def test_a_run_dropped_before_it_ran_releases_nothing_it_holds():
@@ -270,6 +269,29 @@ def test_a_run_dropped_before_it_ran_releases_nothing_it_holds():
         Run(parse_prompt(PROBE, "t.md"))
     gc.collect()
     assert _bytes(_run(PROBE)) == _bytes(_run(PROBE))
+
+
+def test_a_slot_answers_for_the_bound_run_and_keeps_its_one_route():
+    """A slot calls its route with the run bound to the runtime, answers the
+    stub's error once the run is unbound, and a name keeps the route it was
+    made with (kit: determinism.runtime-reuse)."""
+    runtime = lua_runtime.LuaRuntime(reusable=True)
+
+    def route(run, *args):
+        return (True, run + b":" + b",".join(args))
+
+    face = runtime.host(b"probe", route)
+    call = runtime.lua.execute("return function(f, ...) return pcall(f, ...) end")
+    runtime.bind(b"run-a")
+    assert call(face, b"x", b"y") == (True, b"run-a:x,y")
+    runtime.bind(b"run-b")
+    assert call(face, b"z") == (True, b"run-b:z")
+    runtime.unbind()
+    ok, error = call(face)
+    assert not ok and b"no run is bound" in bytes(error if isinstance(error, bytes) else b"")
+    assert runtime.host(b"probe", route) is face
+    with pytest.raises(ValueError, match="already calls another route"):
+        runtime.host(b"probe", lambda run: (True,))
 
 
 #: Model-side runs that try to leave something on the runtime: handles and
@@ -412,7 +434,7 @@ def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(mon
     monkeypatch.undo()
     after = _run(PROBE)
     assert after.lua is not bug.lua
-    assert all(fn is lua_runtime._unbound for fn in bug.lua._slot_fns + bug.lua._failed)
+    assert bug.lua._bound == [None] and bug.lua._failed == [lua_runtime._unbound]
 
 
 #: Weak tables show when the collector ran: the counts at three points of a
