@@ -550,6 +550,23 @@ end
 do
   local error_c = C.error
   local handler, finish = protected(error_c, 'error')
+  -- Level k counts the frames a prompt can see: the sandbox's own Lua
+  -- functions between them (its pcall and xpcall, the wrappers here) are
+  -- not counted, so `pcall(error, msg, 2)` names the line that called
+  -- pcall, as Lua does.  The level is relative to the wrapper below (1 is
+  -- the wrapper itself); past the stack's end, no position.
+  local function visible_level(k)
+    local level, seen = 2, 0
+    while true do
+      local info = getinfo(level + 1, 'S')
+      if info == nil then return level end
+      if ssub(info.source, 1, 7) ~= '=forge/' then
+        seen = seen + 1
+        if seen == k then return level end
+      end
+      level = level + 1
+    end
+  end
   M.error = function(...)
     local msg, level = ...
     local k = level == nil and 1 or tointeger(level)
@@ -558,7 +575,7 @@ do
     k = ((k + 0x80000000) & 0xffffffff) - 0x80000000   -- C reads the level as an int
     if k > 0 then
       if type(msg) == 'string' then charge_bytes(#msg) end
-      error_raw(msg, k + 1)
+      error_raw(msg, k == 1 and 2 or visible_level(k))
     end
     error_raw(msg, k)
   end

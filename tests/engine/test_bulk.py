@@ -143,10 +143,7 @@ def _calls(fn: str, args: str) -> list[str]:
     shapes = [f"local r = table.pack({fn}({args}))",
               f"local f = {fn}; local r = table.pack(f({args}))",
               f"local function g() local x = {fn}({args}) return x end\nlocal r = table.pack(g())"]
-    # The sandbox's pcall is a Lua function (prelude.lua), a frame error's
-    # level 2 counts from pcall: a difference of pcall's, not error's.
-    if fn != "error":
-        shapes.append(f"local r = table.pack(pcall({fn}{', ' if args else ''}{args}))")
+    shapes.append(f"local r = table.pack(pcall({fn}{', ' if args else ''}{args}))")
     ns, name = fn.split(".") if "." in fn else ("", fn)
     first, _, rest = args.partition(",")
     if ns == "string" and first.strip().startswith("'"):
@@ -174,6 +171,37 @@ def test_errors_of_lua_code_a_charged_function_calls_pass_through():
                  "table.insert(t, 1)"):
         sandboxed, plain = both(code)
         assert sandboxed == plain, code
+
+
+#: Error levels counted across the sandbox's own Lua frames (its pcall and
+#: xpcall, the charged wrappers): each names the position Lua would.
+LEVELS = [
+    "local r = table.pack(pcall(error, 'm', 2))",
+    "local r = table.pack(pcall(error, 'm', 3))",
+    "local r = table.pack(xpcall(error, function(e) return e end, 'm', 2))",
+    "local r = table.pack(xpcall(error, function(e) return e end, 'm', 3))",
+    "local r = table.pack(pcall(pcall, error, 'm', 2))",
+    "local r = table.pack(pcall(pcall, error, 'm', 3))",
+    "local function f() error('m', 2) end\nlocal r = table.pack(pcall(f))",
+    "local function f() error('m', 3) end\nlocal function g()\n f()\nend\n"
+    "local r = table.pack(pcall(g))",
+    "local function f() error('m', 2) end\nlocal r = table.pack(pcall(function()\n f() end))",
+    "local r = table.pack(pcall(table.sort, {1, 2, 3}, function() error('m', 2) end))",
+    "local r = table.pack(pcall(table.sort, {1, 2, 3}, function() error('m', 3) end))",
+    "local r = table.pack(pcall(string.gsub, 'ab', '.', function() error('m', 2) end))",
+    "local r = table.pack(pcall(string.rep, setmetatable({}, {__index = function() end}), 2))",
+    "local r = table.pack(pcall(error, 'm', 50))",
+    "local r = table.pack(pcall(error, {}, 2))",
+]
+
+
+@pytest.mark.parametrize("call", LEVELS)
+def test_an_error_level_counts_the_frames_lua_would(call):
+    """`error(msg, level)` skips the sandbox's own Lua frames when it counts
+    levels, so the position is the one plain Lua gives (kit: budget.bulk-calls)."""
+    code = f"{call}\nreturn r"
+    sandboxed, plain = both(code)
+    assert sandboxed == plain, code
 
 
 def _charged(code: str) -> int:
