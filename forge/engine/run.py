@@ -23,7 +23,7 @@ from typing import Any
 
 import attrs
 
-from forge.engine import fanout, host, models, tasks
+from forge.engine import collection, fanout, host, models, tasks
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
@@ -166,9 +166,10 @@ class Run:
         """Run to the end and return self (read `observation()`)."""
         ended = False
         try:
-            self._start()
-            if self.outcome is None:
-                self.scheduler.loop()
+            with collection.deferred():
+                self._start()
+                if self.outcome is None:
+                    self.scheduler.loop()
             ended = True
         except ForgeInternalError:
             raise

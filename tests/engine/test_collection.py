@@ -1,0 +1,83 @@
+"""Python's collector while a run executes (`forge.engine.collection`): full
+passes wait for the run's end, and the process's thresholds come back
+whatever way the run ends (kit: speed)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+
+from forge.engine import collection
+from forge.engine.kernel import Scheduler
+from forge.engine.run import run_prompt
+from forge.prompt import parse_prompt
+from tests.conftest import prompt_text, section
+
+PROMPT = parse_prompt(prompt_text(section("Main", "local t = tasks.spawn('## W') "
+                                                  "return tasks.join({t})[1].result"),
+                                  section("W", "return 'w'")), "t.md")
+
+
+@pytest.fixture
+def thresholds():
+    saved = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*saved)
+
+
+def _seen_during_the_loop(monkeypatch) -> list:
+    seen = []
+    loop = Scheduler.loop
+
+    def watched(self):
+        seen.append(gc.get_threshold())
+        return loop(self)
+
+    monkeypatch.setattr(Scheduler, "loop", watched)
+    return seen
+
+
+def test_full_passes_wait_while_a_run_executes(monkeypatch, thresholds):
+    seen = _seen_during_the_loop(monkeypatch)
+    assert run_prompt(PROMPT).result == "w"
+    assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_the_thresholds_come_back_when_the_engine_fails(monkeypatch, thresholds):
+    def broken(self):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Scheduler, "loop", broken)
+    with pytest.raises(RuntimeError):
+        run_prompt(PROMPT)
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_collector_turned_off_stays_off(monkeypatch, thresholds):
+    gc.set_threshold(0, 10, 10)
+    seen = _seen_during_the_loop(monkeypatch)
+    run_prompt(PROMPT)
+    assert seen == [(0, 10, 10)] and gc.get_threshold() == (0, 10, 10)
+
+
+def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
+    errors = []
+
+    def work():
+        try:
+            for _ in range(20):
+                assert run_prompt(PROMPT).result == "w"
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert gc.get_threshold() == (700, 10, 10)
