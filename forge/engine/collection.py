@@ -5,8 +5,9 @@ records) that grows with its work.  With CPython's default thresholds the
 collector makes full passes over everything alive every few thousand
 allocations; in a run of 10,000 tasks those full passes over the run's own
 live graph were a quarter of its CPU time, and their number grows with the
-run.  While a run executes, `deferred` raises only the oldest generation's
-threshold, so full passes wait for the run's end; the young generations are
+run.  While a run executes (and while its observation is built from that
+graph), `deferred` raises only the oldest generation's threshold, so full
+passes wait for the run's end; the young generations are
 collected as usual, so garbage a run makes and drops is still freed as it
 goes, and memory stays bounded by what the run keeps alive.
 

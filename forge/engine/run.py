@@ -836,6 +836,12 @@ class Run:
 
     # --------------------------------------------------------- observation
     def observation(self) -> dict:
+        # Built from the run's live graph: a full pass of the collector now
+        # would find nothing to free (`collection`).
+        with collection.deferred():
+            return self._observation()
+
+    def _observation(self) -> dict:
         tasks = {
             t.id: t.status_json()
             for t in sorted(self.tasks.values(), key=lambda t: ids.id_key(t.id))

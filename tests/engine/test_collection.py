@@ -81,3 +81,19 @@ def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
         t.join()
     assert errors == []
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds):
+    from forge.engine.run import Run
+
+    seen = []
+    build = Run._observation
+
+    def watched(self):
+        seen.append(gc.get_threshold())
+        return build(self)
+
+    monkeypatch.setattr(Run, "_observation", watched)
+    assert run_prompt(PROMPT).observation()["result"] == "w"
+    assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
+    assert gc.get_threshold() == (700, 10, 10)
