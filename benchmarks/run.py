@@ -41,6 +41,7 @@ where the reference run never read the mutant's site
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import pathlib
@@ -304,14 +305,20 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         # measured right then, so the ratio is of numbers taken together.
         rows: dict = {"endless_jump": [], "conformance_pass": [], "floor_then": []}
         for _ in range(3):
+            # As in scaling.py: what an earlier section left (the runaway's
+            # 50,000 entries, alive or garbage) is not the next one's cost.
+            gc.collect()
             start = time.process_time()
             run = run_prompt(jump)
             rows["endless_jump"].append(time.process_time() - start)
             assert run.error is not None and run.error.message.startswith(
                 "section entry budget exhausted"), run.error
+            del run
+            gc.collect()
             start = time.process_time()
             one_pass()
             rows["conformance_pass"].append(time.process_time() - start)
+            gc.collect()
             start = time.process_time()
             for _ in range(200):
                 two_floor.fresh()
