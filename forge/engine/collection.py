@@ -20,35 +20,41 @@ What does not live here: Lua's collector (`forge.lua.runtime`).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import threading
-from collections.abc import Iterator
 
 #: The oldest generation's threshold while a run executes: full passes wait
 #: for this many collections of the middle one (CPython's default is 10).
 DEFERRED_OLDEST = 1_000
 
-_lock = threading.Lock()
-_depth = 0
-_saved: tuple[int, ...] | None = None
+
+class _Deferred:
+    """The context manager `deferred` is (a class: entered twice a run)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._saved: tuple[int, ...] | None = None
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._depth == 0:
+                saved = self._saved = gc.get_threshold()
+                if saved[0] > 0:                # 0: the process turned the collector off
+                    gc.set_threshold(saved[0], saved[1], max(saved[2], DEFERRED_OLDEST))
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and self._saved is not None:
+                gc.set_threshold(*self._saved)
+                self._saved = None
 
 
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """Full collections wait while the block runs (see the module docstring)."""
-    global _depth, _saved
-    with _lock:
-        if _depth == 0:
-            _saved = gc.get_threshold()
-            if _saved[0] > 0:                   # 0: the process turned the collector off
-                gc.set_threshold(_saved[0], _saved[1], max(_saved[2], DEFERRED_OLDEST))
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _saved is not None:
-                gc.set_threshold(*_saved)
-                _saved = None
+_deferred = _Deferred()
+
+
+def deferred() -> _Deferred:
+    """Full collections wait inside `with deferred():` (see the module docstring)."""
+    return _deferred

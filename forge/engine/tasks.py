@@ -93,7 +93,8 @@ def lua_number_text(value: int | float) -> str:
 #: The `tasks` namespace's library entries (`forge.engine.host` says how
 #: they are called).
 LIBRARY: tuple = tuple(
-    (b"host", f"tasks.{name}".encode(), lambda run, *a, _n=name: run.tasks_api.counted(_n, a))
+    (b"handle" if name == "spawn" else b"host", f"tasks.{name}".encode(),
+     lambda run, *a, _n=name: run.tasks_api.counted(_n, a))
     for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel")
 ) + ((b"suspend", b"tasks.join_any", None), (b"suspend", b"tasks.join", None))
 
@@ -174,7 +175,7 @@ class TasksAPI:
         task = self.start_task(chain, index, "author", seeds)
         if isinstance(task, tuple):
             return task
-        return (True, self.handle(task.id))
+        return (True, task.id.encode("utf-8"))     # the library entry makes the handle
 
     def spawn_options(self, opts: Any) -> tuple[dict | None, Any]:
         seeds: dict = {}

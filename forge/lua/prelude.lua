@@ -434,6 +434,12 @@ local function host(f)
   return function(...) return check(f(...)) end
 end
 E.host = host
+-- A task handle; a host function answering a task's id gives one.
+local function task_handle(id) return { task = id } end
+E.task_handle = task_handle
+local function handle_host(f)
+  return function(...) return task_handle(check(f(...))) end
+end
 E.suspender = function(op)
   return function(...) return suspend(op, ...) end
 end
@@ -448,7 +454,8 @@ E.store_function = function(op, direct)
 end
 
 -- The host library in one call, from flat (kind, name, value) triples:
--- kind `host` wraps a Python function answering at once, `suspend` makes a
+-- kind `host` wraps a Python function answering at once, `handle` one
+-- answering a task id with that task's handle, `suspend` makes a
 -- suspending call named `name`, `store` a store function (`value` is its
 -- direct form), `value` takes `value` as it is.  A dotted name goes into
 -- its namespace table.  One call instead of one per function: each crossing
@@ -458,6 +465,7 @@ E.build_library = function(...)
   for i = 1, spec.n, 3 do
     local kind, name, v = spec[i], spec[i + 1], spec[i + 2]
     if kind == 'host' then v = host(v)
+    elseif kind == 'handle' then v = handle_host(v)
     elseif kind == 'suspend' then v = E.suspender(name)
     elseif kind == 'store' then v = E.store_function(name, host(v)) end
     local ns, key = smatch(name, '^([^.]+)%.(.+)$')
@@ -846,9 +854,8 @@ end
 
 E.pack = tpack
 E.table_from_list = function(...) return { ... } end
--- A task handle, and an entry of a join's results: made here, in one call,
--- rather than key by key from Python.
-E.task_handle = function(id) return { task = id } end
+-- An entry of a join's results: made here, in one call, rather than key by
+-- key from Python.  (A task handle is `task_handle`, above.)
 E.join_entry = function(id, ok, result) return { task = id, ok = ok, result = result } end
 
 ---------------------------------------------------------------------------

@@ -467,7 +467,7 @@ class LuaRuntime:
 
         `entries` is a constant of the engine: (kind, name, target) triples
         (`E.build_library` says what each kind means).  The target of a
-        `host` or `store` entry is a route (`host`); of a `value` entry, a
+        `host`, `handle` or `store` entry is a route (`host`); of a `value` entry, a
         function of the runtime giving the Lua value (the runtime's own, the
         same every run).  Built in one Lua call once per runtime; a run only
         binds it.
@@ -476,7 +476,7 @@ class LuaRuntime:
         if built is None:
             flat: list = []
             for kind, name, target in entries:
-                if kind in (b"host", b"store"):
+                if kind in (b"host", b"handle", b"store"):
                     target = self._slot(name, target)
                 elif kind == b"value":
                     target = target(self)

@@ -72,6 +72,11 @@ class Admission:
     # ------------------------------------------------------------ transitions
     def enqueue(self, task: Any) -> None:
         """A new task waits for its first slot."""
+        if not self.queue and self._slot_free(task):
+            # Nobody queued before it: admitting it now is what `admit`
+            # would do, without the queue's bookkeeping.
+            self._admit(task)
+            return
         self.queue.add(task)
         self.admit()
 
@@ -91,20 +96,24 @@ class Admission:
                 i += 1
                 continue
             self.queue.discard(task)
-            assert not task.holds_slot, f"task {task.id} is queued while holding a slot"
-            task.holds_slot = True
-            task.owner.busy += 1
-            self.running += 1
-            self.peak = max(self.peak, self.running)
-            self.scheduler.note("admit", task=task.id)
-            if not task.admitted:
-                task.admitted = True
-                self.scheduler.make_ready(task.chain, None)
-            else:
-                chain = task.waking
-                task.waking = None
-                assert isinstance(chain.parked_on, Slot)
-                self.scheduler.make_ready(chain, chain.parked_on.resume)
+            self._admit(task)
+
+    def _admit(self, task: Any) -> None:
+        """`task` takes a free slot: it starts, or resumes from its wait."""
+        assert not task.holds_slot, f"task {task.id} is queued while holding a slot"
+        task.holds_slot = True
+        task.owner.busy += 1
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        self.scheduler.note("admit", task=task.id)
+        if not task.admitted:
+            task.admitted = True
+            self.scheduler.make_ready(task.chain, None)
+        else:
+            chain = task.waking
+            task.waking = None
+            assert isinstance(chain.parked_on, Slot)
+            self.scheduler.make_ready(chain, chain.parked_on.resume)
 
     def release(self, task: Any) -> None:
         """A task stops holding its slot (it ended, or it waits on others)."""
