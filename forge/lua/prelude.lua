@@ -228,7 +228,15 @@ local function key_less(a, b)
   return serial_of(a) < serial_of(b)
 end
 
+-- Section environments whose library tables are not copied yet, each with
+-- the ones still to copy (`section_env`); `materialize` copies them all.
+-- Every walk over a table's keys goes through `ordered_keys`, which does it
+-- first, so no walk can tell a pending table from a copied one.
+local lazy_envs = setmetatable({}, { __mode = 'k' })
+local materialize
+
 local function ordered_keys(t)
+  if lazy_envs[t] ~= nil then materialize(t) end
   local keys, n = {}, 0
   local border = rawlen(t)
   for i = 1, border do
@@ -575,6 +583,8 @@ local function setmetatable_safe(t, mt)
     error("setmetatable: __gc finalizers are not available in a prompt "
           .. "(they would run at points no schedule controls)", 2)
   end
+  -- A section environment's metatable copies its pending libraries.
+  if lazy_envs[t] ~= nil then materialize(t) end
   return setmetatable(t, mt)
 end
 
@@ -684,22 +694,52 @@ local smt = getmetatable('')
 smt.__metatable = 'string metatable is sealed'
 smt.__index = string_lib
 
-local function new_env(globals)
+-- getmetatable of a section environment copies its pending libraries
+-- first: the metatable's __index copies a pending one when called, and must
+-- give nil for it, as it would once copied.  Without an argument, Lua's own
+-- error (no argument is all getmetatable can refuse).
+local getmetatable_raw = getmetatable
+local getmetatable_handler, getmetatable_finish = bulk.protected(getmetatable_raw, 'getmetatable')
+local function getmetatable_safe(...)
+  if select('#', ...) == 0 then
+    return getmetatable_finish(xpcall_raw(through, getmetatable_handler, getmetatable_raw, ...))
+  end
+  local t = ...
+  if lazy_envs[t] ~= nil then materialize(t) end
+  return getmetatable_raw(t)
+end
+
+-- The base functions every environment has (no library table).
+local function base_env()
   local env = {
     assert = assert, error = bulk.error, pcall = pcall_safe, xpcall = xpcall_safe,
-    getmetatable = getmetatable, setmetatable = setmetatable_safe,
+    getmetatable = getmetatable_safe, setmetatable = setmetatable_safe,
     ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
     tonumber = bulk.tonumber, tostring = tostring_stable, type = type,
     _VERSION = _VERSION,
-    string = copy_lib(string_lib), table = copy_lib(table_lib), math = copy_lib(math_lib),
   }
   env._G = env
+  return env
+end
+
+local function new_env(globals)
+  local env = base_env()
+  env.string, env.table, env.math = copy_lib(string_lib), copy_lib(table_lib), copy_lib(math_lib)
   if globals then
     for k, v in next_raw, globals do env[k] = v end
   end
   return env
 end
 E.new_env = new_env
+
+materialize = function(env)
+  local pending = lazy_envs[env]
+  lazy_envs[env] = nil
+  for k, lib in next_raw, pending do
+    rawset(env, k, copy_lib(lib))
+    pending[k] = nil            -- clearing a field while walking is allowed
+  end
+end
 
 ---------------------------------------------------------------------------
 -- sys: sealed and read-only; an unknown field is an error, never nil.
@@ -747,16 +787,30 @@ E.frozen = frozen
 -- A section VM's globals.  `prose` renders at its first read in each block
 -- (Python's render callback), and `argv` is writable only in the H1 pass.
 ---------------------------------------------------------------------------
+-- A library table is copied into the environment when the section first
+-- reads or sets that global (most sections touch one or two), or when
+-- anything walks the environment's keys (`ordered_keys`) or replaces its
+-- metatable (`setmetatable_safe`): until then it is pending, and nothing a
+-- prompt can do tells the difference.
 E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
-  local env = new_env(nil)
+  local env = base_env()
+  local pending = { string = string_lib, table = table_lib, math = math_lib }
   for k, v in next_raw, lib do
-    if type(v) == 'table' then env[k] = copy_lib(v) else env[k] = v end
+    if type(v) == 'table' then pending[k] = v else env[k] = v end
   end
   for k, v in next_raw, globals do env[k] = v end
+  lazy_envs[env] = pending
   local argv = in_h1 and argv_value or frozen(argv_value)
   local prose_cache = nil
   setmetatable(env, {
-    __index = function(_, k)
+    __index = function(t, k)
+      local lib_table = pending[k]
+      if lib_table ~= nil then
+        pending[k] = nil
+        local copy = copy_lib(lib_table)
+        rawset(t, k, copy)
+        return copy
+      end
       if k == 'prose' then
         if prose_cache == nil then prose_cache = render_prose() end
         return prose_cache
@@ -772,6 +826,7 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
         if in_h1 then argv = v; return end
         error(make_error('lua', 'argv is frozen outside H1: assign it in H1 only'), 2)
       end
+      pending[k] = nil
       rawset(t, k, v)
     end,
   })
@@ -874,6 +929,7 @@ E.reset = function(max_instructions, message, seed)
   serials, next_serial = setmetatable({}, { __mode = 'k' }), 0
   guarded = setmetatable({}, { __mode = 'k' })
   stamps = setmetatable({}, { __mode = 'k' })
+  lazy_envs = setmetatable({}, { __mode = 'k' })
   random_seed, reseeded = seed, false
   randomseed_raw(seed)
 end

@@ -132,6 +132,9 @@ CASES = [
         "'12'", "' 0x10 '", "'z', 36", "'12', 1", "12, 10", "", "nil", "'1e2'", "{}",
         "'  ' .. string.rep(' ', 300) .. '5'", "'ff', 16.0", "'ff', '16'")
 ] + [
+    ("", "getmetatable", args) for args in (
+        "", "{}", "nil", "setmetatable({}, {__metatable = 1})", "1, 2")
+] + [
     ("", "error", args) for args in (
         "'boom'", "'boom', 2", "'boom', 0", "'boom', {}", "{}", "", "'boom', '1'",
         "'boom', 2.0", "'boom', math.maxinteger", "'boom', math.mininteger", "nil, 1",
