@@ -28,20 +28,21 @@ def thresholds():
     gc.set_threshold(*saved)
 
 
-def _seen_during_the_loop(monkeypatch) -> list:
+def _seen_during(monkeypatch, owner: type = Scheduler, name: str = "loop") -> list:
+    """The thresholds each call of `owner.name` starts under."""
     seen = []
-    loop = Scheduler.loop
+    method = getattr(owner, name)
 
     def watched(self):
         seen.append(gc.get_threshold())
-        return loop(self)
+        return method(self)
 
-    monkeypatch.setattr(Scheduler, "loop", watched)
+    monkeypatch.setattr(owner, name, watched)
     return seen
 
 
 def test_full_passes_wait_while_a_run_executes(monkeypatch, thresholds):
-    seen = _seen_during_the_loop(monkeypatch)
+    seen = _seen_during(monkeypatch)
     assert run_prompt(PROMPT).result == "w"
     assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)
@@ -59,7 +60,7 @@ def test_the_thresholds_come_back_when_the_engine_fails(monkeypatch, thresholds)
 
 def test_a_collector_turned_off_stays_off(monkeypatch, thresholds):
     gc.set_threshold(0, 10, 10)
-    seen = _seen_during_the_loop(monkeypatch)
+    seen = _seen_during(monkeypatch)
     run_prompt(PROMPT)
     assert seen == [(0, 10, 10)] and gc.get_threshold() == (0, 10, 10)
 
@@ -86,14 +87,7 @@ def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
 def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds):
     from forge.engine.run import Run
 
-    seen = []
-    build = Run._observation
-
-    def watched(self):
-        seen.append(gc.get_threshold())
-        return build(self)
-
-    monkeypatch.setattr(Run, "_observation", watched)
+    seen = _seen_during(monkeypatch, Run, "_observation")
     assert run_prompt(PROMPT).observation()["result"] == "w"
     assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)
