@@ -26,6 +26,9 @@ is the ratios; the absolute rates are for this machine only.
   the section entry budget (50,000 entries) stops it.
 - `rss`: the process's resident memory after 1,000 and after 10,000 runs of
   two-tasks on the reused runtime (`--rss-runs` sets the second count).
+- `python_calls_per_run`: the Python function calls one run of two-tasks
+  (and of the walk prompt) makes, counted under cProfile: the same on any
+  machine, so a change too small for CPU time's noise still shows.
 
 A run takes an idle runtime and gives it back (`forge.lua.runtime`); a
 test checks over every example and case that such runs are byte-identical
@@ -41,6 +44,7 @@ where the reference run never read the mutant's site
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import json
 import os
@@ -198,6 +202,18 @@ def _created(prompt):
     return run
 
 
+def python_calls(prompt) -> int:
+    """Python function calls (built-ins included) one run and its observation
+    make, on a reused runtime: a figure no machine's load moves, for changes
+    smaller than CPU time's noise."""
+    run_prompt(prompt).observation()        # the runtime and every cache warm
+    profile = cProfile.Profile()
+    profile.enable()
+    run_prompt(prompt).observation()
+    profile.disable()
+    return sum(entry.callcount for entry in profile.getstats())
+
+
 def _rss_kib() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -298,6 +314,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "walk_call_store": 1 / med["walk_call_store"],
         "explore_schedules": 1 / med["explore_schedule"],
     }
+    out["python_calls_per_run"] = {"two_tasks": python_calls(two), "walk_call_store": python_calls(walk)}
     if not quick:
         jump = parse_prompt(JUMP, "jump.md")
         one_pass, n_cases = _conformance_pass()
@@ -357,6 +374,8 @@ def main() -> None:
         print(f"{name:34} min {v['min']:6.2f}x  median {v['median']:6.2f}x")
     for name, v in out["runs_per_s"].items():
         print(f"{name + ' per s':34} {v:9.0f}")
+    for name, n in out["python_calls_per_run"].items():
+        print(f"{name + ' Python calls a run':34} {n:9,}")
     if "conformance" in out:
         c = out["conformance"]
         print(f"{'conformance cases per s':34} {c['cases_per_s']:9.1f}   "

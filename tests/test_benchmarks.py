@@ -36,6 +36,8 @@ def test_the_readme_figures_benchmarks_run_at_their_smallest():
     assert run.returncode == 0, run.stderr[-2000:]
     figures = json.loads(run.stdout)
     assert figures and all(isinstance(k, str) for k in figures)
+    calls = figures["python_calls_per_run"]
+    assert calls["two_tasks"] > 100 and calls["walk_call_store"] > 100
     scaling = _run("benchmarks/scaling.py", "--reps", "1", "--max", "10", "--json")
     assert scaling.returncode == 0, scaling.stderr[-2000:]
     assert json.loads(scaling.stdout)["joins"]["rows"]
