@@ -1,5 +1,7 @@
 """How a run's cost grows with its tasks: one owner spawning N tasks and
-joining them all, with and without a store write in each task.
+joining them all, with and without a store write in each task, and (`wide`)
+with a harness ceiling that lets every task be ready at once, so each
+scheduling decision is among up to N chains.
 
     python3 benchmarks/scaling.py [--reps R] [--json] [--max N]
 
@@ -67,23 +69,28 @@ return tostring(#r)
 """
 
 
-def once(parsed, n: int) -> float:
+def harness(n: int, wide: bool) -> Harness:
+    """The default harness, or (`wide`) one whose ceiling lets every task run at once."""
+    return Harness(ceiling=n + 10) if wide else Harness()
+
+
+def once(parsed, n: int, wide: bool = False) -> float:
     config = RunConfig(max_tasks=2 * n + 10, max_steps=100 * n + 1000)
     gc.collect()        # the previous run's garbage is not this run's cost
     start = time.process_time()
-    run = run_prompt(parsed, Harness(), None, config)
+    run = run_prompt(parsed, harness(n, wide), None, config)
     run.observation()
     spent = time.process_time() - start
     assert run.outcome == "ok" and run.result == str(n), run.error
     return spent
 
 
-def calls(parsed, n: int) -> int:
+def calls(parsed, n: int, wide: bool = False) -> int:
     """Python function calls one run (and its observation) makes."""
     config = RunConfig(max_tasks=2 * n + 10, max_steps=100 * n + 1000)
     profile = cProfile.Profile()
     profile.enable()
-    run_prompt(parsed, Harness(), None, config).observation()
+    run_prompt(parsed, harness(n, wide), None, config).observation()
     profile.disable()
     return sum(entry.callcount for entry in profile.getstats())
 
@@ -101,14 +108,15 @@ def fit(points: list[tuple[int, float]]) -> float:
 
 
 def measure(reps: int, sizes: tuple[int, ...]) -> dict:
-    series = {"joins": False, "store_writes": True}
+    #: name -> (a store write in each task, every task ready at once)
+    series = {"joins": (False, False), "store_writes": (True, False), "wide_joins": (False, True)}
     parsed = {(name, n): parse_prompt(prompt(n, writes), "scaling.md")
-              for name, writes in series.items() for n in sizes}
+              for name, (writes, _) in series.items() for n in sizes}
     times: dict = {key: [] for key in parsed}
     for _ in range(reps):
         for key, p in parsed.items():
-            times[key].append(once(p, key[1]))
-    counted = {key: calls(p, key[1]) for key, p in parsed.items()}
+            times[key].append(once(p, key[1], series[key[0]][1]))
+    counted = {key: calls(p, key[1], series[key[0]][1]) for key, p in parsed.items()}
     out: dict = {}
     for name in series:
         base = min(times[(name, sizes[0])])

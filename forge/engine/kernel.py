@@ -34,7 +34,7 @@ means (the handlers, in `host`, `tasks`, `fanout`, `models`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from forge.engine.state import Chain
@@ -76,6 +76,25 @@ class Walk(Protocol):
     def answer_dropped(self, request: Request) -> None: ...
 
 
+class ReadyLabels(Sequence):
+    """The labels of the ready chains, in order, read through the list (no
+    copy): what a chain choice offers.  A provider may read it during its
+    `draw` only; the chooser keeps what it `Offered`."""
+
+    __slots__ = ("_ready",)
+
+    def __init__(self, ready: list[Chain]) -> None:
+        self._ready = ready
+
+    def __len__(self) -> int:
+        return len(self._ready)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [c.label for c in self._ready[i]]
+        return self._ready[i].label
+
+
 class Scheduler:
     def __init__(self, walk: Walk, events: EventQueue, chooser: Chooser, trace: Trace,
                  handlers: dict[str, Callable[..., Any]], max_steps: int) -> None:
@@ -89,6 +108,8 @@ class Scheduler:
         #: Ready chains, in the order they became ready.
         #: Invariant: exactly the chains whose state is "ready".
         self.ready: list[Chain] = []
+        #: Their labels, read through: a chain choice's options, in O(1).
+        self._labels = ReadyLabels(self.ready)
         #: The chain being stepped, if any (one at a time).
         self.current: Chain | None = None
         self.steps = 0
@@ -153,8 +174,7 @@ class Scheduler:
                                     step=self.cancel_step)
                     walk.host_cancel()
                     return
-                labels = tuple(c.label for c in self.ready)
-                chain = self.ready.pop(self.chooser.choose("chain", labels))
+                chain = self.ready.pop(self.chooser.choose("chain", self._labels))
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"

@@ -97,6 +97,29 @@ class Choice:
         return [self.kind, self.n, self.value]
 
 
+@attrs.frozen
+class Offered:
+    """What a chooser keeps of options it was handed as a live view (the
+    ready chains, which can be thousands): how many there were, the first
+    (the canonical answer) and the one taken - what a run's story reads -
+    instead of a copy of them all at every decision."""
+
+    n: int
+    first: str
+    value: int
+    taken: str
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        if i == 0:
+            return self.first
+        if i == self.value:
+            return self.taken
+        raise IndexError(f"option {i} of {self.n} was neither the first nor the one taken")
+
+
 class Provider(ABC):
     """Where the answers come from.  `draw` must return a value in [0, n)."""
 
@@ -224,9 +247,12 @@ class Chooser:
         self.provider = provider or Canonical()
         self.seed = seed
         self.choices: list[Choice] = []
-        #: The option labels of each choice, parallel to `choices`: what the
-        #: explorer's reduction reads (which chain, which duration).
-        self.options: list[tuple[str, ...]] = []
+        #: The option labels of each choice, parallel to `choices`: what a
+        #: run's story reads (which chain, which duration).  Options handed
+        #: as a tuple or list are kept whole; a live view (the kernel's
+        #: ready chains) as what it `Offered`, so a decision among n chains
+        #: costs O(1), not O(n).
+        self.options: list[Sequence[str]] = []
         #: In orders mode, the run's completion picker (`forge.sim.orders`),
         #: which also records what each pick's segment touched.
         self.completions = None
@@ -241,7 +267,8 @@ class Chooser:
         if not 0 <= value < n:
             raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
         self.choices.append(Choice(kind, n, value))
-        self.options.append(tuple(options))
+        self.options.append(tuple(options) if isinstance(options, (tuple, list)) else
+                            Offered(n, options[0], value, options[value]))
         return value
 
     def values(self) -> list[int]:

@@ -37,11 +37,17 @@ FIRST_IN_SET_ORDER = (pathlib.Path(__file__).parent / "first-in-set-order.md").r
 
 
 class Last(Provider):
-    """Always the last option: as far from canonical as a schedule gets."""
+    """Always the last option: as far from canonical as a schedule gets.  It
+    keeps every option list it was shown (a chooser keeps a live view of the
+    ready chains only as what it offered)."""
 
     name = "last"
 
+    def __init__(self):
+        self.shown = []
+
     def draw(self, kind, options):
+        self.shown.append(tuple(options))
         return len(options) - 1
 
 
@@ -73,7 +79,7 @@ def test_the_served_engine_asks_for_every_decision_and_follows_the_answers():
                             "harness": {}, "seed": None}, *picks, {"type": "bye"})
     asked = answers[1:-1]
     assert [(m["kind"], tuple(m["options"])) for m in asked] == \
-        [(c.kind, labels) for c, labels in zip(here.choices, here.options)]
+        [(c.kind, labels) for c, labels in zip(here.choices, here.provider.shown)]
     assert {m["kind"] for m in asked} == {"chain", "latency:store"}
     assert all(choose_problem(m, "t") is None and not violations("protocol", m) for m in asked)
     assert answers[-1] == {"type": "observation", "id": "t", "observation": expected}

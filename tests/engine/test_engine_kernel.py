@@ -93,3 +93,29 @@ def test_a_chain_made_ready_twice_is_caught():
     run.scheduler.make_ready(chain, None)
     with pytest.raises(AssertionError, match="made ready twice"):
         run.scheduler.make_ready(chain, None)
+
+
+def test_a_decision_among_many_ready_chains_keeps_no_copy_of_them():
+    """With a ceiling that lets 2,000 tasks be ready at once, each chain choice
+    offers them all (read through the ready list) and the chooser keeps what it
+    offered, not a copy: O(1) a step, where a copy made the run quadratic in time
+    and memory (kit: speed)."""
+    from forge.engine.run import RunConfig, run_prompt
+    from forge.harness import Harness
+    from forge.repro import tell
+    from forge.sim.chooser import Chooser, Offered, RandomProvider
+
+    n = 2000
+    text = ("---\nname: wide\ndescription: d\npromptforge: 0\n---\n\n# Wide\n\n## Main\n\n"
+            f"```lua\nlocal hs = {{}}\nfor i = 1, {n} do hs[i] = tasks.spawn('### W') end\n"
+            "return tostring(#tasks.join(hs))\n```\n\n### W\n\n```lua\nreturn 'w'\n```\n")
+    chooser = Chooser(RandomProvider(7))
+    run = run_prompt(parse_prompt(text, "t.md"), Harness(ceiling=n + 10), chooser,
+                     RunConfig(max_tasks=n + 10))
+    assert run.result == str(n)
+    offered = [o for c, o in zip(chooser.choices, chooser.options) if c.kind == "chain"]
+    assert max(len(o) for o in offered) == n
+    assert all(isinstance(o, Offered) for o in offered)
+    lines = tell(run.trace.records, chooser)
+    assert "non-canonical choices:" in lines
+    assert any(" chain: task:0." in line and "(canonical: " in line for line in lines)

@@ -99,3 +99,37 @@ def test_strategies_parse(spec):
 def test_unknown_strategies_are_refused(spec):
     with pytest.raises(ValueError, match="unknown strategy"):
         make_provider(spec)
+
+
+class _Live:
+    """A live sequence of labels, as the kernel hands its ready chains."""
+
+    def __init__(self, labels):
+        self.labels = labels
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.labels[i]
+
+
+def test_options_handed_as_a_live_view_are_kept_as_what_they_offered():
+    """A decision among a live view keeps its count, the first option and the one
+    taken, in O(1), so a run with thousands of ready chains does not copy them all
+    at every step; tuples and lists are kept whole (kit: speed)."""
+    from forge.sim.chooser import Offered
+
+    chooser = Chooser(ReplayProvider([2, 1, 1]))
+    live = _Live([f"task:0.{i}" for i in range(5000)])
+    assert chooser.choose("chain", live) == 2
+    assert chooser.choose("latency:store", ("x1.0", "x2.0")) == 1
+    assert chooser.choose("chain", ["root:0", "task:0.1"]) == 1
+    kept = chooser.options[0]
+    assert kept == Offered(5000, "task:0.0", 2, "task:0.2")
+    assert len(kept) == 5000 and kept[0] == "task:0.0" and kept[2] == "task:0.2"
+    with pytest.raises(IndexError):
+        kept[3]
+    live.labels.clear()                         # the view moves on; what was kept does not
+    assert kept[2] == "task:0.2"
+    assert chooser.options[1:] == [("x1.0", "x2.0"), ("root:0", "task:0.1")]
