@@ -1,7 +1,7 @@
 """How a run's cost grows with its tasks: one owner spawning N tasks and
 joining them all, with and without a store write in each task, and (`wide`)
 with a harness ceiling that lets every task be ready at once, so each
-scheduling decision is among up to N chains.
+scheduling decision is among up to N chains; and one `fanout` over N items.
 
     python3 benchmarks/scaling.py [--reps R] [--json] [--max N]
 
@@ -42,8 +42,31 @@ from forge.prompt import parse_prompt  # noqa: E402
 SIZES = (1, 10, 100, 1_000, 10_000)
 
 
-def prompt(n: int, writes: bool) -> str:
+def prompt(n: int, writes: bool, fanout: bool = False) -> str:
     body = "store.write('f/' .. sys.taskid, 'x') return 'ok'" if writes else "return 'ok'"
+    if fanout:
+        return f"""---
+name: scaling
+description: one fanout over {n} items
+promptforge: 0
+---
+
+# Scaling
+
+## Main
+
+```lua
+local items = {{}}
+for i = 1, {n} do items[i] = i end
+return tostring(#fanout('### W', items))
+```
+
+### W
+
+```lua
+{body}
+```
+"""
     return f"""---
 name: scaling
 description: one owner, {n} tasks
@@ -108,10 +131,11 @@ def fit(points: list[tuple[int, float]]) -> float:
 
 
 def measure(reps: int, sizes: tuple[int, ...]) -> dict:
-    #: name -> (a store write in each task, every task ready at once)
-    series = {"joins": (False, False), "store_writes": (True, False), "wide_joins": (False, True)}
-    parsed = {(name, n): parse_prompt(prompt(n, writes), "scaling.md")
-              for name, (writes, _) in series.items() for n in sizes}
+    #: name -> (a store write in each task, every task ready at once, a fanout's arms)
+    series = {"joins": (False, False, False), "store_writes": (True, False, False),
+              "wide_joins": (False, True, False), "fanout": (False, False, True)}
+    parsed = {(name, n): parse_prompt(prompt(n, writes, fan), "scaling.md")
+              for name, (writes, _, fan) in series.items() for n in sizes}
     times: dict = {key: [] for key in parsed}
     for _ in range(reps):
         for key, p in parsed.items():

@@ -98,6 +98,7 @@ class Fanout:
         request = FanoutArms(tuple(arms), tuple(original for _, original in members))
         for arm in arms:
             arm.waiters.append(chain)
+        chain.join_left = len(arms)
         # A chain waiting on its arms gives its slot back, so arms that fan
         # out again cannot starve each other into a deadlock.
         run.admission.waiting(chain.task)
@@ -114,7 +115,10 @@ class Fanout:
                     run.tasks_api.cancel(arm)
             run.admission.wake(chain, (False, run.as_error_value(failure, chain)))
             return
-        if any(arm.live for arm in request.arms):
+        # Every arm is live when the chain parks and tells it of its end once:
+        # a count, not a walk over the arms at each end.
+        chain.join_left -= 1
+        if chain.join_left > 0:
             return
         self._unregister(chain, request)
         size = sum(len(arm.result or "") for arm in request.arms)

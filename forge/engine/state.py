@@ -101,8 +101,9 @@ class Chain:
     #: The timer of a timed wait the chain is parked on.
     #: Invariant: None unless `parked_on` is a timed Join or AwaitTasks.
     timer: Timer | None = None
-    #: Invariant: while parked on a Join, the number of its distinct members
-    #: still live (each is registered once, and its end counts it down).
+    #: Invariant: while parked on a Join or on fanout arms, the number of its
+    #: distinct members still live (each is registered once, and its end
+    #: counts it down).
     join_left: int = 0
     result: Any = None
     failure: Failure | None = None

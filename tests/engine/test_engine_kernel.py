@@ -119,3 +119,33 @@ def test_a_decision_among_many_ready_chains_keeps_no_copy_of_them():
     lines = tell(run.trace.records, chooser)
     assert "non-canonical choices:" in lines
     assert any(" chain: task:0." in line and "(canonical: " in line for line in lines)
+
+
+def test_a_fanouts_arms_are_counted_down_not_walked_at_each_end(monkeypatch):
+    """Each arm's end counts the waiting chain down; walking every arm at each
+    end made a fanout of N items cost N^2 (kit: speed)."""
+    from forge.engine.fanout import Fanout
+    from forge.engine.run import run_prompt
+    from forge.engine.state import Task
+
+    reads = []
+    live = Task.live
+
+    def counted(self):
+        reads.append(self)
+        return live.fget(self)
+
+    monkeypatch.setattr(Task, "live", property(counted))
+    ends = []
+    arm_ended = Fanout.arm_ended
+    monkeypatch.setattr(Fanout, "arm_ended",
+                        lambda self, *a: ends.append(1) or arm_ended(self, *a))
+    n = 400
+    text = ("---\nname: fan\ndescription: d\npromptforge: 0\n---\n\n# Fan\n\n## Main\n\n"
+            f"```lua\nlocal items = {{}}\nfor i = 1, {n} do items[i] = i end\n"
+            "local r = fanout('### W', items)\nreturn tostring(#r) .. r[7].text\n```\n\n"
+            "### W\n\n```lua\nreturn tostring(item)\n```\n")
+    run = run_prompt(parse_prompt(text, "t.md"))
+    assert run.result == f"{n}7"
+    assert len(ends) == n
+    assert len(reads) < 30 * n, len(reads)
