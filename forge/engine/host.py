@@ -97,7 +97,7 @@ class Host:
     def initial_argv(self, args: str):
         decl = self.run.prompt.args_decl
         if decl is None:
-            return self.lua.table({"prose": args})
+            return self.lua.E.prose_argv(args.encode("utf-8"))
         try:
             value = json.loads(args)
         except (ValueError, RecursionError):

@@ -912,6 +912,8 @@ E.table_from_list = function(...) return { ... } end
 -- An entry of a join's results: made here, in one call, rather than key by
 -- key from Python.  (A task handle is `task_handle`, above.)
 E.join_entry = function(id, ok, result) return { task = id, ok = ok, result = result } end
+-- `argv` of a prompt that declares no arguments: the args text as `prose`.
+E.prose_argv = function(text) return { prose = text } end
 
 ---------------------------------------------------------------------------
 -- A reused runtime starts each run here (`forge.lua.runtime`): every piece
