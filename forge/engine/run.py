@@ -180,13 +180,13 @@ class Run:
         return self
 
     def _release(self, ended: bool) -> None:
-        """A reused runtime goes back for the next run (given up if the run
-        did not end normally): what this run still asks of Lua afterwards
-        (`seed_independent`) is read first."""
-        if self.lua.reusable:
-            if ended and self.lua.internal_error is None:
-                self._random_untouched = bool(self.lua.E.random_untouched())
-            lua_runtime.release(self.lua, keep=ended)
+        """The runtime's slots let go of the run, and a reused runtime goes
+        back for the next run (given up if the run did not end normally):
+        what this run still asks of Lua afterwards (`seed_independent`) is
+        read first."""
+        if self.lua.reusable and ended and self.lua.internal_error is None:
+            self._random_untouched = bool(self.lua.E.random_untouched())
+        lua_runtime.release(self.lua, keep=ended)
 
     # ------------------------------------------------------------ the loop
     def _start(self) -> None:

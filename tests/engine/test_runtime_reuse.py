@@ -294,6 +294,16 @@ def test_a_slot_answers_for_the_bound_run_and_keeps_its_one_route():
         runtime.host(b"probe", lambda run: (True,))
 
 
+def test_a_run_on_a_fresh_runtime_leaves_its_slots_bound_to_nothing(fresh):
+    """A fresh runtime's slots let go of the run when it ends, as a reused
+    one's do, so the run and its runtime hold no cycle through Lua
+    (kit: determinism.runtime-reuse)."""
+    run = fresh(lambda: _run(PROBE))
+    assert not run.lua.reusable
+    assert run.lua._bound == [None] and run.lua._failed == [lua_runtime._unbound]
+    assert run.seed_independent() in (True, False)       # still reads Lua after its end
+
+
 #: Model-side runs that try to leave something on the runtime: handles and
 #: the errors they raise (some raised inside a host call, through a
 #: metamethod), local tool handlers kept past their block, tools.calls views.
