@@ -8,7 +8,9 @@ block (the scalar return rule, jump, a failure), and end a chain.
 
 What lives here: the walk (sections, blocks, jump, the H1 pass's hand-over,
 the scalar return rule), how a chain ends and what it settles, harness
-operations and the store calls behind them, events, and the observation.
+operations and the store calls behind them, events, the observation, and
+the run's host library put together from its parts (`host`, `tasks`,
+`models`).
 What does not: the loop and the chain states (`kernel`), the requests a chain
 parks on (`requests`), the tasks namespace (`tasks`), the section VM globals
 (`host`), and the rules (`rules/`).
