@@ -43,6 +43,11 @@ def duration_order(options: Sequence[str]) -> list[int] | None:
     return sorted(range(len(options)), key=lambda i: (values[i], i))
 
 
+#: The room left between two priorities when one is placed (renumbering
+#: makes it again when a gap has none).
+_GAP = 1 << 20
+
+
 class PCTProvider(Provider):
     """One PCT run: random chain priorities plus `depth - 1` change points.
 
@@ -58,6 +63,10 @@ class PCTProvider(Provider):
         self.rng = SplitMix64(seed)
         #: Chain labels, highest priority first.
         self.ranking: list[str] = []
+        #: Each known label's priority: higher runs first, ordered exactly as
+        #: `ranking` is, so the best of n offered chains is found in O(n)
+        #: without walking the ranking (`_priority_at`).
+        self.priority: dict[str, int] = {}
         self.change_points = self._sample_change_points()
         #: Real decisions (more than one option) made so far.
         self.steps = 0
@@ -77,24 +86,45 @@ class PCTProvider(Provider):
         return frozenset(picked)
 
     def _know(self, label: str) -> None:
-        if label not in self.ranking:
-            self.ranking.insert(self.rng.below(len(self.ranking) + 1), label)
+        if label not in self.priority:
+            rank = self.rng.below(len(self.ranking) + 1)
+            self.ranking.insert(rank, label)
+            self.priority[label] = self._priority_at(rank)
+
+    def _priority_at(self, rank: int) -> int:
+        """A priority for the label just put at `rank`: between its
+        neighbours' (all of them renumbered when no integer is left there)."""
+        ranking, priority = self.ranking, self.priority
+        above = priority[ranking[rank - 1]] if rank > 0 else None
+        below = priority[ranking[rank + 1]] if rank + 1 < len(ranking) else None
+        if above is None:
+            return 0 if below is None else below + _GAP
+        if below is None:
+            return above - _GAP
+        if above - below > 1:
+            return (above + below) // 2
+        for i, label in enumerate(ranking):             # renumber, highest first
+            priority[label] = -i * _GAP
+        return priority[ranking[rank]]
 
     def _demote(self, label: str) -> None:
         self.ranking.remove(label)
+        lowest = self.priority[self.ranking[-1]] if self.ranking else 0
         self.ranking.append(label)
+        self.priority[label] = lowest - _GAP
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
         if kind == "chain":
-            for label in options:
+            labels = list(options)
+            for label in labels:
                 self._know(label)
-            if len(options) > 1:
+            if len(labels) > 1:
                 if self._change_point():
-                    self._demote(self._best(options))
-                pick = options.index(self._best(options))
+                    self._demote(self._best(labels))
+                pick = labels.index(self._best(labels))
             else:
                 pick = 0
-            self.current = options[pick]
+            self.current = labels[pick]
             return pick
         if len(options) <= 1:
             return 0
@@ -108,9 +138,8 @@ class PCTProvider(Provider):
         spread = max(len(self.ranking) - 1, 1)
         return order[rank * (len(order) - 1) // spread]
 
-    def _best(self, options: Sequence[str]) -> str:
-        live = set(options)
-        return next(label for label in self.ranking if label in live)
+    def _best(self, labels: list[str]) -> str:
+        return max(labels, key=self.priority.__getitem__)
 
     def _change_point(self) -> bool:
         """Count one real decision; True when it is a change point."""

@@ -100,3 +100,71 @@ def test_a_pct_finding_is_reproduced_by_its_strategy_spelling():
     chooser = Chooser(make_provider(spec))
     obs, _ = subject(chooser)
     assert tuple(chooser.values()) == found.choices and obs["result"] == "0.2"
+
+
+class _ListPCT(PCTProvider):
+    """PCT as first written, over the ranking list alone: the oracle the
+    priority numbers are held to (O(n * known) a decision, which made a run
+    with a thousand chains ready at once take seconds)."""
+
+    def _know(self, label):
+        if label not in self.ranking:
+            self.ranking.insert(self.rng.below(len(self.ranking) + 1), label)
+
+    def _demote(self, label):
+        self.ranking.remove(label)
+        self.ranking.append(label)
+
+    def _best(self, labels):
+        live = set(labels)
+        return next(label for label in self.ranking if label in live)
+
+
+def _wide(n: int) -> str:
+    return ("---\nname: wide\ndescription: d\npromptforge: 0\n---\n\n# Wide\n\n## Main\n\n"
+            f"```lua\nlocal hs = {{}}\nfor i = 1, {n} do hs[i] = tasks.spawn('### W') end\n"
+            "local r = tasks.join(hs)\nlocal t = {}\nfor i = 1, #r do t[i] = r[i].result end\n"
+            "return table.concat(t, ',')\n```\n\n### W\n\n```lua\nstore.write('f/' .. sys.taskid, 'x')\n"
+            "return sys.taskid\n```\n")
+
+
+def test_priority_numbers_answer_as_the_ranking_list_did():
+    """The same seed makes the same choices as the list-only PCT, change
+    points and duration orders included, on the examples and on a run with
+    200 chains ready at once (kit: explore.pct)."""
+    from forge.engine.run import RunConfig, run_prompt
+    from forge.harness import Harness
+    from forge.prompt import parse_prompt
+
+    subjects = [example(STORE_RACE, "2"), example(SLOWEST, "1")]
+    for subject in subjects:
+        for seed in range(30):
+            for depth, horizon in ((1, None), (3, 12), (5, 40)):
+                fast, slow = Chooser(PCTProvider(seed, depth, horizon)), \
+                    Chooser(_ListPCT(seed, depth, horizon))
+                subject(fast)
+                subject(slow)
+                assert fast.values() == slow.values(), (seed, depth, horizon)
+    wide = parse_prompt(_wide(200), "wide.md")
+    for seed in range(4):
+        runs = [run_prompt(wide, Harness(ceiling=210), Chooser(cls(seed, 4, 300)),
+                           RunConfig(max_tasks=420))
+                for cls in (PCTProvider, _ListPCT)]
+        assert runs[0].chooser.values() == runs[1].chooser.values()
+        assert runs[0].observation() == runs[1].observation()
+        assert runs[0].chooser.provider.ranking == runs[1].chooser.provider.ranking
+
+
+def test_priorities_are_renumbered_when_a_gap_runs_out():
+    """Labels put again and again just under the top one halve the same gap
+    each time: past 20 halvings no integer is left in it, and the priorities
+    are renumbered, still in ranking order and distinct."""
+    provider = PCTProvider(1)
+    provider.ranking = []
+    for i in range(200):
+        rank = 1 if len(provider.ranking) >= 2 else len(provider.ranking)
+        provider.ranking.insert(rank, f"c{i}")
+        provider.priority[f"c{i}"] = provider._priority_at(rank)
+    priorities = [provider.priority[label] for label in provider.ranking]
+    assert priorities == sorted(priorities, reverse=True)
+    assert len(set(priorities)) == len(priorities)
