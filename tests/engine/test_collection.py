@@ -42,6 +42,7 @@ def _seen_during(monkeypatch, owner: type = Scheduler, name: str = "loop") -> li
 
 
 def test_full_passes_wait_while_a_run_executes(monkeypatch, thresholds):
+    """Full passes wait while the loop runs; the thresholds come back after (kit: speed)."""
     seen = _seen_during(monkeypatch)
     assert run_prompt(PROMPT).result == "w"
     assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
@@ -49,6 +50,7 @@ def test_full_passes_wait_while_a_run_executes(monkeypatch, thresholds):
 
 
 def test_the_thresholds_come_back_when_the_engine_fails(monkeypatch, thresholds):
+    """An engine failure still puts the thresholds back (kit: speed)."""
     def broken(self):
         raise RuntimeError("boom")
 
@@ -59,6 +61,7 @@ def test_the_thresholds_come_back_when_the_engine_fails(monkeypatch, thresholds)
 
 
 def test_a_collector_turned_off_stays_off(monkeypatch, thresholds):
+    """A process that turned the collector off keeps it off (kit: speed)."""
     gc.set_threshold(0, 10, 10)
     seen = _seen_during(monkeypatch)
     run_prompt(PROMPT)
@@ -66,6 +69,7 @@ def test_a_collector_turned_off_stays_off(monkeypatch, thresholds):
 
 
 def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
+    """Overlapping runs in threads restore the thresholds once, at the last end (kit: speed)."""
     errors = []
 
     def work():
@@ -85,6 +89,7 @@ def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
 
 
 def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds):
+    """Building the observation defers full passes too (kit: speed)."""
     from forge.engine.run import Run
 
     seen = _seen_during(monkeypatch, Run, "_observation")

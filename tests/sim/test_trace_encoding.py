@@ -27,12 +27,14 @@ def _reference(value) -> str:
 
 @given(st.dictionaries(st.text(max_size=8), _DATA, max_size=6))
 def test_a_record_is_written_as_json_dumps_writes_it(record):
+    """The C encoder built once writes what `json.dumps` would (kit: determinism.trace)."""
     assert canonical_json(record) == _reference(record)
 
 
 @given(st.lists(st.dictionaries(st.sampled_from(["chain", "task", "é", "members"]), _DATA,
                                 max_size=3), max_size=5))
 def test_the_hash_is_over_the_records_lines(extra):
+    """The hash covers exactly the trace's lines (kit: determinism.trace)."""
     trace = Trace()
     for i, fields in enumerate(extra):
         trace.emit(i, "step", **fields)
@@ -42,6 +44,7 @@ def test_the_hash_is_over_the_records_lines(extra):
 
 
 def test_a_trace_longer_than_one_slice_hashes_every_record():
+    """Hashing in slices misses no record (kit: determinism.trace)."""
     trace = Trace()
     for i in range(10_000):
         trace.emit(i, "step", chain=str(i % 7))
