@@ -128,7 +128,7 @@ class Fanout:
         for position, (arm, original) in enumerate(zip(request.arms, request.items), 1):
             exhausted = arm.failure is not None and arm.failure.kind == "tool_loop_exhausted"
             text = arm.result if arm.ok else ""
-            entry = self.lua.E.fanout_result(
+            entry = self.lua.fn.fanout_result(
                 (text or "").encode("utf-8"), bool(arm.ok), original, exhausted)
             results[position] = entry
         run.admission.wake(chain, (True, results))

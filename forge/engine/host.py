@@ -97,7 +97,7 @@ class Host:
     def initial_argv(self, args: str):
         decl = self.run.prompt.args_decl
         if decl is None:
-            return self.lua.E.prose_argv(args.encode("utf-8"))
+            return self.lua.fn.prose_argv(args.encode("utf-8"))
         try:
             value = json.loads(args)
         except (ValueError, RecursionError):
@@ -162,7 +162,7 @@ class Host:
 
     def read_back_var(self, chain: Chain) -> bool:
         """Check `var` is still the guarded global; fail the chain if not."""
-        if not self.lua.E.var_intact(chain.env, chain.var):
+        if not self.lua.fn.var_intact(chain.env, chain.var):
             self.run.fail_chain(
                 chain,
                 Failure("lua", "the `var` global was reassigned; write `var.<field>` instead",

@@ -187,7 +187,7 @@ class Run:
         what this run still asks of Lua afterwards (`seed_independent`) is
         read first."""
         if self.lua.reusable and ended and self.lua.internal_error is None:
-            self._random_untouched = bool(self.lua.E.random_untouched())
+            self._random_untouched = bool(self.lua.fn.random_untouched())
         lua_runtime.release(self.lua, keep=ended)
 
     # ------------------------------------------------------------ the loop
@@ -259,7 +259,7 @@ class Run:
             return True
         self.abort("Budget", message)
         # No pcall around the host function keeps the block going.
-        self.lua.E.abort_with(self.lua.error("lua", message))
+        self.lua.fn.abort_with(self.lua.error("lua", message))
         return False
 
     def kept_failure(self, nbytes: int, what: str) -> Failure | None:
@@ -513,7 +513,7 @@ class Run:
                 v = value[key.encode()]
                 if isinstance(v, bytes):
                     fields.append((key, text(v)))
-            stamp = self.lua.E.stamp_of(value)
+            stamp = self.lua.fn.stamp_of(value)
             stale = chain is not None and stamp is not None and chain.suspends > stamp
             return Failure(kind, message, tuple(fields), value, stale=stale)
         if isinstance(value, bytes):
@@ -539,7 +539,7 @@ class Run:
             value = failure.value
         else:
             value = self.lua.error("lua", failure.message)
-        return self.lua.E.stamp(value, receiver.suspends)
+        return self.lua.fn.stamp(value, receiver.suspends)
 
     def _check_abort(self, chain: Chain) -> None:
         if self.lua.internal_error is not None:
@@ -803,7 +803,7 @@ class Run:
         under another seed give this very run - what lets a runner skip
         repeating it.  Call it once, after the run: it moves the generator."""
         if self._random_untouched is None:
-            self._random_untouched = bool(self.lua.E.random_untouched())
+            self._random_untouched = bool(self.lua.fn.random_untouched())
         return self._nonce is None and self._random_untouched
 
     # --------------------------------------------------------- events

@@ -127,7 +127,7 @@ class TasksAPI:
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
 
     def handle(self, task_id: str):
-        return self.lua.E.task_handle(task_id.encode("utf-8"))
+        return self.lua.fn.task_handle(task_id.encode("utf-8"))
 
     # ------------------------------------------------------------ task args
     def task_arg(self, call: str, value: Any) -> tuple[str | None, Any]:
@@ -528,7 +528,7 @@ class TasksAPI:
                     "cancelled", f"task `{task.id}` was cancelled", None, task=task.id)
             # Re-raising the value right after this wait is the prompt's own
             # failure; after another suspending call it ends the run cancelled.
-            self.lua.E.stamp(task.cancelled_value, waiter.suspends)
+            self.lua.fn.stamp(task.cancelled_value, waiter.suspends)
             self.joined(task)
             if CANCELLED_IS_CONSUMED.on:
                 task.delivered = True
@@ -569,5 +569,5 @@ class TasksAPI:
                 taken[t.id] = self._outcome(t, chain)
                 run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
             ok, value = taken[t.id]
-            results[position] = self.lua.E.join_entry(t.id.encode("utf-8"), ok, value)
+            results[position] = self.lua.fn.join_entry(t.id.encode("utf-8"), ok, value)
         return (True, results, timed_out)

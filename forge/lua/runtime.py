@@ -16,8 +16,11 @@ out.
 Lua work of a small run, so a run takes an idle runtime and gives it back
 when it ends.  Nothing of one run reaches the next: the prelude's per-run state is set back (`E.reset`: the
 budget, the abort flag, serials, the weak sets, the generator's seed), the
-main thread's instruction hook is cleared, the collector runs, and the
-memory cap is set relative to what the runtime held before.  A run whose
+main thread's instruction hook is cleared, and the memory cap is set
+relative to what the runtime keeps.  The earlier runs' garbage is collected
+only once it is as large as what the runtime keeps: nothing a prompt can
+see depends on when the collector runs (below, on weak tables), and the
+memory cap counts only what a full collection leaves (`memory_tight`).  A run whose
 end is not clean (an abort such as the budget, an engine bug, a run left
 holding much memory) gives its runtime up instead.
 
@@ -74,6 +77,9 @@ POOL_SIZE = 2
 #: A run that ends holding more Lua memory than this gives its runtime up:
 #: a fresh one is cheaper than carrying a large heap into the next run.
 REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
+#: The most garbage of earlier runs a reused runtime carries into a run
+#: (`LuaRuntime.begin`): a quarter of a per cent of the memory cap.
+GARBAGE_ALLOWANCE = 640 * 1024
 #: Model handles and their errors a runtime keeps alive (`Keeper`) before it
 #: is given up after its run: each holds a few hundred bytes.
 KEEP_LIMIT = 4096
@@ -229,6 +235,8 @@ class LuaRuntime:
         host[b"bulk"] = self.load_engine_chunk("bulk.lua")
         self.E = self.load_engine_chunk("prelude.lua")(host)
         E = self.E
+        #: E's functions for Python to call, each looked up in Lua once.
+        self.fn = Functions(E)
         self.make_error_raw = E.make_error
         self.stamped_error_raw = E.stamped_error
         self.is_host_error = E.is_host_error
@@ -253,6 +261,11 @@ class LuaRuntime:
         self._setup_used = self.lua.get_memory_used()
         self._fresh_limit = self.lua.get_max_memory(True)
         self._offset = 0
+        #: When `begin` next collects: past this many bytes in use, or once
+        #: the runtime keeps a different number of libraries, host functions
+        #: and engine tables than `_kept`.
+        self._collect_above = 0
+        self._kept = -1
         #: Slots: the Python functions Lua holds, by name, each with the route
         #: it calls and its Lua face; the run they answer for (`bind`).
         self._slot_index: dict[bytes, int] = {}
@@ -285,16 +298,27 @@ class LuaRuntime:
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
-        self.E.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
+        self.fn.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
                      random_seed)
         self.internal_error = None
-        self.lua.gccollect()
-        self._offset = max(0, self.lua.get_memory_used() - self._setup_used)
-        self.lua.set_max_memory(self._fresh_limit + self._offset, True)
+        # The earlier runs' garbage is collected only once it is as large as
+        # what the runtime keeps (at most `GARBAGE_ALLOWANCE`), or when the
+        # runtime has built something it keeps since the last collection: a
+        # full collection marks the whole heap, which cost a small run more
+        # than its own Lua work.  What a prompt can see does not depend on
+        # it (see `memory_tight` and the module docstring on weak tables).
+        kept = len(self._libraries) + len(self._slot_lua) + len(self.engine_tables)
+        if kept != self._kept or self.lua.get_memory_used() > self._collect_above:
+            self.lua.gccollect()
+            live = self.lua.get_memory_used()
+            self._kept = kept
+            self._collect_above = live + min(live, GARBAGE_ALLOWANCE)
+            self._offset = max(0, live - self._setup_used)
+            self.lua.set_max_memory(self._fresh_limit + self._offset, True)
 
     def clean(self) -> bool:
         """Whether the run that used this runtime ended so that another may use it."""
-        return (self.internal_error is None and self.E.abort_value() is None
+        return (self.internal_error is None and self.fn.abort_value() is None
                 and not self.keeper.full
                 and self.lua.get_memory_used() - self._offset < REUSE_MEMORY_LIMIT)
 
@@ -416,8 +440,8 @@ class LuaRuntime:
             return value.decode("utf-8", "replace")
         kind = typename(value)
         if kind in ("table", "function", "thread", "userdata"):
-            return f"{kind}: 0x{self.E.serial(value):08x}"
-        return self.E.tostring(value).decode("utf-8", "replace")
+            return f"{kind}: 0x{self.fn.serial(value):08x}"
+        return self.fn.tostring(value).decode("utf-8", "replace")
 
     def error(self, kind: str, message: str, **fields: Any):
         extra = self.table(fields) if fields else None
@@ -447,7 +471,7 @@ class LuaRuntime:
         if isinstance(e, (LuaError, *_FAULTS.values())):
             # The prompt's own Lua ran inside the call (a metamethod on a
             # value it passed) and raised: its error, or the budget's abort.
-            abort = self.E.abort_value()
+            abort = self.fn.abort_value()
             if abort is not None:
                 return (False, abort)
             if not isinstance(e, LuaError):
@@ -459,7 +483,7 @@ class LuaRuntime:
         # Every other exception is a bug, and must end the run, loudly.
         if self.internal_error is None:
             self.internal_error = e
-        return (False, self.E.abort_with(self.error("internal", f"internal invariant "
+        return (False, self.fn.abort_with(self.error("internal", f"internal invariant "
                                                           f"violated: {type(e).__name__}: {e}")))
 
     def library(self, entries: tuple, run: Any) -> Any:
@@ -481,7 +505,7 @@ class LuaRuntime:
                 elif kind == b"value":
                     target = target(self)
                 flat += (kind, name, target)
-            built = self._libraries[id(entries)] = (entries, self.E.build_library(*flat))
+            built = self._libraries[id(entries)] = (entries, self.fn.build_library(*flat))
         self.bind(run)
         return built[1]
 
@@ -493,6 +517,23 @@ class LuaRuntime:
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
         return self._coroutine(source, chunkname, env)
+
+
+class Functions:
+    """The prelude's table of functions (`E`) as Python calls them: each is
+    looked up in Lua on first use and kept, since looking a name up in a Lua
+    table from Python makes a new wrapper every time.  Only functions: the
+    prelude never replaces one after loading."""
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def __getattr__(self, name: str) -> Any:
+        value = self._table[name.encode()]
+        if not isinstance(value, LuaFunction):
+            raise AttributeError(f"the prelude has no function {name!r}")
+        setattr(self, name, value)      # found on the instance from now on
+        return value
 
 
 def _unbound(*args):

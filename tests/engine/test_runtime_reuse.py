@@ -126,6 +126,30 @@ def test_consecutive_runs_share_one_runtime():
     assert _bytes(first) == _bytes(second)
 
 
+def test_a_reused_runtime_carries_little_garbage(monkeypatch):
+    """`begin` leaves a small run's garbage for later and collects it once it
+    is as large as what the runtime keeps, at most `GARBAGE_ALLOWANCE`: a full
+    collection before every run cost more than a small run's Lua work (kit:
+    determinism.runtime-reuse)."""
+    starts = []
+    begin = lua_runtime.LuaRuntime.begin
+
+    def recording(self, *args):
+        begin(self, *args)
+        starts.append(self.lua.get_memory_used())
+    monkeypatch.setattr(lua_runtime.LuaRuntime, "begin", recording)
+    _run(PROBE)
+    runtime = _run(PROBE).lua
+    starts.clear()
+    for _ in range(60):
+        assert _run(PROBE).lua is runtime
+    collected = [i for i in range(1, len(starts)) if starts[i] < starts[i - 1]]
+    assert 0 < len(collected) < 20, "the garbage was collected before almost every run"
+    for first, end in zip(collected, [*collected[1:], len(starts)]):
+        live = starts[first]            # what the collection left
+        assert max(starts[first:end]) <= live + min(live, lua_runtime.GARBAGE_ALLOWANCE)
+
+
 def test_the_escape_hatch_gives_each_run_a_fresh_runtime(fresh):
     """FORGE_FRESH_RUNTIME=1 builds a runtime per run (kit: determinism.runtime-reuse)."""
     runs = fresh(lambda: [_run(PROBE), _run(PROBE)])
