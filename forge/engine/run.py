@@ -96,6 +96,8 @@ class RunConfig:
     seed: int = 0
 
 
+_DEFAULT_CONFIG = RunConfig()     # frozen: one serves every run given none
+
 #: The host library of a run, without and with the model side, and the
 #: handler of every suspending call in them (`forge.engine.host`).
 _LIBRARY = host.LIBRARY + tasks.LIBRARY
@@ -116,7 +118,7 @@ class Run:
         self.prompt = prompt
         self.harness = harness or Harness()
         self.chooser = chooser or Chooser()
-        self.config = config or RunConfig()
+        self.config = config or _DEFAULT_CONFIG
         self.execution = self.config.execution
         self.clock = Kernel()
         self.trace = Trace()

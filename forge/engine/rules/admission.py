@@ -52,8 +52,9 @@ class Admission:
     def __init__(self, scheduler: Scheduler, ceiling: int) -> None:
         self.scheduler = scheduler
         self.ceiling = ceiling
-        #: Tasks waiting for a slot, in spawn order.
-        self.queue = SortedKeyList(key=lambda t: ids.id_key(t.id))
+        #: Tasks waiting for a slot, in spawn order (made when the first one
+        #: waits: most runs never queue a task).
+        self.queue: Any = ()
         #: Tasks holding a slot now, and the most that ever did at once.
         self.running = 0
         self.peak = 0
@@ -77,7 +78,7 @@ class Admission:
             # would do, without the queue's bookkeeping.
             self._admit(task)
             return
-        self.queue.add(task)
+        self._queue(task)
         self.admit()
 
     def admit(self) -> None:
@@ -115,6 +116,11 @@ class Admission:
             assert isinstance(chain.parked_on, Slot)
             self.scheduler.make_ready(chain, chain.parked_on.resume)
 
+    def _queue(self, task: Any) -> None:
+        if isinstance(self.queue, tuple):     # the first task to wait
+            self.queue = SortedKeyList(key=_spawn_order)
+        self.queue.add(task)
+
     def release(self, task: Any) -> None:
         """A task stops holding its slot (it ended, or it waits on others)."""
         if task.holds_slot:
@@ -139,11 +145,16 @@ class Admission:
         assert task.waking is None, f"task {task.id} wakes twice"
         task.waking = chain
         self.scheduler.park(chain, Slot(value))
-        self.queue.add(task)
+        self._queue(task)
         self.admit()
 
     def ended(self, task: Any) -> None:
         """A task ended: its slot (or its place in the queue) goes.  The caller
         admits once the end's wake-ups are made, so woken owners run first."""
         self.release(task)
-        self.queue.discard(task)
+        if self.queue:
+            self.queue.discard(task)
+
+
+def _spawn_order(task: Any) -> tuple:
+    return ids.id_key(task.id)
