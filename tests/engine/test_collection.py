@@ -42,10 +42,11 @@ def _seen_during(monkeypatch, owner: type = Scheduler, name: str = "loop") -> li
 
 
 def test_full_passes_wait_while_a_run_executes(monkeypatch, thresholds):
-    """Full passes wait while the loop runs; the thresholds come back after (kit: speed)."""
+    """Full passes wait and passes over new objects come less often while the loop
+    runs; the thresholds come back after (kit: speed)."""
     seen = _seen_during(monkeypatch)
     assert run_prompt(PROMPT).result == "w"
-    assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
+    assert seen == [(collection.DEFERRED_YOUNGEST, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)
 
 
@@ -94,5 +95,5 @@ def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds
 
     seen = _seen_during(monkeypatch, Run, "_observation")
     assert run_prompt(PROMPT).observation()["result"] == "w"
-    assert seen == [(700, 10, collection.DEFERRED_OLDEST)]
+    assert seen == [(collection.DEFERRED_YOUNGEST, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)
