@@ -1,7 +1,9 @@
 """How a run's cost grows with its tasks: one owner spawning N tasks and
 joining them all, with and without a store write in each task, and (`wide`)
 with a harness ceiling that lets every task be ready at once, so each
-scheduling decision is among up to N chains; and one `fanout` over N items.
+scheduling decision is among up to N chains, with the default chooser and
+(`wide_pct`) with PCT, which ranks every chain it has seen; and one
+`fanout` over N items.
 
     python3 benchmarks/scaling.py [--reps R] [--json] [--max N]
 
@@ -38,6 +40,8 @@ sys.path.insert(0, str(ROOT))
 from forge.engine.run import RunConfig, run_prompt  # noqa: E402
 from forge.harness import Harness  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
+from forge.sim.chooser import Chooser  # noqa: E402
+from forge.sim.pct import PCTProvider  # noqa: E402
 
 SIZES = (1, 10, 100, 1_000, 10_000)
 
@@ -97,23 +101,28 @@ def harness(n: int, wide: bool) -> Harness:
     return Harness(ceiling=n + 10) if wide else Harness()
 
 
-def once(parsed, n: int, wide: bool = False) -> float:
+def chooser(n: int, pct: bool) -> Chooser | None:
+    """The default chooser, or PCT with change points over the run's decisions."""
+    return Chooser(PCTProvider(1, 3, 3 * n)) if pct else None
+
+
+def once(parsed, n: int, wide: bool = False, pct: bool = False) -> float:
     config = RunConfig(max_tasks=2 * n + 10, max_steps=100 * n + 1000)
     gc.collect()        # the previous run's garbage is not this run's cost
     start = time.process_time()
-    run = run_prompt(parsed, harness(n, wide), None, config)
+    run = run_prompt(parsed, harness(n, wide), chooser(n, pct), config)
     run.observation()
     spent = time.process_time() - start
     assert run.outcome == "ok" and run.result == str(n), run.error
     return spent
 
 
-def calls(parsed, n: int, wide: bool = False) -> int:
+def calls(parsed, n: int, wide: bool = False, pct: bool = False) -> int:
     """Python function calls one run (and its observation) makes."""
     config = RunConfig(max_tasks=2 * n + 10, max_steps=100 * n + 1000)
     profile = cProfile.Profile()
     profile.enable()
-    run_prompt(parsed, harness(n, wide), None, config).observation()
+    run_prompt(parsed, harness(n, wide), chooser(n, pct), config).observation()
     profile.disable()
     return sum(entry.callcount for entry in profile.getstats())
 
@@ -131,16 +140,20 @@ def fit(points: list[tuple[int, float]]) -> float:
 
 
 def measure(reps: int, sizes: tuple[int, ...]) -> dict:
-    #: name -> (a store write in each task, every task ready at once, a fanout's arms)
-    series = {"joins": (False, False, False), "store_writes": (True, False, False),
-              "wide_joins": (False, True, False), "fanout": (False, False, True)}
+    #: name -> (a store write in each task, every task ready at once, a
+    #: fanout's arms, PCT's choices)
+    series = {"joins": (False, False, False, False), "store_writes": (True, False, False, False),
+              "wide_joins": (False, True, False, False), "wide_pct": (False, True, False, True),
+              "fanout": (False, False, True, False)}
     parsed = {(name, n): parse_prompt(prompt(n, writes, fan), "scaling.md")
-              for name, (writes, _, fan) in series.items() for n in sizes}
+              for name, (writes, _, fan, _) in series.items() for n in sizes}
     times: dict = {key: [] for key in parsed}
     for _ in range(reps):
         for key, p in parsed.items():
-            times[key].append(once(p, key[1], series[key[0]][1]))
-    counted = {key: calls(p, key[1], series[key[0]][1]) for key, p in parsed.items()}
+            _, wide, _, pct = series[key[0]]
+            times[key].append(once(p, key[1], wide, pct))
+    counted = {key: calls(p, key[1], series[key[0]][1], series[key[0]][3])
+               for key, p in parsed.items()}
     out: dict = {}
     for name in series:
         base = min(times[(name, sizes[0])])

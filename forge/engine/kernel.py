@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from sortedcontainers import SortedList
+
 from forge.engine.state import Chain
 from forge.engine.parking import PARK
 from forge.engine.requests import Request, blocked_of
@@ -79,12 +81,24 @@ class Walk(Protocol):
 class ReadyLabels(Sequence):
     """The labels of the ready chains, in order, read through the list (no
     copy): what a chain choice offers.  A provider may read it during its
-    `draw` only; the chooser keeps what it `Offered`."""
+    `draw` only; the chooser keeps what it `Offered`.
 
-    __slots__ = ("_ready",)
+    A provider that keeps its own view of the ready set (PCT, whose ranking
+    would otherwise be matched against every ready chain at every choice)
+    calls `follow` once: from then on the kernel journals each change, and
+    `index` finds a label's place in O(1) Python work."""
+
+    __slots__ = ("_ready", "journal", "_arrival", "_arrivals")
 
     def __init__(self, ready: list[Chain]) -> None:
         self._ready = ready
+        #: (label, True) when a chain becomes ready, (label, False) when it
+        #: leaves the list; None until a provider follows.
+        self.journal: list[tuple[str, bool]] | None = None
+        #: While following: each ready label's arrival number, and the
+        #: numbers in order - a label's place in the list is its rank there.
+        self._arrival: dict[str, int] = {}
+        self._arrivals = SortedList()
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -93,6 +107,30 @@ class ReadyLabels(Sequence):
         if isinstance(i, slice):
             return [c.label for c in self._ready[i]]
         return self._ready[i].label
+
+    def follow(self) -> list[tuple[str, bool]]:
+        """The journal, begun (the first time) with every chain ready now."""
+        if self.journal is None:
+            self.journal = []
+            for chain in self._ready:
+                self.noted(chain, True)
+        return self.journal
+
+    def noted(self, chain: Chain, ready: bool) -> None:
+        """`chain` joined (`ready`) or left the list: journal it (following only)."""
+        assert self.journal is not None
+        label = chain.label
+        self.journal.append((label, ready))
+        if ready:
+            arrival = self._arrival[label] = len(self.journal)
+            self._arrivals.add(arrival)
+        else:
+            self._arrivals.remove(self._arrival.pop(label))
+
+    def index(self, label: str, *bounds: int) -> int:     # type: ignore[override]
+        if self.journal is None or bounds:
+            return super().index(label, *bounds)
+        return self._arrivals.index(self._arrival[label])
 
 
 class Scheduler:
@@ -125,6 +163,8 @@ class Scheduler:
         chain.parked_on = None
         chain.timer = None
         self.ready.append(chain)
+        if self._labels.journal is not None:
+            self._labels.noted(chain, True)
 
     def park(self, chain: Chain, request: Request, timeout_ns: int | None = None,
              expire: Callable[[], None] | None = None) -> Any:
@@ -159,6 +199,8 @@ class Scheduler:
         chain.var = chain.argv = None
         if was_ready:           # the invariant: only a ready chain is in the list
             self.ready.remove(chain)
+            if self._labels.journal is not None:
+                self._labels.noted(chain, False)
 
     def note(self, what: str, **fields: Any) -> None:
         """A trace record at the current instant."""
@@ -175,6 +217,8 @@ class Scheduler:
                     walk.host_cancel()
                     return
                 chain = self.ready.pop(self.chooser.choose("chain", self._labels))
+                if self._labels.journal is not None:
+                    self._labels.noted(chain, False)
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"

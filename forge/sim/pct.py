@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sortedcontainers import SortedList
+
 from forge.sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
 
 
@@ -61,16 +63,29 @@ class PCTProvider(Provider):
     def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon
         self.rng = SplitMix64(seed)
-        #: Chain labels, highest priority first.
-        self.ranking: list[str] = []
-        #: Each known label's priority: higher runs first, ordered exactly as
-        #: `ranking` is, so the best of n offered chains is found in O(n)
-        #: without walking the ranking (`_priority_at`).
+        #: Each known label's priority: higher runs first.
         self.priority: dict[str, int] = {}
+        #: Every known label as (-priority, label): the ranking, highest
+        #: priority first, where a label's rank is a bisection.
+        self.known = SortedList()
+        #: The labels offered at the last chain choice, ordered the same way,
+        #: and as a set; and the journal of the options that keep one
+        #: (`forge.engine.kernel.ReadyLabels.follow`) with how much of it is
+        #: read.  A choice among n ready chains thus costs O(log n) a change
+        #: of the ready set, not O(n).
+        self.ready = SortedList()
+        self.ready_set: set[str] = set()
+        self._journal: list | None = None
+        self._read = 0
         self.change_points = self._sample_change_points()
         #: Real decisions (more than one option) made so far.
         self.steps = 0
         self.current: str | None = None
+
+    @property
+    def ranking(self) -> list[str]:
+        """Every known label, highest priority first."""
+        return [label for _, label in self.known]
 
     def _sample_change_points(self) -> frozenset[int]:
         """`depth - 1` distinct steps in [1, horizon): step 0 is covered by
@@ -87,44 +102,54 @@ class PCTProvider(Provider):
 
     def _know(self, label: str) -> None:
         if label not in self.priority:
-            rank = self.rng.below(len(self.ranking) + 1)
-            self.ranking.insert(rank, label)
-            self.priority[label] = self._priority_at(rank)
+            self._place(label, self.rng.below(len(self.known) + 1))
 
-    def _priority_at(self, rank: int) -> int:
-        """A priority for the label just put at `rank`: between its
-        neighbours' (all of them renumbered when no integer is left there)."""
-        ranking, priority = self.ranking, self.priority
-        above = priority[ranking[rank - 1]] if rank > 0 else None
-        below = priority[ranking[rank + 1]] if rank + 1 < len(ranking) else None
+    def _place(self, label: str, rank: int) -> None:
+        """Give `label` a priority that ranks it `rank`-th: between its
+        neighbours' (every label renumbered when no integer is left there)."""
+        known, priority = self.known, self.priority
+        above = -known[rank - 1][0] if rank > 0 else None
+        below = -known[rank][0] if rank < len(known) else None
         if above is None:
-            return 0 if below is None else below + _GAP
-        if below is None:
-            return above - _GAP
-        if above - below > 1:
-            return (above + below) // 2
-        for i, label in enumerate(ranking):             # renumber, highest first
-            priority[label] = -i * _GAP
-        return priority[ranking[rank]]
+            value = 0 if below is None else below + _GAP
+        elif below is None:
+            value = above - _GAP
+        elif above - below > 1:
+            value = (above + below) // 2
+        else:
+            labels = self.ranking
+            labels.insert(rank, label)
+            for i, each in enumerate(labels):           # renumber, highest first
+                priority[each] = -i * _GAP
+            self.known = SortedList((-priority[each], each) for each in labels)
+            self.ready = SortedList((-priority[each], each) for each in self.ready_set)
+            return
+        priority[label] = value
+        known.add((-value, label))
 
     def _demote(self, label: str) -> None:
-        self.ranking.remove(label)
-        lowest = self.priority[self.ranking[-1]] if self.ranking else 0
-        self.ranking.append(label)
-        self.priority[label] = lowest - _GAP
+        offered = label in self.ready_set
+        if offered:
+            self._leave(label)
+        self.known.remove((-self.priority[label], label))
+        lowest = -self.known[-1][0] if self.known else 0
+        value = self.priority[label] = lowest - _GAP
+        self.known.add((-value, label))
+        if offered:
+            self.ready_set.add(label)
+            self.ready.add((-value, label))
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
         if kind == "chain":
-            labels = list(options)
-            for label in labels:
-                self._know(label)
-            if len(labels) > 1:
+            self._offered(options)
+            if len(options) > 1:
                 if self._change_point():
-                    self._demote(self._best(labels))
-                pick = labels.index(self._best(labels))
+                    self._demote(self._best())
+                label = self._best()
+                pick = options.index(label)
             else:
-                pick = 0
-            self.current = labels[pick]
+                pick, label = 0, options[0]
+            self.current = label
             return pick
         if len(options) <= 1:
             return 0
@@ -134,12 +159,48 @@ class PCTProvider(Provider):
             return self.rng.below(len(options))
         if self._change_point():
             self._demote(self.current)
-        rank = self.ranking.index(self.current)
-        spread = max(len(self.ranking) - 1, 1)
+        rank = self.known.index((-self.priority[self.current], self.current))
+        spread = max(len(self.known) - 1, 1)
         return order[rank * (len(order) - 1) // spread]
 
-    def _best(self, labels: list[str]) -> str:
-        return max(labels, key=self.priority.__getitem__)
+    def _best(self) -> str:
+        return self.ready[0][1]
+
+    def _offered(self, options: Sequence[str]) -> None:
+        """Bring `ready` to the labels offered now, knowing each new one in
+        the order the options list it (what draws its random rank)."""
+        follow = getattr(options, "follow", None)
+        journal = follow() if follow is not None else None
+        if journal is not None and journal is self._journal:
+            changes = journal[self._read:]
+        else:
+            # Options without a journal (or a new one): the changes are the
+            # difference from what was offered last.
+            now = list(options)
+            kept = set(now)
+            changes = [(label, False) for label in self.ready_set if label not in kept]
+            changes += [(label, True) for label in now]
+        if journal is not None:
+            self._journal, self._read = journal, len(journal)
+        # Net effect: labels offered now that were not, in the order of
+        # their last arrival (their order in the options), and labels gone.
+        arrived: dict[str, None] = {}
+        for label, present in changes:
+            arrived.pop(label, None)
+            if present:
+                arrived[label] = None
+            elif label in self.ready_set:
+                self._leave(label)
+        for label in arrived:
+            if label in self.ready_set:
+                continue
+            self._know(label)
+            self.ready_set.add(label)
+            self.ready.add((-self.priority[label], label))
+
+    def _leave(self, label: str) -> None:
+        self.ready_set.discard(label)
+        self.ready.remove((-self.priority[label], label))
 
     def _change_point(self) -> bool:
         """Count one real decision; True when it is a change point."""

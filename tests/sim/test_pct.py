@@ -103,9 +103,17 @@ def test_a_pct_finding_is_reproduced_by_its_strategy_spelling():
 
 
 class _ListPCT(PCTProvider):
-    """PCT as first written, over the ranking list alone: the oracle the
-    priority numbers are held to (O(n * known) a decision, which made a run
-    with a thousand chains ready at once take seconds)."""
+    """PCT as first written, over a ranking list alone and the whole list of
+    options at every choice: the oracle the priority numbers, the sorted
+    ranking and the followed ready set are held to (O(n * known) a
+    decision, which made a run with a thousand chains ready at once take
+    seconds).  It shares only the change points with the class under test."""
+
+    ranking = None          # a plain list here, not the sorted view
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.ranking = []
 
     def _know(self, label):
         if label not in self.ranking:
@@ -115,7 +123,32 @@ class _ListPCT(PCTProvider):
         self.ranking.remove(label)
         self.ranking.append(label)
 
-    def _best(self, labels):
+    def draw(self, kind, options):
+        if kind == "chain":
+            labels = list(options)
+            for label in labels:
+                self._know(label)
+            if len(labels) > 1:
+                if self._change_point():
+                    self._demote(self._best_of(labels))
+                pick = labels.index(self._best_of(labels))
+            else:
+                pick = 0
+            self.current = labels[pick]
+            return pick
+        if len(options) <= 1:
+            return 0
+        order = duration_order(options) if kind.startswith("latency:") else None
+        if order is None or self.current is None:
+            self._change_point()
+            return self.rng.below(len(options))
+        if self._change_point():
+            self._demote(self.current)
+        rank = self.ranking.index(self.current)
+        spread = max(len(self.ranking) - 1, 1)
+        return order[rank * (len(order) - 1) // spread]
+
+    def _best_of(self, labels):
         live = set(labels)
         return next(label for label in self.ranking if label in live)
 
@@ -155,16 +188,39 @@ def test_priority_numbers_answer_as_the_ranking_list_did():
         assert runs[0].chooser.provider.ranking == runs[1].chooser.provider.ranking
 
 
+def test_the_followed_ready_set_answers_as_the_whole_list_did_on_every_case():
+    """Every conformance case's prompt (cancellations, abandonments, timeouts
+    and model turns make chains leave the ready list without being picked)
+    under PCT makes the choices the list-only PCT makes, which reads the whole
+    list of ready chains at every choice (kit: explore.pct)."""
+    from forge.conformance.adapters import _reference_run
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+
+    cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
+    compared = 0
+    for n, case in enumerate(cases):
+        seed = n % 7
+        choosers = [Chooser(cls(seed, 3, 16)) for cls in (PCTProvider, _ListPCT)]
+        runs = [_reference_run(case.prompt, case.harness, seed, case.path, chooser)[1]
+                for chooser in choosers]
+        if runs[0] is None:
+            continue
+        assert choosers[0].values() == choosers[1].values(), case.id
+        compared += any(c.kind == "chain" and c.n > 2 for c in choosers[0].choices)
+    assert compared > 30
+
+
 def test_priorities_are_renumbered_when_a_gap_runs_out():
     """Labels put again and again just under the top one halve the same gap
     each time: past 20 halvings no integer is left in it, and the priorities
     are renumbered, still in ranking order and distinct."""
     provider = PCTProvider(1)
-    provider.ranking = []
+    expected: list[str] = []
     for i in range(200):
-        rank = 1 if len(provider.ranking) >= 2 else len(provider.ranking)
-        provider.ranking.insert(rank, f"c{i}")
-        provider.priority[f"c{i}"] = provider._priority_at(rank)
+        rank = 1 if len(expected) >= 2 else len(expected)
+        expected.insert(rank, f"c{i}")
+        provider._place(f"c{i}", rank)
+    assert provider.ranking == expected
     priorities = [provider.priority[label] for label in provider.ranking]
     assert priorities == sorted(priorities, reverse=True)
     assert len(set(priorities)) == len(priorities)
