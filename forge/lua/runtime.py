@@ -14,15 +14,16 @@ out.
 
 **Reuse.**  Building a runtime and running the prelude cost more than the
 Lua work of a small run, so a run takes an idle runtime and gives it back
-when it ends.  Nothing of one run reaches the next: the prelude's per-run state is set back (`E.reset`: the
-budget, the abort flag, serials, the weak sets, the generator's seed), the
-main thread's instruction hook is cleared, and the memory cap is set
-relative to what the runtime keeps.  The earlier runs' garbage is collected
-only once it is as large as what the runtime keeps: nothing a prompt can
-see depends on when the collector runs (below, on weak tables), and the
-memory cap counts only what a full collection leaves (`memory_tight`).  A run whose
-end is not clean (an abort such as the budget, an engine bug, a run left
-holding much memory) gives its runtime up instead.
+when it ends.  Nothing of one run reaches the next: the prelude's per-run
+state is set back (`E.reset`: the budget, the abort flag, serials, the weak
+sets, the generator's seed), the main thread's instruction hook is cleared,
+and the memory cap is set relative to what the runtime keeps.  The earlier
+runs' garbage is collected only once it is as large as what the runtime
+keeps: nothing a prompt can see depends on when the collector runs (below,
+on weak tables), and the memory cap counts only what a full collection
+leaves (`memory_tight`).  A run whose end is not clean (an abort such as
+the budget, an engine bug, a run left holding much memory) gives its
+runtime up instead.
 
 lupa's collector hazards decide what Lua may hold (lupa issues #84 and
 #294, reproduced by `benchmarks/lupa_hazards.py`): when Lua's collector frees
