@@ -27,7 +27,7 @@ import sys
 import click
 
 from forge.assembly import build_harness, make_chooser
-from forge.commands.params import BoundedInt, OutputPath, harness_kwargs, harness_options, write_output
+from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
@@ -121,7 +121,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("prompt", type=click.Path(dir_okay=False))
+@click.argument("prompt", type=InputPath(dir_okay=False))
 @click.option("--seed", type=BoundedInt(), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",

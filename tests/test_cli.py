@@ -64,6 +64,14 @@ BAD = {
                                "character 1)"),
     "render over a file": (["spec", "render", str(EXAMPLES / "two-tasks.md")],
                            "it exists and is not a directory"),
+    # Paths the OS cannot look up at all: click's own check raised on them.
+    "store folder with a NUL": (["run", str(EXAMPLES / "two-tasks.md"), "--store", "a\x00b"],
+                                "forge: --store cannot read 'a\\x00b': not a usable path"),
+    "prompt with a NUL": (["explore", "p\x00.md"], "forge: PROMPT cannot read"),
+    "script with a NUL": (["run", str(EXAMPLES / "two-tasks.md"), "--model-script", "m\x00"],
+                          "forge: --model-script cannot read"),
+    "cases with a NUL": (["mutants", "--cases", "\x00"], "forge: --cases cannot read"),
+    "overlong prompt path": (["run", "p" * 5000], "the path is longer than 4096 bytes"),
 }
 
 

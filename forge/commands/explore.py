@@ -28,7 +28,7 @@ import click
 from forge.errors import InputError
 from forge.limits import I64_MAX
 
-from forge.commands.params import (TEXT, BoundedInt, OutputPath, harness_kwargs,
+from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, harness_kwargs,
                                    harness_options, write_output)
 
 #: The most schedules one `forge explore` tries (each is a whole run).
@@ -54,7 +54,7 @@ class _ExploreCommand(click.Command):
 
 
 @click.command(cls=_ExploreCommand)
-@click.argument("prompt", type=click.Path(dir_okay=False))
+@click.argument("prompt", type=InputPath(dir_okay=False))
 @click.option("--runs", type=BoundedInt(1, MAX_RUNS), default=200, show_default=True,
               help="How many schedules to try.")
 @click.option("--start-seed", type=BoundedInt(), default=0, show_default=True)
@@ -240,7 +240,7 @@ def _show(data: dict, as_json: bool, strategy: str, shrunk_problems) -> None:
 
 
 @click.command()
-@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("reports", nargs=-1, required=True, type=InputPath(dir_okay=False))
 @click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")

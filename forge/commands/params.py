@@ -5,6 +5,7 @@ Every numeric flag has a documented range (docs/limits.md): integers fit in
 or the OS as something it cannot represent.  A refusal is click's usage
 error, which `forge.cli` prints as one line naming the flag, exit code 2.
 
+Input paths are `InputPath`s, which refuse what the OS cannot look up.
 Output paths (`--trace`, `--replay-out`, `--json`, `--junit`, `forge spec
 render DIR`) are checked when the flag is read - before any work - and
 written with `write_output`, which turns an OS error into an `InputError`
@@ -124,6 +125,28 @@ class Regex(click.ParamType):
             self.fail(f"must be a regular expression ({e}), got {_show(value)}", param, ctx)
 
 
+class InputPath(click.Path):
+    """`click.Path` for a file or folder the command reads, refusing first
+    what the OS cannot look up at all (a NUL byte, an empty or overlong
+    path): click's own check would raise there instead of failing."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (str, bytes)):
+            problem = path_problem(os.fsdecode(value))
+            if problem:
+                self.fail(f"cannot read {_show(value)}: {problem}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def path_problem(path: str) -> str | None:
+    """Why the OS cannot look `path` up at all (None if it can)."""
+    if not path or "\0" in path:
+        return "not a usable path"
+    if len(os.fsencode(path)) > 4096:
+        return "the path is longer than 4096 bytes"
+    return None
+
+
 #: The output path that means standard output.
 STDOUT = "-"
 
@@ -151,10 +174,9 @@ def output_problem(path: str, directory: bool = False) -> str | None:
     A check before the work, so a long run does not end in an unwritable
     file; `write_output` still reports what the OS says at write time.
     """
-    if not path or "\0" in path:
-        return "not a usable path"
-    if len(os.fsencode(path)) > 4096:
-        return "the path is longer than 4096 bytes"
+    problem = path_problem(path)
+    if problem:
+        return problem
     target = Path(path)
     if target.exists():
         if directory:
@@ -244,16 +266,16 @@ def harness_options(recorded: bool = False):
     options = [
         click.option("--args", "args_text", default=default(""), type=TEXT,
                      help="The run's argument string (read as `args`)."),
-        click.option("--store", "store_dir", type=click.Path(file_okay=False, exists=True),
+        click.option("--store", "store_dir", type=InputPath(file_okay=False, exists=True),
                      default=None, help="Seed the in-memory store from the files in this folder."),
         click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=default(8),
                      show_default=not recorded,
                      help="The harness's ceiling on tasks running at once."),
-        click.option("--model-script", type=click.Path(dir_okay=False), default=None,
+        click.option("--model-script", type=InputPath(dir_okay=False), default=None,
                      help="A JSON model script that answers model rounds."),
-        click.option("--operator-script", type=click.Path(dir_okay=False), default=None,
+        click.option("--operator-script", type=InputPath(dir_okay=False), default=None,
                      help="A JSON operator script that answers input.ask()."),
-        click.option("--tool-script", type=click.Path(dir_okay=False), default=None,
+        click.option("--tool-script", type=InputPath(dir_okay=False), default=None,
                      help="A JSON tool script: the tools a `tools:` slot binds and their replies."),
         click.option("--latency", "latency", multiple=True, type=LatencyPair(),
                      help="The canonical virtual duration of one operation kind "

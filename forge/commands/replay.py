@@ -21,13 +21,13 @@ import sys
 
 import click
 
-from forge.commands.params import harness_kwargs, harness_options
+from forge.commands.params import InputPath, harness_kwargs, harness_options
 from forge.errors import InputError
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, metavar="[PROMPT] REPLAY_FILE",
-                type=click.Path(dir_okay=False))
+                type=InputPath(dir_okay=False))
 @harness_options(recorded=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the run's observation.")
 @click.option("--story", is_flag=True, help="Print the run as a story in virtual time.")

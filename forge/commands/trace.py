@@ -13,14 +13,14 @@ import json
 
 import click
 
-from forge.commands.params import OutputPath, write_output
+from forge.commands.params import InputPath, OutputPath, write_output
 
 
 @click.command()
-@click.argument("trace_file", type=click.Path(dir_okay=False))
+@click.argument("trace_file", type=InputPath(dir_okay=False))
 @click.option("--html", "html_out", type=OutputPath(), default=None,
               help="Write the timeline here: one self-contained HTML page (- for stdout).")
-@click.option("--observation", "observation_file", type=click.Path(dir_okay=False),
+@click.option("--observation", "observation_file", type=InputPath(dir_okay=False),
               default=None,
               help="The same run's observation (forge run --json), for abandon reasons.")
 @click.option("--title", default=None, help="The page's heading.")

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from forge.commands.params import BoundedInt, OutputPath, write_output
+from forge.commands.params import BoundedInt, InputPath, OutputPath, write_output
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
@@ -22,7 +22,7 @@ def register(main: click.Group) -> None:
 
 
 @click.command()
-@click.option("--cases", "cases_dir", type=click.Path(exists=True), default=None,
+@click.option("--cases", "cases_dir", type=InputPath(exists=True), default=None,
               help="Case directory (default: the installed suite).")
 @click.option("-k", "pattern", default=None, help="Only mutants whose id contains this text.")
 @click.option("--seeds", type=BoundedInt(0, MAX_SEEDS), default=10, show_default=True,

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from forge.commands.params import OutputPath, Regex, write_output
+from forge.commands.params import InputPath, OutputPath, Regex, write_output
 
 
 def register(main: click.Group) -> None:
@@ -72,7 +72,7 @@ def spec(ctx, feature, pattern, as_json):
 
 
 @spec.command()
-@click.option("--cases", "cases_dir", type=click.Path(file_okay=False, exists=True), default=None,
+@click.option("--cases", "cases_dir", type=InputPath(file_okay=False, exists=True), default=None,
               help="Case directory (default: the installed conformance cases).")
 @click.option("--feature", multiple=True, help="Only this feature's clauses (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
