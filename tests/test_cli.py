@@ -71,6 +71,8 @@ BAD = {
     "script with a NUL": (["run", str(EXAMPLES / "two-tasks.md"), "--model-script", "m\x00"],
                           "forge: --model-script cannot read"),
     "cases with a NUL": (["mutants", "--cases", "\x00"], "forge: --cases cannot read"),
+    "expectations with a NUL": (["conformance", "--expectations", "e\x00"],
+                                "forge: --expectations cannot read 'e\\x00': not a usable path"),
     "overlong prompt path": (["run", "p" * 5000], "the path is longer than 4096 bytes"),
 }
 

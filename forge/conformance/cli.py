@@ -22,6 +22,7 @@ from forge.commands.params import (
     MAX_TIMEOUT,
     STDOUT,
     BoundedInt,
+    InputPath,
     OutputPath,
     Seconds,
     write_output,
@@ -91,7 +92,7 @@ Examples:
 @click.option("--impl", metavar="CMD", default=None,
               help="The implementation's command line (shell-style quoting). "
                    "Default: the reference engine, in process.")
-@click.option("--cases", "cases_path", metavar="DIR", default=None,
+@click.option("--cases", "cases_path", metavar="DIR", default=None, type=InputPath(),
               help="A directory of cases (searched recursively) or one case file. "
                    "Default: the suite installed with the kit.")
 @click.option("-k", "patterns", metavar="PATTERN", multiple=True,
@@ -100,7 +101,7 @@ Examples:
 @click.option("--features", "feature_args", metavar="NAMES", multiple=True,
               help="Only cases needing any of these features, comma-separated or repeated "
                    f"({', '.join(FEATURES)}; docs/cases.md says what each covers).")
-@click.option("--expectations", metavar="FILE", default=None,
+@click.option("--expectations", metavar="FILE", default=None, type=InputPath(),
               help='Known results, TOML or JSON: {case_id = "fail" | "skip"}. '
                    "An expected failure that passes counts as failed.")
 @click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
@@ -116,7 +117,7 @@ Examples:
                    "failed or errored as \"fail\" (- for stdout).")
 @click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
-@click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None,
+@click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None, type=InputPath(),
               help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "
                    "Default: the one shipped with the kit.")
 @click.option("--dump-cases", is_flag=True,
