@@ -38,7 +38,7 @@ class Fanout:
         if not isinstance(collection, LuaTable):
             return None, err("fanout's second parameter is a collection; "
                              "for a list section use list_from_section(heading)")
-        keys = self.lua.ordered_keys(collection)
+        keys = self.lua.fn.ordered_keys(collection)
         keys = _tuple(keys)
         ordered = keys[0]
         n = keys[1] if len(keys) > 1 else 0
@@ -85,7 +85,7 @@ class Fanout:
             return run.tasks_api._err(refusal)
         arms: list[Task] = []
         for position, (item, original) in enumerate(members, 1):
-            seeds = {"item": self.lua.deep_copy(item), "item_data": from_lua_json(item),
+            seeds = {"item": self.lua.fn.deep_copy(item), "item_data": from_lua_json(item),
                      "index": position}
             task = run.tasks_api.start_task(chain, index, "author", seeds)
             if isinstance(task, tuple):

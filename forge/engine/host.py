@@ -88,7 +88,7 @@ class Host:
         self._vms: dict[int, Chain] = {}
         self._keys = 0
         self._render = self.lua.host(b"render", _render)
-        self._section_vm = self.lua.E.section_vm
+        self._section_vm = self.lua.fn.section_vm
 
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.run.error_value(kind, message, self.run.current, **fields))
@@ -175,14 +175,14 @@ class Host:
         """The H1 pass hands over to the walk: argv freezes, claims restart."""
         argv = chain.control[1]()
         if argv is not None:
-            err = self.lua.json_check_raw(argv, b"argv")
+            err = self.lua.fn.json_check(argv, b"argv")
             if err is not None:
                 # The H1 freeze names only the type found, wherever it sits.
                 found = _t(err).rsplit(" ", 1)[-1]
                 self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
                                                    fatal_kind="Lua"))
                 return
-        chain.argv = self.lua.deep_copy(argv)
+        chain.argv = self.lua.fn.deep_copy(argv)
         self.run.claims.release("h1")
         chain.claim_identity = "0"
 
@@ -289,7 +289,7 @@ class Host:
             depth=chain.depth + 1,
             args=args,
             argv=argv,
-            var=self.lua.deep_copy(chain.var),
+            var=self.lua.fn.deep_copy(chain.var),
             limit=chain.limit,
             claim_identity=chain.claim_identity,
         )

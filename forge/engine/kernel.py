@@ -79,19 +79,20 @@ class Walk(Protocol):
 
 
 class ReadyLabels(Sequence):
-    """The labels of the ready chains, in order, read through the list (no
-    copy): what a chain choice offers.  A provider may read it during its
-    `draw` only; the chooser keeps what it `Offered`.
+    """The ready chains, in the order they became ready, offered to a chain
+    choice as their labels read through the list (no copy).  A provider may
+    read it during its `draw` only; the chooser keeps what it `Offered`.
 
     A provider that keeps its own view of the ready set (PCT, whose ranking
     would otherwise be matched against every ready chain at every choice)
-    calls `follow` once: from then on the kernel journals each change, and
-    `index` finds a label's place in O(1) Python work."""
+    calls `follow` once: from then on each change is journaled, and `index`
+    finds a label's place in O(log n).  Every change goes through `add`,
+    `take` and `drop`, so the journal cannot miss one."""
 
     __slots__ = ("_ready", "journal", "_arrival", "_arrivals")
 
-    def __init__(self, ready: list[Chain]) -> None:
-        self._ready = ready
+    def __init__(self) -> None:
+        self._ready: list[Chain] = []
         #: (label, True) when a chain becomes ready, (label, False) when it
         #: leaves the list; None until a provider follows.
         self.journal: list[tuple[str, bool]] | None = None
@@ -108,17 +109,31 @@ class ReadyLabels(Sequence):
             return [c.label for c in self._ready[i]]
         return self._ready[i].label
 
+    def add(self, chain: Chain) -> None:
+        self._ready.append(chain)
+        self._noted(chain, True)
+
+    def take(self, i: int) -> Chain:
+        chain = self._ready.pop(i)
+        self._noted(chain, False)
+        return chain
+
+    def drop(self, chain: Chain) -> None:
+        self._ready.remove(chain)
+        self._noted(chain, False)
+
     def follow(self) -> list[tuple[str, bool]]:
         """The journal, begun (the first time) with every chain ready now."""
         if self.journal is None:
             self.journal = []
             for chain in self._ready:
-                self.noted(chain, True)
+                self._noted(chain, True)
         return self.journal
 
-    def noted(self, chain: Chain, ready: bool) -> None:
-        """`chain` joined (`ready`) or left the list: journal it (following only)."""
-        assert self.journal is not None
+    def _noted(self, chain: Chain, ready: bool) -> None:
+        """Journal a change (while a provider follows)."""
+        if self.journal is None:
+            return
         label = chain.label
         self.journal.append((label, ready))
         if ready:
@@ -143,11 +158,10 @@ class Scheduler:
         #: Suspending call name -> handler(walk, chain, *args): a resume tuple or PARK.
         self.handlers = handlers
         self.max_steps = max_steps
-        #: Ready chains, in the order they became ready.
+        #: Ready chains, in the order they became ready; a chain choice's
+        #: options (their labels), in O(1).
         #: Invariant: exactly the chains whose state is "ready".
-        self.ready: list[Chain] = []
-        #: Their labels, read through: a chain choice's options, in O(1).
-        self._labels = ReadyLabels(self.ready)
+        self.ready = ReadyLabels()
         #: The chain being stepped, if any (one at a time).
         self.current: Chain | None = None
         self.steps = 0
@@ -162,9 +176,7 @@ class Scheduler:
         chain.state = "ready"
         chain.parked_on = None
         chain.timer = None
-        self.ready.append(chain)
-        if self._labels.journal is not None:
-            self._labels.noted(chain, True)
+        self.ready.add(chain)
 
     def park(self, chain: Chain, request: Request, timeout_ns: int | None = None,
              expire: Callable[[], None] | None = None) -> Any:
@@ -198,9 +210,7 @@ class Scheduler:
         # live chains only (a spawn or call copies them from a live chain).
         chain.var = chain.argv = None
         if was_ready:           # the invariant: only a ready chain is in the list
-            self.ready.remove(chain)
-            if self._labels.journal is not None:
-                self._labels.noted(chain, False)
+            self.ready.drop(chain)
 
     def note(self, what: str, **fields: Any) -> None:
         """A trace record at the current instant."""
@@ -216,9 +226,7 @@ class Scheduler:
                                     step=self.cancel_step)
                     walk.host_cancel()
                     return
-                chain = self.ready.pop(self.chooser.choose("chain", self._labels))
-                if self._labels.journal is not None:
-                    self._labels.noted(chain, False)
+                chain = self.ready.take(self.chooser.choose("chain", self.ready))
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"

@@ -342,7 +342,7 @@ class Run:
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
-            result = results(self.lua.load_library(shared.chunk, shared.chunkname, chain.env))
+            result = results(self.lua.fn.load_library(shared.chunk, shared.chunkname, chain.env))
         finally:
             chain.loading_library = False
             self.scheduler.current = previous
@@ -493,7 +493,7 @@ class Run:
     def failure_of(self, value: Any) -> Failure:
         """A Lua value that left a block, as a Failure."""
         chain = self.current
-        abort = self.lua.abort_value()
+        abort = self.lua.fn.abort_value()
         if abort is not None:
             kind = "Internal" if self.lua.internal_error is not None else "Budget"
             return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)
@@ -502,12 +502,12 @@ class Run:
             # sandbox's pcall turns it into the abort above): the same Budget.
             return Failure("lua", "not enough memory: the run exceeded its Lua memory limit", (),
                            None, fatal_kind="Budget")
-        raw = value[b"message"] if self.lua.is_host_error(value) else value
+        raw = value[b"message"] if self.lua.fn.is_host_error(value) else value
         if isinstance(raw, bytes):
             over = self.kept_failure(len(raw), f"an error message of {len(raw):,} bytes")
             if over:
                 return over
-        if self.lua.is_host_error(value):
+        if self.lua.fn.is_host_error(value):
             kind = text(value[b"kind"])
             message = text(raw)
             fields = []
@@ -546,7 +546,7 @@ class Run:
     def _check_abort(self, chain: Chain) -> None:
         if self.lua.internal_error is not None:
             return      # _step reports it as Internal
-        abort = self.lua.abort_value()
+        abort = self.lua.fn.abort_value()
         if abort is not None and self.outcome is None:
             self.abort("Budget", text(abort[b"message"]))
 

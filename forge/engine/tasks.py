@@ -201,7 +201,7 @@ class TasksAPI:
                 # Only a value that is itself a function, userdata or thread
                 # gets the "got {type}" form; anything nested is "representable".
                 return None, self._err("item must be a JSON-representable value")
-            seeds["item"] = self.lua.deep_copy(item)
+            seeds["item"] = self.lua.fn.deep_copy(item)
         index = opts[b"index"]
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):
@@ -242,7 +242,7 @@ class TasksAPI:
         argv = run.host.initial_argv(decode(input_)) if input_ is not None else owner.argv
         chain = Chain(
             run=run, id=task_id, kind="task", task=task, parent=owner, depth=owner.depth + 1,
-            args=args, argv=argv, var=self.lua.deep_copy(owner.var), limit=owner.limit,
+            args=args, argv=argv, var=self.lua.fn.deep_copy(owner.var), limit=owner.limit,
             claim_identity=task_id,
         )
         chain.ceiling = owner.limit

@@ -234,27 +234,12 @@ class LuaRuntime:
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")
         host[b"bulk"] = self.load_engine_chunk("bulk.lua")
+        #: The prelude's table, handed to the engine's other Lua sides; and
+        #: its functions as Python calls them, each looked up in Lua once.
         self.E = self.load_engine_chunk("prelude.lua")(host)
-        E = self.E
-        #: E's functions for Python to call, each looked up in Lua once.
-        self.fn = Functions(E)
-        self.make_error_raw = E.make_error
-        self.stamped_error_raw = E.stamped_error
-        self.is_host_error = E.is_host_error
-        self.new_env_raw = E.new_env
-        self.run_block = E.run_block
-        self.load_library = E.load_library
-        self.var_proxy_raw = E.var_proxy
-        self.var_backing = E.var_backing
-        self.json_check_raw = E.json_check
-        self.deep_copy = E.deep_copy
-        self.host_raw = E.host
-        self.suspender_raw = E.suspender
-        self.abort_value = E.abort_value
-        self.instructions_used = E.instructions_used
-        self.ordered_keys = E.ordered_keys
+        self.fn = Functions(self.E)
         self.table_from = self.lua.table_from
-        self._coroutine = self.run_block.coroutine
+        self._coroutine = self.fn.run_block.coroutine
         self.reusable = reusable
         self._clear_hook = self.lua.globals().debug.sethook
         #: What a fresh runtime holds and may hold when a run starts; a reused
@@ -446,12 +431,12 @@ class LuaRuntime:
 
     def error(self, kind: str, message: str, **fields: Any):
         extra = self.table(fields) if fields else None
-        return self.make_error_raw(kind.encode(), message.encode("utf-8"), extra)
+        return self.fn.make_error(kind.encode(), message.encode("utf-8"), extra)
 
     def stamped_error(self, kind: str, message: str, stamp: int, **fields: Any):
         """`error(...)` stamped with the suspend count `stamp` (`E.stamp`), in one Lua call."""
         extra = self.table(fields) if fields else None
-        return self.stamped_error_raw(kind.encode(), message.encode("utf-8"), extra, stamp)
+        return self.fn.stamped_error(kind.encode(), message.encode("utf-8"), extra, stamp)
 
     def host(self, name: bytes, route) -> Any:
         """The Lua function `name`: it calls `route(run, *args)` for the bound
@@ -464,7 +449,7 @@ class LuaRuntime:
         slot = self._slot(name, route)
         face = self._slot_lua.get(name)
         if face is None:
-            face = self._slot_lua[name] = self.host_raw(slot)
+            face = self._slot_lua[name] = self.fn.host(slot)
         return face
 
     def failure(self, e: Exception):
@@ -511,10 +496,10 @@ class LuaRuntime:
         return built[1]
 
     def suspender(self, op: str):
-        return self.suspender_raw(op.encode())
+        return self.fn.suspender(op.encode())
 
     def new_env(self, globals_table=None):
-        return self.new_env_raw(globals_table)
+        return self.fn.new_env(globals_table)
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
         return self._coroutine(source, chunkname, env)

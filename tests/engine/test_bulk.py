@@ -211,9 +211,9 @@ def _charged(code: str) -> int:
     """Instructions charged by `code` run without the count hook: only charges count."""
     runtime = LuaRuntime(max_instructions=10**15)
     run = runtime.lua.eval("function(code, env) return assert(load(code, '=t', 't', env))() end")
-    before = runtime.instructions_used()
+    before = runtime.fn.instructions_used()
     run(code.encode(), runtime.new_env())
-    return runtime.instructions_used() - before
+    return runtime.fn.instructions_used() - before
 
 
 @pytest.mark.parametrize("code,bytes_", [
@@ -252,7 +252,7 @@ def test_a_call_past_the_memory_cap_is_charged_no_more_than_the_cap_allows():
                            "'=t', 't', env)) end")
     ok, message = run(runtime.new_env())
     assert (ok, message) == (False, b"not enough memory")
-    assert runtime.instructions_used() == runtime.max_memory // 64
+    assert runtime.fn.instructions_used() == runtime.max_memory // 64
 
 
 @pytest.mark.parametrize("call", ["s:upper()", "s:rep(1)", "s:reverse()", "('%s'):format(s)"])
