@@ -206,6 +206,9 @@ class Scheduler:
         # Nothing reads an ended chain's section VM again: let Lua collect it,
         # so a run's memory follows its live chains, not every chain it ran.
         chain.env = chain.control = chain.var_proxy = chain.first_item = None
+        # Its model-side section state lives on in the tasks its model
+        # started (their notices), not through the chain.
+        chain.section_state = None
         # Nor its `var` and `argv`: a run of many tasks holds Lua state for its
         # live chains only (a spawn or call copies them from a live chain).
         chain.var = chain.argv = None

@@ -276,6 +276,13 @@ class ModelsAPI:
         #: The runtime's Lua side of the models (None: not `needed`).
         self.L: Any = _lua_side(self.lua) if self._needed else None
 
+    def let_go(self) -> None:
+        """The run has ended: the model side lets go of it (`Run._let_go`)."""
+        self.run = None
+        if self._needed:
+            self.tools.run = self.tasks.run = None
+            self.roles.models = self.tools.models = self.tasks.models = None
+
     # ------------------------------------------------------------ hooks
     #: The globals of the model side: a prompt whose code and prose never
     #: name one of these (nor `_G`/`_ENV`, through which any global is

@@ -163,6 +163,13 @@ class Kernel:
         self._last = (self.now, entry[1], entry[2])
         return entry[2], entry[3]
 
+    def drop_pending(self) -> None:
+        """Forget every entry still scheduled: the run has ended and none of
+        them fires (their events hold what the run was made of)."""
+        self._queue.clear()
+        self._cancelled.clear()
+        self._free.clear()
+
     def __len__(self) -> int:
         self._drop_cancelled()
         return len(self._queue) - sum(1 for e in self._queue if e[2] in self._cancelled)

@@ -97,3 +97,55 @@ def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds
     assert run_prompt(PROMPT).observation()["result"] == "w"
     assert seen == [(collection.DEFERRED_YOUNGEST, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def _cyclic_garbage_of(make_run) -> int:
+    """How many objects `make_run()`'s run leaves to the cyclic collector
+    once its observation is read and the run dropped.  Its Lua runtime is
+    held meanwhile: a runtime a run gives up is not the run's graph."""
+    gc.collect()
+    gc.disable()
+    try:
+        run = make_run()
+        runtime = None if run is None else run.lua
+        if run is not None:
+            run.observation()
+        del run
+        return gc.collect()
+    finally:
+        del runtime
+        gc.enable()
+
+
+def test_a_finished_run_is_freed_by_reference_counting():
+    """A run's parts let go of it when it ends (`Run._let_go`): no example and no
+    conformance case leaves one object for the cyclic collector, whose passes
+    over every run's graph had cost a tenth of a small run (kit: speed)."""
+    from forge.conformance.adapters import _reference_run
+    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.prompt import load_prompt
+    from tests.conftest import EXAMPLES
+
+    examples = sorted(EXAMPLES.glob("*.md"))
+    cases = [c for c in load_cases(DEFAULT_CASES_DIR) if c.prompt is not None]
+    assert len(examples) > 10 and len(cases) > 100
+    for case in cases:      # what a first run imports and caches is not the run's
+        _reference_run(case.prompt, case.harness, None, case.path)
+    left = {}
+    for path in examples:
+        prompt = load_prompt(path)
+        left[path.name] = _cyclic_garbage_of(lambda: run_prompt(prompt))
+    for case in cases:
+        left[case.path] = _cyclic_garbage_of(
+            lambda: _reference_run(case.prompt, case.harness, None, case.path)[1])
+    assert {k: n for k, n in left.items() if n} == {}
+
+
+def test_a_run_that_ends_in_a_failure_or_a_budget_is_freed_too():
+    """The walk's failure paths (an error, the instruction budget, a leaked task) let go as well."""
+    for text in (prompt_text(section("A", "error('boom')")),
+                 prompt_text(section("A", "while true do end")),
+                 prompt_text(section("A", "tasks.spawn('## B') return 'x'"),
+                             section("B", "return 'b'"))):
+        prompt = parse_prompt(text, "t.md")
+        assert _cyclic_garbage_of(lambda: run_prompt(prompt)) == 0
