@@ -376,7 +376,7 @@ class Run:
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
-            result = results(self.lua.fn.load_library(shared.chunk, shared.chunkname, chain.env))
+            result = results(self.lua.load_library(shared.chunk, shared.chunkname, chain.env))
         finally:
             chain.loading_library = False
             self.scheduler.current = previous

@@ -883,10 +883,10 @@ end
 -- Compiling and running blocks.
 ---------------------------------------------------------------------------
 local load_raw = load
--- Replays the shared library into a fresh section VM: (true, values...) or
--- (false, error).  Runs on whatever thread calls it, under the budget hook.
-E.load_library = function(source, chunkname, env)
-  local f, err = load_raw(source, chunkname, 't', env)
+-- Replays the shared library (bytecode or text, as `run_block` loads) into a
+-- fresh section VM: (true, values...) or (false, error).  Runs on whatever thread calls it, under the budget hook.
+E.load_library = function(source, chunkname, mode, env)
+  local f, err = load_raw(source, chunkname, mode, env)
   if not f then return false, err end
   sethook(hook, '', HOOK_EVERY)
   loading_library = true
@@ -895,14 +895,15 @@ E.load_library = function(source, chunkname, env)
   return tunpack(r, 1, r.n)
 end
 
--- Loads a block's source into env (a new closure per entry, so two chains
--- running one section never share an _ENV) and runs it inside the current coroutine; returns
+-- Loads a block into env (a new closure per entry, so two chains running one
+-- section never share an _ENV) and runs it inside the current coroutine; the
+-- code is the block's bytecode, or its text (`mode`: `forge.lua.runtime.loadable`); returns
 -- (true, values...) or (false, error).  Installed as the body of every
 -- block coroutine.
-E.run_block = function(source, chunkname, env)
+E.run_block = function(source, chunkname, mode, env)
   sethook(hook, '', HOOK_EVERY)
   if abort ~= nil then return false, abort end
-  local bound, err = load_raw(source, chunkname, 't', env)
+  local bound, err = load_raw(source, chunkname, mode, env)
   if not bound then return false, err end
   return pcall_raw(bound)
 end

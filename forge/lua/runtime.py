@@ -58,6 +58,7 @@ outputs are the same either way).
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import math
 import os
@@ -75,6 +76,10 @@ DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 #: Idle runtimes kept for reuse (a process runs one run at a time, or a few
 #: when a caller interleaves them).
 POOL_SIZE = 2
+#: Blocks whose bytecode the process keeps (`loadable`), and the largest
+#: block kept: at most 64 MiB of source compiled once.
+COMPILED_CHUNKS = 1024
+COMPILED_CHUNK_BYTES = 64 * 1024
 #: A run that ends holding more Lua memory than this gives its runtime up:
 #: a fresh one is cheaper than carrying a large heap into the next run.
 REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
@@ -502,7 +507,11 @@ class LuaRuntime:
         return self.fn.new_env(globals_table)
 
     def block_coroutine(self, source: bytes, chunkname: bytes, env):
-        return self._coroutine(source, chunkname, env)
+        return self._coroutine(*loadable(source, chunkname), env)
+
+    def load_library(self, source: bytes, chunkname: bytes, env):
+        """Replay the shared library into `env`: (true, values...) or (false, error)."""
+        return self.fn.load_library(*loadable(source, chunkname), env)
 
 
 class Functions:
@@ -671,17 +680,47 @@ def from_lua_json(value: Any, _depth: int = 0) -> Any:
 _compiler: lua55.LuaRuntime | None = None
 
 
+def _compiler_runtime() -> lua55.LuaRuntime:
+    global _compiler
+    if _compiler is None:
+        _compiler = lua55.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
+                                     string_hash_seed=STRING_HASH_SEED)
+        _compiler.execute(
+            "compile = function(s, n) local f, e = load(s, n, 't', {}) "
+            "if f then return nil end return e end "
+            "dump = function(s, n) local f = load(s, n, 't', {}) "
+            "if f then return string.dump(f) end return nil end")
+    return _compiler
+
+
+def loadable(chunk: bytes, chunkname: bytes) -> tuple[bytes, bytes, bytes]:
+    """What `run_block` and `load_library` load for a chunk: (code, chunk
+    name, mode).  A block is compiled once per process and every section VM
+    loads its bytecode (a new closure per load, with the VM's environment as
+    its only upvalue): loading the dump costs a third of compiling the text
+    again.  The dump keeps its debug information - the chunk name and every
+    line - so errors read exactly as from the text.  A chunk that does not
+    compile loads as text, and fails there as it always did; so does one
+    past `COMPILED_CHUNK_BYTES`, which keeps the cache's memory bounded."""
+    if len(chunk) > COMPILED_CHUNK_BYTES:
+        return chunk, chunkname, b"t"
+    return _compiled(chunk, chunkname)
+
+
+@functools.lru_cache(maxsize=COMPILED_CHUNKS)
+def _compiled(chunk: bytes, chunkname: bytes) -> tuple[bytes, bytes, bytes]:
+    code = _compiler_runtime().globals().dump(chunk, chunkname)
+    return (chunk, chunkname, b"t") if code is None else (code, chunkname, b"b")
+
+
 def compile_check(source: str, chunkname: str) -> str | None:
     """Compile a block without running it: the diagnostic, or None.
 
     One private runtime serves every check; compiling runs no prompt code,
     so nothing leaks between prompts.
     """
-    global _compiler
-    if _compiler is None:
-        _compiler = lua55.LuaRuntime(encoding=None, register_eval=False, register_builtins=False,
-                                     string_hash_seed=STRING_HASH_SEED)
-        _compiler.execute("compile = function(s, n) local f, e = load(s, n, 't', {}) "
-                          "if f then return nil end return e end")
-    message = _compiler.globals().compile(source.encode("utf-8"), chunkname.encode("utf-8"))
+    message = _compiler_runtime().globals().compile(source.encode("utf-8"),
+                                                   chunkname.encode("utf-8"))
     return None if message is None else message.decode("utf-8", "replace")
+
+

@@ -102,9 +102,11 @@ def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds
 def _cyclic_garbage_of(make_run) -> int:
     """How many objects `make_run()`'s run leaves to the cyclic collector
     once its observation is read and the run dropped.  Its Lua runtime is
-    held meanwhile: a runtime a run gives up is not the run's graph."""
-    gc.collect()
+    held meanwhile: a runtime a run gives up is not the run's graph.  What
+    lived before is frozen, so that each pass looks at the run alone, not
+    at everything the test process holds."""
     gc.disable()
+    gc.freeze()
     try:
         run = make_run()
         runtime = None if run is None else run.lua
@@ -114,6 +116,7 @@ def _cyclic_garbage_of(make_run) -> int:
         return gc.collect()
     finally:
         del runtime
+        gc.unfreeze()
         gc.enable()
 
 

@@ -158,3 +158,24 @@ def test_section_entries_hand_lua_no_python_object(monkeypatch):
     assert obs["result"] == "40"
     assert run.entries == 79
     assert wrapped == []
+
+
+def test_blocks_load_their_bytecode_compiled_once_per_process():
+    """Every section VM loads a block's bytecode, compiled once per process
+    (`forge.lua.runtime.loadable`); the dump keeps the chunk name and lines, so
+    an error reads exactly as from the text (kit: speed)."""
+    from forge.lua.runtime import COMPILED_CHUNK_BYTES, loadable
+
+    text = prompt_text(section("A", "local x = 1\nerror('boom at two')"))
+    prompt = parse_prompt(text, "t.md")
+    block = prompt.sections[0].blocks[0]
+    code, name, mode = loadable(block.chunk, block.chunkname)
+    assert mode == b"b" and code.startswith(b"\x1bLua") and name == block.chunkname
+    assert loadable(block.chunk, block.chunkname)[0] is code          # kept, not rebuilt
+    obs = run_prompt(prompt).observation()
+    where, line = block.location, block.first_line + 1
+    assert obs["error"]["message"] == f'{where}:{line}: [string "{where}"]:{line}: boom at two'
+    # Text that does not compile, and a block past the cache's bound, load as text.
+    assert loadable(b"return +", b"x")[2] == b"t"
+    big = b"return '" + b"x" * COMPILED_CHUNK_BYTES + b"'"
+    assert loadable(big, b"x") == (big, b"x", b"t")
