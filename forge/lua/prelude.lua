@@ -375,6 +375,12 @@ E.deep_copy = deep_copy
 ---------------------------------------------------------------------------
 local guarded = setmetatable({}, { __mode = 'k' })   -- proxy -> backing
 
+-- Metamethods that capture nothing, shared by every sealed table (a
+-- closure made per table would cost an allocation each, for nothing a
+-- prompt can tell apart: the metatables are protected).
+local function length_zero() return 0 end
+local function no_pairs(t) return function() return nil end, t, nil end
+
 local function var_proxy(backing, path)
   local proxy = {}
   guarded[proxy] = backing
@@ -399,8 +405,8 @@ local function var_proxy(backing, path)
       if err then error(make_error('lua', err), 2) end
       backing[k] = deep_copy(v)
     end,
-    __len = function() return 0 end,
-    __pairs = function() return function() return nil end, proxy, nil end,
+    __len = length_zero,
+    __pairs = no_pairs,
     __metatable = 'var is guarded',
   })
   return proxy
@@ -710,14 +716,17 @@ local function getmetatable_safe(...)
 end
 
 -- The base functions every environment has (no library table).
+local table_create = table.create
+local base_error, base_tonumber = bulk.error, bulk.tonumber
 local function base_env()
-  local env = {
-    assert = assert, error = bulk.error, pcall = pcall_safe, xpcall = xpcall_safe,
-    getmetatable = getmetatable_safe, setmetatable = setmetatable_safe,
-    ipairs = ipairs, pairs = pairs_ordered, next = next_ordered, select = select,
-    tonumber = bulk.tonumber, tostring = tostring_stable, type = type,
-    _VERSION = _VERSION,
-  }
+  -- Sized for the base names and what a section VM adds (its library's
+  -- functions, args, sys, var, item): the table never grows in a rehash.
+  local env = table_create(0, 32)
+  env.assert, env.error, env.pcall, env.xpcall = assert, base_error, pcall_safe, xpcall_safe
+  env.getmetatable, env.setmetatable = getmetatable_safe, setmetatable_safe
+  env.ipairs, env.pairs, env.next, env.select = ipairs, pairs_ordered, next_ordered, select
+  env.tonumber, env.tostring, env.type = base_tonumber, tostring_stable, type
+  env._VERSION = _VERSION
   env._G = env
   return env
 end
@@ -744,6 +753,9 @@ end
 ---------------------------------------------------------------------------
 -- sys: sealed and read-only; an unknown field is an error, never nil.
 ---------------------------------------------------------------------------
+local function sys_newindex(_, k)
+  error(make_error('lua', "sys is read-only; cannot set '" .. tostring(k) .. "'"), 2)
+end
 E.make_sys = function(fields)
   return setmetatable({}, {
     __index = function(_, k)
@@ -756,11 +768,9 @@ E.make_sys = function(fields)
       end
       return v
     end,
-    __newindex = function(_, k)
-      error(make_error('lua', "sys is read-only; cannot set '" .. tostring(k) .. "'"), 2)
-    end,
-    __len = function() return 0 end,
-    __pairs = function(t) return function() return nil end, t, nil end,
+    __newindex = sys_newindex,
+    __len = length_zero,
+    __pairs = no_pairs,
     __metatable = 'sys is sealed',
   })
 end
@@ -768,16 +778,17 @@ end
 ---------------------------------------------------------------------------
 -- argv outside the H1 pass: frozen at every depth.
 ---------------------------------------------------------------------------
+local function frozen_newindex(_, k)
+  local shown = type(k) == 'string' and ("'" .. k .. "'") or tostring(k)
+  error(make_error('lua', 'argv is frozen outside H1: cannot set field ' .. shown), 2)
+end
 local function frozen(v)
   if type(v) ~= 'table' then return v end
   return setmetatable({}, {
     __index = function(_, k) return frozen(rawget(v, k)) end,
-    __newindex = function(_, k)
-      local shown = type(k) == 'string' and ("'" .. k .. "'") or tostring(k)
-      error(make_error('lua', 'argv is frozen outside H1: cannot set field ' .. shown), 2)
-    end,
-    __len = function() return 0 end,
-    __pairs = function(t) return function() return nil end, t, nil end,
+    __newindex = frozen_newindex,
+    __len = length_zero,
+    __pairs = no_pairs,
     __metatable = 'argv is frozen',
   })
 end
@@ -792,13 +803,15 @@ E.frozen = frozen
 -- anything walks the environment's keys (`ordered_keys`) or replaces its
 -- metatable (`setmetatable_safe`): until then it is pending, and nothing a
 -- prompt can do tells the difference.
-E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
+-- Returns the environment, the prose reset and the argv reader.
+local function section_env(lib, args, sys, var, has_item, item, render, key, argv_value, in_h1)
   local env = base_env()
   local pending = { string = string_lib, table = table_lib, math = math_lib }
   for k, v in next_raw, lib do
     if type(v) == 'table' then pending[k] = v else env[k] = v end
   end
-  for k, v in next_raw, globals do env[k] = v end
+  env.args, env.sys, env.var = args, sys, var
+  if has_item then env.item = item end
   lazy_envs[env] = pending
   local argv = in_h1 and argv_value or frozen(argv_value)
   local prose_cache = nil
@@ -812,7 +825,7 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
         return copy
       end
       if k == 'prose' then
-        if prose_cache == nil then prose_cache = render_prose() end
+        if prose_cache == nil then prose_cache = render(key) end
         return prose_cache
       end
       if k == 'argv' then return argv end
@@ -830,11 +843,7 @@ E.section_env = function(lib, globals, render_prose, argv_value, in_h1)
       rawset(t, k, v)
     end,
   })
-  local control = {
-    reset_prose = function() prose_cache = nil end,
-    argv = function() return argv end,
-  }
-  return env, control
+  return env, function() prose_cache = nil end, function() return argv end
 end
 
 -- A section entry's VM in one call from Python: `sys` from its fields, the
@@ -849,10 +858,9 @@ E.section_vm = function(lib, render, key, id, taskid, section_name, execution, s
     section_count = section_count, when = when, index = index,
   })
   local var = var_proxy(backing, 'var')
-  local globals = { args = args, sys = sys, var = var }
-  if has_item then globals.item = item end
-  local env, control = E.section_env(lib, globals, function() return render(key) end, argv, in_h1)
-  return env, control.reset_prose, control.argv, var
+  local env, reset_prose, argv_reader = section_env(lib, args, sys, var, has_item, item,
+                                                    render, key, argv, in_h1)
+  return env, reset_prose, argv_reader, var
 end
 
 -- A fanout result entry: read-only, and tostring gives its text.
