@@ -933,14 +933,15 @@ E.prose_argv = function(text) return { prose = text } end
 -- metatable and every function here are built once and never changed by a
 -- run.  The main thread's hook is cleared from Python before this runs.
 ---------------------------------------------------------------------------
+local weak_keys = { __mode = 'k' }     -- one metatable for the weak sets below
 E.reset = function(max_instructions, message, seed)
   budget, budget_message, used, pending = max_instructions, message, 0, 0
   abort, loading_library = nil, false
-  host_errors = setmetatable({}, { __mode = 'k' })
-  serials, next_serial = setmetatable({}, { __mode = 'k' }), 0
-  guarded = setmetatable({}, { __mode = 'k' })
-  stamps = setmetatable({}, { __mode = 'k' })
-  lazy_envs = setmetatable({}, { __mode = 'k' })
+  host_errors = setmetatable({}, weak_keys)
+  serials, next_serial = setmetatable({}, weak_keys), 0
+  guarded = setmetatable({}, weak_keys)
+  stamps = setmetatable({}, weak_keys)
+  lazy_envs = setmetatable({}, weak_keys)
   random_seed, reseeded = seed, false
   randomseed_raw(seed)
 end

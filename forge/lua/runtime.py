@@ -99,6 +99,13 @@ BUDGET_MESSAGE = (
     "(an endless loop?)"
 )
 
+
+@functools.lru_cache(maxsize=16)
+def budget_message(max_instructions: int) -> bytes:
+    """`BUDGET_MESSAGE` for a budget, as Lua raises it (made once per budget)."""
+    return BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode()
+
+
 _bytecode: dict[str, bytes] = {}
 
 
@@ -234,7 +241,7 @@ class LuaRuntime:
                 b"max_instructions": max_instructions,
                 b"max_memory": max_memory,
                 b"random_seed": random_seed,
-                b"budget_message": BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
+                b"budget_message": budget_message(max_instructions),
             }
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")
@@ -289,7 +296,7 @@ class LuaRuntime:
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
-        self.fn.reset(max_instructions, BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode(),
+        self.fn.reset(max_instructions, budget_message(max_instructions),
                      random_seed)
         self.internal_error = None
         # The earlier runs' garbage is collected only once it is as large as
