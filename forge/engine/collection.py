@@ -12,7 +12,9 @@ objects comes every `DEFERRED_YOUNGEST` allocations rather than 700: a run's
 graph is cyclic (its tasks, chains and parts point back at it), so each
 pass over it while it lives is work done for nothing, and a small run made
 one or two.  Garbage a run makes and drops is still freed as it goes, and
-memory stays bounded by what the run keeps alive.
+memory stays bounded by what the run keeps alive.  Once the run ends, its
+parts let go of it (`Run._let_go`), so its graph is freed by reference
+counting, not left to these passes.
 
 The thresholds are process-wide: the first run to start (in any thread)
 saves them and the last to end puts them back.  Nothing here changes what
