@@ -58,6 +58,7 @@ outputs are the same either way).
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib.resources
 import math
@@ -76,9 +77,9 @@ DEFAULT_MAX_MEMORY = 256 * 1024 * 1024
 #: Idle runtimes kept for reuse (a process runs one run at a time, or a few
 #: when a caller interleaves them).
 POOL_SIZE = 2
-#: Blocks whose bytecode the process keeps (`loadable`), and the largest
-#: block kept: at most 64 MiB of source compiled once.
-COMPILED_CHUNKS = 1024
+#: The bytecode the process keeps (`loadable`): its total size, least
+#: recently loaded dropped first, and the largest block kept.
+COMPILED_BYTES = 32 * 1024 * 1024
 COMPILED_CHUNK_BYTES = 64 * 1024
 #: A run that ends holding more Lua memory than this gives its runtime up:
 #: a fresh one is cheaper than carrying a large heap into the next run.
@@ -708,16 +709,30 @@ def loadable(chunk: bytes, chunkname: bytes) -> tuple[bytes, bytes, bytes]:
     again.  The dump keeps its debug information - the chunk name and every
     line - so errors read exactly as from the text.  A chunk that does not
     compile loads as text, and fails there as it always did; so does one
-    past `COMPILED_CHUNK_BYTES`, which keeps the cache's memory bounded."""
+    past `COMPILED_CHUNK_BYTES`.  What is kept is bounded by `COMPILED_BYTES`."""
+    key = (chunk, chunkname)
+    with _compiled_lock:
+        found = _compiled.get(key)
+        if found is not None:
+            _compiled.move_to_end(key)
+            return found
     if len(chunk) > COMPILED_CHUNK_BYTES:
         return chunk, chunkname, b"t"
-    return _compiled(chunk, chunkname)
+    with _compiled_lock:
+        code = _compiler_runtime().globals().dump(chunk, chunkname)
+        found = (chunk, chunkname, b"t") if code is None else (code, chunkname, b"b")
+        global _compiled_bytes
+        _compiled[key] = found
+        _compiled_bytes += len(chunk) + len(found[0])
+        while _compiled_bytes > COMPILED_BYTES:
+            (old, _), dropped = _compiled.popitem(last=False)
+            _compiled_bytes -= len(old) + len(dropped[0])
+    return found
 
 
-@functools.lru_cache(maxsize=COMPILED_CHUNKS)
-def _compiled(chunk: bytes, chunkname: bytes) -> tuple[bytes, bytes, bytes]:
-    code = _compiler_runtime().globals().dump(chunk, chunkname)
-    return (chunk, chunkname, b"t") if code is None else (code, chunkname, b"b")
+_compiled: collections.OrderedDict = collections.OrderedDict()
+_compiled_bytes = 0
+_compiled_lock = threading.Lock()
 
 
 def compile_check(source: str, chunkname: str) -> str | None:

@@ -179,3 +179,17 @@ def test_blocks_load_their_bytecode_compiled_once_per_process():
     assert loadable(b"return +", b"x")[2] == b"t"
     big = b"return '" + b"x" * COMPILED_CHUNK_BYTES + b"'"
     assert loadable(big, b"x") == (big, b"x", b"t")
+
+
+def test_the_kept_bytecode_is_bounded_in_bytes(monkeypatch):
+    """Past `COMPILED_BYTES`, the block loaded least recently is compiled again
+    when next loaded (kit: speed)."""
+    from forge.lua import runtime as lua_runtime
+
+    a, b = b"return 'first'", b"return 'second'"
+    first = lua_runtime.loadable(a, b"a")[0]
+    size = len(a) + len(first)
+    monkeypatch.setattr(lua_runtime, "COMPILED_BYTES", size + 8)    # room for one of them
+    lua_runtime.loadable(b, b"b")          # over the bound: everything before it goes
+    again = lua_runtime.loadable(a, b"a")[0]
+    assert again == first and again is not first
