@@ -127,6 +127,7 @@ class Run:
         reuse = lua_runtime.WEAK_MODE not in prompt.words
         self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
         self._random_untouched: bool | None = None
+        self._executed = False
         self.claims = Claims()
         self.logs: list[str] = []
         self.log_bytes = 0
@@ -167,7 +168,12 @@ class Run:
 
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
-        """Run to the end and return self (read `observation()`)."""
+        """Run to the end and return self (read `observation()`).  A run
+        executes once: its runtime has gone back and its parts have let go."""
+        if self._executed:
+            raise RuntimeError("Run.execute: this run has already executed; build a new Run "
+                               "(run_prompt) to run the prompt again")
+        self._executed = True
         ended = False
         try:
             with collection.deferred():

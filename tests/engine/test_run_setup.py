@@ -193,3 +193,13 @@ def test_the_kept_bytecode_is_bounded_in_bytes(monkeypatch):
     lua_runtime.loadable(b, b"b")          # over the bound: everything before it goes
     again = lua_runtime.loadable(a, b"a")[0]
     assert again == first and again is not first
+
+
+def test_a_run_executes_once():
+    """A second `execute` is refused in one clear line: the first gave the runtime
+    back and let go of the run's parts (kit: speed)."""
+    run = Run(parse_prompt(prompt_text(section("A", "return 'a'")), "t.md"))
+    assert run.execute().outcome == "ok"
+    with pytest.raises(RuntimeError, match="already executed; build a new Run"):
+        run.execute()
+    assert run.observation()["result"] == "a"
