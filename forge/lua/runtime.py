@@ -2,9 +2,9 @@
 
 What lives here: creating the `lupa.lua55` runtime with a fixed string hash
 seed and a memory cap, loading `prelude.lua` (with `patterns.lua` and
-`bulk.lua`), compiling blocks, starting block coroutines, converting values
-between Lua and Python, and keeping idle runtimes for reuse
-(`acquire`/`release`).  What does not: the host globals a
+`bulk.lua`), compiling blocks (once per process: `loadable`), starting block
+coroutines, converting values between Lua and Python, and keeping idle
+runtimes for reuse (`acquire`/`release`).  What does not: the host globals a
 section sees (the engine builds those) and any scheduling.
 
 Strings cross the boundary as bytes (`encoding=None`): a prompt may hold
