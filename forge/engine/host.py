@@ -378,10 +378,6 @@ class Host:
         fn = getattr(store, op)
         return call(chain, op, path, lambda: fn(path))
 
-    # ------------------------------------------------------------ observation
-    def messages_json(self) -> dict:
-        return self.run.models.messages_json()
-
 
 class _Resolver:
     """Looks up the roots a `{{ }}` placeholder may name, for substitution."""

@@ -892,7 +892,8 @@ end
 ---------------------------------------------------------------------------
 local load_raw = load
 -- Replays the shared library (bytecode or text, as `run_block` loads) into a
--- fresh section VM: (true, values...) or (false, error).  Runs on whatever thread calls it, under the budget hook.
+-- fresh section VM: (true, values...) or (false, error).  Runs on whatever
+-- thread calls it, under the budget hook.
 E.load_library = function(source, chunkname, mode, env)
   local f, err = load_raw(source, chunkname, mode, env)
   if not f then return false, err end
@@ -904,10 +905,10 @@ E.load_library = function(source, chunkname, mode, env)
 end
 
 -- Loads a block into env (a new closure per entry, so two chains running one
--- section never share an _ENV) and runs it inside the current coroutine; the
--- code is the block's bytecode, or its text (`mode`: `forge.lua.runtime.loadable`); returns
--- (true, values...) or (false, error).  Installed as the body of every
--- block coroutine.
+-- section never share an _ENV) and runs it inside the current coroutine (the
+-- code is the block's bytecode or its text, `mode`: see
+-- `forge.lua.runtime.loadable`); returns (true, values...) or (false, error).
+-- Installed as the body of every block coroutine.
 E.run_block = function(source, chunkname, mode, env)
   sethook(hook, '', HOOK_EVERY)
   if abort ~= nil then return false, abort end

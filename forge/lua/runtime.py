@@ -744,5 +744,3 @@ def compile_check(source: str, chunkname: str) -> str | None:
     message = _compiler_runtime().globals().compile(source.encode("utf-8"),
                                                    chunkname.encode("utf-8"))
     return None if message is None else message.decode("utf-8", "replace")
-
-
