@@ -99,7 +99,7 @@ class ReadyLabels(Sequence):
         #: While following: each ready label's arrival number, and the
         #: numbers in order - a label's place in the list is its rank there.
         self._arrival: dict[str, int] = {}
-        self._arrivals = SortedList()
+        self._arrivals: SortedList | None = None     # made by `follow`
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -126,6 +126,7 @@ class ReadyLabels(Sequence):
         """The journal, begun (the first time) with every chain ready now."""
         if self.journal is None:
             self.journal = []
+            self._arrivals = SortedList()
             for chain in self._ready:
                 self._noted(chain, True)
         return self.journal

@@ -45,11 +45,19 @@ class KeptQuota:
 
 def data_size(value: Any, entry: int = ENTRY_BYTES) -> int:
     """The bytes JSON-like data (str, bytes, numbers, lists, dicts) is counted
-    as, each list or object entry costing `entry` beyond its text."""
-    if isinstance(value, (str, bytes)):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(entry + len(k) + data_size(v, entry) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return sum(entry + data_size(v, entry) for v in value)
-    return entry if value is not None else 0
+    as, each list or object entry costing `entry` beyond its text.  One loop
+    over an explicit stack: a spawn sizes a small tuple on every call."""
+    total, todo = 0, [value]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, (str, bytes)):
+            total += len(value)
+        elif isinstance(value, dict):
+            total += entry * len(value) + sum(map(len, value))
+            todo += value.values()
+        elif isinstance(value, (list, tuple)):
+            total += entry * len(value)
+            todo += value
+        elif value is not None:
+            total += entry
+    return total
