@@ -115,8 +115,8 @@ def engine_chunk(name: str) -> bytes:
 
     Compiled once per process and loaded in binary form into every run's
     runtime: parsing the source again for each run cost more than creating
-    the runtime itself.  Only the engine's own files load as bytecode;
-    prompt code is always loaded as text.
+    the runtime itself.  (Prompt blocks are compiled once per process too,
+    by `loadable`.)
     """
     if name not in _bytecode:
         source = importlib.resources.files("forge.lua").joinpath(name).read_bytes()
@@ -636,11 +636,11 @@ def _first(pair: tuple) -> Any:
 def from_lua_json(value: Any, _depth: int = 0) -> Any:
     """Lua data to JSON-compatible Python data.
 
-    A table whose keys are exactly 1..n becomes a list, an empty table an
-    empty list... no: an empty table becomes `{}` only when it has no array
-    part to speak of, which JSON cannot tell apart; we render it as `[]`
-    like most Lua JSON encoders.  Raises NotJSON for functions, userdata,
-    threads, non-finite numbers and keys JSON cannot hold.
+    A table whose keys are exactly 1..n becomes a list; any other table an
+    object with text keys, sorted.  An empty table becomes `[]`: Lua cannot
+    tell an empty list from an empty object, and most Lua JSON encoders
+    choose the list.  Raises NotJSON for functions, userdata, threads,
+    non-finite numbers, invalid UTF-8 and keys JSON cannot hold.
     """
     if _depth > 200:
         raise NotJSON("table", representable=False)
