@@ -20,6 +20,10 @@ is the ratios; the absolute rates are for this machine only.
 - `run_creation`: `Run(prompt)` alone (its reused runtime given back)
   against a bare `LuaRuntime`; `run_creation_fresh_runtime` with a runtime
   of its own.
+- `phases`: where a two-tasks run's time goes, read with the CPU clock
+  between the phases of each run (`phase_split`): creating the run,
+  executing it, building its observation less hashing the trace, and
+  hashing the trace (which the floors pay too), as fractions of a run.
 - `explore`: one random schedule of two-tasks plus the oracle checks.
 - `conformance`: every case on its canonical schedule, cases per second.
 - `endless_jump`: the runaway prompt that jumps between two sections until
@@ -214,6 +218,31 @@ def python_calls(prompt) -> int:
     return sum(entry.callcount for entry in profile.getstats())
 
 
+def phase_split(prompt, runs: int) -> dict:
+    """The fraction of a run each phase takes, summed over `runs` runs read
+    with the CPU clock between phases (each read costs well under a
+    microsecond).  The trace hash is timed again right after the observation
+    that includes it, and taken out of the observation's share."""
+    clock = time.process_time
+    sums = dict.fromkeys(("creation", "execute", "observation_less_hash", "trace_hash"), 0.0)
+    for _ in range(runs):
+        t0 = clock()
+        run = Run(prompt)
+        t1 = clock()
+        run.execute()
+        t2 = clock()
+        run.observation()
+        t3 = clock()
+        run.trace.sha256()
+        t4 = clock()
+        sums["creation"] += t1 - t0
+        sums["execute"] += t2 - t1
+        sums["observation_less_hash"] += (t3 - t2) - (t4 - t3)
+        sums["trace_hash"] += t4 - t3
+    total = sum(sums.values())
+    return {name: t / total for name, t in sums.items()}
+
+
 def _rss_kib() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
@@ -314,6 +343,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "walk_call_store": 1 / med["walk_call_store"],
         "explore_schedules": 1 / med["explore_schedule"],
     }
+    out["phases"] = phase_split(two, 2_000 if quick else 10_000)
     out["python_calls_per_run"] = {"two_tasks": python_calls(two), "walk_call_store": python_calls(walk)}
     if not quick:
         jump = parse_prompt(JUMP, "jump.md")
@@ -372,6 +402,8 @@ def main() -> None:
         print(f"{name:28} min {v['min'] * 1e6:9.1f} us   median {v['median'] * 1e6:9.1f} us")
     for name, v in out["ratios"].items():
         print(f"{name:34} min {v['min']:6.2f}x  median {v['median']:6.2f}x")
+    print("two_tasks phases: " + ", ".join(f"{name} {share:.0%}"
+                                           for name, share in out["phases"].items()))
     for name, v in out["runs_per_s"].items():
         print(f"{name + ' per s':34} {v:9.0f}")
     for name, n in out["python_calls_per_run"].items():

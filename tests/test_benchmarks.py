@@ -38,6 +38,9 @@ def test_the_readme_figures_benchmarks_run_at_their_smallest():
     assert figures and all(isinstance(k, str) for k in figures)
     calls = figures["python_calls_per_run"]
     assert calls["two_tasks"] > 100 and calls["walk_call_store"] > 100
+    phases = figures["phases"]
+    assert set(phases) == {"creation", "execute", "observation_less_hash", "trace_hash"}
+    assert abs(sum(phases.values()) - 1) < 1e-9 and phases["execute"] > 0.3
     scaling = _run("benchmarks/scaling.py", "--reps", "1", "--max", "10", "--json")
     assert scaling.returncode == 0, scaling.stderr[-2000:]
     assert json.loads(scaling.stdout)["joins"]["rows"]
