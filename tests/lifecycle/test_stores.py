@@ -15,6 +15,8 @@ import threading
 import pytest
 from lifecycle_host import FakeHost
 
+from forge import variation
+from forge.lifecycle import store as store_module
 from forge.lifecycle.contract import CHECKS, DEBT_CHECKS, _race, run_contract
 from forge.lifecycle.records import RunOutcome, SpawnRequest, Task, TaskStatus
 from forge.lifecycle.sessions import Session
@@ -57,6 +59,22 @@ def test_the_threaded_checks_catch_a_store_without_its_lock(check):
         return store
     for attempt in range(10):
         assert run_contract(unlocked, [check]), f"try {attempt}: an unlocked store passed {check}"
+
+
+#: The rules the memory store decides, as its variation sites.
+STORE_SITES = sorted(v.name for v in vars(store_module).values() if isinstance(v, variation.Site))
+
+
+@pytest.mark.parametrize("site", STORE_SITES)
+def test_the_contract_catches_each_store_rule_made_wrong(site):
+    """Every rule the memory store decides, switched to its wrong variant, fails at
+    least one of the contract's single-threaded checks: the contract a store author
+    runs can fail for each store rule, not only for a missing lock."""
+    assert len(STORE_SITES) >= 9
+    single = [name for name in CHECKS if not name.startswith("concurrent_")]
+    with variation.switched(site):
+        assert run_contract(MemoryStore, single), \
+            f"the contract passes a MemoryStore with {site} on"
 
 
 def _row(tid="t1", parent="p", child=""):
