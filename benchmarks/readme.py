@@ -46,12 +46,16 @@ def render(run: dict, scaling: dict) -> str:
     largest = joins["rows"][-1]
     written = writes["rows"][-1]
     conformance = run["conformance"]
+    phases = run["phases"]
     text = (
         "Measured on the 2-core development machine (CPU time, min/median, ratios "
         "to baselines measured in the same process): a two-task run costs "
         f"{_span(ratios['two_tasks_vs_fresh_floor'])}x the fresh-runtime floor and "
         f"{_span(ratios['two_tasks_vs_reused_floor'])}x the reused-runtime floor; creating "
-        f"a run costs {_span(ratios['run_creation_vs_bare_runtime'])}x a bare runtime; a "
+        f"a run costs {_span(ratios['run_creation_vs_bare_runtime'])}x a bare runtime (of a "
+        f"two-task run, creating it takes {phases['creation']:.0%}, executing it "
+        f"{phases['execute']:.0%}, building its observation {phases['observation_less_hash']:.0%} "
+        f"and hashing its trace, as the floors do too, {phases['trace_hash']:.0%}); a "
         f"conformance case about {conformance['case_vs_fresh_floor']:.0f} floors "
         f"({conformance['cases']} cases, {conformance['cases_per_s']:.0f} a second). The "
         f"endless-jump runaway stops after {_span(run['endless_jump_s'])} s. Joining "

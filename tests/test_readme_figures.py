@@ -34,7 +34,9 @@ def _measured(x: float) -> tuple[dict, dict]:
     run = {"ratios": {k: pair for k in ("two_tasks_vs_fresh_floor", "two_tasks_vs_reused_floor",
                                          "run_creation_vs_bare_runtime")},
            "conformance": {"cases": 300, "cases_per_s": x * 10, "case_vs_fresh_floor": x},
-           "endless_jump_s": pair}
+           "endless_jump_s": pair,
+           "phases": {k: x / 10 for k in ("creation", "execute", "observation_less_hash",
+                                          "trace_hash")}}
     rows = [{"tasks": n, "min_s": x, "median_s": x * 1.1} for n in (1_000, 10_000)]
     series = {"rows": rows, "calls_exponent": x, "fit": x}
     return run, {"joins": series, "store_writes": series}
