@@ -332,6 +332,8 @@ class ExploreReport:
     schedule, shrunk (or nothing).  An exhaustive search is `complete` when
     it covered its tree; `pruned` subtrees were skipped as equivalent,
     `bounded` beyond the deviation bound, `unfinished` left at the budget.
+    `faults` counts the faults fired over all schedules, by kind (empty
+    without `faults=`, or when none fired).
     """
 
     runs: int
@@ -343,6 +345,7 @@ class ExploreReport:
     pruned: int = 0
     bounded: int = 0
     unfinished: int = 0
+    faults: Mapping[str, int] = _attrs.field(factory=lambda: _types.MappingProxyType({}))
 
     @property
     def ok(self) -> bool:
@@ -355,6 +358,8 @@ class ExploreReport:
 
         line = (f"{self.runs} schedules ({self.strategy}), {self.distinct} distinct; "
                 f"outcomes: {plain_counts(self.outcomes)}")
+        if self.faults:
+            line += f"; faults fired: {plain_counts(self.faults)}"
         if self.strategy == "exhaustive":
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
@@ -370,7 +375,8 @@ class ExploreReport:
                        "outcomes": dict(self.outcomes), "strategy": self.strategy,
                        "failures": [f.to_json() for f in self.failures],
                        "complete": self.complete, "pruned": self.pruned,
-                       "bounded": self.bounded, "unfinished": self.unfinished})
+                       "bounded": self.bounded, "unfinished": self.unfinished,
+                       "faults": dict(self.faults)})
 
 
 def _user_check(check: Check) -> Callable[[dict[str, Any]], list[str]]:
@@ -497,7 +503,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                             tuple((str(k), str(w)) for k, w in found.faults), path, command),)
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,
-                         report.unfinished)
+                         report.unfinished, _freeze(dict(report.faults)))
 
 
 # -- replaying -------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from forge.pool import LOCAL, Backend, Pool
 from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.runspec import Expectation, RunSpec, record
 from forge.sim.chooser import Chooser, RandomProvider
-from forge.sim.explore import Report, check_all, finding
+from forge.sim.explore import Report, check_all, finding, tally
 from forge.sim.pct import PCTProvider
 
 #: Seeds a worker runs per task: enough to hide the cost of a round trip,
@@ -63,6 +63,8 @@ class SeedRun:
     failed: bool
     #: PCT's real decisions (what the horizon learns from); 0 for random.
     steps: int = 0
+    #: The kinds of the faults it fired (`Chooser.faults_fired`).
+    faults: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -151,12 +153,14 @@ def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
     runs, learned = [], horizon
     for seed in range(first, first + count):
         provider = _provider(strategy, seed, depth, learned)
-        obs, sha = subject(Chooser(provider, seed=seed))
+        chooser = Chooser(provider, seed=seed)
+        obs, sha = subject(chooser)
         steps = getattr(provider, "steps", 0)
         if strategy == "pct" and (learned is None or steps > learned):
             learned = steps  # the serial campaign's rule (`PCTCampaign.learn`)
         failed = bool(check_all(obs, checks))
-        runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps))
+        runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps,
+                            tuple(chooser.faults_fired())))
         if failed:
             break
     return Chunk(first, horizon, tuple(runs))
@@ -177,6 +181,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                                                                           CHUNK)]
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
+    faults: dict[str, int] = {}
     horizon: int | None = None
     done, failing, drawn_with = 0, None, None
     with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth),
@@ -200,7 +205,8 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                 drawn_with = horizon
                 done += 1
                 traces.add(run.trace_sha)
-                outcomes[run.outcome] = outcomes.get(run.outcome, 0) + 1
+                tally(outcomes, (run.outcome,))
+                tally(faults, run.faults)
                 if strategy == "pct" and (horizon is None or run.steps > horizon):
                     horizon = run.steps
                 if run.failed:
@@ -218,7 +224,8 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
         findings = (_finding(runner, checks, strategy, failing.seed, pct_depth, drawn_with,
                              shrink_budget),)
     report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
-                    horizon=horizon if strategy == "pct" else None)
+                    horizon=horizon if strategy == "pct" else None,
+                    faults=dict(sorted(faults.items())))
     return Campaign(outcome_of(runner, canonical, checks, expect, report),
                     tuple(sorted(traces)))
 
@@ -261,7 +268,7 @@ def shard_section(shard: Shard, seeds: range, campaign: Campaign, print_: str) -
 
 #: The report fields that add up (or unite) across shards; the rest are
 #: the failing shard's (or, with no failure, the first shard's).
-_SUMMED = ("runs", "distinct_schedules", "outcomes")
+_SUMMED = ("runs", "distinct_schedules", "outcomes", "faults")
 
 
 def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None]:
@@ -302,17 +309,20 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
                          "shard", file=first_path)
     merged: dict | None = None
     traces: set[str] = set()
-    runs, outcomes = 0, {}
+    runs, outcomes, faults = 0, {}, {}
     for index in range(1, first["of"] + 1):
         _, data = by_index[index]
         runs += data["runs"]
         traces.update(data[SHARD_KEY]["traces"])
-        for name, count in data["outcomes"].items():
-            outcomes[name] = outcomes.get(name, 0) + count
+        # A shard written before reports counted faults has none to add.
+        for key, into in (("outcomes", outcomes), ("faults", faults)):
+            for name, count in data.get(key, {}).items():
+                into[name] = into.get(name, 0) + count
         merged = data
         if data["failures"]:
             break
     assert merged is not None
     out = {k: v for k, v in merged.items() if k != SHARD_KEY and k not in _SUMMED}
-    out.update(runs=runs, distinct_schedules=len(traces), outcomes=dict(sorted(outcomes.items())))
+    out.update(runs=runs, distinct_schedules=len(traces), outcomes=dict(sorted(outcomes.items())),
+               faults=dict(sorted(faults.items())))
     return out, merged[SHARD_KEY]["record"]

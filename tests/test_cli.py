@@ -34,6 +34,21 @@ def test_json_observation_has_the_contract_fields():
     assert obs["tasks"]["0.0"]["state"] == "done"
 
 
+def test_explore_with_faults_says_how_many_fired_even_none():
+    """A passing campaign with --faults counts the faults it fired, so a fault
+    kind the prompt never gives a chance to (no store call here) shows as none."""
+    two = str(EXAMPLES / "two-tasks.md")
+    result = forge("explore", two, "--runs", "20", "--faults", "store")
+    assert result.exit_code == 0, result.output
+    assert "faults fired: none\n" in result.output
+    result = forge("explore", two, "--runs", "20")
+    assert "faults fired" not in result.output
+    result = forge("explore", str(EXAMPLES / "checked-join.md"), "--runs", "20", "--faults",
+                   "cancel", "--json")
+    report = json.loads(result.output.splitlines()[-1])
+    assert report["faults"]["cancel"] == report["outcomes"]["cancelled"] > 0
+
+
 BAD = {
     "missing prompt": (["run", "nope.md"], "nope.md: cannot read prompt file"),
     "zero concurrency": (["run", str(EXAMPLES / "two-tasks.md"), "--concurrency", "0"], "--concurrency"),

@@ -178,7 +178,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    _show(data, as_json, strategy, failure.problems if failure else ())
+    _show(data, as_json, strategy, failure.problems if failure else (), bool(spec.faults))
     if failure is not None:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
@@ -204,11 +204,14 @@ def _report_json(report, failure, replay_out: str) -> dict:
         "story": list(failure.story) if failure else None,
         "divergence": list(failure.divergence) if failure else None,
         "faults_fired": [list(f) for f in failure.faults] if failure else None,
+        "faults": report.faults,
     }
 
 
-def _show(data: dict, as_json: bool, strategy: str, shrunk_problems) -> None:
-    """Print the report: JSON, or in words."""
+def _show(data: dict, as_json: bool, strategy: str, shrunk_problems,
+          faults_asked: bool = False) -> None:
+    """Print the report: JSON, or in words (the faults fired over all
+    schedules when --faults asked for them, even if none fired)."""
     from forge.progress import plain_counts
 
     if as_json:
@@ -216,6 +219,8 @@ def _show(data: dict, as_json: bool, strategy: str, shrunk_problems) -> None:
         return
     click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
                f"outcomes: {plain_counts(data['outcomes'])}")
+    if faults_asked or data.get("faults"):
+        click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
     if strategy == "exhaustive":
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "

@@ -274,6 +274,13 @@ class Chooser:
     def values(self) -> list[int]:
         return [c.value for c in self.choices]
 
+    def faults_fired(self) -> list[str]:
+        """The kinds of the faults this run fired, in order: a `fault:KIND`
+        choice between `none` and the fault, answered with the fault (the
+        follow-up choices of a drawn cancel offer no `none`)."""
+        return [c.kind[len("fault:"):] for c, options in zip(self.choices, self.options)
+                if c.value and c.kind.startswith("fault:") and options[0] == "none"]
+
 
 
 # The replay file format lives in `forge.sim.replayfile`; these names stay importable here.

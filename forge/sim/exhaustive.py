@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import attrs
 
 from forge.sim.chooser import Choice, Chooser, ReplayProvider
-from forge.sim.explore import Check, Finding, Report, Subject, check_all, finding
+from forge.sim.explore import Check, Finding, Report, Subject, check_all, finding, tally
 from forge.sim.orders import GLOBAL
 from forge.sim.reduction import Asleep, SleepProvider
 from forge.sim.shrink import trim
@@ -61,6 +61,7 @@ def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000, r
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
+    faults: dict[str, int] = {}
     stack: list[_Entry] = [_Entry(())]
     runs = pruned = bounded = redundant = 0
     stopped = False
@@ -77,8 +78,8 @@ def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000, r
         chooser, provider, segments, (obs, sha) = _run(subject, entry, reduce)
         runs += 1
         traces.add(sha)
-        key = str(obs.get("outcome"))
-        outcomes[key] = outcomes.get(key, 0) + 1
+        tally(outcomes, (str(obs.get("outcome")),))
+        tally(faults, chooser.faults_fired())
         made, values = chooser.choices, chooser.values()
         problems = check_all(obs, checks)
         if problems:
@@ -130,7 +131,8 @@ def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000, r
                     stack.append(_Entry(head + (alt,), carried))
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
                   complete=not stack and not stopped, pruned=pruned, bounded=bounded,
-                  unfinished=len(stack), redundant=redundant)
+                  unfinished=len(stack), redundant=redundant,
+                  faults=dict(sorted(faults.items())))
 
 
 def _run(subject: Subject, entry: _Entry, reduce: bool):

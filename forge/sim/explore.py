@@ -66,10 +66,18 @@ class Report:
     redundant: int = 0
     #: PCT's learned horizon (real decisions) at the end, if PCT ran.
     horizon: int | None = None
+    #: Faults fired over all runs, by kind (`Chooser.faults_fired`).
+    faults: dict = attrs.field(factory=dict)
 
     @property
     def explored(self) -> int:
         return self.runs
+
+
+def tally(counts: dict[str, int], names: Iterable[str]) -> None:
+    """Count each of `names` into `counts` (outcomes, faults fired)."""
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
 
 
 def run_once(subject: Subject, provider: Provider) -> tuple[dict, str, list[int]]:
@@ -123,6 +131,7 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
+    faults: dict[str, int] = {}
     campaign = PCTCampaign(pct_depth) if strategy == "pct" else None
     runs = 0
     for seed in seeds:
@@ -135,8 +144,8 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             campaign.learn(provider)
         runs += 1
         traces.add(sha)
-        key = str(obs.get("outcome"))
-        outcomes[key] = outcomes.get(key, 0) + 1
+        tally(outcomes, (str(obs.get("outcome")),))
+        tally(faults, chooser.faults_fired())
         problems = check_all(obs, checks)
         if progress:
             progress(runs)
@@ -146,4 +155,5 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             if stop_at_first:
                 break
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
-                  horizon=campaign.horizon if campaign else None)
+                  horizon=campaign.horizon if campaign else None,
+                  faults=dict(sorted(faults.items())))

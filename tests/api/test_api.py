@@ -151,6 +151,10 @@ def test_explore_with_faults_reports_the_faults_fired(tmp_path):
     failure = report.failures[0]
     assert failure.faults and failure.faults[0][0] == "model"
     assert any("FAULT model" in line for line in failure.story)
+    # and the report counts the faults every schedule fired, up to the failing one
+    assert set(report.faults) == {"model"} and report.faults["model"] >= 1
+    assert json.loads(report.to_json())["faults"] == dict(report.faults)
+    assert f"faults fired: {report.faults['model']} model" in report.summary()
     again = forge.replay(out)
     assert again.reproduced and again.identical
 

@@ -76,6 +76,24 @@ def test_merged_shards_give_the_serial_report(forge, tmp_path):
     assert replay.returncode == 1 and "a rare trace" in replay.stdout
 
 
+def test_the_faults_fired_add_up_alike_serial_spread_and_sharded(forge, tmp_path):
+    """A campaign with --faults counts the faults it fired, by kind, over every
+    schedule: workers and merged shards count exactly what one process counts."""
+    base = ("explore", PROMPT, "--args", "2", "--runs", "120", "--faults", "store", "--json")
+    serial = forge(*base)
+    assert serial.returncode == 0, serial.stderr
+    report = json.loads(serial.stdout)
+    assert report["faults"]["store"] > 0
+    assert forge(*base, "--workers", "2").stdout == serial.stdout
+    for i in (1, 2):
+        shard = forge(*base, "--shard", f"{i}/2")
+        (tmp_path / f"f{i}.json").write_text(shard.stdout, encoding="utf-8")
+    merged = forge("explore", "merge", "f1.json", "f2.json", "--json")
+    assert merged.stdout == serial.stdout
+    words = forge("explore", "merge", "f1.json", "f2.json")
+    assert f"faults fired: {report['faults']['store']} store" in words.stdout
+
+
 def test_merge_refuses_overlapping_missing_and_foreign_shards(forge, tmp_path):
     for name, extra in (("a", ("--shard", "1/2")), ("b", ("--shard", "2/2")),
                         ("other", ("--shard", "2/2", "--start-seed", "5")), ("whole", ())):

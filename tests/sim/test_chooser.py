@@ -133,3 +133,19 @@ def test_options_handed_as_a_live_view_are_kept_as_what_they_offered():
     live.labels.clear()                         # the view moves on; what was kept does not
     assert kept[2] == "task:0.2"
     assert chooser.options[1:] == [("x1.0", "x2.0"), ("root:0", "task:0.1")]
+
+
+def test_faults_fired_reads_the_fault_choices_answered_with_the_fault():
+    """A fault is a `fault:KIND` choice between `none` and the fault: answered 1
+    it fired.  A drawn cancel's follow-up (which step) is no fault of its own."""
+    from forge.harness import FaultPlan, Faults
+
+    chooser = Chooser(ReplayProvider([1, 0, 1, 1, 1]))
+    faults = Faults(FaultPlan(("store", "cancel"), budget=5, cancel_steps=3), chooser)
+    assert faults.fires("store", "refuse write a")
+    assert not faults.fires("store", "refuse read b")
+    assert faults.cancel_step() == 2            # fires, then picks "before step 2"
+    assert faults.fires("store", "refuse append c")
+    assert chooser.faults_fired() == ["store", "cancel", "store"]
+    assert [c.kind for c in chooser.choices] == ["fault:store", "fault:store", "fault:cancel",
+                                                 "fault:cancel_step", "fault:store"]
