@@ -47,6 +47,11 @@ def test_explore_with_faults_says_how_many_fired_even_none():
                    "cancel", "--json")
     report = json.loads(result.output.splitlines()[-1])
     assert report["faults"]["cancel"] == report["outcomes"]["cancelled"] > 0
+    # the exhaustive walk counts them too: every schedule whose cancel fired ended cancelled
+    result = forge("explore", str(EXAMPLES / "checked-join.md"), "--strategy", "exhaustive",
+                   "--faults", "cancel")
+    assert result.exit_code == 0, result.output
+    assert "outcomes: 6 cancelled, 2 ok\nfaults fired: 6 cancel\n" in result.output
 
 
 BAD = {
