@@ -271,6 +271,34 @@ def shard_section(shard: Shard, seeds: range, campaign: Campaign, print_: str) -
 _SUMMED = ("runs", "distinct_schedules", "outcomes", "faults")
 
 
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _shard_shape(data: dict) -> str | None:
+    """The first field a shard report holds in a shape merging cannot read, or None."""
+    section = data[SHARD_KEY]
+    fields = (
+        ("shard.index", section.get("index"), _count),
+        ("shard.of", section.get("of"), _count),
+        ("shard.campaign", section.get("campaign"), lambda v: isinstance(v, str)),
+        ("shard.traces", section.get("traces"),
+         lambda v: isinstance(v, list) and all(isinstance(t, str) for t in v)),
+        ("shard.record", section.get("record"), lambda v: v is None or isinstance(v, dict)),
+        ("runs", data.get("runs"), _count),
+        ("failures", data.get("failures"), lambda v: isinstance(v, list)),
+        # Counts by name; a shard written before reports counted faults has none.
+        ("outcomes", data.get("outcomes"),
+         lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
+        ("faults", data.get("faults", {}),
+         lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
+    )
+    for name, value, ok in fields:
+        if not ok(value):
+            return f"`{name}` is {json.dumps(value)[:60]}"
+    return None
+
+
 def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None]:
     """The one-process report of shard reports `(path, report)`, and the
     replay record of its failure (None: none failed).
@@ -280,9 +308,9 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
     counted.  The caller sets the report's replay fields.
 
     Raises:
-        InputError: naming the file, for a report that is not a shard's, one
-            of another campaign or shard count, a shard given twice, or a
-            shard missing.
+        InputError: naming the file, for a report that is not a shard's (or
+            holds a field in a shape merging cannot read), one of another
+            campaign or shard count, a shard given twice, or a shard missing.
     """
     by_index: dict[int, tuple[str, dict]] = {}
     first_path, first = None, None
@@ -291,6 +319,10 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
         if not isinstance(section, dict):
             raise InputError("not a shard report (write one with forge explore --shard I/N "
                              "--json)", file=path)
+        wrong = _shard_shape(data)
+        if wrong:
+            raise InputError(f"not a shard report as forge explore --shard writes one: {wrong}",
+                             file=path)
         if first is None:
             first_path, first = path, section
         elif (section["campaign"], section["of"]) != (first["campaign"], first["of"]):
@@ -314,7 +346,6 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
         _, data = by_index[index]
         runs += data["runs"]
         traces.update(data[SHARD_KEY]["traces"])
-        # A shard written before reports counted faults has none to add.
         for key, into in (("outcomes", outcomes), ("faults", faults)):
             for name, count in data.get(key, {}).items():
                 into[name] = into.get(name, 0) + count

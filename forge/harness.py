@@ -120,7 +120,7 @@ class Faults:
         """Draw whether a `kind` fault fires here (never once the budget is spent)."""
         if kind not in self.plan.kinds or len(self.fired) >= self.plan.budget:
             return False
-        if self.chooser.choose(f"fault:{kind}", ("none", label)):
+        if self.chooser.fault(kind, label):
             self.fired.append((kind, label))
             self.at.append(len(self.trace.records) if self.trace is not None else 0)
             return True

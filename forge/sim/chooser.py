@@ -28,10 +28,10 @@ instant complete in the order they were issued.  In orders mode (a mode of
 the harness's duration model, which exhaustive search uses) no duration is
 drawn: `complete` picks which pending completion fires next, labelled
 `CHAIN#N OP PATH`, option 0 being the event queue's own order
-(`forge.sim.orders`).  `fault:KIND` (store,
-model, operator, cancel; only when the run's fault plan offers it) is
-`none` or the fault, and `fault:cancel_at` picks the instant of a drawn
-host cancel (`forge.harness.Faults`).
+(`forge.sim.orders`).  `fault:KIND` (store, model, tool, operator, cancel;
+only when the run's fault plan offers it, drawn by `Chooser.fault`) is
+`none` or the fault, and `fault:cancel_step` (or, in older replay files,
+`fault:cancel_at`) places a drawn host cancel (`forge.harness.Faults`).
 
 A full record of a run's choices is replayed by `RecordedProvider`, which
 reports the first `Drift` (a kind or option count that differs) instead of
@@ -256,6 +256,7 @@ class Chooser:
         #: In orders mode, the run's completion picker (`forge.sim.orders`),
         #: which also records what each pick's segment touched.
         self.completions = None
+        self._faults: list[str] = []
 
     def choose(self, kind: str, options: Sequence[str]) -> int:
         n = len(options)
@@ -274,12 +275,18 @@ class Chooser:
     def values(self) -> list[int]:
         return [c.value for c in self.choices]
 
+    def fault(self, kind: str, label: str) -> bool:
+        """Whether a `kind` fault (`label` says which operation it hits) fires
+        here: the decision `fault:KIND` between `none` and the fault.  The
+        one place a fault is drawn, so `faults_fired` is exactly these."""
+        fired = self.choose(f"fault:{kind}", ("none", label)) == 1
+        if fired:
+            self._faults.append(kind)
+        return fired
+
     def faults_fired(self) -> list[str]:
-        """The kinds of the faults this run fired, in order: a `fault:KIND`
-        choice between `none` and the fault, answered with the fault (the
-        follow-up choices of a drawn cancel offer no `none`)."""
-        return [c.kind[len("fault:"):] for c, options in zip(self.choices, self.options)
-                if c.value and c.kind.startswith("fault:") and options[0] == "none"]
+        """The kinds of the faults this run fired (`fault`), in order."""
+        return list(self._faults)
 
 
 

@@ -103,6 +103,18 @@ def test_merge_refuses_overlapping_missing_and_foreign_shards(forge, tmp_path):
              ("a.json",): "shard 2/2 is missing",
              ("a.json", "other.json"): "other.json: a shard of another campaign than a.json",
              ("whole.json",): "whole.json: not a shard report"}
+    # a shard report edited into shapes merging cannot read
+    shard = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    for field, value in (("faults", 5), ("outcomes", {"ok": "many"}), ("runs", "x")):
+        (tmp_path / f"bad-{field}.json").write_text(json.dumps({**shard, field: value}),
+                                                     encoding="utf-8")
+        cases[(f"bad-{field}.json", "b.json")] = (
+            f"bad-{field}.json: not a shard report as forge explore --shard writes one: "
+            f"`{field}` is {json.dumps(value)}")
+    shard["shard"] = {**shard["shard"], "traces": 3}
+    (tmp_path / "bad-traces.json").write_text(json.dumps(shard), encoding="utf-8")
+    cases[("bad-traces.json", "b.json")] = "bad-traces.json: not a shard report as forge " \
+        "explore --shard writes one: `shard.traces` is 3"
     for files, message in cases.items():
         out = forge("explore", "merge", *files)
         assert out.returncode == 2, out
