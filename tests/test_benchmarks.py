@@ -44,3 +44,13 @@ def test_the_readme_figures_benchmarks_run_at_their_smallest():
     scaling = _run("benchmarks/scaling.py", "--reps", "1", "--max", "10", "--json")
     assert scaling.returncode == 0, scaling.stderr[-2000:]
     assert json.loads(scaling.stdout)["joins"]["rows"]
+
+
+def test_the_lua_kernel_bound_still_does_the_engines_work():
+    # It measures only after checking that its observation of two-tasks,
+    # trace hash included, equals the engine's (exit 1 otherwise).
+    done = _run("benchmarks/lua_kernel_bound.py", "--seconds", "0.2", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    ratios = json.loads(done.stdout)["vs_fresh_floor"]
+    assert set(ratios) == {"lua_kernel", "engine"}
+    assert all(r["min"] > 0 and r["median"] > 0 for r in ratios.values())
