@@ -12,7 +12,10 @@ run-time budgets of a prompt's Lua (`forge.lua`, `forge.engine`).
 
 from __future__ import annotations
 
+import errno
 import math
+import os
+import stat
 from typing import Any
 
 #: Bytes of a prompt file (or a case's prompt text).  Real prompts are a few
@@ -95,15 +98,52 @@ def _valid_text(text: str) -> bool:
     return True
 
 
+#: Seconds a named pipe may stay silent (no writer yet, or a writer that
+#: writes nothing more and does not close) before it is refused.
+PIPE_SILENCE_S = 10.0
+
+
 def read_limited(path, limit: int) -> bytes:
     """The file's bytes, refusing (ValueError) one past `limit` without reading it all.
 
+    A named pipe (a FIFO, `<(...)`) is opened without waiting for a writer -
+    a plain `open` would wait forever for one - and read as its writer
+    writes; one that stays silent for `PIPE_SILENCE_S` is refused, and one
+    that keeps writing stops at the limit.
+
     Raises:
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or is a pipe that stayed silent.
         ValueError: it is larger than `limit` bytes.
     """
-    with open(path, "rb") as f:
-        data = f.read(limit + 1)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb", buffering=0, closefd=True) as f:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            data = _read_pipe(fd, limit + 1)
+        else:
+            os.set_blocking(fd, True)
+            data = f.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"larger than the limit of {limit} bytes (docs/limits.md)")
     return data
+
+
+def _read_pipe(fd: int, most: int) -> bytes:
+    """Up to `most` bytes of a non-blocking pipe, until its writer closes it."""
+    import select
+
+    chunks, got = [], 0
+    while got < most:
+        ready, _, _ = select.select([fd], [], [], PIPE_SILENCE_S)
+        if not ready:
+            raise OSError(errno.ETIMEDOUT, f"a named pipe that stayed silent for "
+                                           f"{PIPE_SILENCE_S:g} s (no writer, or one "
+                                           "that neither writes nor closes it)")
+        try:
+            chunk = os.read(fd, min(1 << 20, most - got))
+        except BlockingIOError:
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)

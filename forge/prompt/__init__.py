@@ -7,13 +7,14 @@ prose: that is `forge.lua` and `forge.engine`.
 
 Both entry points refuse a prompt past `forge.limits.MAX_PROMPT_BYTES` before
 parsing it (docs/limits.md); `load_prompt` reads no more than that of a file,
-so a device or an endless pipe cannot hang it.
+so a device or an endless pipe cannot hang it, nor can a pipe nobody writes
+to (`forge.limits.read_limited`).
 """
 
 from pathlib import Path
 
 from forge.errors import PromptError
-from forge.limits import MAX_PROMPT_BYTES
+from forge.limits import MAX_PROMPT_BYTES, read_limited
 from forge.prompt import parser
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import ArgDecl, Capability, FileDecl, LuaBlock, ModelRole, Prompt, Section
@@ -35,19 +36,19 @@ def parse_prompt(text: str, path: str = "<prompt>",
 
 def load_prompt(path: str | Path,
                 compile_check: parser.CompileCheck | None = parser.lua_compile_check) -> Prompt:
-    """`forge.prompt.parser.load_prompt`, reading at most the size limit.
+    """Read and parse the prompt file at `path`, reading at most the size
+    limit (`forge.limits.read_limited`).
 
     Raises:
         PromptError: unreadable, not UTF-8, past the limit, or refused.
     """
     name = str(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_PROMPT_BYTES + 1)
+        data = read_limited(path, MAX_PROMPT_BYTES)
     except OSError as exc:
         raise PromptError(f"cannot read prompt file: {exc.strerror or exc}", file=name) from None
-    if len(data) > MAX_PROMPT_BYTES:
-        raise _too_large(name)
+    except ValueError:
+        raise _too_large(name) from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -1,6 +1,7 @@
 """Read a prompt file into a frozen `Prompt`.
 
-What lives here: the entry points `parse_prompt` and `load_prompt`, and the
+What lives here: the entry point `parse_prompt` (reading a file, with its
+size limit, is `forge.prompt.load_prompt`), and the
 Markdown body - the H1 title, the section tree, `lua` and `lua shared`
 fences, each block's pending prose, list sections, and the optional compile
 check of every block.  Every refusal is a `PromptError` naming the file, the
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import attrs
 from markdown_it import MarkdownIt
@@ -69,25 +69,6 @@ def lua_compile_check(source: str, chunkname: str) -> str | None:
     from forge.lua.runtime import compile_check
 
     return compile_check(source, chunkname)
-
-
-def load_prompt(path: str | Path, compile_check: CompileCheck | None = lua_compile_check) -> Prompt:
-    """Read and parse the prompt file at `path`.
-
-    Raises:
-        PromptError: the file cannot be read, is not UTF-8, or is refused.
-    """
-    name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise PromptError(f"cannot read prompt file: {exc.strerror or exc}", file=name) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PromptError(f"prompt file is not valid UTF-8 (byte {exc.start})", file=name,
-                          line=data[:exc.start].count(b"\n") + 1) from None
-    return parse_prompt(text, name, compile_check)
 
 
 #: Parsed prompts by (text, path, compile check).  A `Prompt` is frozen, so
