@@ -8,7 +8,8 @@ refusal in the kit reads `FILE:LINE: TOML: what is wrong (column C)`.
 Limits (docs/limits.md): a file past `forge.limits.MAX_CASE_BYTES` is refused
 before it is parsed; nesting past `MAX_DEPTH`, integers past 64 bits,
 `inf`/`nan` and TOML dates or times anywhere are refused after parsing
-(`check_data`), before any schema sees the data.
+(`check_data`), before any schema sees the data, naming the line as schema
+errors do (`line_of`, the one line finder for the suite's TOML files).
 """
 
 from __future__ import annotations
@@ -67,12 +68,15 @@ def parse_toml(text: str, name: str) -> dict:
         raise InputError(message, file=name, kind="TOML") from None
     except ValueError as e:  # the int-digits limit
         raise InputError(f"an integer past 64 bits ({e})", file=name, kind="TOML") from None
-    check_data(data, name)
+    check_data(data, name, text)
     return data
 
 
-def check_data(data, name: str) -> None:
+def check_data(data, name: str, text: str | None = None) -> None:
     """Refuse decoded data past the limits of `forge.limits.data_problem`.
+
+    `text`, the TOML the data was read from, lets the refusal name the line
+    (`line_of`); JSON data comes without it.
 
     Raises:
         InputError: naming the key path, such as `$.harness.latency.model`.
@@ -81,4 +85,30 @@ def check_data(data, name: str) -> None:
     if problem is not None:
         path, rule = problem
         where = "$" + ("" if not path or isinstance(path[0], int) else ".") + render_path(path)
-        raise InputError(f"{where}: {rule}", file=name, kind="limits")
+        line = line_of(text, path) if text is not None else None
+        raise InputError(f"{where}: {rule}", file=name, line=line, kind="limits")
+
+
+def line_of(text: str, parts: tuple) -> int | None:
+    """The line where the deepest key of `parts` is written, as far as a scan can tell.
+
+    tomllib keeps no positions, so this follows the key names down the file:
+    each key is looked for (as `key =`, `[key]`, `key.` or `"key"`) from the
+    line where its parent was found.  It returns the last line it found, or
+    None; a wrong guess only costs a less helpful line number.
+    """
+    lines = text.split("\n")
+    found, start = None, 0
+    for part in parts:
+        if not isinstance(part, str):
+            continue
+        quoted = '"' + re.escape(part) + '"'
+        key = f"(?:{quoted}|{re.escape(part)})" if re.fullmatch(r"[A-Za-z0-9_-]+", part) else quoted
+        pattern = re.compile(r"(?:^|[\s{,.\[])" + key + r"\s*(?:=|\]|\.)")
+        for i in range(start, len(lines)):
+            if pattern.search(lines[i]):
+                found, start = i + 1, i
+                break
+        else:
+            break
+    return found

@@ -12,7 +12,10 @@ me the observation" - and says which features it has.  Two kinds:
   the next protocol message makes that case *errored* (with the reason and
   the last lines of its stderr) and is started afresh for the next case.
   Nothing it does can crash the runner.  Its process, pipes and limits are
-  `impl_process.ImplProcess`.
+  `impl_process.ImplProcess`.  Its hello is checked (`hello_problem`:
+  protocol.schema.json, feature names from `features.FEATURES`); one that
+  breaks the protocol is a `HelloError`, which stops the suite as bad input
+  rather than erroring every case.
 
 What does not live here: choosing cases and schedules, comparing
 observations (`runner`, `matchers`), and the implementation side of the
@@ -33,13 +36,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Self
 
+from forge.conformance import schemas
 from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
 from forge.conformance.level2 import LEVEL, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
+from forge.schemawording import pointer
 
 PROTOCOL_VERSION = 1
 #: What the reference engine implements: every feature (`features`);
@@ -64,6 +70,40 @@ class AdapterError(Exception):
         return f"{self.reason}\nlast lines of its stderr:\n{tail}"
 
 
+class HelloError(AdapterError, InputError):
+    """The implementation's hello breaks the protocol (protocol.schema.json, a
+    feature name that is not one of `FEATURES`, a level or protocol the kit
+    does not speak): what it declares cannot be tested, so `run_suite` stops
+    instead of erroring every case.  It is bad input, an `InputError` too
+    (exit 2; `forge conformance` names `--impl`), read as an `AdapterError`."""
+
+    def __init__(self, reason: str, stderr_tail: Sequence[str] = ()) -> None:
+        AdapterError.__init__(self, reason, stderr_tail)
+
+
+def hello_problem(hello: dict) -> str | None:
+    """Why an implementation's answer to hello (a message whose `type` is
+    "hello") cannot be used, or None: a protocol other than this kit's, a
+    feature name that is not one of `FEATURES` (with the nearest names), or
+    else the first violation of the protocol schema's `implementation_hello`."""
+    if "protocol" in hello and hello["protocol"] != PROTOCOL_VERSION:
+        return (f"speaks protocol {_brief(hello['protocol'])}; this kit speaks "
+                f"{PROTOCOL_VERSION}")
+    # The schema's enum of feature names is `FEATURES` (a test holds them
+    # equal); an unknown name is worded here, with the nearest known ones.
+    features = hello.get("features")
+    for i, name in enumerate(features if isinstance(features, list) else ()):
+        if isinstance(name, str) and name not in FEATURES:
+            return (f"sent a hello naming an unknown feature at /features/{i}: "
+                    f"{_brief(name)}{did_you_mean([name], FEATURES)}; the features are "
+                    f"{', '.join(FEATURES)} (docs/cases.md, \"Features\")")
+    found = schemas.errors(schemas.PROTOCOL, hello, definition="implementation_hello")
+    if found:
+        path, message, _ = schemas.describe(found[0], schemas.schema(schemas.PROTOCOL))
+        return f"sent a hello that breaks protocol.schema.json at {pointer(path)}: {message}"
+    return None
+
+
 class Adapter(ABC):
     """An implementation under test."""
 
@@ -85,12 +125,17 @@ class Adapter(ABC):
     def close(self) -> None:
         """Release the implementation (stop its process)."""
 
+    def lacks(self, case: Case) -> tuple[str, ...]:
+        """The features `case` needs that this implementation does not have,
+        in the case's order (the report counts skips by them)."""
+        have = self.features()
+        return tuple(f for f in case.features if f not in have)
+
     def skip_reason(self, case: Case) -> str | None:
         """Why this implementation cannot run `case`, or None."""
-        have = self.features()
-        if case.operations is not None and LIFECYCLE not in have:
+        if case.operations is not None and LIFECYCLE not in self.features():
             return "lifecycle adapter not available"
-        missing = [f for f in case.features if f not in have]
+        missing = self.lacks(case)
         if missing:
             names = ", ".join(f"`{f}`" for f in missing)
             return f"implementation lacks feature{'s' if len(missing) > 1 else ''} {names}"
@@ -383,14 +428,12 @@ class SubprocessAdapter(Adapter):
                                f"{e.strerror or e}") from None
         self._send({"type": "hello", "protocol": PROTOCOL_VERSION, "levels": [1, LEVEL]})
         hello = self._receive("the handshake")
-        features = hello.get("features")
-        if (hello.get("type") != "hello" or not isinstance(features, list)
-                or not all(isinstance(f, str) for f in features)):
+        if hello.get("type") != "hello":
             self._fail(f"answered the handshake with {_brief(hello)}; expected "
                        '{"type": "hello", "name": ..., "features": [...]}')
-        if hello.get("protocol", PROTOCOL_VERSION) != PROTOCOL_VERSION:
-            self._fail(f"speaks protocol {hello.get('protocol')!r}; this kit speaks "
-                       f"{PROTOCOL_VERSION}")
+        problem = hello_problem(hello)
+        if problem is not None:
+            self._fail(problem, HelloError)
         self._hello = hello
         return hello
 
@@ -452,10 +495,20 @@ class SubprocessAdapter(Adapter):
             reply = self._receive(f"case {case.id}")
         if reply.get("type") == "error" and reply.get("id") == case.id:
             # The implementation declined this run cleanly; it stays up.
-            raise AdapterError(f"the implementation reported an error: {reply.get('message')}")
+            message = reply.get("message")
+            if "message" not in reply:
+                raise AdapterError("the implementation reported an error without its "
+                                   "`message` field")
+            if not isinstance(message, str):
+                raise AdapterError("the implementation reported an error whose `message` is "
+                                   f"not a string: {_brief(message)}")
+            raise AdapterError(f"the implementation reported an error: {message}")
         if reply.get("type") != "observation" or reply.get("id") != case.id:
             self._fail(f"sent {_brief(reply)} where the observation of case {case.id} "
                        "was expected")
+        if "observation" not in reply:
+            self._fail(f"sent an observation message for case {case.id} without its "
+                       "`observation` field")
         observation = reply.get("observation")
         if not isinstance(observation, dict):
             self._fail(f"sent an observation for case {case.id} that is not a JSON object: "
@@ -535,11 +588,11 @@ class SubprocessAdapter(Adapter):
             return f"closed its stdout {when}"
         return f"crashed {when} (exit code {code})"
 
-    def _fail(self, reason: str) -> None:
+    def _fail(self, reason: str, error: type[AdapterError] = AdapterError) -> None:
         """Kill the process (the next case starts a fresh one) and error the case."""
         proc, self._proc, self._hello = self._proc, None, None
         tail = proc.stop()
-        raise AdapterError(f"implementation `{shlex.join(self.argv)}` {reason}", tail)
+        raise error(f"implementation `{shlex.join(self.argv)}` {reason}", tail)
 
 
 def _line(message: dict) -> bytes:

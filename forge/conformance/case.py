@@ -32,7 +32,8 @@ can find one, and the rule: `FILE:LINE: schema: $.harness.concurrency: must
 be at least 1, got 0`.  The limits of docs/limits.md (file size, nesting,
 64-bit integers, finite seconds up to `forge.limits.MAX_SECONDS`, prompt
 size) are checked first, so no input reaches the schema or the engine past
-them.
+them.  `load_cases` reads every file of a directory before it refuses, so
+one run names every malformed case (`CaseErrors`).
 
 What does not live here: running cases (`runner`) and comparing observations
 (`matchers`).
@@ -41,7 +42,6 @@ What does not live here: running cases (`runner`) and comparing observations
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from typing import Any
 import attrs
 
 from forge.conformance import matchers, schemas
-from forge.conformance._toml import read_toml
+from forge.conformance._toml import line_of, read_toml
 from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
@@ -152,11 +152,27 @@ class Case:
 
 # -- loading -------------------------------------------------------------------------------
 
+class CaseErrors(InputError):
+    """Several malformed case files, each refused by its own `InputError`
+    (`errors`, in path order).  It reads as the first, with a count of the
+    rest; `forge conformance` prints every one, one line each."""
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = tuple(errors)
+        first = errors[0]
+        more = len(errors) - 1
+        super().__init__(f"{first.message} (and {more} more malformed case "
+                         f"file{'s' if more != 1 else ''})",
+                         file=first.file, line=first.line, kind=first.kind)
+
+
 def load_cases(root: str | Path, catalogue: Collection[str] | None = None) -> list[Case]:
     """Every case under `root` (a directory, searched recursively, or one file), by id.
 
     Raises:
-        InputError: no cases, or the first malformed one.
+        InputError: no cases, or one malformed case file.
+        CaseErrors: several malformed case files (every file is read, so one
+            run names them all).
     """
     root = Path(root)
     if root.is_file():
@@ -166,7 +182,17 @@ def load_cases(root: str | Path, catalogue: Collection[str] | None = None) -> li
     files = sorted(_toml_files(root))
     if not files:
         raise InputError("no cases (*.toml) in this directory", file=str(root))
-    return sorted((load_case(f, root, catalogue) for f in files), key=lambda c: c.id)
+    cases, errors = [], []
+    for f in files:
+        try:
+            cases.append(load_case(f, root, catalogue))
+        except InputError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise CaseErrors(errors)
+    return sorted(cases, key=lambda c: c.id)
 
 
 def _toml_files(root: Path) -> list[Path]:
@@ -217,7 +243,7 @@ def _check_schema(data: dict, text: str, name: str) -> None:
     # The shallowest error first (jsonschema's own notion of relevance), so a
     # missing table is reported before the fields inside it.
     path, message, locate = schemas.describe(found[0], schemas.schema(schemas.CASE))
-    raise InputError(f"{json_path(path)}: {message}", file=name, line=_line_of(text, locate),
+    raise InputError(f"{json_path(path)}: {message}", file=name, line=line_of(text, locate),
                      kind="schema")
 
 
@@ -228,10 +254,10 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
     flags = data.get("flags", [])
     if ANY_SCHEDULE in flags and CANONICAL in flags:
         raise InputError(f"flags `{ANY_SCHEDULE}` and `{CANONICAL}` exclude each other",
-                         file=name, line=_line_of(text, ("flags",)), kind="case")
+                         file=name, line=line_of(text, ("flags",)), kind="case")
     for path, message in matchers.check(data.get("expect", {}), ("expect",)):
         raise InputError(f"{json_path(path)}: {message}", file=name,
-                         line=_line_of(text, path), kind="matcher")
+                         line=line_of(text, path), kind="matcher")
     if catalogue is not None:
         for cid in data["clauses"]:
             if cid not in catalogue:
@@ -245,7 +271,7 @@ def _check_bounds(data: dict, text: str, name: str) -> None:
     harness = data.get("harness", {})
 
     def refuse(path: tuple, rule: str):
-        raise InputError(f"{json_path(path)}: {rule}", file=name, line=_line_of(text, path),
+        raise InputError(f"{json_path(path)}: {rule}", file=name, line=line_of(text, path),
                          kind="limits")
 
     seconds = [(("harness", "latency", k), v) for k, v in harness.get("latency", {}).items()]
@@ -262,7 +288,7 @@ def _check_bounds(data: dict, text: str, name: str) -> None:
         if isinstance(op, dict) and "op" in op and not isinstance(op["op"], str):
             raise InputError(f"$.operations[{i}].op: an operation's name is a string, got "
                              f"{matchers.show(op['op'])}", file=name,
-                             line=_line_of(text, ("operations",)), kind="case")
+                             line=line_of(text, ("operations",)), kind="case")
     prompt = data.get("prompt")
     if isinstance(prompt, str) and len(prompt.encode("utf-8")) > MAX_PROMPT_BYTES:
         refuse(("prompt",), f"a prompt is at most {MAX_PROMPT_BYTES} bytes")
@@ -277,32 +303,7 @@ def json_path(parts: tuple[str | int, ...]) -> str:
     return "$" + ("" if isinstance(parts[0], int) else ".") + matchers.render_path(tuple(parts))
 
 
-# -- best-effort line numbers --------------------------------------------------------------
-
-def _line_of(text: str, parts: tuple) -> int | None:
-    """The line where the deepest key of `parts` is written, as far as a scan can tell.
-
-    tomllib keeps no positions, so this follows the key names down the file:
-    each key is looked for (as `key =`, `[key]`, `key.` or `"key"`) from the
-    line where its parent was found.  It returns the last line it found, or
-    None; a wrong guess only costs a less helpful line number.
-    """
-    lines = text.split("\n")
-    found, start = None, 0
-    for part in parts:
-        if not isinstance(part, str):
-            continue
-        quoted = '"' + re.escape(part) + '"'
-        key = f"(?:{quoted}|{re.escape(part)})" if re.fullmatch(r"[A-Za-z0-9_-]+", part) else quoted
-        pattern = re.compile(r"(?:^|[\s{,.\[])" + key + r"\s*(?:=|\]|\.)")
-        for i in range(start, len(lines)):
-            if pattern.search(lines[i]):
-                found, start = i + 1, i
-                break
-        else:
-            break
-    return found
-
+# -- best-effort line numbers (`_toml.line_of` finds a key's line) ----------------------
 
 def _line_of_string(text: str, value: str) -> int | None:
     for i, line in enumerate(text.split("\n"), 1):

@@ -1,8 +1,11 @@
 """`forge conformance` and `forge impl-serve`: the suite's command line.
 
 `register(main)` adds both commands to the `forge` group (forge.cli looks
-this module up).  Bad input - a malformed case, expectations file or flag -
-raises `InputError`, which the group prints as one line with exit code 2.
+this module up).  Bad input - a malformed case, expectations file or flag,
+an implementation's hello that breaks the protocol, a report file the
+system refuses - raises `InputError`, which the group prints as one line
+with exit code 2; several at once (every malformed case file of a
+directory) are printed one line each (`refuse_all`).
 
 What does not live here: anything the commands do (`runner`, `serve`).
 """
@@ -29,6 +32,7 @@ from forge.commands.params import (
 )
 from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
+from forge.conformance.report import terminal_safe
 from forge.errors import InputError
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
@@ -66,9 +70,14 @@ errors its case, naming each field by its JSON pointer.  Expected failures (an
 expectations file's "fail") are a count of their own; --write-expectations
 turns this run's failures into such a file.
 
+Skips are grouped by reason above the closing line; a run where every
+case was skipped says so there (and still exits 0).  Only one report may
+go to standard output (-).
+
 \b
 Exit codes: 0 every case passed, was skipped or failed as expected, 1 a
-case failed or errored, 2 bad input (a case, a flag, a file).
+case failed or errored, 2 bad input (a case, a flag, a file, or an --impl
+hello that breaks docs/protocol.md, such as an unknown feature name).
 """
 
 SERVE_HELP = """Serve the reference engine over the conformance protocol.
@@ -135,8 +144,8 @@ Examples:
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
                 junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose,
                 fuzz_count, fuzz_seed, fuzz_case):
-    from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
-    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
+    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
     from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -148,10 +157,19 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
 
     if fuzz_count is not None:
         ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout))
+    outputs = {"--json": json_file, "--junit": junit_file,
+               "--write-expectations": expectations_out}
+    on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
+    if len(on_stdout) > 1:
+        raise InputError(f"standard output (-) already takes the {on_stdout[0]} report; "
+                         f"give {on_stdout[1]} a file", file=on_stdout[1])
     catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
     catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
-    cases = load_cases(cases_path or DEFAULT_CASES_DIR, known)
+    try:
+        cases = load_cases(cases_path or DEFAULT_CASES_DIR, known)
+    except CaseErrors as e:
+        refuse_all(list(e.errors))
     features = [f.strip() for arg in feature_args for f in arg.split(",") if f.strip()]
     known_features = sorted({f for case in cases for f in case.features})
     unknown = [f for f in features if f not in known_features]
@@ -180,18 +198,28 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
 
     if impl is not None:
         argv = _impl_argv(impl)
-        report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
-                           workers=workers, expectations=expected, catalogue=catalogue,
-                           progress=progress)
+        try:
+            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
+                               workers=workers, expectations=expected, catalogue=catalogue,
+                               progress=progress)
+        except HelloError as e:
+            raise InputError(e.reason, file="--impl") from None
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
                            expectations=expected, catalogue=catalogue, progress=progress)
-    _write(json_file, lambda: dumps(report))
-    _write(junit_file, report.to_junit)
-    _write(expectations_out, report.expectations_toml)
-    # With a report on standard output, the human summary goes to stderr.
-    click.echo(report.render_text(verbose), nl=False,
-               err=STDOUT in (json_file, junit_file, expectations_out))
+    renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
+                  "--write-expectations": report.expectations_toml}
+    unwritten = []
+    for flag, path in outputs.items():
+        if path is not None:
+            try:
+                write_output(path, renderings[flag]())
+            except InputError as e:
+                unwritten.append(InputError(f"{e.file}: {e.message}", file=flag))
+    # With a report on standard output, the human summary goes to stderr;
+    # it is shown even when a report could not be written.
+    click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
+    refuse_all(unwritten)
     ctx.exit(report.exit_code)
 
 
@@ -223,9 +251,16 @@ def _impl_argv(command: str) -> list[str]:
     return argv
 
 
-def _write(path: str | None, render) -> None:
-    if path is not None:
-        write_output(path, render())
+def refuse_all(errors: list[InputError]) -> None:
+    """Refuse several pieces of bad input at once: each but the last is
+    printed as the `forge` group prints a refusal (`forge: ` and one line; a
+    test holds the two alike), and the last is raised for the group to
+    print, with exit code 2.  Nothing for none."""
+    if not errors:
+        return
+    for error in errors[:-1]:
+        click.echo("forge: " + " ".join(error.render().split()), err=True)
+    raise errors[-1]
 
 
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
@@ -263,8 +298,10 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             if as_json:
                 click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
             else:
-                click.echo(f"drifted: {drift}" if drift else "replayed the recorded schedule")
-                click.echo("FAILED: " + "; ".join(problems) if problems else "passed")
+                click.echo(terminal_safe(f"drifted: {drift}") if drift
+                           else "replayed the recorded schedule")
+                click.echo(terminal_safe("FAILED: " + "; ".join(problems)) if problems
+                           else "passed")
             return 1 if problems or drift else 0
         spec = spec_from_flags(prompt, **harness_kwargs(harness))
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
@@ -291,13 +328,14 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                    + ", ".join(f"{k} {v}" for k, v in report.outcomes.items()))
         if found is not None:
             where = "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
-            click.echo(f"FAILED {where}: " + "; ".join(found.problems))
-            click.echo(f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
-                       f"{found.deviations} deviations from canonical; the shrunk run: "
-                       + "; ".join(outcome.problems))
+            click.echo(terminal_safe(f"FAILED {where}: " + "; ".join(found.problems)))
+            click.echo(terminal_safe(
+                f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
+                f"{found.deviations} deviations from canonical; the shrunk run: "
+                + "; ".join(outcome.problems)))
             click.echo("its decisions that differ from canonical:")
             for line in outcome.story:
-                click.echo("  " + line)
+                click.echo(terminal_safe("  " + line))
             click.echo(f"reproduce with: {again}")
     if found is not None:
         return 1
@@ -347,6 +385,6 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
     click.echo("DIFFERENT from the reference, shrunk to "
                f"{found.program.count(chr(10)) + 1} lines and answers {list(found.answers)}:")
     for line in found.fields:
-        click.echo("  " + line)
+        click.echo(terminal_safe("  " + line))
     click.echo(f"the case is in {case_path}; add it under a case directory to keep it")
     return 1

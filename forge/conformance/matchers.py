@@ -21,6 +21,9 @@ An expectation is compared with an observation by these rules:
   size n).  Keys of one matcher table combine, so
   `{subsequence = [a, b], none = [c]}` asks for both.
   To match a table that really has only such keys, write `{exact = {...}}`.
+  A table whose one key is a near miss of a matcher name (`{regx = "h"}`)
+  is a plain table - a store path or task id may be any word - but when it
+  does not match, its mismatch says which matcher it may have meant.
 
 `compare` also returns two *views* - the expectation and the observation cut
 down to what the expectation mentions, with every part that matched shown as
@@ -39,6 +42,7 @@ from typing import Any
 import attrs
 
 from forge import schemawording
+from forge.conformance.catalogue import did_you_mean
 
 MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "all_of", "subsequence", "none",
                           "once", "length"})
@@ -150,6 +154,27 @@ def _walk(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, An
     """Compare, appending mismatches; returns the (expected, observed) views."""
     if is_matcher(exp):
         return _walk_matcher(exp, obs, path, problems)
+    if isinstance(exp, dict) and len(exp) == 1:
+        # `{regx = "h"}` is a plain table with one key; if it does not match,
+        # the first mismatch it caused says which matcher it may have meant.
+        before = len(problems)
+        views = _walk_value(exp, obs, path, problems)
+        if len(problems) > before:
+            problems[before] += _misspelt_matcher(next(iter(exp)))
+        return views
+    return _walk_value(exp, obs, path, problems)
+
+
+def _misspelt_matcher(key: str) -> str:
+    """A hint when `key` is a near miss of a matcher name, or ""."""
+    if key in MATCHER_KEYS:
+        return ""
+    hint = did_you_mean([key], sorted(MATCHER_KEYS))
+    return f"; `{key}` is not a matcher name{hint}" if hint else ""
+
+
+def _walk_value(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[Any, Any]:
+    """`_walk` for an expectation that is not a matcher table."""
     # The path is rendered only for a mismatch: most nodes match.
     if obs is MISSING:
         problems.append(f"{render_path(path)}: expected {show(exp)}, got {show(obs)}")

@@ -41,11 +41,16 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     schedule breaks an invariant.  Prints the kill matrix and the mutation
     score; exit code 1 when a mutant that is not marked equivalent survives.
     """
-    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
+    from forge.conformance.cli import refuse_all
     from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.progress import reporter
 
-    cases = with_fewer_schedules(load_cases(cases_dir or DEFAULT_CASES_DIR), case_seeds)
+    try:
+        loaded = load_cases(cases_dir or DEFAULT_CASES_DIR)
+    except CaseErrors as e:
+        refuse_all(list(e.errors))
+    cases = with_fewer_schedules(loaded, case_seeds)
     selected = [m for m in CATALOGUE if not pattern or pattern in m.id]
     show = reporter(len(selected), "mutants")
     matrix = kill_matrix(selected, cases, seeds, workers=workers,

@@ -19,6 +19,13 @@ it did not pass: it is a count of its own, not a skip, in the closing line,
 the JSON report (`summary.expected_fail`) and JUnit (a `<skipped>` whose
 message starts `expected failure:`, and a `status` property).
 
+Skips are not failures, and a run where every case was skipped exits 0 like
+any run without a failure; the text report says why cases were skipped in
+one line (`skip_line`: the features the implementation lacks, with counts)
+and, when nothing ran, says so above the closing line.  The text report is
+for a terminal: every control character in it (an implementation's
+messages and stderr reach it) is shown as an escape (`terminal_safe`).
+
 The JSON report is versioned (`format`, `version`; docs/report.md,
 schema/report.schema.json); `write_expectations` turns a run's failures into
 an expectations file (`expectations_toml`).
@@ -31,6 +38,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Iterable
 
 import attrs
@@ -66,6 +74,15 @@ NOT_CONFORMING = frozenset({FAILED, ERRORED, EXPECTED_FAIL})
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 #: Problems shown per case in the text report; the JSON report has them all.
 SHOW_PROBLEMS = 10
+#: Skip reasons other than missing features named in the text report's skip line.
+SHOW_SKIP_REASONS = 3
+#: The text report's line for a run where every selected case was skipped.
+NOTHING_RAN = ("no case ran: every selected case was skipped, so this run says nothing "
+               "about conformance")
+#: What the text report escapes (an implementation's messages and stderr
+#: reach it): C0 controls but tab and newline, DEL, C1 controls, the Unicode
+#: line and paragraph separators and the bidirectional overrides.
+_NOT_TERMINAL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 @attrs.frozen
@@ -86,6 +103,8 @@ class CaseResult:
     duration: float = 0.0
     #: The schedules it ran, in order (None: canonical); it stops at the first failure.
     schedules: tuple[int | None, ...] = ()
+    #: For a case skipped for want of features: the ones the implementation lacks.
+    lacks: tuple[str, ...] = ()
 
     @property
     def bucket(self) -> str:
@@ -143,6 +162,35 @@ class Report:
             line += f", {c[EXPECTED_FAIL]} expected failure{'s' if c[EXPECTED_FAIL] != 1 else ''}"
         return line
 
+    def skip_line(self) -> str | None:
+        """Why cases were skipped, in one line (None when none was):
+        `281 skipped: the implementation lacks store (118 cases), models
+        (101), ...; skipped by the expectations file (2)`.  A case lacking
+        several features counts under each; other reasons count as given,
+        the most frequent first, at most `SHOW_SKIP_REASONS` of them."""
+        skipped = [r for r in self.results if r.status == SKIPPED]
+        if not skipped:
+            return None
+        lacking: Counter[str] = Counter()
+        other: Counter[str] = Counter()
+        for r in skipped:
+            if r.lacks:
+                lacking.update(r.lacks)
+            else:
+                other[r.problems[0] if r.problems else "no reason given"] += 1
+        parts = []
+        if lacking:
+            ranked = sorted(lacking.items(), key=lambda kv: (-kv[1], kv[0]))
+            parts.append("the implementation lacks " + ", ".join(
+                f"{name} ({n}{' case' + ('s' if n != 1 else '') if i == 0 else ''})"
+                for i, (name, n) in enumerate(ranked)))
+        ranked = sorted(other.items(), key=lambda kv: (-kv[1], kv[0]))
+        parts.extend(f"{reason} ({n})" for reason, n in ranked[:SHOW_SKIP_REASONS])
+        if len(ranked) > SHOW_SKIP_REASONS:
+            rest = ranked[SHOW_SKIP_REASONS:]
+            parts.append(f"{len(rest)} more reasons ({sum(n for _, n in rest)}; -v shows each)")
+        return f"{len(skipped)} skipped: " + "; ".join(parts)
+
     def by_clause(self) -> list[dict]:
         """Per clause a case cites: how many cases, and how they went, by bucket."""
         out: dict[str, dict] = {}
@@ -181,8 +229,13 @@ class Report:
             unrun = sum(1 for c in clauses if c["skipped"] == c["cases"])
             blocks.append(f"{len(clauses)} clauses cited: {clean} passed in every case, "
                           f"{len(clauses) - clean - unrun} not, {unrun} only skipped")
+        skips = self.skip_line()
+        if skips is not None:
+            blocks.append(skips)
+        if self.results and all(r.status == SKIPPED for r in self.results):
+            blocks.append(NOTHING_RAN)
         blocks.append(self.summary_line())
-        return "\n".join(blocks) + "\n"
+        return terminal_safe("\n".join(blocks) + "\n")
 
     def to_json(self) -> dict:
         return {
@@ -300,7 +353,11 @@ def _text_block(r: CaseResult) -> str:
     head = {FAILED: "FAIL", ERRORED: "ERROR", UNEXPECTED_PASS: "UNEXPECTED PASS"}[r.status]
     where = "" if r.status == UNEXPECTED_PASS else f" [{schedule_name(r.seed)} schedule]"
     lines = [f"{head} {r.case_id}{where}", "  clauses: " + ", ".join(r.clauses)]
-    lines.extend("  " + line for line in _details(r, limit=SHOW_PROBLEMS).splitlines())
+    # Split at newlines only: a CR or another separator in an implementation's
+    # text stays in its line, for `terminal_safe` to show as an escape.
+    details = _details(r, limit=SHOW_PROBLEMS)
+    if details:
+        lines.extend("  " + line for line in details.split("\n"))
     return "\n".join(lines) + "\n"
 
 
@@ -310,8 +367,19 @@ def _details(r: CaseResult, limit: int | None = None) -> str:
     if len(r.problems) > len(shown):
         lines.append(f"... and {len(r.problems) - len(shown)} more")
     if r.diff:
-        lines.extend(r.diff.splitlines())
+        lines.extend(r.diff.split("\n"))
     return "\n".join(lines)
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character a terminal would act on (ESC, NUL, CR, ...)
+    written as a `\\xNN` or `\\uNNNN` escape; newlines and tabs stay."""
+    return _NOT_TERMINAL.sub(_escape, text)
+
+
+def _escape(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _xml_safe(text: str) -> str:

@@ -7,7 +7,8 @@ schedule.  An implementation that cannot produce an observation, or produces one
 breaks the shipped schema (`schemas`: observation.schema.json, or
 lifecycle-observation.schema.json for a case of operations), errors the
 case with each violation named by its JSON pointer; a feature it lacks skips
-it.  The reference engine in process (and its mutants) is not checked here:
+it (the result names the features, for the report's skip line); a hello
+that breaks the protocol stops the suite (`HelloError`).  The reference engine in process (and its mutants) is not checked here:
 checking costs a third of its suite's time, and the tests check that every
 observation it gives the suite validates (in process, and over the pipe,
 where the runner checks it like any implementation's).  Each result carries its wall duration and the schedules it ran.
@@ -45,7 +46,7 @@ import attrs
 
 from forge.conformance import schemas
 from forge.conformance._toml import check_data, read_toml
-from forge.conformance.adapters import Adapter, AdapterError, InProcessAdapter
+from forge.conformance.adapters import Adapter, AdapterError, HelloError, InProcessAdapter
 from forge.conformance.case import Case
 from forge.conformance.matchers import Comparison, compare, show
 from forge.pool import Pool
@@ -163,7 +164,11 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
     except AdapterError as e:
         return result(ERRORED, [e.render()])
     if reason is not None:
-        return result(SKIPPED, [reason])
+        try:
+            lacks = adapter.lacks(case)
+        except AdapterError:
+            lacks = ()
+        return result(SKIPPED, [reason], lacks=lacks)
     # Most schedules of a case give an observation an earlier one gave; it
     # passed then (a failure ends the case), so it passes again.
     passed: list[object] = []
@@ -257,6 +262,12 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
         expectations: `{case_id: "fail" | "skip"}`.
         catalogue: clauses for the coverage section of the report.
         progress: called as `(done, total, case_id)` after each case.
+
+    Raises:
+        HelloError: the implementation's first hello breaks the protocol
+            (an unknown feature name, a level it cannot have): nothing it
+            declares can be tested.  Any other fault of the first handshake
+            errors every case with its reason instead.
     """
     expectations = expectations or {}
     started = time.monotonic()
@@ -342,6 +353,8 @@ class _AdapterPool:
         adapter = self._borrow()
         try:
             return adapter.describe()
+        except HelloError:
+            raise
         except AdapterError as e:
             self.refused = e.render()
             return {"name": "(unavailable)", "features": [], "error": self.refused}

@@ -1,8 +1,10 @@
 """Loading and checking case files (conformance.case)."""
 
 import pytest
+from click.testing import CliRunner
 
-from forge.conformance.case import DEFAULT_CASES_DIR, load_case, load_cases
+from forge.cli import main
+from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_case, load_cases
 from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
 from forge.errors import InputError
 
@@ -131,6 +133,24 @@ def test_load_cases_sorts_by_id_and_refuses_an_empty_directory(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no cases"):
         load_cases(tmp_path / "empty")
+
+
+def test_every_malformed_case_file_is_reported_one_line_each(tmp_path):
+    """Only the first bad file of a directory was reported: every file is read,
+    and `forge conformance` names each bad one in a line of its own, then exits 2
+    (kit: cases.load)."""
+    head = 'clauses = ["tasks.glance.example-two-tasks"]\nprompt = "# P"\n'
+    write(tmp_path, head, "a/good.toml")
+    one = write(tmp_path, head + 'flags = ["anyschedule"]\n', "a/one.toml")
+    two = write(tmp_path, 'clauses = [\n', "b/two.toml")
+    three = write(tmp_path, 'prompt = "# P"\n', "c/three.toml")
+    with pytest.raises(CaseErrors) as info:
+        load_cases(tmp_path)
+    assert [e.file for e in info.value.errors] == [str(one), str(two), str(three)]
+    assert str(info.value).endswith("(and 2 more malformed case files)")
+    result = CliRunner().invoke(main, ["conformance", "--cases", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [f"forge: {e.render()}" for e in info.value.errors]
 
 
 def test_the_shipped_cases_cite_real_clauses():

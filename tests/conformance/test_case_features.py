@@ -63,10 +63,13 @@ def test_lifecycle_cases_need_only_the_lifecycle_manager():
 
 
 def test_the_features_are_one_list_in_code_schema_and_reference():
-    """The case schema's enum, the reference's hello and the catalogue of
-    names agree, so a feature is named in one place. (kit: case-features)"""
+    """The case schema's enum, the protocol schema's hello enum, the
+    reference's hello and the catalogue of names agree, so a feature is named
+    in one place. (kit: case-features)"""
     schema = json.loads(schemas.path_of(schemas.CASE).read_text(encoding="utf-8"))
     assert schema["properties"]["features"]["items"]["enum"] == list(FEATURES)
+    protocol = json.loads(schemas.path_of(schemas.PROTOCOL).read_text(encoding="utf-8"))
+    assert protocol["$defs"]["hello"]["properties"]["features"]["items"]["enum"] == list(FEATURES)
     assert InProcessAdapter().features() == frozenset(FEATURES)
 
 

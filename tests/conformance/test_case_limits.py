@@ -14,16 +14,18 @@ HEAD = 'clauses = ["tasks.glance.example-two-tasks"]\nprompt = "x"\n'
 @pytest.mark.parametrize("body, message", [
     ("[harness]\nlatency = {model = 1e308}\n",
      ":4: limits: $.harness.latency.model: must be at most 1e+09 seconds, got 1e+308"),
-    ("[harness]\ncancel_at = inf\n", ": limits: $.harness.cancel_at: a number that is not finite"),
+    ("[harness]\ncancel_at = inf\n", ":4: limits: $.harness.cancel_at: a number that is not finite"),
     ("[harness]\nconcurrency = 99999999999999999999\n",
-     ": limits: $.harness.concurrency: an integer past 64 bits"),
+     ":4: limits: $.harness.concurrency: an integer past 64 bits"),
     ("[harness]\nmodel_script = {default = {text = 1979-05-27}}\n",
-     ": limits: $.harness.model_script.default.text: a value JSON cannot hold (date)"),
+     ":4: limits: $.harness.model_script.default.text: a value JSON cannot hold (date)"),
     ("[expect]\nresult = " + "[" * 5000 + "]" * 5000 + "\n", ": TOML: nested too deeply to read"),
     ("[expect]\nresult = " + "[" * 80 + "]" * 80 + "\n",
-     ": limits: $.expect.result[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]"),
+     ":4: limits: $.expect.result[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]"),
 ])
 def test_a_case_past_a_limit_is_one_line(tmp_path, body, message):
+    """Every refusal after parsing names the line of its key, as a schema
+    error does: the limits check finds it with the same scan (kit: cases.limits-line)."""
     case = tmp_path / "g" / "c.toml"
     case.parent.mkdir()
     case.write_text(HEAD + body)

@@ -2,6 +2,8 @@
 
 import io
 import json
+import pathlib
+import re
 import subprocess
 import sys
 
@@ -38,6 +40,26 @@ def test_hello_run_bye():
     assert answers[1]["type"] == "observation" and answers[1]["id"] == "x/two"
     assert answers[1]["observation"]["result"] == "alpha text + beta text"
     assert len(answers) == 2
+
+
+def test_the_docs_show_the_hello_impl_serve_sends():
+    """docs/protocol.md and docs/report.md showed a hello of four features without
+    `language`, which, copied, skipped every prompt case: every sample hello of
+    forge-reference, and report.md's implementation features, are what serve()
+    sends (kit: protocol.hello)."""
+    root = pathlib.Path(__file__).resolve().parents[2] / "docs"
+    sent = exchange({"type": "hello", "protocol": 1})[0]
+    protocol = (root / "protocol.md").read_text(encoding="utf-8")
+    samples = [json.loads(m) for m in re.findall(
+        r'(\{"type":"hello","protocol":1,"name":"forge-reference".*?\})\s*$', protocol,
+        re.MULTILINE)]
+    assert len(samples) == 2
+    for sample in samples:
+        sample.pop("level", None)   # the level-2 exchange's; serve() here is level 1
+        assert sample == sent
+    report = (root / "report.md").read_text(encoding="utf-8")
+    sample = json.loads(report.split("```json\n", 1)[1].split("```", 1)[0])
+    assert sample["implementation"]["features"] == sent["features"]
 
 
 def test_bad_messages_get_error_answers_and_serving_goes_on():

@@ -183,3 +183,28 @@ def test_all_of_needs_every_expectation():
     swapped = {"all_of": [{"subsequence": [{"task": "0.0"}]}, {"subsequence": [{"task": "0.1"}, {"task": "0.0"}]}]}
     assert compare(swapped, EVENTS).problems == (
         '<root>: all_of item 1: <root>: subsequence item 1 {"task": "0.0"} not found after [2]',)
+
+
+@pytest.mark.parametrize("expect, observed, problem", [
+    ({"result": {"regx": "h"}}, {"result": "hello"},
+     'result: expected a table, got "hello"; `regx` is not a matcher name '
+     "(did you mean `regex`?)"),
+    ({"tasks": {"0.0": {"state": {"contain": "do"}}}}, {"tasks": {"0.0": {"state": "done"}}},
+     'tasks."0.0".state: expected a table, got "done"; `contain` is not a matcher name '
+     "(did you mean `contains`?)"),
+    ({"logs": {"lenght": 3}}, {"logs": ["a"]},
+     'logs: expected a table, got ["a"]; `lenght` is not a matcher name '
+     "(did you mean `length`?)"),
+])
+def test_a_misspelt_matcher_is_named_in_its_mismatch(expect, observed, problem):
+    """`{regx = "h"}` silently became a one-key subset table: it stays one (a store
+    path may be any word), but its mismatch names the matcher it may have meant
+    (kit: matchers)."""
+    assert match(expect, observed) == [problem]
+
+
+def test_a_one_key_table_that_is_no_near_miss_gets_no_hint():
+    """(kit: matchers)"""
+    assert match({"tasks": {"0.9": {"state": "done"}}}, OBS) == [
+        'tasks."0.9": expected {"state": "done"}, got nothing (no such key)']
+    assert match({"store": {"regx": "h"}}, {"store": {"regx": "h"}}) == []

@@ -10,6 +10,7 @@ everywhere; --write-expectations writes a file that makes the same run pass.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import junitparser
@@ -19,6 +20,14 @@ from click.testing import CliRunner
 
 from forge.conformance import schemas
 from forge.conformance.case import DEFAULT_CASES_DIR
+from forge.conformance.report import (
+    ERRORED,
+    PASSED,
+    SKIPPED,
+    SKIPPED_BY_EXPECTATIONS,
+    CaseResult,
+    Report,
+)
 from forge.cli import main
 
 XSD = schemas.SCHEMA_DIR / "junit.xsd"
@@ -169,3 +178,74 @@ def test_spec_coverage_counts_the_cases_citing_each_clause(tmp_path):
     assert tasks["below_3"]["tasks.glance.example-two-tasks"] == 1
     text = forge("spec", "coverage", "--counts").stdout
     assert "Tasks: 271 clauses, cases per clause min " in text
+
+
+def test_only_one_report_may_go_to_standard_output():
+    """`--json - --junit -` wrote both reports, mixed, to stdout: refused before
+    the run, naming the second flag (kit: reports.outputs)."""
+    result = forge("conformance", "-k", "^examples/two-tasks$", "--json", "-", "--junit", "-")
+    assert result.exit_code == 2
+    assert result.stderr == ("forge: --junit: standard output (-) already takes the --json "
+                             "report; give --junit a file\n")
+    assert result.stdout == ""
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_report_the_system_refuses_names_its_flag_and_keeps_the_summary(tmp_path):
+    """`--json /proc/version` lost the text summary and `--junit` named no flag: a
+    report that cannot be written is refused naming the flag and the file, after
+    the summary, with every other report still written (kit: reports.outputs)."""
+    junit = tmp_path / "r.xml"
+    result = forge("conformance", "-k", "^examples/two-tasks$", "--json", "/dev/full",
+                   "--junit", str(junit))
+    assert result.exit_code == 2
+    assert result.stdout.splitlines()[-1] == "1 passed, 0 failed, 0 errored, 0 skipped"
+    refusals = [line for line in result.stderr.splitlines() if line.startswith("forge: ")]
+    assert refusals == ["forge: --json: /dev/full: cannot write this file: "
+                        "No space left on device"]
+    assert "<testsuite" in junit.read_text()
+
+
+def result(case_id, status=PASSED, problems=(), lacks=()):
+    return CaseResult(case_id, status, ("c",), problems=problems, lacks=lacks)
+
+
+def test_the_summary_groups_skips_by_what_the_implementation_lacks():
+    """Skip reasons showed only with -v: one line before the closing one counts
+    the skips by missing feature, most first, then other reasons (kit: reports.skips)."""
+    report = Report((
+        result("g/a"),
+        result("g/b", SKIPPED, ["implementation lacks features `store`, `models`"],
+               ("store", "models")),
+        result("g/c", SKIPPED, ["implementation lacks feature `store`"], ("store",)),
+        result("g/d", SKIPPED, [SKIPPED_BY_EXPECTATIONS]),
+    ))
+    lines = report.render_text().splitlines()
+    assert lines[-2:] == [
+        "3 skipped: the implementation lacks store (2 cases), models (1); "
+        "skipped by the expectations file (1)",
+        "1 passed, 0 failed, 0 errored, 3 skipped"]
+    assert Report((result("g/a"),)).skip_line() is None
+
+
+def test_a_run_where_every_case_was_skipped_says_so():
+    """0 passed / 445 skipped looked green: the text says nothing ran, and the
+    exit code stays 0, as docs/report.md says (kit: reports.skips)."""
+    report = Report((result("g/b", SKIPPED, ["implementation lacks feature `store`"],
+                            ("store",)),))
+    lines = report.render_text().splitlines()
+    assert lines[-2] == ("no case ran: every selected case was skipped, so this run says "
+                         "nothing about conformance")
+    assert report.exit_code == 0
+
+
+def test_the_text_report_escapes_control_characters():
+    """An implementation's error message reached the terminal raw, NUL and ESC
+    included; the JSON report keeps it as sent (kit: reports.terminal)."""
+    raw = "cannot\x00 do\x1b[2J that\r\u202e"
+    report = Report((result("g/a", ERRORED, [f"the implementation reported an error: {raw}"]),))
+    text = report.render_text()
+    assert "cannot\\x00 do\\x1b[2J that\\x0d\\u202e" in text
+    assert not any(c in text for c in "\x00\x1b\r\u202e")
+    assert report.to_json()["cases"][0]["problems"] == [
+        f"the implementation reported an error: {raw}"]

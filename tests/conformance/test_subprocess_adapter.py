@@ -1,13 +1,18 @@
 """The subprocess adapter against small fake implementations (conformance.adapters)."""
 
+import json
+import shlex
 import sys
 import textwrap
 
 import pytest
+from click.testing import CliRunner
 
-from forge.conformance.adapters import AdapterError, SubprocessAdapter
+from forge.cli import main
+from forge.conformance.adapters import AdapterError, HelloError, SubprocessAdapter
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.runner import run_suite
+from forge.errors import InputError
 
 #: One fake implementation; how it answers a run depends on the case id.
 FAKE = textwrap.dedent('''
@@ -149,3 +154,76 @@ def test_threads_each_get_their_own_process(impl):
     report = run_suite(cases, lambda: SubprocessAdapter(argv, timeout=5), workers=3)
     assert report.summary_line() == "8 passed, 0 failed, 0 errored, 0 skipped"
     assert 1 <= starts() <= 3
+
+
+#: An implementation whose hello is argv[1] (JSON) and whose answer to every
+#: run is argv[2] (JSON, with ID standing for the run's id).
+SCRIPTED = textwrap.dedent('''
+    import json, sys
+    hello, answer = sys.argv[1], sys.argv[2]
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg["type"] == "hello":
+            print(hello, flush=True)
+        elif msg["type"] == "run":
+            print(answer.replace("ID", msg["id"]), flush=True)
+        else:
+            break
+''')
+
+GOOD_HELLO = {"type": "hello", "name": "s", "features": ["language", "tasks"]}
+
+
+def scripted(tmp_path, hello=GOOD_HELLO, answer=None):
+    script = tmp_path / "scripted.py"
+    script.write_text(SCRIPTED)
+    return [sys.executable, str(script), json.dumps(hello), json.dumps(answer or {})]
+
+
+@pytest.mark.parametrize("hello, words", [
+    ({**GOOD_HELLO, "features": ["tasks", "langauge"]},
+     'sent a hello naming an unknown feature at /features/1: "langauge" '
+     "(did you mean `language`?); the features are language, store, tasks,"),
+    ({**GOOD_HELLO, "level": 3},
+     "sent a hello that breaks protocol.schema.json at /level: must be one of `1`, `2`, got 3"),
+    ({**GOOD_HELLO, "features": ["tasks", "tasks"]},
+     'at /features: lists "tasks" twice'),
+    ({**GOOD_HELLO, "protocol": 2}, "speaks protocol 2; this kit speaks 1"),
+    ({"type": "hello", "name": "s"}, "at /: missing required field `features`"),
+])
+def test_a_hello_that_breaks_the_protocol_stops_the_suite_as_bad_input(tmp_path, hello, words):
+    """A misspelt feature made every case a skip and the run green (0 passed, 445
+    skipped, exit 0), and `"level": 3` was taken for level 1: the hello is checked
+    against protocol.schema.json and the feature names, and `forge conformance`
+    refuses it in one line naming --impl, exit 2, running no case (kit: protocol.hello)."""
+    argv = scripted(tmp_path, hello)
+    with SubprocessAdapter(argv, timeout=5) as adapter, pytest.raises(HelloError) as info:
+        adapter.start()
+    assert words in info.value.reason
+    assert isinstance(info.value, InputError)     # what forge.api callers catch
+    with pytest.raises(HelloError):
+        run_suite([case("g/ok")], lambda: SubprocessAdapter(argv, timeout=5))
+    result = CliRunner().invoke(main, ["conformance", "--impl", shlex.join(argv),
+                                       "-k", "^examples/two-tasks$"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("forge: --impl: implementation `")
+    assert words in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stdout == ""
+
+
+@pytest.mark.parametrize("answer, reason", [
+    ({"type": "error", "id": "ID"},
+     "the implementation reported an error without its `message` field"),
+    ({"type": "error", "id": "ID", "message": None},
+     "the implementation reported an error whose `message` is not a string: null"),
+    ({"type": "observation", "id": "ID"},
+     "sent an observation message for case g/ok without its `observation` field"),
+])
+def test_a_missing_field_is_named_not_shown_as_none(tmp_path, answer, reason):
+    """An error without `message` read `reported an error: None`, an observation
+    message without `observation` read `not a JSON object: null` (kit: protocol.errors)."""
+    with SubprocessAdapter(scripted(tmp_path, answer=answer), timeout=5) as adapter:
+        with pytest.raises(AdapterError) as info:
+            adapter.run(case("g/ok"), None)
+    assert info.value.reason.endswith(reason)
+    assert "None" not in info.value.reason
