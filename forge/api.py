@@ -72,11 +72,16 @@ __all__ = [
 
 #: A file path: a `str` or an `os.PathLike` (a `pathlib.Path`).
 PathLike = Union[str, "_os.PathLike[str]"]
-#: A user check: gets each schedule's observation and returns its problems
-#: (an iterable of strings; empty or None when it holds).  A check may also
-#: raise `AssertionError`: its message (or the check's name) is the problem.
-Check = Callable[["Observation"], Union[Iterable[str], None]]
+#: A user check: gets each schedule's observation and returns None, True or
+#: an empty list when it holds; False, a string or an iterable of strings
+#: (its problems) when it does not.  Raising fails it too: an
+#: `AssertionError`'s message is the problem.  Named checks follow the same
+#: rule (`forge.runspec.UserCheck`).
+Check = Callable[["Observation"], Union[Iterable[str], str, bool, None]]
 Strategy = Literal["random", "pct", "exhaustive"]
+#: Store refusals: `OP[:PATH]` strings as `--refuse` takes them, or a case's
+#: `{operation: [paths]}` (`*` for every operation or path).
+_Refusals = Union[str, Iterable[str], Mapping[str, Union[str, Iterable[str]]]]
 
 
 # -- frozen JSON -----------------------------------------------------------------------------
@@ -191,9 +196,11 @@ def _spec(prompt: PathLike | None, source: str | None, *, args: str, concurrency
           store: PathLike | Mapping[str, str] | None, cancel_at: float | None,
           max_instructions: int | None, faults: str | Iterable[str], fault_budget: int,
           latency: Mapping[str, float] | None, latency_menu: Sequence[float] | None,
+          tool_script: PathLike | Mapping[str, Any] | None, refuse: _Refusals | None,
           where: str) -> Any:
     """The `forge.runspec.RunSpec` of the keywords `run_prompt` and `explore` share."""
-    from forge.runspec import read_prompt_file, read_store_folder, spec_from_values
+    from forge.runspec import (parse_refuse, read_prompt_file, read_store_folder,
+                               spec_from_values)
 
     if (prompt is None) == (source is None):
         raise InputError("give exactly one of prompt (a path) and source (the prompt's text)",
@@ -211,7 +218,24 @@ def _spec(prompt: PathLike | None, source: str | None, *, args: str, concurrency
         cancel_at=cancel_at, max_instructions=max_instructions,
         faults=faults if isinstance(faults, str) else ",".join(faults),
         fault_budget=fault_budget, latency_base=dict(latency) if latency is not None else None,
-        latency_menu=tuple(latency_menu) if latency_menu is not None else None)
+        latency_menu=tuple(latency_menu) if latency_menu is not None else None,
+        tool=_script(tool_script, "tool"), refuse=parse_refuse(_refuse_pairs(refuse)))
+
+
+def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
+    """`refuse` as the `(operation, path)` pairs `--refuse OP[:PATH]` gives
+    (`forge.runspec.refuse_pair`): from `OP[:PATH]` strings, or from a
+    case's `{operation: [paths]}`."""
+    from forge.runspec import refuse_pair
+
+    if refuse is None:
+        return []
+    if isinstance(refuse, str):
+        refuse = [refuse]
+    if isinstance(refuse, Mapping):
+        return [(str(op), str(path)) for op, paths in refuse.items()
+                for path in ([paths] if isinstance(paths, str) else paths)]
+    return [refuse_pair(str(text)) for text in refuse]
 
 
 def _write(path: PathLike, text: str) -> str:
@@ -234,6 +258,8 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
                faults: str | Iterable[str] = (), fault_budget: int = 1,
                latency: Mapping[str, float] | None = None,
                latency_menu: Sequence[float] | None = None,
+               tool_script: PathLike | Mapping[str, Any] | None = None,
+               refuse: _Refusals | None = None,
                replay_out: PathLike | None = None) -> Observation:
     """Run one prompt on the reference engine, on a virtual clock: `forge run`.
 
@@ -244,25 +270,29 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
         seed: draw a random schedule from this seed (default: the canonical one).
         strategy: a strategy spelling as `forge run --strategy` takes it:
             `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]` or `replay:FILE`.
-        model_script, operator_script: a script file's path, or its JSON data.
+        model_script, operator_script, tool_script: a script file's path, or
+            its JSON data (docs/scripts.md).
         concurrency: the harness's ceiling on tasks running at once.
         store: a folder to seed the store from, or `{path: text}`.
         cancel_at: have the host cancel the run at this virtual instant (seconds).
         max_instructions: the Lua instruction budget for the whole run.
         faults: fault kinds the schedule may inject (`store`, `model`,
-            `operator`, `cancel`; a list or `"store,model"`), as `--faults`.
+            `tool`, `operator`, `cancel`; a list or `"store,model"`), as `--faults`.
         fault_budget: at most this many faults a run, as `--fault-budget`.
         latency: base seconds of some operations (`store`, `model`,
             `operator`, `tool`), over the defaults.
         latency_menu: the multipliers a schedule picks durations from (the
             first is the canonical schedule's).
+        refuse: store operations the host refuses, as `--refuse`: `OP[:PATH]`
+            strings (`"write"`, `"write:notes.md"`), or `{op: [paths]}`.
         replay_out: also write this run's replay file here (`forge replay FILE`).
 
     Returns:
         The run's `Observation`; the same inputs and seed give the same one.
 
     Raises:
-        InputError: the prompt, a script, the store, a fault or the strategy is refused.
+        InputError: the prompt, a script, the store, a fault, a refusal or the
+            strategy is refused (a `replay:FILE` that records another run, too).
     """
     from forge.runspec import Expectation, Runner, record, run_chooser
     from forge.sim.replayfile import write_record
@@ -270,7 +300,8 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
     spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
                  operator_script=operator_script, store=store, cancel_at=cancel_at,
                  max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
-                 latency=latency, latency_menu=latency_menu, where="run_prompt")
+                 latency=latency, latency_menu=latency_menu, tool_script=tool_script,
+                 refuse=refuse, where="run_prompt")
     runner = Runner(spec)
     chooser = run_chooser(seed, strategy)
     done = runner.run(chooser)
@@ -379,18 +410,30 @@ class ExploreReport:
                        "faults": dict(self.faults)})
 
 
-def _user_check(check: Check) -> Callable[[dict[str, Any]], list[str]]:
-    """A user check over `Observation`s as the explorer's check over raw observations."""
-    name = getattr(check, "__name__", "check")
+def _user_checks(checks: Sequence[Check], named: Sequence[str]) -> list[Any]:
+    """The callable checks as the explorer's checks over raw observations
+    (`forge.runspec.UserCheck`, the rule named checks follow too), each
+    entry of both lists checked first.
 
-    def raw(obs: dict[str, Any]) -> list[str]:
-        try:
-            problems = check(Observation.from_dict(obs))
-        except AssertionError as e:
-            return [f"{name}: {e}" if str(e) else f"{name} failed"]
-        return [str(p) for p in problems] if problems is not None else []
+    Raises:
+        InputError: naming the argument and the index of an entry that is not
+            a callable (`checks`) or a string (`named_checks`).
+    """
+    from forge.runspec import UserCheck
 
-    return raw
+    for argument, entries, fits, what in (
+            ("checks", checks, callable, "a callable taking an Observation (a check named "
+                                         "module:function goes in named_checks)"),
+            ("named_checks", named, lambda c: isinstance(c, str), "a string module:function")):
+        if isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
+            raise InputError(f"{argument}: a list of checks, each {what}; got "
+                             f"{type(entries).__name__} {str(entries)[:40]!r}", file="explore")
+        for i, entry in enumerate(entries):
+            if not fits(entry):
+                raise InputError(f"{argument}[{i}]: a check is {what}, got "
+                                 f"{type(entry).__name__} {str(entry)[:40]!r}", file="explore")
+    return [UserCheck(c, getattr(c, "__name__", None) or type(c).__name__,
+                      Observation.from_dict) for c in checks]
 
 
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
@@ -404,7 +447,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             cancel_at: float | None = None, max_instructions: int | None = None,
             faults: str | Iterable[str] = (), fault_budget: int = 1,
             latency: Mapping[str, float] | None = None,
-            latency_menu: Sequence[float] | None = None, max_deviations: int | None = None,
+            latency_menu: Sequence[float] | None = None,
+            tool_script: PathLike | Mapping[str, Any] | None = None,
+            refuse: _Refusals | None = None, max_deviations: int | None = None,
             reduce: bool = True, shrink_budget: int = 3000,
             progress: Callable[[int], None] | None = None,
             replay_out: PathLike | None = None, workers: int = 1,
@@ -421,17 +466,18 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             `forge explore` has them).
         runs: schedules to try; seeds run from `start_seed` (seed N is
             `run_prompt(seed=N)`).
-        checks: your own checks (see `Check`), run on every schedule.
+        checks: your own checks (callables, see `Check`), run on every schedule.
         named_checks: checks named `module:function` (as `--check`), taking
             the observation's JSON data; unlike `checks` they are recorded
-            in the replay file, so `forge replay` re-checks them.
+            in the replay file, so `forge replay` re-checks them.  Both kinds
+            hold and fail by one rule (`forge.runspec.UserCheck`).
         expect_result: also require this exact result.
         same_ids: require the canonical schedule's task ids on every schedule.
         invariants: run the kit's invariants (each task ends once, status
             tables agree with events, abandon reasons are sound).
         schedule_independent: require the canonical observation on every
             schedule (apart from what a schedule may change).
-        args, model_script, ..., latency_menu: the run, as `run_prompt` has them;
+        args, model_script, ..., refuse: the run, as `run_prompt` has them;
             `faults` makes the schedules inject faults too.
         shrink_budget: the most runs shrinking the failure may take.
         progress: called with the number of schedules run so far.
@@ -448,12 +494,13 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         An `ExploreReport`; `report.ok` is False when a schedule failed.
 
     Raises:
-        InputError: the prompt, a script, a check or a fault is refused, or
-            an argument is out of range.
+        InputError: the prompt, a script, a check or a fault is refused, an
+            argument is out of range, or `max_deviations` is given to a
+            strategy other than `exhaustive`.
     """
     from forge.campaign import check_spread, explore_campaign
     from forge.pool import backend as _backend
-    from forge.repro import explore_prompt
+    from forge.repro import check_bound, explore_prompt
     from forge.runspec import Expectation
     from forge.sim.replayfile import write_record
 
@@ -465,7 +512,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
                  operator_script=operator_script, store=store, cancel_at=cancel_at,
                  max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
-                 latency=latency, latency_menu=latency_menu, where="explore")
+                 latency=latency, latency_menu=latency_menu, tool_script=tool_script,
+                 refuse=refuse, where="explore")
+    extra = _user_checks(checks, named_checks)
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks))
@@ -473,7 +522,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         raise InputError(f"workers must be at least 1, got {workers!r}", file="explore")
     where = _backend(backend, address)
     check_spread(strategy, workers, None, where)
-    extra = [_user_check(c) for c in checks]
+    check_bound(strategy, max_deviations)
     if workers > 1 or where.kind != "local":
         outcome = explore_campaign(spec, expect=expect, strategy=strategy,
                                    seeds=range(start_seed, start_seed + runs), workers=workers,
@@ -556,7 +605,9 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
            model_script: PathLike | None = None, operator_script: PathLike | None = None,
            cancel_at: float | None = None, max_instructions: int | None = None,
            faults: str | Iterable[str] | None = None,
-           fault_budget: int | None = None) -> ReplayReport:
+           fault_budget: int | None = None, tool_script: PathLike | None = None,
+           latency: Mapping[str, float] | None = None,
+           refuse: _Refusals | None = None) -> ReplayReport:
     """Run the run a replay file records again and re-check what it expects:
     `forge replay`.
 
@@ -566,8 +617,10 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
             whole run (prompt text, harness, scripts, faults, seed, choices).
         prompt: use this prompt file instead of the recorded text (its
             sha256 must match the recorded one).
-        args, ..., fault_budget: override what the file records (a what-if
-            run: its choices will likely drift, and `identical` is None).
+        args, ..., refuse: override what the file records, as `forge replay`'s
+            flags do (a what-if run: its choices will likely drift, and
+            `identical` is None); scripts and the store are paths, `latency`
+            and `refuse` as `run_prompt` takes them.
 
     Returns:
         A `ReplayReport`: `reproduced`, `identical`, `drift`, the observation.
@@ -583,6 +636,9 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
              "model_script": _os.fspath(model_script) if model_script is not None else None,
              "operator_script": _os.fspath(operator_script) if operator_script is not None
              else None,
+             "tool_script": _os.fspath(tool_script) if tool_script is not None else None,
+             "latency": tuple(latency.items()) if latency is not None else None,
+             "refuse": _refuse_pairs(refuse) if refuse is not None else None,
              "faults": faults if faults is None or isinstance(faults, str) else ",".join(faults)}
     overrides = {k: v for k, v in given.items() if v is not None}
     done = run_again(_os.fspath(replay_file),

@@ -127,6 +127,11 @@ def read_replay(path: str) -> dict:
 
 def load_prompt(path: str):
     """The parsed prompt file (a `PromptError`, an `InputError`, if refused)."""
-    from forge.prompt import load_prompt as load
+    return read_prompt(path)[0]
 
-    return load(path)
+
+def read_prompt(path: str):
+    """The parsed prompt file and its text, read once (refused as `load_prompt` is)."""
+    from forge.prompt import read_prompt as read
+
+    return read(path)

@@ -27,7 +27,9 @@ Registered by the `pytest11` entry point `forge` (disable it with
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
 `FORGE_PROFILE`), the marker, the call's keywords, then the command line
-(`--forge-runs`, `--forge-seed`, `--forge-strategy`).
+(`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
+unknown profile stops the session with one usage error naming it, before
+any test runs.
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
@@ -134,10 +136,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _check_options(config)
     config.addinivalue_line(
         "markers", f"{_MARKER}(prompt=None, *, source=None, runs=None, strategy=None, "
                    "seed=None, pct_depth=None, checks=(), expect_result=None, **explore): "
                    "explore a prompt's schedules (forge kit; see docs/pytest.md)")
+
+
+def _check_options(config: pytest.Config) -> None:
+    """Refuse bad `--forge-*` values once, at session start, naming the option
+    (not in every test that uses the plugin).
+
+    Raises:
+        pytest.UsageError: naming the option.
+    """
+    runs = config.getoption("forge_runs")
+    if runs is not None and runs < 1:
+        raise pytest.UsageError(f"forge: --forge-runs: must be at least 1, got {runs}")
+    seed = config.getoption("forge_seed")
+    if seed is not None and not -(2**63) <= seed < 2**63:
+        raise pytest.UsageError(f"forge: --forge-seed: must fit in 64 bits, got {seed}")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The profile is checked once every conftest (where profiles are
+    registered) has been read, before any test runs."""
+    name = _profile_name(session.config)
+    if name not in _PROFILES:
+        option = "--forge-profile" if session.config.getoption("forge_profile") else PROFILE_ENV
+        raise pytest.UsageError(f"forge: {option}: no settings profile {name!r}; the profiles "
+                                f"are {', '.join(sorted(_PROFILES))}")
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:

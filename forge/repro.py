@@ -6,7 +6,8 @@ self-contained replay record, its story and its first divergence from the
 canonical run.  `replay_file` reads a replay file, rebuilds the run it
 records, re-checks the recorded expectation and says whether the failure
 reproduced, where the choices drifted, and whether the trace is the
-recorded one byte for byte.  Both return frozen values; the click commands
+recorded one byte for byte.  `check_bound` refuses a deviation bound a
+strategy would ignore.  These return frozen values; the click commands
 (`forge.commands.explore`, `forge.commands.replay`) only print them, and the
 Python API (`forge.api`) wraps them in its public frozen values.  Neither
 this module nor `forge.runspec` imports the command line or the API.
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from forge.errors import InputError
 from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
                                     observation_sha256, record, spec_from_flags,
                                     spec_from_record, with_violations)
@@ -102,6 +104,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
+    check_bound(strategy, max_deviations)
     if strategy == "exhaustive":
         # Exhaustive search explores orderings of completions, not durations.
         spec = attrs.evolve(spec, orders=True)
@@ -114,6 +117,23 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
                          progress=progress)
     return outcome_of(runner, canonical, checks, expect, report)
+
+
+#: The strategies `--max-deviations` bounds (it counts a walk's deviations).
+BOUNDED_STRATEGIES = ("exhaustive",)
+
+
+def check_bound(strategy: str, max_deviations: int | None) -> None:
+    """Refuse a deviation bound for a strategy that does not walk a tree:
+    random and pct draw each schedule whole, so a bound would be ignored.
+
+    Raises:
+        InputError: naming `--max-deviations`.
+    """
+    if max_deviations is not None and strategy not in BOUNDED_STRATEGIES:
+        raise InputError(f"bounds only the {' and '.join(BOUNDED_STRATEGIES)} strategy's walk "
+                         f"of the choice tree; {strategy} draws each schedule whole, so leave "
+                         "it out or use --strategy exhaustive", file="--max-deviations")
 
 
 def prepare(spec: RunSpec, expect: Expectation,
@@ -142,7 +162,7 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults,
-                       run.trace.violations))
+                       run.trace.violations, obs.get("effects", ())))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
                "deviations": found.deviations, "proven_minimal": found.proven,
                "faults": [list(f) for f in faults]}
@@ -167,7 +187,6 @@ def replay_file(path: str, *, prompt: str | None = None,
         InputError: an unusable file, or a prompt that does not match its hash.
     """
     from forge.assembly import read_replay
-    from forge.errors import InputError
 
     data = read_replay(path)
     rec = data["record"]
@@ -185,7 +204,10 @@ def replay_file(path: str, *, prompt: str | None = None,
         if overrides:
             spec = _override(spec, overrides)
         expect = Expectation.from_json(rec["expect"])
-        recorded_sha = None if overrides else rec["observation_sha256"]
+        # A record with no trace sha256 is of an engine under test (`forge
+        # explore --impl`): its observation is not the reference's to compare.
+        recorded_sha = None if overrides or rec["trace_sha256"] is None \
+            else rec["observation_sha256"]
         seed = rec["run"]["seed"]
         other_kit = rec["kit"] if rec["kit"] != kit_version() else None
         recorded_problems = tuple((rec.get("failure") or {}).get("problems", ()))
@@ -201,9 +223,9 @@ def replay_file(path: str, *, prompt: str | None = None,
     if rec is None and obs["outcome"] != "ok":
         problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
-    return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit,
-                         tuple(tell(run.trace.records, chooser, run.harness.faults,
-                       run.trace.violations)),
+    story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,
+                       obs.get("effects", ())))
+    return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit, story,
                          recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
 
@@ -257,18 +279,20 @@ def _seconds(ns: int) -> str:
     return f"{ns / 1e9:.3f}s"
 
 
-def describe(rec: dict, every: bool = False) -> str | None:
+def describe(rec: dict, every: bool = False, effect: dict | None = None) -> str | None:
     """One trace record as a line of the story, or None for bookkeeping records
-    (with `every`, those get a line too)."""
+    (with `every`, those get a line too).  A harness operation's line says
+    how it ended when its `effect` (the observation's entry for it) is
+    given, else when it was due: in orders mode, or when its chain stopped
+    waiting, the trace's duration is not when it ended."""
     what, t = rec.get("what"), _seconds(rec.get("t", 0))
     if what == "step":
         return f"{t}  {rec.get('kind')} chain {rec.get('chain')} runs"
-    if what == "harness":
+    if what in ("harness", "harness_unanswered"):
         detail = {k: v for k, v in rec.items()
                   if k not in ("what", "t", "i", "chain", "op", "duration")}
         extra = " " + " ".join(f"{k}={v}" for k, v in sorted(detail.items())) if detail else ""
-        return (f"{t}  chain {rec.get('chain')} starts {rec.get('op')}{extra}, "
-                f"done at {_seconds(rec.get('t', 0) + rec.get('duration', 0))}")
+        return f"{t}  chain {rec.get('chain')} starts {rec.get('op')}{extra}, {_ending(rec, effect)}"
     if what == "spawn":
         return f"{t}  chain {rec.get('owner')} spawns task {rec.get('task')} ({rec.get('target')})"
     if what == "task_end":
@@ -288,12 +312,31 @@ def describe(rec: dict, every: bool = False) -> str | None:
     return f"{t}  {what} " + " ".join(f"{k}={v}" for k, v in sorted(rest.items()))
 
 
-def tell(records: list[dict], chooser: Chooser, faults=None, violations=()) -> list[str]:
+def _ending(rec: dict, effect: dict | None) -> str:
+    """How a harness operation ended, in words (`describe`)."""
+    if rec.get("what") == "harness_unanswered":
+        return "never answered"
+    answer = effect.get("answer") if effect is not None else None
+    if answer == "answered" and isinstance(effect.get("due"), int | float):
+        return f"done at {effect['due']:.3f}s"
+    if answer == "dropped" and isinstance(effect.get("dropped_at"), int | float):
+        return f"dropped at {effect['dropped_at']:.3f}s"
+    if answer == "dropped":
+        return "its answer dropped (nobody waited for it any more)"
+    if answer == "pending":
+        return "still pending when the run ended"
+    return f"due at {_seconds(rec.get('t', 0) + rec.get('duration', 0))}"
+
+
+def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
+         effects=()) -> list[str]:
     """The run as a short story in virtual time, each fired fault in its place
     (`faults`: the run's `forge.harness.Faults`) and each violation a watcher
     found right after the step that showed it (`violations`: the trace's),
     then its non-canonical choices, each with the option canonical would have
-    taken."""
+    taken.  `effects` (the observation's, one per harness operation in the
+    order issued, as the trace's `harness` and `harness_unanswered` records
+    are) say how each operation ended."""
     marks: dict[int, list[str]] = {}
     if faults is not None:
         for (kind, label), at in zip(faults.fired, faults.at):
@@ -303,9 +346,14 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=()) -> l
     for v in violations:
         after.setdefault(v.i, []).append(f"{_seconds(v.t)}  VIOLATION {v.problem}")
     lines = []
+    issued = 0
     for index, rec in enumerate(records):
         lines.extend(marks.pop(index, ()))
-        line = describe(rec)
+        effect = None
+        if rec.get("what") in ("harness", "harness_unanswered"):
+            effect = effects[issued] if issued < len(effects) else None
+            issued += 1
+        line = describe(rec, effect=effect)
         if line is not None:
             lines.append(line)
         lines.extend(after.pop(index, ()))

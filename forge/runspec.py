@@ -7,7 +7,9 @@ model, operator and tool scripts) and the fault plan.  `run`, `explore` and `rep
 (`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
 script data through `spec_from_values`), so `forge explore` seed N and
 `forge run --seed N` are the same run, and a replay file (`record`) carries
-the whole spec and needs nothing else.
+the whole spec and needs nothing else; `forge run --strategy replay:FILE`
+(`FileReplay`) refuses to run a spec the file does not record.  User checks
+hold and fail by one rule (`UserCheck`), named or handed over as callables.
 
 What does not live here: the flags (`forge.commands.params`), the replay file's
 syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
@@ -17,13 +19,14 @@ core, below the command line and the API: it imports neither.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
-from forge.sim.chooser import Canonical, Chooser
+from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
@@ -68,6 +71,20 @@ class RunSpec:
 REFUSE_EXTRA = ("spawn", "*")
 
 
+def refuse_pair(text: str) -> tuple[str, str]:
+    """`--refuse OP[:PATH]` as (operation, path): no path is every path (`*`).
+
+    Raises:
+        InputError: naming `--refuse`, for no operation or a value past 4096 characters.
+    """
+    op, _, path = text.partition(":")
+    if not op or len(text) > 4096:
+        show = repr(text)
+        show = show if len(show) <= 60 else show[:57] + "...'"
+        raise InputError(f"must be OP or OP:PATH, got {show}", file="--refuse")
+    return op, path or "*"
+
+
 def parse_refuse(pairs) -> dict:
     """`--refuse OP[:PATH]` values as operation -> paths (`*` when no path).
 
@@ -109,22 +126,12 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def read_prompt_text(path: str) -> str:
-    """The prompt file's text, read once it parsed (so it is UTF-8 and within the limit)."""
-    try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read prompt file: {getattr(e, 'strerror', None) or e}",
-                         file=path) from None
-
-
 def read_prompt_file(path: str) -> str:
-    """The prompt file's text, once it parsed (a bad prompt is refused first)."""
-    from forge.assembly import load_prompt
+    """The prompt file's text, once it parsed (a bad prompt is refused first);
+    read once, so a pipe serves."""
+    from forge.assembly import read_prompt
 
-    load_prompt(path)
-    return read_prompt_text(path)
+    return read_prompt(path)[1]
 
 
 def read_script_file(path: str | None) -> Script | None:
@@ -210,14 +217,26 @@ def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
 
 def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """The chooser of `forge run --seed/--strategy`, its run seed set: the
-    seed given, else the strategy's own (`pct:N:...` is explore's seed N),
-    else 0.
+    seed given, else the strategy's own (`pct:N:...` is explore's seed N, a
+    format-1 replay file's is the seed it records), else 0.  A format-1
+    file's chooser (`FileReplay`) makes `Runner.run` refuse a run the file
+    does not record.
 
     Raises:
-        InputError: an unknown strategy spelling (`forge.assembly.make_chooser`).
+        InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
+            or an unusable replay file.
     """
-    from forge.assembly import make_chooser
+    from forge.assembly import make_chooser, read_replay
 
+    name, _, path = (strategy or "").partition(":")
+    if name == "replay" and path:
+        data = read_replay(path)
+        rec = data["record"]        # None: the legacy shape, choice values alone
+        chooser = Chooser(FileReplay(path, rec, data["choices"]) if rec is not None
+                          else ReplayProvider(data["choices"]))
+        chooser.seed = seed if seed is not None else rec["run"]["seed"] if rec is not None \
+            else 0
+        return chooser
     chooser = make_chooser(seed, strategy)
     drawn = chooser.provider.describe().get("seed")
     chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
@@ -259,9 +278,16 @@ class Runner:
         return harness, config
 
     def run(self, chooser: Chooser):
-        """The finished `forge.engine.run.Run` (its seed is `chooser.seed`)."""
+        """The finished `forge.engine.run.Run` (its seed is `chooser.seed`).
+
+        Raises:
+            InputError: `chooser` replays a file that records another run
+                (`FileReplay.check`).
+        """
         from forge.engine import run as engine
 
+        if isinstance(chooser.provider, FileReplay):
+            chooser.provider.check(self.spec, chooser.seed)
         return engine.run_prompt(self.prompt, *self._with(chooser))
 
     def _with(self, chooser: Chooser):
@@ -399,11 +425,9 @@ class Expectation:
 _CHECK_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
 
 
-def load_check(name: str, where: str = "--check"):
-    """The user check `module:function` as a check: the function takes an
-    observation and returns its problems - None, True or an empty list when
-    it holds; a string, a list of strings or False when it does not.  A
-    check that raises reports that as its problem.
+def load_check(name: str, where: str = "--check") -> UserCheck:
+    """The user check `module:function` as a check (`UserCheck`: the function
+    takes the observation's JSON data).
 
     Raises:
         InputError: naming `where`, for a name that is not `module:function`,
@@ -413,8 +437,8 @@ def load_check(name: str, where: str = "--check"):
     import re
     import sys
 
-    if not re.fullmatch(_CHECK_NAME, name, re.ASCII):
-        raise InputError(f"a check is named module:function, got {name[:80]!r}", file=where)
+    if not isinstance(name, str) or not re.fullmatch(_CHECK_NAME, name, re.ASCII):
+        raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", file=where)
     module_name, _, function = name.partition(":")
     if "" not in sys.path:
         sys.path.insert(0, "")      # a check module beside the prompt, as python -m finds it
@@ -426,21 +450,50 @@ def load_check(name: str, where: str = "--check"):
     fn = getattr(module, function, None)
     if not callable(fn):
         raise InputError(f"{module_name} has no function {function}", file=where)
+    return UserCheck(fn, name)
 
-    def check(obs: dict) -> list[str]:
+
+@attrs.frozen
+class UserCheck:
+    """A user's oracle as a check over raw observations: the one rule for
+    what a check's verdict means, whether it was named `module:function`
+    (`load_check`) or handed over as a Python callable (the API's `checks`,
+    which `adapt` the observation's data to an `Observation` first).
+
+    The check holds when the function returns None, True or an empty list.
+    It fails when it returns False, a string, or a list (any iterable) of
+    strings, each a problem; when it raises (an `AssertionError`'s message
+    is the problem, any other exception is reported as raised); and when it
+    returns anything else, which is named.  Each problem starts `check
+    NAME`.  Being a plain value, it pickles when `fn` and `adapt` do.
+    """
+
+    fn: Any
+    name: str
+    adapt: Any = None
+
+    def __call__(self, obs: dict) -> list[str]:
+        name = self.name
         try:
-            verdict = fn(obs)
+            return self._problems(self.fn(obs if self.adapt is None else self.adapt(obs)))
+        except AssertionError as e:
+            return [f"check {name}: {e}" if str(e) else f"check {name} failed"]
         except Exception as e:  # noqa: BLE001 - a failing oracle is a failed check
             return [f"check {name} raised {type(e).__name__}: {e}"]
+
+    def _problems(self, verdict: Any) -> list[str]:
+        name = self.name
         if verdict is None or verdict is True:
             return []
         if verdict is False:
             return [f"check {name} failed"]
         if isinstance(verdict, str):
             return [f"check {name}: {verdict}"]
-        return [f"check {name}: {p}" for p in verdict]
-
-    return check
+        if isinstance(verdict, Iterable) and not isinstance(verdict, bytes | Mapping):
+            return [f"check {name}: {p}" for p in verdict]
+        return [f"check {name} returned {type(verdict).__name__} {str(verdict)[:40]!r}: a "
+                "check returns None, True or [] when it holds, and False, a string or a list "
+                "of strings when it does not"]
 
 
 def kit_version() -> str:
@@ -455,6 +508,23 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
     whose observation was `obs`."""
     out = {
         "kit": kit_version(),
+        **_run_sections(spec, seed),
+        "expect": expect.to_json(),
+        # None (null) when the engine reported no trace (an engine under test).
+        "trace_sha256": obs.get("trace_sha256") or None,
+        "observation_sha256": observation_sha256(obs),
+        "choices": [[c.kind, c.n, c.value] for c in choices],
+    }
+    if failure is not None:
+        out["failure"] = failure
+    if strategy is not None:
+        out["strategy"] = strategy
+    return out
+
+
+def _run_sections(spec: RunSpec, seed: int) -> dict:
+    """The record's sections that define the run of `spec` at `seed`."""
+    return {
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
                    "text": spec.prompt_text},
         "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
@@ -471,16 +541,76 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
                    "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
                    **({"cancel_steps": spec.faults.cancel_steps}
                       if spec.faults.cancel_steps else {})},
-        "expect": expect.to_json(),
-        "trace_sha256": obs["trace_sha256"],
-        "observation_sha256": observation_sha256(obs),
-        "choices": [[c.kind, c.n, c.value] for c in choices],
     }
-    if failure is not None:
-        out["failure"] = failure
-    if strategy is not None:
-        out["strategy"] = strategy
-    return out
+
+
+class FileReplay(ReplayProvider):
+    """`forge run --strategy replay:FILE` of a format-1 file: the file's choice
+    values as a prefix (`ReplayProvider`), and the run the file records,
+    which a run under them must be (`Runner.run` calls `check`)."""
+
+    def __init__(self, path: str, rec: dict, choices: list[int]) -> None:
+        super().__init__(choices)
+        self.path, self.record = path, rec
+
+    def check(self, spec: RunSpec, seed: int) -> None:
+        """Refuse to run `spec` at `seed` under these choices unless the file
+        records that very run: the choices of another prompt, other flags
+        or another mode would silently make another run.
+
+        Raises:
+            InputError: naming the file and the first field that differs.
+        """
+        path, rec = self.path, self.record
+        how = f"replay the run it records with `forge replay {path}`"
+        if rec["prompt"]["sha256"] != spec.prompt_sha256:
+            raise InputError(f"$.prompt.sha256: the file records a run of another prompt "
+                             f"(sha256 {rec['prompt']['sha256'][:12]}...) than "
+                             f"{spec.prompt_path} (sha256 {spec.prompt_sha256[:12]}...)",
+                             file=path, kind="replay")
+        recorded = spec_from_record(rec, path)
+        if recorded.orders != spec.orders:
+            raise InputError("$.run.latency.orders: the file records a run in orders mode "
+                             "(exhaustive search), whose choices pick completions, not "
+                             f"durations: {how}", file=path, kind="replay")
+        differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
+                                    _comparable(spec, seed))
+        if differs is not None:
+            where, theirs, ours = differs
+            raise InputError(f"{where}: the file records {_brief(theirs)}, this run has "
+                             f"{_brief(ours)}; give the recorded flags (and seed), or {how}",
+                             file=path, kind="replay")
+
+
+def _comparable(spec: RunSpec, seed: int) -> dict:
+    """What two runs must share for one's choices to replay the other: the
+    run's sections but the prompt (compared by hash) and where scripts were
+    read from."""
+    sections = _run_sections(spec, seed)
+    del sections["prompt"]
+    sections["scripts"] = {name: None if s is None else s["data"]
+                           for name, s in sections["scripts"].items()}
+    return sections
+
+
+def _first_difference(a: Any, b: Any, where: str = "$") -> tuple[str, Any, Any] | None:
+    """The first place (a JSON path, keys in sorted order) where `a` and `b` differ."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key not in a or key not in b:
+                return f"{where}.{key}", a.get(key), b.get(key)
+            found = _first_difference(a[key], b[key], f"{where}.{key}")
+            if found is not None:
+                return found
+        return None
+    return None if a == b else (where, a, b)
+
+
+def _brief(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunSpec:
@@ -490,12 +620,9 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
     Raises:
         InputError: naming the replay file, for a prompt that does not match.
     """
-    from forge.assembly import load_prompt
-
     recorded = data["prompt"]
     if prompt is not None:
-        load_prompt(prompt)
-        path, text = prompt, read_prompt_text(prompt)
+        path, text = prompt, read_prompt_file(prompt)
         whose = f"the prompt {prompt}"
     else:
         path, text = recorded["path"], recorded["text"]

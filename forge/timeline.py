@@ -1,7 +1,8 @@
 """A run's trace drawn as a timeline: one swimlane per chain, virtual time across.
 
 `read_trace` checks a `--trace` JSON-lines file (the fields are in
-docs/trace.md); `render_html` draws its records as one self-contained HTML
+docs/trace.md), `read_observation` the same run's observation (refusing
+another run's by its `trace_sha256`); `render_html` draws its records as one self-contained HTML
 page (inline SVG, CSS and a few lines of script; nothing fetched).  Each
 chain gets a lane from its spawn to its end; on it are drawn the spans a
 chain spends queued for a slot and parked (on a harness operation - store,
@@ -20,6 +21,7 @@ the command (`forge.commands.trace`).
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -52,6 +54,16 @@ def read_trace(path: str) -> list[dict[str, Any]]:
         InputError: unreadable, too large, a line that is not a JSON object,
             or one without an integer `i` and `t` and a string `what`.
     """
+    return load_trace(path)[0]
+
+
+def load_trace(path: str) -> tuple[list[dict[str, Any]], str]:
+    """`read_trace`'s records, and the sha256 of the file's bytes: what the
+    same run's observation has as `trace_sha256`.
+
+    Raises:
+        InputError: as `read_trace`.
+    """
     try:
         data = read_limited(path, MAX_TRACE_BYTES)
     except OSError as e:
@@ -80,7 +92,45 @@ def read_trace(path: str) -> list[dict[str, Any]]:
         records.append(record)
     if not records:
         raise InputError("the trace holds no records", file=path)
-    return records
+    return records, hashlib.sha256(data).hexdigest()
+
+
+#: What every observation has, and what the page reads from one.
+_OBSERVATION_KEYS = (("outcome", str), ("events", list))
+
+
+def read_observation(path: str, trace_path: str, trace_sha256: str) -> dict[str, Any]:
+    """The observation file `path` (`forge run --json`), checked to be one,
+    and to be of the run whose trace file `trace_path` hashes to
+    `trace_sha256` when it names its trace's sha256.
+
+    Raises:
+        InputError: naming the file: unreadable, not one JSON object, not an
+            observation (a replay file, say), or the observation of another run.
+    """
+    from forge.limits import MAX_SCRIPT_BYTES
+
+    try:
+        observation = json.loads(read_limited(path, MAX_SCRIPT_BYTES))
+    except OSError as e:
+        raise InputError(f"cannot read the observation: {e.strerror}", file=path) from None
+    except (ValueError, RecursionError):
+        raise InputError("the observation is one JSON object (forge run --json)",
+                         file=path) from None
+    if not isinstance(observation, dict):
+        raise InputError("the observation is one JSON object (forge run --json)", file=path)
+    for key, kind in _OBSERVATION_KEYS:
+        if not isinstance(observation.get(key), kind):
+            what = " (this is a replay file: draw its run with `forge replay FILE --trace T " \
+                   "--json`)" if "choices" in observation and "format" in observation else ""
+            raise InputError(f"{key}: not an observation (forge run --json), which has "
+                             f"`{key}` ({kind.__name__}){what}", file=path)
+    recorded = observation.get("trace_sha256")
+    if isinstance(recorded, str) and recorded != trace_sha256:
+        raise InputError(f"trace_sha256: the observation is of another run: its trace has "
+                         f"sha256 {recorded[:12]}..., {trace_path} has {trace_sha256[:12]}...",
+                         file=path)
+    return observation
 
 
 def abandon_reasons(observation: Mapping[str, Any]) -> dict[str, str]:

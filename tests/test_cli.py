@@ -289,3 +289,15 @@ def test_a_report_written_to_dash_goes_to_standard_output(tmp_path):
     assert report["summary"]["passed"] >= 1
     assert "passed" in run.stderr
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("strategy", ["random", "pct"])
+def test_a_deviation_bound_is_refused_where_it_would_be_ignored(strategy):
+    """--max-deviations bounds the exhaustive walk only: with random or pct it
+    would be ignored, so it is refused in one line naming the flag and the
+    strategy it applies to, exit 2 (kit: explore.exhaustive-flags)."""
+    result = forge("explore", str(EXAMPLES / "two-tasks.md"), "--strategy", strategy,
+                   "--max-deviations", "1")
+    assert result.exit_code == 2 and result.output.count("\n") == 1
+    assert result.output.startswith("forge: --max-deviations: bounds only the exhaustive ")
+    assert f"; {strategy} draws each schedule whole" in result.output

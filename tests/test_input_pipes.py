@@ -69,3 +69,13 @@ def test_a_pipe_that_writes_past_the_limit_is_cut_at_it(fifo):
         limits.read_limited(fifo, 100_000)
     thread.join(timeout=5)
     assert not thread.is_alive()
+
+
+def test_a_run_reads_its_prompt_from_a_pipe_once(fifo):
+    """`forge run <(...)`: the prompt is parsed and kept from one read; a
+    second read of the pipe would find it empty."""
+    from forge.runspec import read_prompt_file
+
+    writer = _write_later(fifo, PROMPT, 0.05)
+    assert read_prompt_file(str(fifo)) == PROMPT.decode()
+    writer.join()

@@ -62,7 +62,8 @@ class _ExploreCommand(click.Command):
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt(1, 1000), default=3, show_default=True)
 @click.option("--max-deviations", type=BoundedInt(0, 1_000_000), default=None,
-              help="Exhaustive: only schedules with at most N non-canonical durations.")
+              help="Exhaustive only (random and pct refuse it): only schedules with at "
+                   "most N non-canonical durations.")
 @click.option("--no-reduce", "no_reduce", is_flag=True,
               help="Exhaustive: run every interleaving, equivalent ones included.")
 @harness_options()
@@ -130,14 +131,14 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     where = pick_backend(backend, address)
     part = spread.parse_shard(shard) if shard is not None else None
     spread.check_spread(strategy, workers, part, where)
+    from forge.repro import check_bound
+    check_bound(strategy, max_deviations)
     from forge.lifecycle.scenario import is_scenario
-    if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md), not a prompt
-        if part is not None or workers > 1 or where.kind != "local":
-            raise InputError("a lifecycle scenario explores in one process; --workers, "
-                             "--shard and --backend are for prompts", file=prompt)
-        from forge.lifecycle.command import explore_file
+    if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
+        from forge.lifecycle.command import explore_file, flags_given
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
-                              no_reduce, replay_out, as_json))
+                              no_reduce, replay_out, as_json,
+                              given=flags_given(click.get_current_context())))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record

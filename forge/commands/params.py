@@ -248,10 +248,12 @@ class RefusePair(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
-        op, _, path = str(value).partition(":")
-        if not op or len(str(value)) > 4096:
-            self.fail(f"must be OP or OP:PATH, got {_show(value)}", param, ctx)
-        return op, path or "*"
+        from forge.runspec import refuse_pair
+
+        try:
+            return refuse_pair(str(value))
+        except InputError as e:
+            self.fail(e.message, param, ctx)
 
 
 def harness_options(recorded: bool = False):

@@ -4,8 +4,10 @@
 sha256, the harness, the scripts, the faults, the seed, the expectation and
 every choice.  `forge replay PROMPT FILE` uses PROMPT instead of the
 recorded path (its sha256 must match).  Harness flags given override the
-recording (a what-if run; the choices may then drift).  `forge replay
-SCENARIO FILE` replays a lifecycle race (`forge.lifecycle.command`).
+recording (a what-if run; the choices may then drift).  `--trace FILE`
+writes the run's trace, as `forge run --trace` does, for `forge trace`.
+`forge replay FILE` on a lifecycle replay file replays its race; with
+SCENARIO, SCENARIO must hold the recorded text (`forge.lifecycle.command`).
 
 Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
 passes what the file expects, 2 the file is unusable, names another prompt,
@@ -21,7 +23,8 @@ import sys
 
 import click
 
-from forge.commands.params import InputPath, harness_kwargs, harness_options
+from forge.commands.params import (InputPath, OutputPath, harness_kwargs, harness_options,
+                                   write_output)
 from forge.errors import InputError
 
 
@@ -31,7 +34,10 @@ from forge.errors import InputError
 @harness_options(recorded=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the run's observation.")
 @click.option("--story", is_flag=True, help="Print the run as a story in virtual time.")
-def replay(files, as_json, story, **harness):
+@click.option("--trace", "trace_file", type=OutputPath(), default=None,
+              help="Write the run's trace (JSON lines, as forge run --trace; draw it with "
+                   "forge trace).")
+def replay(files, as_json, story, trace_file, **harness):
     """Run the schedule recorded in REPLAY_FILE again and re-check what it expects.
 
     The file holds the whole run (prompt text and hash, harness, scripts,
@@ -47,15 +53,20 @@ def replay(files, as_json, story, **harness):
     if len(files) > 2:
         raise click.UsageError("give REPLAY_FILE, or PROMPT and REPLAY_FILE")
     prompt, path = (None, files[0]) if len(files) == 1 else files
+    from forge.lifecycle.replayfile import is_lifecycle_replay
     from forge.lifecycle.scenario import is_scenario
-    if prompt is not None and is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md)
-        from forge.lifecycle.command import replay_file as replay_scenario
-        sys.exit(replay_scenario(prompt, path, as_json))
+    if (prompt is not None and is_scenario(prompt)) or is_lifecycle_replay(path):
+        # A lifecycle race (docs/lifecycle.md); it refuses the prompt's flags.
+        from forge.lifecycle.command import flags_given, replay_file as replay_scenario
+        sys.exit(replay_scenario(prompt, path, as_json,
+                                 given=flags_given(click.get_current_context())))
     from forge.repro import replay_file
     from forge.engine.run import observation_json
 
     overrides = harness_kwargs(harness)
     outcome = replay_file(path, prompt=prompt, overrides=overrides)
+    if trace_file is not None:      # the run as it went, drifted or not
+        write_output(trace_file, outcome.trace)
     if outcome.other_kit is not None:
         click.echo(f"note: {path} was written by {outcome.other_kit}", err=True)
     if outcome.drift is not None and not overrides:
@@ -91,4 +102,7 @@ def replay(files, as_json, story, **harness):
         what = "the recorded failure" if outcome.problems else "the recorded run"
         click.echo(f"{what}, reproduced byte for byte (observation sha256 "
                    f"{outcome.observation_sha256[:16]}...)", err=True)
+    elif outcome.identical is None and not overrides:
+        click.echo("note: the file holds no observation of this engine to compare with (a "
+                   "legacy file, or a run of an engine under test)", err=True)
     sys.exit(1 if outcome.problems else 0)

@@ -9,8 +9,6 @@ its fields (docs/trace.md).
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from forge.commands.params import InputPath, OutputPath, write_output
@@ -22,7 +20,8 @@ from forge.commands.params import InputPath, OutputPath, write_output
               help="Write the timeline here: one self-contained HTML page (- for stdout).")
 @click.option("--observation", "observation_file", type=InputPath(dir_okay=False),
               default=None,
-              help="The same run's observation (forge run --json), for abandon reasons.")
+              help="The same run's observation (forge run --json), for abandon reasons; "
+                   "refused when its trace_sha256 is another trace's.")
 @click.option("--title", default=None, help="The page's heading.")
 def trace(trace_file, html_out, observation_file, title):
     """Draw TRACE_FILE (from `forge run --trace`) as swimlanes: one lane per
@@ -33,26 +32,14 @@ def trace(trace_file, html_out, observation_file, title):
     Exit codes: 0 written, 2 bad input (the trace, the observation or a flag).
     """
     from forge.errors import InputError
-    from forge.limits import MAX_SCRIPT_BYTES, read_limited
-    from forge.timeline import abandon_reasons, read_trace, render_html
+    from forge.timeline import abandon_reasons, load_trace, read_observation, render_html
 
     if html_out is None:
         # Checked here, not by click: its "missing option" error has no text to show.
         raise InputError("required: the file to write the page to (- for standard output)",
                          file="--html")
-    records = read_trace(trace_file)
+    records, sha256 = load_trace(trace_file)
     reasons = {}
     if observation_file is not None:
-        try:
-            observation = json.loads(read_limited(observation_file, MAX_SCRIPT_BYTES))
-        except OSError as e:
-            raise InputError(f"cannot read the observation: {e.strerror}",
-                             file=observation_file) from None
-        except (ValueError, RecursionError):
-            raise InputError("the observation is one JSON object (forge run --json)",
-                             file=observation_file) from None
-        if not isinstance(observation, dict):
-            raise InputError("the observation is one JSON object (forge run --json)",
-                             file=observation_file)
-        reasons = abandon_reasons(observation)
+        reasons = abandon_reasons(read_observation(observation_file, trace_file, sha256))
     write_output(html_out, render_html(records, reasons, title))

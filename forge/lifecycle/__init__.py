@@ -14,8 +14,8 @@ Manager (``manager``), the model's four tools (``tools``) and their texts
 (``cards``), the wake-up text formatter (``notices``), and the races on the
 simulator: actors and oracles (``explore``), what actors do (``actors``),
 scenario files (``scenario``), partial-order reduction (``dpor``), running
-strategies and replays (``campaign``) and ``forge explore``'s printing
-(``command``).
+strategies and replays (``campaign``), replay files (``replayfile``) and
+``forge explore``'s and ``forge replay``'s printing (``command``).
 Not modelled: generation columns on the SQL store (a row surviving a delete
 some other way is not made inert). The per-parent cap is checked by each
 Manager under its lock and again inside the store's create and retry claim,

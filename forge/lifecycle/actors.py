@@ -36,6 +36,8 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "status": {"wait": 0},
     "recover": {},
 }
+#: The actions that act on no task (their ``task`` parameter is unused).
+TASKLESS = ("spawn", "recover", "stop_tree")
 #: The allowed values of string parameters that are choices.
 CHOICES = {"run": ("launched", "setup", "first"), "process": ("main", "other"),
            "via": ("host", "tool")}
@@ -70,8 +72,9 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     TaskError it was refused with, or the host's failure to launch)."""
     p = params_of(action, given)
     mgr = world.manager(p["process"])
-    needs_task = action not in ("spawn", "recover", "stop_tree")
-    tid = world.task_id(p["task"]) if needs_task else None  # IndexError: not spawned
+    needs_task = action not in TASKLESS
+    # IndexError: not spawned (a scenario's load refuses it: ``scenario``)
+    tid = world.task_id(p["task"]) if needs_task else None
     before = _peek(world, tid) if tid is not None else None
     world.acting.action = action  # a report made now is a read's, not an ending's
     try:

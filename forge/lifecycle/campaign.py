@@ -6,27 +6,29 @@ horizon) or exhaustively (with partial-order reduction, ``dpor``; with
 first failing schedule is
 shrunk by ``forge.sim.shrink`` and answered with its schedule spelled out (who did
 what, in order) and the recorded choices a replay file holds. ``replay``
-runs one recorded schedule again. Both answer frozen reports; printing them
-is the command's (``command``).
+runs one recorded schedule again, checking every choice against the record
+(``drift`` is where the run first left it). Both answer frozen reports;
+printing them is the command's (``command``).
 
-Lives here: ``run``, ``replay``, ``replay_body`` (the replay file's JSON),
+Lives here: ``run``, ``replay``, ``replay_body`` (the replay file's text),
 and their reports. Does not live here: the scenario format (``scenario``),
-the actors and oracles (``explore``), the strategies (``sim``).
+the replay file format (``replayfile``), the actors and oracles
+(``explore``), the strategies (``sim``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from forge.lifecycle.explore import Scenario, problems_of, subject
 
-#: The replay file's ``args`` when the schedule was recorded with every host
-#: call a step (``--no-reduce``): a replay must take the same steps.
-FULL_STEPS = "--no-reduce"
+if TYPE_CHECKING:
+    from forge.sim.chooser import Drift
+
+    from forge.lifecycle.replayfile import Recorded
 
 
 @attrs.frozen
@@ -62,6 +64,8 @@ class Outcome:
     failure: Failure | None = None
     #: One schedule per class of equivalent schedules was run (``dpor``).
     por: bool = False
+    #: The scenario file's text (``Scenario.text``): what a replay file records.
+    text: str | None = attrs.field(default=None, repr=False)
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
@@ -91,7 +95,7 @@ def run(scenario: Scenario, strategy: str = "random", runs: int = 200, start_see
     failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
     return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
                    report.complete, report.pruned, report.bounded, report.unfinished,
-                   report.horizon, failure)
+                   report.horizon, failure, text=scenario.text)
 
 
 def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
@@ -118,16 +122,18 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
                         {"strategy": "exhaustive"})
         failure = _failure(scenario, True, found)
     return Outcome(scenario.name, "exhaustive", True, search.runs, search.runs,
-                   search.complete or failure is not None, failure=failure, por=True)
+                   search.complete or failure is not None, failure=failure, por=True,
+                   text=scenario.text)
 
 
 def replay_body(path: str, outcome: Outcome) -> str:
-    """The replay file of ``outcome``'s failure (``forge.sim.chooser.read_replay``'s shape)."""
-    f = outcome.failure
-    assert f is not None
-    return json.dumps({"prompt": path, "args": "" if outcome.reduced else FULL_STEPS,
-                       "seed": f.seed, "choices": [list(c) for c in f.record]},
-                      sort_keys=True) + "\n"
+    """The replay file of ``outcome``'s failure on the scenario file at ``path``
+    (``replayfile``): the scenario's text, explored, goes in with the choices."""
+    from forge.lifecycle.replayfile import write
+
+    if outcome.text is None:
+        raise ValueError("a scenario built in code has no file text for a replay file")
+    return write(path, outcome.text, outcome)
 
 
 @attrs.frozen
@@ -135,15 +141,17 @@ class Replayed:
     problems: tuple[str, ...]
     steps: tuple[tuple[str, str], ...]
     rows: tuple[tuple, ...]
-    #: The first choice that no longer fit (the scenario changed), or None.
-    drifted_at: int | None = None
+    #: Where the run first asked for a choice other than the recorded one
+    #: (its kind or option count), or for one past the record's end; None if
+    #: it took the recorded choices.
+    drift: Drift | None = None
 
 
-def replay(scenario: Scenario, recorded: dict) -> Replayed:
-    """Run the schedule a replay file recorded (as ``read_replay`` answers it)."""
-    from forge.sim.chooser import Chooser, ReplayProvider
+def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
+    """Run the schedule a replay file recorded (``replayfile.read``) on ``scenario``."""
+    from forge.sim.chooser import Chooser, RecordedProvider
 
-    provider = ReplayProvider(recorded["choices"])
-    obs, _ = subject(scenario, recorded.get("args") != FULL_STEPS)(Chooser(provider))
+    provider = RecordedProvider(recorded.choices)
+    obs, _ = subject(scenario, recorded.reduced)(Chooser(provider))
     return Replayed(tuple(problems_of(obs)), tuple((a, s) for a, s in obs["steps"]),
-                    tuple(tuple(r) for r in obs["rows"]), provider.misaligned_at)
+                    tuple(tuple(r) for r in obs["rows"]), provider.drift)

@@ -1,32 +1,67 @@
 """``forge explore`` and ``forge replay`` on a lifecycle scenario file.
 
 The two commands hand a path ending in ``.scenario.toml`` or
-``.scenario.json`` here (``scenario.is_scenario``); this module runs it
-(``campaign``) and prints the outcome in the commands' manner: a summary, the
+``.scenario.json`` here (``scenario.is_scenario``), and ``forge replay`` a
+lifecycle replay file (``replayfile.is_lifecycle_replay``); this module runs
+it (``campaign``) and prints the outcome in the commands' manner: a summary, the
 shrunk failing schedule step by step, a replay file, and the exit codes 0 (every
-schedule passed), 1 (one failed), 2 (bad input, raised as ``InputError``), 3
-(an exhaustive search stopped before covering the tree).
+schedule passed, or the replayed one), 1 (one failed), 2 (bad input, raised as
+``InputError``: a bad file, a prompt's flag, a replay of another scenario, or a
+replay that drifted from its record), 3 (an exhaustive search stopped before
+covering the tree).
 
-Lives here: printing and exit codes. Does not live here: the flags (the
-commands own them), running schedules (``campaign``).
+Lives here: printing and exit codes, and which of the commands' flags a
+scenario takes (``EXPLORE_FLAGS``, ``REPLAY_FLAGS``; ``flags_given`` reads
+them off a command's context). Does not live here: the flags themselves (the
+commands own them), running schedules (``campaign``), the replay file
+(``replayfile``).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 import click
 
-from forge.lifecycle import campaign
+from forge.errors import InputError
+from forge.lifecycle import campaign, replayfile
 from forge.lifecycle.scenario import load
+
+#: The flags of ``forge explore`` a scenario takes; every other one is a prompt's.
+EXPLORE_FLAGS = ("--runs", "--start-seed", "--strategy", "--pct-depth", "--max-deviations",
+                 "--no-reduce", "--replay-out", "--json")
+#: The flags of ``forge replay`` a lifecycle replay takes (it always prints its
+#: schedule step by step: that is its story).
+REPLAY_FLAGS = ("--json", "--story")
+
+
+def flags_given(ctx: click.Context) -> list[str]:
+    """The options of ``ctx``'s command given a value (on the command line, or
+    by the environment or a default map), named as ``--help`` names them."""
+    from click.core import ParameterSource
+
+    return ["/".join(p.opts + p.secondary_opts) for p in ctx.command.params
+            if isinstance(p, click.Option) and p.name is not None
+            and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]
+
+
+def check_flags(path: str, given: Iterable[str], takes: tuple[str, ...], what: str) -> None:
+    """Refuse a flag given that ``what`` does not take, naming the file."""
+    for flag in given:
+        if flag not in takes:
+            raise InputError(f"{flag} is a prompt's flag; {what} takes only "
+                             + ", ".join(takes), file=path)
 
 
 def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth: int,
                  max_deviations: int | None, no_reduce: bool, replay_out: str,
-                 as_json: bool) -> int:
-    """Explore the scenario at ``path``; answers the exit code."""
+                 as_json: bool, given: Iterable[str] = ()) -> int:
+    """Explore the scenario at ``path``; answers the exit code. ``given``: the
+    flags given (``flags_given``), each of which must be in ``EXPLORE_FLAGS``."""
     from forge.commands.params import write_output
 
+    check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
     scenario = load(path)
     out = campaign.run(scenario, strategy, runs, start_seed, pct_depth, not no_reduce,
                        max_deviations)
@@ -70,21 +105,30 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     return 3 if not out.complete else 0
 
 
-def replay_file(path: str, replay: str, as_json: bool) -> int:
-    """Run the schedule recorded in ``replay`` on the scenario at ``path``."""
-    from forge.sim.chooser import ReplayFileError, read_replay
+def replay_file(path: str | None, replay: str, as_json: bool,
+                given: Iterable[str] = ()) -> int:
+    """Run the schedule recorded in ``replay`` again, on the scenario the file
+    holds, or on the scenario at ``path`` (which must be that one); answers the
+    exit code. ``given``: the flags given, each of which must be in ``REPLAY_FLAGS``.
 
-    from forge.errors import InputError
+    Raises:
+        InputError: a bad replay or scenario file, a prompt's flag, a scenario
+            other than the recorded one, or a run that drifted from the record.
+    """
+    from forge.runspec import kit_version
 
-    scenario = load(path)
-    try:
-        recorded = read_replay(replay)
-    except ReplayFileError as e:
-        raise InputError(e.detail, file=replay, line=e.line) from None
+    check_flags(replay, given, REPLAY_FLAGS, "a lifecycle replay")
+    recorded = replayfile.read(replay)
+    scenario = replayfile.scenario_of(recorded, replay, path)
+    if recorded.kit is not None and recorded.kit != kit_version():
+        click.echo(f"note: {replay} was written by {recorded.kit}", err=True)
     got = campaign.replay(scenario, recorded)
-    if got.drifted_at is not None:
-        click.echo(f"warning: the replay drifted at choice {got.drifted_at} "
-                   "(the scenario changed since it was recorded?)", err=True)
+    if got.drift is not None:
+        raise InputError(f"the run drifted from the record at {got.drift.describe()} "
+                         "(a different kit or engine?)", file=replay, kind="replay")
+    if recorded.text is None:
+        click.echo(f"note: {replay} is an older kit's replay file: it holds no scenario "
+                   f"to check {path} against, only the choices", err=True)
     if as_json:
         click.echo(json.dumps({"problems": list(got.problems),
                                "steps": [list(s) for s in got.steps],

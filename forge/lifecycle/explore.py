@@ -352,6 +352,9 @@ class Scenario:
     host: Host = Host()
     #: Which store the race runs on: "memory" or "sqlite" (in memory).
     store: str = "memory"
+    #: The scenario file's text (what a replay file records), or None for a
+    #: race built in code.
+    text: str | None = attrs.field(default=None, repr=False)
 
 
 class World:

@@ -6,12 +6,15 @@ sequence of actions from ``actors.ACTIONS``) and what must hold at the end
 beside the oracles every schedule is checked by. The format is documented
 in docs/lifecycle.md; ``load`` checks it and refuses a bad file with one
 line naming the file, the place and the rule (``ScenarioError``), after a
-dry run of the setup so a setup the Manager refuses is bad input too.
+dry run of the setup so a setup the Manager refuses is bad input too, as is
+an actor naming a task the setup did not spawn.
 
-Lives here: the schema, ``load`` (file -> ``explore.Scenario``), the shipped
-races (``races()``: ``examples/lifecycle/*.scenario.toml``). Does not live
-here: the actions (``actors``), running schedules (``explore``, ``sim``),
-the command (``command``).
+Lives here: the schema, ``load`` (file -> ``explore.Scenario``, which keeps
+the file's text) and ``from_text`` (the same from text already read, such as
+a replay file's), the shipped races (``races()``:
+``examples/lifecycle/*.scenario.toml``). Does not live here: the actions
+(``actors``), running schedules (``explore``, ``sim``), the replay file
+(``replayfile``), the command (``command``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import attrs
 
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
-from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, perform
+from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, TASKLESS, perform
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
 from forge.lifecycle.records import Continuation, Task, TaskStatus
@@ -122,6 +125,8 @@ class _Checker:
                 self.bad(f"{where}.{key}", "must be one of " + ", ".join(CHOICES[key]))
             if key == "task" and item < 1:
                 self.bad(f"{where}.{key}", "tasks are numbered from 1, in spawn order")
+            if key == "wait" and item < 0:
+                self.bad(f"{where}.{key}", "a wait is a whole number of seconds from 0")
             params[key] = item
         return name, params
 
@@ -154,6 +159,7 @@ def parse(path: str, data: Any) -> Scenario:
     if not 1 <= len(actors_raw) <= MAX_ACTORS:
         c.bad("actor", f"from 1 to {MAX_ACTORS} actors")
     actors: list[tuple[str, list[tuple[str, dict]]]] = []
+    placed: list[tuple[str, str, dict]] = []  # (where, action, parameters) of each actor step
     for i, raw in enumerate(actors_raw):
         where = f"actor[{i}]"
         if not isinstance(raw, dict):
@@ -172,14 +178,31 @@ def parse(path: str, data: Any) -> Scenario:
                 c.bad(f"{where}.{sorted(extra)[0]}", "with a list of actions, parameters go "
                       "in each action's table")
             steps = c.actions(raw["do"], f"{where}.do")
+            placed += [(f"{where}.do[{j}]", a, p) for j, (a, p) in enumerate(steps)]
         else:
             steps = [c.action(raw, where, extra={"name": ""})]
+            placed.append((where, *steps[0]))
         actors.append((name, steps))
     expect = _expect(c, data.get("expect", {}))
     name = data.get("name") or pathlib.Path(path).name.split(".")[0]
     scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store)
-    _dry_run(c, scenario, setup)
+    spawned = _dry_run(c, scenario, setup)
+    for where, action, params in placed:
+        _check_task(c, where, action, params, spawned)
     return scenario
+
+
+def _check_task(c: _Checker, where: str, action: str, params: dict, spawned: int) -> None:
+    """An actor names a task the setup spawned: a task spawned during the race
+    has a number that depends on the schedule."""
+    task = params.get("task", COMMON["task"])
+    if action in TASKLESS or task <= spawned:
+        return
+    default = "" if "task" in params else " (the default)"
+    tasks = {0: "no task", 1: "1 task"}.get(spawned, f"{spawned} tasks")
+    c.bad(f"{where}.task", f"{action} names task {task}{default}, but the setup spawns "
+          f"{tasks}; an actor names a task the setup spawned (a task spawned during the "
+          "race has no fixed number)")
 
 
 def _host(c: _Checker, raw: Any) -> Host:
@@ -248,8 +271,9 @@ def _build(name: str, config: dict, host: Host, setup: list, actors: list,
     return Scenario(name, run_setup, make_actors, check, config, host)
 
 
-def _dry_run(c: _Checker, scenario: Scenario, setup: list) -> None:
-    """Run the setup once, unscheduled: a refused step is the file's fault."""
+def _dry_run(c: _Checker, scenario: Scenario, setup: list) -> int:
+    """Run the setup once, unscheduled: a refused step is the file's fault.
+    Answers how many tasks the setup spawned."""
     world = World(lambda _label: None, True, scenario.config, scenario.host,
                   store_of(scenario))
     world.mgr.recover()
@@ -261,21 +285,38 @@ def _dry_run(c: _Checker, scenario: Scenario, setup: list) -> None:
                   "the setup has not spawned")
         if isinstance(out, (TaskError, HostFailure)):
             c.bad(f"setup[{i}]", f"the Manager refused {action}: {out}")
+    return len(world.tasks)
 
 
 def load(path: str) -> Scenario:
     """Read and check a scenario file (TOML, or JSON for ``.json``)."""
+    return from_text(path, read_text(path))
+
+
+def read_text(path: str) -> str:
+    """A scenario file's text, held to the size limit and UTF-8."""
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
     except OSError as e:
         raise ScenarioError(path, "", f"cannot read the scenario: {e.strerror or e}") from None
-    if len(raw) > MAX_BYTES:
-        raise ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
+    _check_size(path, len(raw))
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ScenarioError(path, "", f"not valid UTF-8 (byte {e.start})") from None
+
+
+def _check_size(path: str, size: int) -> None:
+    if size > MAX_BYTES:
+        raise ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
+
+
+def from_text(path: str, text: str) -> Scenario:
+    """The checked scenario whose file at ``path`` holds ``text`` (the path
+    names the file in a refusal, gives the format by its suffix and the
+    default name); the scenario keeps ``text``, what a replay file records."""
+    _check_size(path, len(text.encode("utf-8", "surrogatepass")))
     try:
         data = json.loads(text) if str(path).endswith(".json") else tomllib.loads(text)
     except json.JSONDecodeError as e:
@@ -291,7 +332,7 @@ def load(path: str) -> Scenario:
     if problem is not None:
         where, rule = problem
         raise ScenarioError(path, render_path(where), rule)
-    return parse(path, data)
+    return attrs.evolve(parse(path, data), text=text)
 
 
 def races() -> dict[str, Scenario]:

@@ -1,6 +1,6 @@
 """The prompt file: parse it into frozen values and resolve heading references.
 
-`parse_prompt`/`load_prompt` turn a prompt file into a `Prompt` (or raise
+`parse_prompt`/`load_prompt`/`read_prompt` turn a prompt file into a `Prompt` (or raise
 `forge.errors.PromptError`); `resolve` finds the section a `'## Name'`
 reference names (or raises `HeadingError`).  Nothing here runs Lua or renders
 prose: that is `forge.lua` and `forge.engine`.
@@ -36,8 +36,15 @@ def parse_prompt(text: str, path: str = "<prompt>",
 
 def load_prompt(path: str | Path,
                 compile_check: parser.CompileCheck | None = parser.lua_compile_check) -> Prompt:
-    """Read and parse the prompt file at `path`, reading at most the size
-    limit (`forge.limits.read_limited`).
+    """Read and parse the prompt file at `path` (`read_prompt`, the prompt only)."""
+    return read_prompt(path, compile_check)[0]
+
+
+def read_prompt(path: str | Path,
+                compile_check: parser.CompileCheck | None = parser.lua_compile_check
+                ) -> tuple[Prompt, str]:
+    """The prompt file at `path`, parsed, and its text: read once, at most
+    the size limit (`forge.limits.read_limited`), so a pipe gives both.
 
     Raises:
         PromptError: unreadable, not UTF-8, past the limit, or refused.
@@ -54,7 +61,8 @@ def load_prompt(path: str | Path,
     except UnicodeDecodeError as exc:
         raise PromptError(f"prompt file is not valid UTF-8 (byte {exc.start})", file=name,
                           line=data[:exc.start].count(b"\n") + 1) from None
-    return parser.parse_prompt(text, name, compile_check)
+    return parser.parse_prompt(text, name, compile_check), text
+
 
 __all__ = [
     "ArgDecl",
@@ -66,6 +74,7 @@ __all__ = [
     "Prompt",
     "Section",
     "load_prompt",
+    "read_prompt",
     "parse_prompt",
     "resolve",
 ]

@@ -34,8 +34,9 @@ only when the run's fault plan offers it, drawn by `Chooser.fault`) is
 `fault:cancel_at`) places a drawn host cancel (`forge.harness.Faults`).
 
 A full record of a run's choices is replayed by `RecordedProvider`, which
-reports the first `Drift` (a kind or option count that differs) instead of
-clamping; the replay file itself is `forge.sim.replayfile`.
+reports the first `Drift` (a kind or option count that differs, or recorded
+choices the run never asked for) instead of clamping; the replay file itself
+is `forge.sim.replayfile`.
 """
 
 from __future__ import annotations
@@ -189,13 +190,22 @@ class ReplayProvider(Provider):
 class Drift:
     """Where a replay stopped matching its record: the run asked for a choice
     whose kind or option count differs from the recorded one (or for more
-    choices than were recorded, then `recorded` is None)."""
+    choices than were recorded, then `recorded` is None), or it ended before
+    taking every recorded choice (then `asked` is None and `unused` counts the
+    recorded choices it left)."""
 
     index: int
     recorded: tuple[str, int] | None
-    asked: tuple[str, int]
+    asked: tuple[str, int] | None
+    unused: int = 0
 
     def describe(self) -> str:
+        if self.asked is None:
+            assert self.recorded is not None
+            rkind, rn = self.recorded
+            return (f"choice {self.index}: the run ended there, leaving {self.unused} recorded "
+                    f"choice{'s' * (self.unused != 1)} unused (the next: {rkind} with {rn} "
+                    f"option{'s' * (rn != 1)})")
         kind, n = self.asked
         now = f"the run asked for {kind} with {n} option{'s' * (n != 1)}"
         if self.recorded is None:
@@ -208,8 +218,11 @@ class RecordedProvider(Provider):
     """Answers from a full record of (kind, n, value), checking each against it.
 
     Unlike `ReplayProvider` (a prefix for search and shrinking, where drift is
-    expected), a mismatch here is reported: the first `Drift` is kept and
+    expected), a mismatch here is reported: the first mismatch is kept and
     every later answer is canonical, so the caller can refuse the run.
+    `drift`, read once the run has ended, is that mismatch, or else the first
+    recorded choice the run never asked for: a record with choices left over
+    does not describe the run either.
     """
 
     name = "recorded"
@@ -217,20 +230,29 @@ class RecordedProvider(Provider):
     def __init__(self, choices: Sequence[Choice | tuple[str, int, int]]) -> None:
         self.record = [c if isinstance(c, Choice) else Choice(*c) for c in choices]
         self.pos = 0
-        self.drift: Drift | None = None
+        self._drift: Drift | None = None
+
+    @property
+    def drift(self) -> Drift | None:
+        """The first place the run left the record (None: it took every
+        recorded choice and no other); read it after the run."""
+        if self._drift is None and self.pos < len(self.record):
+            left = self.record[self.pos]
+            return Drift(self.pos, (left.kind, left.n), None, len(self.record) - self.pos)
+        return self._drift
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
         pos = self.pos
         self.pos += 1
-        if self.drift is not None:
+        if self._drift is not None:
             return 0
         n = len(options)
         if pos >= len(self.record):
-            self.drift = Drift(pos, None, (kind, n))
+            self._drift = Drift(pos, None, (kind, n))
             return 0
         want = self.record[pos]
         if want.kind != kind or want.n != n:
-            self.drift = Drift(pos, (want.kind, want.n), (kind, n))
+            self._drift = Drift(pos, (want.kind, want.n), (kind, n))
             return 0
         return want.value
 

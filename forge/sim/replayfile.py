@@ -53,6 +53,11 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef"
+                                                               for c in value)
+
+
 def _is_number(value) -> bool:
     return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
 
@@ -168,9 +173,7 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     prompt = r.object(data["prompt"], "$.prompt", ("path", "sha256", "text"))
     r.check(isinstance(prompt["path"], str), "$.prompt.path", "the prompt path is a string")
     r.check(isinstance(prompt["text"], str), "$.prompt.text", "the prompt's text is a string")
-    sha = prompt["sha256"]
-    r.check(isinstance(sha, str) and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha),
-            "$.prompt.sha256", "64 lowercase hex digits")
+    r.check(_is_sha256(prompt["sha256"]), "$.prompt.sha256", "64 lowercase hex digits")
     run = r.object(data["run"], "$.run", _RUN, optional=("refuse",))
     r.check(isinstance(run.get("refuse", {}), dict)
             and all(isinstance(v, list) and all(isinstance(p, str) for p in v)
@@ -228,9 +231,12 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     r.check(isinstance(expect["same_ids"], bool), "$.expect.same_ids", "true or false")
     r.check(expect["result"] is None or isinstance(expect["result"], str), "$.expect.result",
             "null or the expected result string")
-    for key in ("trace_sha256", "observation_sha256"):
-        r.check(isinstance(data[key], str) and len(data[key]) == 64, f"$.{key}",
-                "the recorded run's sha256, 64 hex digits")
+    r.check(_is_sha256(data["observation_sha256"]), "$.observation_sha256",
+            "the recorded run's sha256, 64 lowercase hex digits")
+    # An engine under test (`forge explore --impl`) need not report a trace.
+    r.check(data["trace_sha256"] is None or _is_sha256(data["trace_sha256"]), "$.trace_sha256",
+            "null (the engine reported no trace) or the recorded trace's sha256, 64 lowercase "
+            "hex digits")
     failure = data.get("failure")
     if failure is not None:
         r.object(failure, "$.failure", ("problems",),

@@ -220,7 +220,7 @@ def test_explore_runs_user_checks_that_assert():
 
     report = forge.explore(RACE, strategy="pct", runs=60, checks=[result_is_sorted])
     assert report.failures
-    assert report.failures[0].problems[0].startswith("result_is_sorted: order was ")
+    assert report.failures[0].problems[0].startswith("check result_is_sorted: order was ")
 
 
 def test_explore_exhaustive_covers_the_tree():
@@ -270,3 +270,94 @@ def test_a_failure_with_a_script_given_as_data_replays_from_its_file_alone(tmp_p
     cli = _cli(*failure.replay_command.split()[1:])
     assert cli.returncode == 1
     assert cli.stdout.splitlines()[0] == f"ok: {failure.observation.result}"
+
+
+def test_run_explore_and_replay_take_the_tool_script_and_refusals(tmp_path):
+    """`tool_script` and `refuse` reach the run as `--tool-script` and `--refuse`
+    do (the same parsing): the same observation as the command, in both of
+    refuse's spellings, and a replay what-if can change them."""
+    page = ["examples/page-fetcher.md", "--model-script", "examples/page-fetcher.model.json",
+            "--tool-script", "examples/page-fetcher.tools.json"]
+    tools = json.loads((EXAMPLES / "page-fetcher.tools.json").read_text(encoding="utf-8"))
+    obs = forge.run_prompt(EXAMPLES / "page-fetcher.md",
+                           model_script=EXAMPLES / "page-fetcher.model.json", tool_script=tools)
+    assert obs.to_json() == _cli("run", *page, "--json").stdout.strip()
+    refused = forge.run_prompt(RACE, refuse=["write:beta"])
+    assert refused.to_json() == _cli("run", str(RACE), "--refuse", "write:beta",
+                                     "--json").stdout.strip()
+    assert refused.result == "alpha store operation failed gamma"
+    assert forge.run_prompt(RACE, refuse={"write": ["beta"]}).to_json() == refused.to_json()
+    with pytest.raises(forge.InputError, match="^--refuse: unknown operation 'fly'"):
+        forge.run_prompt(RACE, refuse="fly")
+    report = forge.explore(RACE, refuse="write:beta", runs=20, schedule_independent=True)
+    assert report.failures and "store operation failed" in report.failures[0].problems[0]
+    out = tmp_path / "race.replay.json"
+    forge.run_prompt(RACE, replay_out=out)
+    what_if = forge.replay(out, refuse=["write:beta"])
+    assert what_if.identical is None
+    assert what_if.observation.result == "alpha store operation failed gamma"
+    faulty = forge.explore(EXAMPLES / "page-fetcher.md", tool_script=tools, faults="tool",
+                           model_script=EXAMPLES / "page-fetcher.model.json", runs=20)
+    assert faulty.faults.get("tool")
+
+
+def _check_module(tmp_path, body: str) -> None:
+    (tmp_path / "api_checks_rule.py").write_text(body, encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+
+
+def test_callable_and_named_checks_hold_and_fail_by_one_rule(tmp_path):
+    """A callable check and a named one that do the same give the same
+    problems: a string is one problem (not its characters), False fails,
+    another value (0) fails naming it, and a check that raises is a failed
+    schedule, not an aborted exploration."""
+    verdicts = {"text": "'bad'", "false": "False", "zero": "0", "boom": "int('x')",
+                "fine": "True"}
+    _check_module(tmp_path, "".join(f"def {name}(obs):\n    return {value}\n"
+                                    for name, value in verdicts.items()))
+    try:
+        import api_checks_rule as module
+
+        for name in verdicts:
+            callable_report = forge.explore(RACE, runs=3, checks=[getattr(module, name)])
+            named_report = forge.explore(RACE, runs=3,
+                                         named_checks=[f"api_checks_rule:{name}"])
+            if name == "fine":
+                assert callable_report.ok and named_report.ok
+                continue
+            (problem,) = callable_report.failures[0].problems
+            (named,) = named_report.failures[0].problems
+            assert named == problem.replace(f"check {name}", f"check api_checks_rule:{name}")
+            assert problem == {
+                "text": "check text: bad", "false": "check false failed",
+                "zero": "check zero returned int '0': a check returns None, True or [] when "
+                        "it holds, and False, a string or a list of strings when it does not",
+                "boom": "check boom raised ValueError: invalid literal for int() with base "
+                        "10: 'x'"}[name]
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("api_checks_rule", None)
+
+
+@pytest.mark.parametrize("keywords, message", [
+    ({"checks": ["mod:fn"]}, "checks[0]: a check is a callable taking an Observation"),
+    ({"checks": [len, 3]}, "checks[1]: a check is a callable"),
+    ({"checks": "mod:fn"}, "checks: a list of checks"),
+    ({"named_checks": [print]}, "named_checks[0]: a check is a string module:function"),
+    ({"named_checks": "mod:fn"}, "named_checks: a list of checks"),
+])
+def test_check_entries_are_checked_before_anything_runs(keywords, message):
+    """A check that is not one is an `InputError` naming the argument and its
+    index, raised before any schedule runs (not a TypeError deep in the explorer)."""
+    with pytest.raises(forge.InputError) as caught:
+        forge.explore(RACE, runs=2, **keywords)
+    assert str(caught.value).startswith(f"explore: {message}")
+
+
+def test_a_deviation_bound_is_refused_for_random_and_pct():
+    """`max_deviations` bounds the exhaustive walk only; random and pct refuse it
+    as `--max-deviations` does."""
+    for strategy in ("random", "pct"):
+        with pytest.raises(forge.InputError, match="^--max-deviations: bounds only the "):
+            forge.explore(RACE, strategy=strategy, max_deviations=1)  # type: ignore[arg-type]
+    assert forge.explore(RACE, strategy="exhaustive", max_deviations=0, runs=50).complete

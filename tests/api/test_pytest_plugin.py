@@ -120,7 +120,7 @@ def test_user_checks_fail_with_their_message(pytester):
     """)
     result = _run(pytester, "--forge-strategy", "pct", "--forge-runs", "60")
     result.assert_outcomes(failed=1)
-    assert "problem: sorted_order: order " in result.stdout.str()
+    assert "problem: check sorted_order: order " in result.stdout.str()
     assert "60 pct schedules" in result.stdout.str()
 
 
@@ -177,3 +177,28 @@ def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
     result = _run(pytester)
     result.assert_outcomes(passed=1)
     assert "forge:" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("args, env, message", [
+    (("--forge-runs", "0"), {}, "forge: --forge-runs: must be at least 1, got 0"),
+    (("--forge-profile", "nope"), {}, "forge: --forge-profile: no settings profile 'nope'"),
+    ((), {"FORGE_PROFILE": "nope"}, "forge: FORGE_PROFILE: no settings profile 'nope'"),
+])
+def test_a_bad_option_stops_the_session_once_naming_it(pytester, monkeypatch, args, env,
+                                                       message):
+    """A bad `--forge-*` option is one usage error at session start naming it
+    (exit 4, no test run), not a plugin traceback in every test that uses it."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makepyfile(f"""
+        def test_one(forge_explore):
+            forge_explore({str(TWO)!r})
+
+        def test_two(forge_run):
+            forge_run({str(TWO)!r})
+    """)
+    result = _run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert f"ERROR: {message}" in output
+    assert "Traceback" not in output and "passed" not in output and "failed" not in output

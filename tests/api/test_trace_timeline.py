@@ -217,3 +217,51 @@ def test_the_page_option_is_required_in_one_line(tmp_path):
     assert done.returncode == 2
     assert done.stderr == ("forge: --html: required: the file to write the page to "
                            "(- for standard output)\n")
+
+
+def _trace_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forge", "trace", *args],
+                          capture_output=True, text=True, cwd=ROOT)
+
+
+def test_an_observation_of_another_run_or_a_replay_file_is_refused(tmp_path):
+    """`--observation` must be this run's observation: another run's (its
+    `trace_sha256` is another trace's) and a replay file (not an observation)
+    are refused in one line naming the file, exit 2; the run's own is drawn
+    (kit: trace-timeline)."""
+    own = forge.run_prompt(source=TIMELINE, seed=1, replay_out=tmp_path / "run.replay.json")
+    other = forge.run_prompt(ROOT / "examples" / "two-tasks.md")
+    (tmp_path / "run.jsonl").write_text(own.trace, encoding="utf-8")
+    (tmp_path / "run.json").write_text(own.to_json(), encoding="utf-8")
+    (tmp_path / "other.json").write_text(other.to_json(), encoding="utf-8")
+    trace, page = str(tmp_path / "run.jsonl"), str(tmp_path / "run.html")
+    assert _trace_cli(trace, "--html", page, "--observation", str(tmp_path / "run.json")) \
+        .returncode == 0
+    wrong = _trace_cli(trace, "--html", page, "--observation", str(tmp_path / "other.json"))
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1
+    assert wrong.stderr.startswith(f"forge: {tmp_path / 'other.json'}: trace_sha256: the "
+                                   "observation is of another run")
+    replay = _trace_cli(trace, "--html", page, "--observation",
+                        str(tmp_path / "run.replay.json"))
+    assert replay.returncode == 2 and replay.stderr.count("\n") == 1
+    assert replay.stderr.startswith(f"forge: {tmp_path / 'run.replay.json'}: outcome: not an "
+                                    "observation") and "replay file" in replay.stderr
+
+
+def test_forge_replay_writes_the_trace_forge_trace_draws(tmp_path):
+    """`forge replay FILE --trace T` writes the recorded run's trace, the bytes
+    `forge run --trace` wrote for it, and `forge trace` draws it with the
+    replay's observation (kit: trace-timeline)."""
+    (tmp_path / "p.md").write_text(TIMELINE, encoding="utf-8")
+    ran = subprocess.run([sys.executable, "-m", "forge", "run", "p.md", "--seed", "2", "--trace",
+                          "run.jsonl", "--replay-out", "r.json"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert ran.returncode in (0, 1), ran.stderr
+    again = subprocess.run([sys.executable, "-m", "forge", "replay", "r.json", "--trace",
+                            "again.jsonl", "--json"], capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "run.jsonl").read_bytes()
+    (tmp_path / "again.json").write_text(again.stdout, encoding="utf-8")
+    drawn = _trace_cli(str(tmp_path / "again.jsonl"), "--html", str(tmp_path / "p.html"),
+                       "--observation", str(tmp_path / "again.json"))
+    assert drawn.returncode == 0, drawn.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -431,3 +432,149 @@ def test_a_long_story_keeps_its_faults():
     assert lines[100] in short and lines[99] in short and lines[101] in short
     assert short[0] == lines[0] and short[-1] == lines[-1]
     assert sum(1 for line in short if line.startswith("... ")) == 2
+
+
+# A level-2 engine (docs/protocol.md) that asks for one choice and answers an
+# observation without the optional `trace_sha256`.
+NO_TRACE_ENGINE = r'''
+import json, sys
+OBS = {"outcome": "ok", "result": "alpha text + beta text", "error": None, "logs": [],
+       "events": [], "tasks": {}, "messages": {}, "store": {}, "virtual_time": 0}
+pending = None
+for line in sys.stdin:
+    m = json.loads(line)
+    send = lambda o: print(json.dumps(o), flush=True)
+    if m["type"] == "hello":
+        send({"type": "hello", "name": "no-trace", "features": ["language", "tasks"],
+              "level": 2})
+    elif m["type"] == "bye":
+        break
+    elif m["type"] == "run":
+        pending = m["id"]
+        send({"type": "choose", "id": pending, "kind": "chain", "options": ["root:0"]})
+    elif m["type"] == "chosen":
+        send({"type": "observation", "id": pending, "observation": OBS})
+'''
+
+
+def test_an_engine_without_a_trace_writes_a_replay_file_its_command_replays(tmp_path):
+    """`forge explore --impl` of an engine that leaves out the optional
+    `trace_sha256` records it as null, and the printed `forge explore --impl
+    CMD FILE` (and `forge replay FILE`) read the file instead of refusing
+    `$.trace_sha256` (kit: explore.replay-file)."""
+    engine = tmp_path / "engine.py"
+    engine.write_text(NO_TRACE_ENGINE, encoding="utf-8")
+    impl = f"{sys.executable} {engine}"
+    out = tmp_path / "impl.replay.json"
+    found = forge("explore", "--impl", impl, str(EXAMPLES / "two-tasks.md"), "--runs", "3",
+                  "--expect-result", "nope", "--replay-out", str(out))
+    assert found.exit_code == 1, found.output
+    assert json.loads(out.read_text())["trace_sha256"] is None
+    command = found.output.splitlines()[-1].removeprefix("reproduce with: ")
+    assert command == f"forge explore --impl {shlex.quote(impl)} {shlex.quote(str(out))}"
+    again = forge(*shlex.split(command)[1:])
+    assert again.exit_code == 1 and "replayed the recorded schedule" in again.output
+    assert "trace_sha256" not in forge("replay", str(out)).output
+
+
+def test_a_record_without_a_trace_is_not_compared_byte_for_byte(tmp_path):
+    """A record whose `trace_sha256` is null holds an engine under test's
+    observation: `forge replay` re-checks its expectation on the reference
+    and says it has nothing to compare, never `please report` (kit: explore.replay-file)."""
+    out = tmp_path / "run.replay.json"
+    forge("run", str(EXAMPLES / "two-tasks.md"), "--seed", "3", "--replay-out", str(out))
+    data = json.loads(out.read_text())
+    data["trace_sha256"], data["observation_sha256"] = None, "0" * 64
+    out.write_text(json.dumps(data))
+    assert replay_file(str(out)).identical is None
+    result = forge("replay", str(out))
+    assert result.exit_code == 0, result.output
+    assert "please report" not in result.output
+    assert "no observation of this engine" in result.output
+
+
+def test_recorded_choices_the_run_never_took_are_drift(tmp_path):
+    """A record with choices left over when the run ends does not describe the
+    run: `forge replay` refuses it as drift at the first unused choice, exit
+    2, instead of `reproduced byte for byte` (kit: explore.replay-file)."""
+    out = tmp_path / "run.replay.json"
+    forge("run", str(EXAMPLES / "freeform.md"), "--seed", "3", "--replay-out", str(out))
+    data = json.loads(out.read_text())
+    taken = len(data["choices"])
+    data["choices"] += [["chain", 2, 1], ["chain", 2, 0]]
+    out.write_text(json.dumps(data))
+    outcome = replay_file(str(out))
+    assert outcome.drift is not None and outcome.drift.index == taken
+    assert outcome.drift.asked is None and outcome.drift.unused == 2
+    result = forge("replay", str(out))
+    assert result.exit_code == 2 and "reproduced" not in result.output
+    assert (f"drifted from the record at choice {taken}: the run ended there, leaving 2 "
+            "recorded choices unused (the next: chain with 2 options)") in result.output
+
+
+def test_run_with_a_replay_file_refuses_a_run_the_file_does_not_record(tmp_path):
+    """`forge run P --strategy replay:FILE` takes the file's seed and runs the
+    recorded run (its observation is `forge replay FILE`'s); another prompt,
+    another flag or seed, or an orders-mode file is refused in one line naming
+    the file and the field, exit 2 (kit: explore.replay-file)."""
+    race, out = str(EXAMPLES / "explore" / "store-race.md"), str(tmp_path / "r.json")
+    found = forge("explore", race, "--runs", "30", "--expect-result", "alpha beta gamma",
+                  "--replay-out", out)
+    assert found.exit_code == 1
+    seed = json.loads(open(out).read())["run"]["seed"]
+    assert seed != 0                  # so taking the file's seed matters
+    ran = forge("run", race, "--strategy", f"replay:{out}", "--json")
+    assert ran.exit_code == 0
+    assert ran.output == forge("replay", out, "--json").output.splitlines(keepends=True)[0]
+    for args, where in (((str(EXAMPLES / "two-tasks.md"),), "$.prompt.sha256"),
+                        ((race, "--concurrency", "2"), "$.run.concurrency"),
+                        ((race, "--seed", str(seed + 1)), "$.run.seed"),
+                        ((race, "--latency", "store=0.5"), "$.run.latency.base.store")):
+        refused = forge("run", *args, "--strategy", f"replay:{out}")
+        assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
+        assert refused.output.startswith(f"forge: {out}: replay: {where}: ")
+    orders = str(tmp_path / "o.json")
+    assert forge("explore", race, "--strategy", "exhaustive", "--expect-result",
+                 "alpha beta gamma", "--replay-out", orders).exit_code == 1
+    refused = forge("run", race, "--strategy", f"replay:{orders}")
+    assert refused.exit_code == 2
+    assert refused.output.startswith(f"forge: {orders}: replay: $.run.latency.orders: ")
+
+
+PIPELINE = prompt_text(section("Main", """
+local a = tasks.spawn('## Fetch', { item = { name = 'a', n = 2 } })
+local b = tasks.spawn('## Fetch', { item = { name = 'b', n = 4 } })
+local got = {}
+while true do
+  local t, ok, r = tasks.join_any(tasks.pending(), { timeout = 0.1 })
+  if t == nil then break end
+  got[#got + 1] = r
+  if #got == 2 then break end
+end
+for _, t in ipairs(tasks.pending()) do tasks.cancel(t) end
+return 'a=' .. store.read('out/a') .. ' b=' .. store.read('out/b')
+"""), section("Fetch", """
+for k = 1, item.n do
+  store.write('tmp/' .. item.name, tostring(k))
+end
+store.write('out/' .. item.name, item.name .. '-done')
+return item.name
+"""))
+
+
+def test_the_story_says_how_each_operation_ended_in_orders_mode(tmp_path):
+    """In orders mode the timeout may be picked before the writes complete, and
+    the tasks are cancelled: the story says their answers were dropped, not
+    `done at` their canonical instant; an answered operation is done when it
+    really completed (kit: explore.exhaustive-story)."""
+    prompt = tmp_path / "pipeline.md"
+    prompt.write_text(PIPELINE)
+    outcome = explore_prompt(spec_from_flags(str(prompt)), strategy="exhaustive", runs=200,
+                             expect=Expectation(schedule_independent=True))
+    story = outcome.failure.story
+    writes = [line for line in story if "starts store" in line and "store=write" in line]
+    assert writes and all(line.endswith("its answer dropped (nobody waited for it any more)")
+                          for line in writes), story
+    assert any(line.startswith("0.100s") and "path=out/a store=read, done at 0.110s" in line
+               for line in story), story
+    assert not any("done at 0.010s" in line for line in story), story
