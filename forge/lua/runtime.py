@@ -288,8 +288,10 @@ class LuaRuntime:
     def __del__(self) -> None:
         # Dropped with a run still bound (a run built and never executed):
         # the slots let go of it first, so that closing the Lua state frees
-        # no Python object holding lupa objects (lupa issue #84).
-        self.unbind(forget=False)
+        # no Python object holding lupa objects (lupa issue #84).  A runtime
+        # whose constructor raised bound nothing and has no slots.
+        if "_failed" in self.__dict__:
+            self.unbind(forget=False)
 
     # -- reuse -----------------------------------------------------------------
     def begin(self, max_instructions: int, random_seed: int) -> None:

@@ -561,3 +561,23 @@ def test_bulk_call_bombs_end_alike_on_reused_and_fresh_runtimes(fresh):
             run = _run(text, max_instructions=3_000_000)
             assert run.lua.reusable, (name, before)
             assert _bytes(run) == expected[name], (name, before)
+
+
+def test_a_runtime_whose_constructor_raised_is_dropped_quietly():
+    """A runtime that could not be built (a seed Lua cannot hold) has bound
+    no run: dropping it says nothing on stderr (it had raised AttributeError
+    from `__del__`, printed as an ignored exception)."""
+    import gc
+    import sys
+
+    from forge.lua.runtime import LuaRuntime
+
+    unraisable = []
+    old, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        with pytest.raises(OverflowError):
+            LuaRuntime(random_seed=2**63)
+        gc.collect()
+    finally:
+        sys.unraisablehook = old
+    assert unraisable == []
