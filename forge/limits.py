@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import re
 import stat
 from typing import Any
 
@@ -41,6 +42,8 @@ I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 #: name, in seconds (about 31.7 years): far past any real run, and small
 #: enough that nanosecond arithmetic stays exact.
 MAX_SECONDS = 1e9
+#: Characters of a `-k` selection pattern (a regular expression).
+MAX_PATTERN = 1000
 
 
 def is_int(value: Any) -> bool:
@@ -147,3 +150,19 @@ def _read_pipe(fd: int, most: int) -> bytes:
         chunks.append(chunk)
         got += len(chunk)
     return b"".join(chunks)
+
+
+def compile_pattern(value: str) -> re.Pattern:
+    """A `-k` selection pattern, compiled: a regular expression of at most
+    `MAX_PATTERN` characters (`forge conformance`, `mutants`, `spec`, and the
+    API's `patterns`).
+
+    Raises:
+        ValueError: the rule it breaks, worded to follow "must"/"patterns: ".
+    """
+    if len(value) > MAX_PATTERN:
+        raise ValueError(f"must be at most {MAX_PATTERN} characters, got {len(value)}")
+    try:
+        return re.compile(value)
+    except (re.error, RecursionError, OverflowError) as e:
+        raise ValueError(f"must be a regular expression ({e}), got {value[:60]!r}") from None

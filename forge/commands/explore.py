@@ -10,7 +10,7 @@ FILE` alone reproduces.
 `--shard I/N` runs one part of the seed range (`forge.campaign`); `forge
 explore merge A.json B.json ...` (`merge`) joins shard reports into the
 report one process gives.  Both print the report from one dict
-(`_report_json`), so a merged report is the serial one byte for byte.
+(`forge.commands.explore_report`), so a merged report is the serial one byte for byte.
 
 What does not live here: exploring and recording (`forge.repro`), spreading
 and merging (`forge.campaign`, `forge.pool`),
@@ -28,6 +28,7 @@ import click
 from forge.errors import InputError
 from forge.limits import I64_MAX
 
+from forge.commands.explore_report import report_json, show
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, harness_kwargs,
                                    harness_options, write_output)
 
@@ -174,75 +175,15 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     report, failure = outcome.report, outcome.failure
     if failure is not None:
         write_output(replay_out, write_record(failure.record))
-    data = _report_json(report, failure, replay_out)
+    data = report_json(report, failure, replay_out)
     if part is not None:
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    _show(data, as_json, strategy, failure.problems if failure else (), bool(spec.faults))
+    show(data, as_json, strategy, failure.problems if failure else (), bool(spec.faults))
     if failure is not None:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
-
-
-def _report_json(report, failure, replay_out: str) -> dict:
-    """The report as `--json` prints it (and `merge` re-assembles it)."""
-    command = f"forge replay {shlex.quote(replay_out)}"
-    return {
-        "runs": report.runs,
-        "distinct_schedules": report.distinct_traces,
-        "outcomes": report.outcomes,
-        "failures": [{"seed": f.seed, "problems": list(f.problems),
-                      "choices": len(f.choices), "shrunk": list(f.shrunk),
-                      "deviations": f.deviations, "proven_minimal": f.proven,
-                      "strategy": f.provider}
-                     for f in report.findings],
-        "complete": report.complete, "pruned": report.pruned, "bounded": report.bounded,
-        "unfinished": report.unfinished, "redundant": report.redundant,
-        "pct_horizon": report.horizon,
-        "replay": replay_out if failure else None,
-        "replay_command": command if failure else None,
-        "story": list(failure.story) if failure else None,
-        "divergence": list(failure.divergence) if failure else None,
-        "faults_fired": [list(f) for f in failure.faults] if failure else None,
-        "faults": report.faults,
-    }
-
-
-def _show(data: dict, as_json: bool, strategy: str, shrunk_problems,
-          faults_asked: bool = False) -> None:
-    """Print the report: JSON, or in words (the faults fired over all
-    schedules when --faults asked for them, even if none fired)."""
-    from forge.progress import plain_counts
-
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True))
-        return
-    click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
-               f"outcomes: {plain_counts(data['outcomes'])}")
-    if faults_asked or data.get("faults"):
-        click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
-    if strategy == "exhaustive":
-        click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
-                   f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
-                   f"deviation bound, {data['unfinished']} unfinished")
-    if data["failures"]:
-        found = data["failures"][0]
-        where = "on an exhaustive schedule" if found["seed"] is None else \
-            f"at seed {found['seed']}"
-        click.echo(f"FAILED {where}: " + "; ".join(found["problems"]))
-        minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
-        click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
-                   f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
-                   "run: " + "; ".join(shrunk_problems))
-        click.echo("the shrunk schedule, in virtual time:")
-        for line in data["story"]:
-            click.echo("  " + line)
-        if data["divergence"]:
-            click.echo("first divergence from the canonical run:")
-            for line in data["divergence"]:
-                click.echo("  " + line)
-        click.echo(f"reproduce with: {data['replay_command']}")
 
 
 @click.command()
@@ -276,5 +217,5 @@ def merge(reports, replay_out, as_json):
         write_output(replay_out, write_record(rec))
         data["replay"] = replay_out
         data["replay_command"] = f"forge replay {shlex.quote(replay_out)}"
-    _show(data, as_json, "random", rec["failure"]["problems"] if rec else ())
+    show(data, as_json, "random", rec["failure"]["problems"] if rec else ())
     sys.exit(1 if rec is not None else 0)

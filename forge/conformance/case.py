@@ -33,7 +33,13 @@ be at least 1, got 0`.  The limits of docs/limits.md (file size, nesting,
 64-bit integers, finite seconds up to `forge.limits.MAX_SECONDS`, prompt
 size) are checked first, so no input reaches the schema or the engine past
 them.  `load_cases` reads every file of a directory before it refuses, so
-one run names every malformed case (`CaseErrors`).
+one run names every malformed case (`CaseErrors`); a case citing clause
+ids the catalogue lacks is refused naming every one of them.
+
+`HarnessSpec` is the protocol's `harness` object (`to_json`) however a run
+is described: a case's `[harness]` table (`from_json`), a `run` message
+(`from_message`), or a run spec built from the harness flags (`from_run`,
+for `forge explore --impl`).
 
 What does not live here: running cases (`runner`) and comparing observations
 (`matchers`).
@@ -103,6 +109,22 @@ class HarnessSpec:
             raise InputError(f"{json_path(('harness', *path))}: {message}")
         _check_bounds({"harness": known}, "", "harness")
         return cls.from_json(known)
+
+    @classmethod
+    def from_run(cls, spec: Any) -> HarnessSpec:
+        """The harness of a run spec (`forge.runspec.RunSpec`: what `forge
+        explore --impl` sends), every field the protocol carries filled from
+        it, so a run sent from flags and one sent from a case reach the
+        implementation alike.  What the protocol does not carry (faults, the
+        instruction budget, the latency menu) is the caller's to refuse."""
+        def data(script: Any) -> Any:
+            return None if script is None else script.data
+
+        return cls(args=spec.args, concurrency=spec.concurrency, store=dict(spec.store_files),
+                   model_script=data(spec.model), operator_script=data(spec.operator),
+                   tool_script=data(spec.tool), latency=dict(spec.latency_base),
+                   cancel_at=spec.cancel_at,
+                   refuse={op: list(paths) for op, paths in spec.refuse.items()})
 
     def to_json(self) -> dict:
         out = attrs.asdict(self)
@@ -258,12 +280,14 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
     for path, message in matchers.check(data.get("expect", {}), ("expect",)):
         raise InputError(f"{json_path(path)}: {message}", file=name,
                          line=line_of(text, path), kind="matcher")
-    if catalogue is not None:
-        for cid in data["clauses"]:
-            if cid not in catalogue:
-                hint = did_you_mean([cid], catalogue)
-                raise InputError(f"unknown clause id `{cid}` (not in the catalogue){hint}",
-                                 file=name, line=_line_of_string(text, cid), kind="clause")
+    unknown = ([cid for cid in data["clauses"] if cid not in catalogue]
+               if catalogue is not None else [])
+    if unknown:
+        ids = ", ".join(f"`{cid}`" for cid in unknown)
+        s = "s" if len(unknown) > 1 else ""
+        raise InputError(f"unknown clause id{s} {ids} (not in the catalogue)"
+                         f"{did_you_mean(unknown, catalogue)}",
+                         file=name, line=_line_of_string(text, unknown[0]), kind="clause")
 
 
 def _check_bounds(data: dict, text: str, name: str) -> None:

@@ -7,7 +7,16 @@ system refuses - raises `InputError`, which the group prints as one line
 with exit code 2; several at once (every malformed case file of a
 directory) are printed one line each (`refuse_all`).
 
-What does not live here: anything the commands do (`runner`, `serve`).
+Also the pieces the conformance commands (`forge mutants`, `forge spec`,
+`forge explore --impl`) share, so each rule is kept once: `load_suite`
+(the catalogue, then the cases checked against it), `refuse_flags` (flags
+the chosen mode would ignore: `--fuzz` refuses the suite's, the suite
+`--fuzz`'s), `write_flagged` (an output file whose late failure names its
+flag), and `explore_impl_command` (`forge explore --impl`, printed as the
+reference's exploration is).
+
+What does not live here: anything the commands do (`runner`, `serve`,
+`impl_explore`, `fuzz`).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from forge.commands.params import (
     BoundedInt,
     InputPath,
     OutputPath,
+    Regex,
     Seconds,
     write_output,
 )
@@ -43,6 +53,11 @@ MAX_FUZZ = 1_000_000
 
 #: The most cases run at once (each subprocess worker is one implementation process).
 MAX_WORKERS = 256
+
+#: The flags `--fuzz` takes; it refuses every other flag of `forge conformance`.
+FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout")
+#: The flags only `--fuzz` takes; the suite refuses them.
+FUZZ_ONLY = ("--seed", "--fuzz-case")
 
 CONFORMANCE_HELP = """Run the conformance suite against an implementation.
 
@@ -104,9 +119,9 @@ Examples:
 @click.option("--cases", "cases_path", metavar="DIR", default=None, type=InputPath(),
               help="A directory of cases (searched recursively) or one case file. "
                    "Default: the suite installed with the kit.")
-@click.option("-k", "patterns", metavar="PATTERN", multiple=True,
+@click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
               help="Only cases whose id or a cited clause id matches PATTERN "
-                   "(a regular expression, or a plain substring). Repeat for any of several.")
+                   "(a regular expression, searched). Repeat for any of several.")
 @click.option("--features", "feature_args", metavar="NAMES", multiple=True,
               help="Only cases needing any of these features, comma-separated or repeated "
                    f"({', '.join(FEATURES)}; docs/cases.md says what each covers).")
@@ -135,18 +150,17 @@ Examples:
 @click.option("--fuzz", "fuzz_count", type=BoundedInt(1, MAX_FUZZ), default=None, metavar="N",
               help="Instead of the suite: run N random task programs on the reference and on "
                    "--impl (level 2) under one schedule each, and write the first difference, "
-                   "shrunk, as a case file (needs Hypothesis, the test extra).")
+                   "shrunk, as a case file (needs Hypothesis, the test extra). Takes only "
+                   "--impl, --seed, --fuzz-case and --timeout.")
 @click.option("--seed", "fuzz_seed", type=BoundedInt(), default=0, show_default=True,
-              help="--fuzz: the seed of the programs and schedules.")
+              help="--fuzz only: the seed of the programs and schedules.")
 @click.option("--fuzz-case", metavar="FILE", type=OutputPath(), default="forge-fuzz.case.toml",
-              show_default=True, help="--fuzz: where the shrunk difference's case file goes.")
+              show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
                 junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose,
                 fuzz_count, fuzz_seed, fuzz_case):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
-    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
-    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
         load_expectations,
@@ -156,20 +170,18 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     )
 
     if fuzz_count is not None:
+        refuse_flags(ctx, FUZZ_FLAGS.__contains__,
+                     f"not for --fuzz, which takes only {', '.join(FUZZ_FLAGS[1:])}")
         ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout))
+    refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
+                 "for --fuzz only, which is not given")
     outputs = {"--json": json_file, "--junit": junit_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
         raise InputError(f"standard output (-) already takes the {on_stdout[0]} report; "
                          f"give {on_stdout[1]} a file", file=on_stdout[1])
-    catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
-    catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
-    known = {c["id"] for c in catalogue} if catalogue is not None else None
-    try:
-        cases = load_cases(cases_path or DEFAULT_CASES_DIR, known)
-    except CaseErrors as e:
-        refuse_all(list(e.errors))
+    cases, catalogue = load_suite(cases_path, catalogue_dir)
     features = [f.strip() for arg in feature_args for f in arg.split(",") if f.strip()]
     known_features = sorted({f for case in cases for f in case.features})
     unknown = [f for f in features if f not in known_features]
@@ -213,9 +225,9 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     for flag, path in outputs.items():
         if path is not None:
             try:
-                write_output(path, renderings[flag]())
+                write_flagged(flag, path, renderings[flag]())
             except InputError as e:
-                unwritten.append(InputError(f"{e.file}: {e.message}", file=flag))
+                unwritten.append(e)
     # With a report on standard output, the human summary goes to stderr;
     # it is shown even when a report could not be written.
     click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
@@ -251,6 +263,63 @@ def _impl_argv(command: str) -> list[str]:
     return argv
 
 
+def refuse_flags(ctx: click.Context, takes, rule: str) -> None:
+    """Refuse, in one line naming them, the flags given to `ctx`'s command
+    that `takes(flag)` says the chosen mode does not take (a flag given its
+    default value by omission is not given); `rule` says why.  The one way
+    a command refuses flags that would be ignored (`forge conformance
+    --fuzz`, `forge spec` before a subcommand)."""
+    from forge.lifecycle.command import flags_given
+
+    unused = [flag for flag in flags_given(ctx) if not takes(flag)]
+    if unused:
+        raise InputError(rule, file=", ".join(unused))
+
+
+def under_flag(flag: str, error: InputError) -> InputError:
+    """`error` about a file a flag named, re-worded to name the flag first:
+    `--json: report.json: cannot write this file: ...`."""
+    return InputError(error.render(), file=flag)
+
+
+def write_flagged(flag: str, path: str, text: str) -> None:
+    """Write an output file (`write_output`) a flag named.
+
+    Raises:
+        InputError: naming the flag and the file, when the system refuses.
+    """
+    try:
+        write_output(path, text)
+    except InputError as e:
+        raise under_flag(flag, e) from None
+
+
+def load_suite(cases_path: str | None, catalogue_dir: str | None = None) -> tuple[list, list | None]:
+    """(cases, catalogue), loaded as every command loads them: the clause
+    catalogue (`--catalogue`, by default the shipped one), then the cases at
+    `cases_path` (a folder or one case file; by default the shipped suite),
+    each refused if it cites a clause id the catalogue lacks.
+
+    Raises:
+        InputError: a catalogue that cannot be used (naming --catalogue when
+            it was given), or the malformed case files, each on its own line.
+    """
+    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
+    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
+
+    catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
+    try:
+        catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
+    except InputError as e:
+        raise (under_flag("--catalogue", e) if catalogue_dir else e) from None
+    known = {c["id"] for c in catalogue} if catalogue is not None else None
+    try:
+        return load_cases(cases_path or DEFAULT_CASES_DIR, known), catalogue
+    except CaseErrors as e:
+        refuse_all(list(e.errors))
+        raise  # refuse_all raised the last one
+
+
 def refuse_all(errors: list[InputError]) -> None:
     """Refuse several pieces of bad input at once: each but the last is
     printed as the `forge` group prints a refusal (`forge: ` and one line; a
@@ -267,77 +336,91 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
             reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
-    code.  `forge.commands.explore` hands over here; the work is
+    code: 0 every schedule passed, 1 one failed (an implementation that
+    errors, crashes or breaks level 2 included, as under `forge
+    conformance`), 3 an exhaustive search stopped at --runs.  The report is
+    the reference's (`forge.commands.explore_report`: its JSON, and its summary
+    lines), told through the implementation's decisions instead of a trace.
+    `forge.commands.explore` hands over here; the work is
     `forge.conformance.impl_explore`'s.
 
     Raises:
         InputError: a bad prompt, flag or replay file, or an implementation
-            that does not speak level 2.
+            whose hello breaks the protocol or does not speak level 2.
     """
+    from forge.commands.explore_report import report_json, show as show_report
     from forge.commands.params import harness_kwargs
-    from forge.conformance.adapters import AdapterError, SubprocessAdapter
-    from forge.conformance.impl_explore import explore_impl, replay_impl
+    from forge.conformance.adapters import SubprocessAdapter
+    from forge.conformance.impl_explore import (
+        check_replayable,
+        explore_impl,
+        replay_impl,
+        where,
+    )
     from forge.runspec import Expectation, spec_from_flags, spec_from_record
     from forge.sim.replayfile import write_record
 
-    with SubprocessAdapter(_impl_argv(impl), timeout=timeout) as adapter:
-        try:
-            adapter.start()
-        except AdapterError as e:
-            raise InputError(e.render(), file="--impl") from None
-        if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
-            from forge.assembly import read_replay
+    argv = _impl_argv(impl)
+    if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
+        from forge.assembly import read_replay
 
-            data = read_replay(prompt)["record"]
-            if data is None:
-                raise InputError("a replay file to run through --impl is a format-1 record "
-                                 "(what `forge explore` writes)", file=prompt)
-            spec = spec_from_record(data, prompt)
+        data = read_replay(prompt)["record"]
+        if data is None:
+            raise InputError("a replay file to run through --impl is a format-1 record "
+                             "(what `forge explore` writes)", file=prompt)
+        spec = spec_from_record(data, prompt)
+        check_replayable(prompt, data, spec)
+        with SubprocessAdapter(argv, timeout=timeout) as adapter:
             problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
                                           Expectation.from_json(data["expect"]))
-            if as_json:
-                click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
-            else:
-                click.echo(terminal_safe(f"drifted: {drift}") if drift
-                           else "replayed the recorded schedule")
-                click.echo(terminal_safe("FAILED: " + "; ".join(problems)) if problems
-                           else "passed")
-            return 1 if problems or drift else 0
-        spec = spec_from_flags(prompt, **harness_kwargs(harness))
+        if as_json:
+            click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
+        else:
+            click.echo(terminal_safe(f"drifted: {drift}") if drift
+                       else "replayed the recorded schedule")
+            click.echo(terminal_safe("FAILED: " + "; ".join(problems)) if problems
+                       else "passed")
+        return 1 if problems or drift else 0
+    spec = spec_from_flags(prompt, **harness_kwargs(harness))
+    with SubprocessAdapter(argv, timeout=timeout) as adapter:
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
                                start_seed=start_seed, pct_depth=pct_depth,
                                max_deviations=max_deviations, reduce=reduce)
     report = outcome.report
     found = report.findings[0] if report.findings else None
     if outcome.record is not None:
-        write_output(replay_out, write_record(outcome.record))
+        write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
+    # The reference's report, with the implementation's story in place of a
+    # trace's (no divergence: the kit cannot see a foreign engine's trace).
+    data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
+            "story": list(outcome.story), "replay": replay_out if found else None,
+            "replay_command": again if found else None}
     if as_json:
-        click.echo(json.dumps({
-            "runs": report.runs, "distinct_schedules": report.distinct_traces,
-            "outcomes": report.outcomes, "complete": report.complete,
-            "failures": [{"seed": f.seed, "problems": list(f.problems), "choices": len(f.choices),
-                          "shrunk": list(f.shrunk), "deviations": f.deviations,
-                          "proven_minimal": f.proven} for f in report.findings],
-            "problems": list(outcome.problems), "story": list(outcome.story),
-            "replay": replay_out if found else None,
-            "replay_command": again if found else None}, sort_keys=True))
-    else:
-        click.echo(f"{report.runs} schedules of `{impl}`, {report.distinct_traces} distinct "
-                   f"observations, outcomes: "
-                   + ", ".join(f"{k} {v}" for k, v in report.outcomes.items()))
-        if found is not None:
-            where = "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
-            click.echo(terminal_safe(f"FAILED {where}: " + "; ".join(found.problems)))
+        click.echo(json.dumps(data, sort_keys=True))
+        return 1 if found is not None else 0 if report.complete else 3
+    # The summary lines as the reference prints them (outcomes are the
+    # implementation's words, so escaped); the failure, told here.
+    show_report({**data, "failures": [],
+           "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
+          False, strategy if outcome.explored else "canonical", ())
+    if found is not None:
+        click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))
+        if outcome.explored:
             click.echo(terminal_safe(
                 f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
                 f"{found.deviations} deviations from canonical; the shrunk run: "
                 + "; ".join(outcome.problems)))
-            click.echo("its decisions that differ from canonical:")
-            for line in outcome.story:
-                click.echo(terminal_safe("  " + line))
-            click.echo(f"reproduce with: {again}")
-    if found is not None:
+            if outcome.story:
+                click.echo("its decisions that differ from canonical:")
+                for line in outcome.story:
+                    click.echo(terminal_safe("  " + line))
+            else:
+                click.echo("its decisions that differ from canonical: none (it fails on the "
+                           "canonical schedule)")
+        else:
+            click.echo("no other schedule was tried: the implementation fails the canonical one")
+        click.echo(f"reproduce with: {again}")
         return 1
     return 0 if report.complete else 3
 
@@ -381,10 +464,11 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         click.echo(f"no difference from the reference in {report.programs} programs "
                    f"(seed {seed})")
         return 0
-    write_output(case_path, case_text(found, seed))
     click.echo("DIFFERENT from the reference, shrunk to "
                f"{found.program.count(chr(10)) + 1} lines and answers {list(found.answers)}:")
     for line in found.fields:
         click.echo(terminal_safe("  " + line))
+    # After the difference is shown, so a file the system refuses loses nothing shown.
+    write_flagged("--fuzz-case", case_path, case_text(found, seed))
     click.echo(f"the case is in {case_path}; add it under a case directory to keep it")
     return 1

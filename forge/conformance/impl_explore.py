@@ -10,7 +10,17 @@ shrunk schedule is told as the decisions that differ from canonical.
 A replay file written here is the ordinary format-1 record (`forge.runspec.
 record`): `forge explore --impl CMD FILE.replay.json` replays it through the
 pipe and reports the first drift, and `forge replay FILE` runs the same
-schedule on the reference.
+schedule on the reference.  A record of the reference's exhaustive search
+(orders mode, whose choices pick completions) is refused, as `forge run
+--strategy replay:` refuses it (`forge.runspec.FileReplay.check`).
+
+The implementation is untrusted, as under `forge conformance`: a run it
+cannot answer (a crash, a timeout, a malformed `choose`) is a failing run
+(outcome `errored`), not bad input.  One that fails the canonical schedule
+that way is reported there, without exploring (each such run may cost a
+timeout); only a hello that breaks the protocol, or a level-1 one, is bad
+input, naming `--impl`.  The run sent is `case.HarnessSpec.from_run` of the
+flags: the harness a case would send.
 
 What does not live here: the pipe (`adapters.SubprocessAdapter`, `level2`),
 the search and the shrinker (`forge.sim`), the command's flags
@@ -26,12 +36,13 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from forge.conformance.adapters import AdapterError, SubprocessAdapter
+from forge.conformance.adapters import AdapterError, HelloError, SubprocessAdapter
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
-from forge.runspec import Expectation, RunSpec, record
+from forge.runspec import Expectation, FileReplay, RunSpec, record
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
+from forge.sim.explore import Finding, Report
 
 #: The case id runs of an explored prompt carry over the pipe.
 CASE_ID = "explore"
@@ -47,13 +58,19 @@ def case_of(spec: RunSpec) -> Case:
         raise InputError("faults are not offered over the protocol; explore a foreign engine "
                          "without --faults (`refuse` in a case pins a store fault)",
                          file="--faults")
-    harness = HarnessSpec(args=spec.args, concurrency=spec.concurrency,
-                          store=dict(spec.store_files),
-                          model_script=spec.model.data if spec.model else None,
-                          operator_script=spec.operator.data if spec.operator else None,
-                          latency=dict(spec.latency_base), cancel_at=spec.cancel_at)
-    return Case(id=CASE_ID, path=spec.prompt_path, clauses=("kit:explore",), harness=harness,
-                expect={}, prompt=spec.prompt_text)
+    return Case(id=CASE_ID, path=spec.prompt_path, clauses=("kit:explore",),
+                harness=HarnessSpec.from_run(spec), expect={}, prompt=spec.prompt_text)
+
+
+def check_replayable(path: str, rec: dict, spec: RunSpec) -> None:
+    """Refuse a record whose choices the pipe cannot replay: one of the
+    reference's exhaustive search (orders mode), as `forge run --strategy
+    replay:` refuses one of another mode than its run.
+
+    Raises:
+        InputError: naming the file.
+    """
+    FileReplay(path, rec, []).check(attrs.evolve(spec, orders=False), rec["run"]["seed"])
 
 
 class PipeSubject:
@@ -65,7 +82,13 @@ class PipeSubject:
     """
 
     def __init__(self, adapter: SubprocessAdapter, case: Case) -> None:
-        if adapter.level != LEVEL:
+        try:
+            level = adapter.level
+        except HelloError as e:
+            raise InputError(e.reason, file="--impl") from None
+        except AdapterError:
+            level = LEVEL       # it did not start: the first run errors, saying why
+        if level != LEVEL:
             raise InputError(f"`{shlex.join(adapter.argv)}` speaks level 1: its hello has no "
                              '"level": 2, so the kit cannot choose its schedule',
                              file="--impl")
@@ -98,14 +121,29 @@ def pipe_checks(expect: Expectation, canonical: dict) -> list:
     return [check]
 
 
+#: How a finding on the canonical schedule is drawn (`Finding.provider`):
+#: the implementation failed there, and nothing else was explored.
+ON_CANONICAL = Canonical().describe()
+
+
 @attrs.frozen
 class ImplExploreOutcome:
-    report: object
+    report: Report
     #: The replay record of the shrunk failure, or None.
     record: dict | None = None
     problems: tuple[str, ...] = ()
     #: The shrunk schedule's non-canonical decisions, one line each.
     story: tuple[str, ...] = ()
+    #: False when the canonical run errored and no other schedule was tried.
+    explored: bool = True
+
+
+def where(found: Finding) -> str:
+    """Where a finding showed: `on the canonical schedule`, `on an exhaustive
+    schedule`, or `at seed N`."""
+    if found.provider == ON_CANONICAL:
+        return "on the canonical schedule"
+    return "on an exhaustive schedule" if found.seed is None else f"at seed {found.seed}"
 
 
 def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectation,
@@ -113,14 +151,25 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
                  pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                  shrink_budget: int = 3000,
                  progress: Callable[[int], None] | None = None) -> ImplExploreOutcome:
-    """`forge.repro.explore_prompt`, through the pipe."""
+    """`forge.repro.explore_prompt`, through the pipe.
+
+    Raises:
+        InputError: a run the protocol cannot carry (faults), or an
+            implementation whose hello breaks the protocol or is level 1.
+    """
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
     subject = PipeSubject(adapter, case_of(spec))
-    canonical, _ = subject(Chooser(Canonical()))
-    if not_errored(canonical):
-        raise InputError(not_errored(canonical)[0], file="--impl")
+    first = Chooser(Canonical())
+    canonical, _ = subject(first)
+    errored = tuple(not_errored(canonical))
+    if errored:
+        values = tuple(first.values())
+        found = Finding(None, errored, values, values, canonical, 0, True, ON_CANONICAL)
+        report = Report(1, 1, (found,), {"errored": 1}, complete=strategy != "exhaustive")
+        return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
+                                  errored, (), explored=False)
     checks = pipe_checks(expect, canonical)
     if strategy == "exhaustive":
         report = exhaustive(subject, checks, limit=runs, reduce=reduce,
@@ -136,12 +185,18 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
     obs, _ = subject(chooser)
     problems = tuple(p for check in checks for p in check(obs))
+    return ImplExploreOutcome(report, _record(spec, expect, found, chooser, obs, problems),
+                              problems, tuple(story(chooser)))
+
+
+def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser, obs: dict,
+            problems: Sequence[str]) -> dict:
+    """The replay record of `found`'s run (made by `chooser`, observed as `obs`)."""
     failure = {"problems": list(problems), "outcome": obs.get("outcome"),
                "deviations": found.deviations, "proven_minimal": found.proven, "faults": []}
     obs = {**obs, "trace_sha256": obs.get("trace_sha256") or ""}
-    rec = record(spec, expect, seed, chooser.choices, obs, failure=failure,
-                 strategy=found.provider)
-    return ImplExploreOutcome(report, rec, problems, tuple(story(chooser)))
+    return record(spec, expect, chooser.seed, chooser.choices, obs, failure=failure,
+                  strategy=found.provider)
 
 
 def story(chooser: Chooser) -> list[str]:
@@ -154,7 +209,11 @@ def story(chooser: Chooser) -> list[str]:
 def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
                 choices: Sequence[tuple[str, int, int]], expect: Expectation) -> tuple[
                     list[str], str | None]:
-    """Run a recorded schedule through the pipe: (its problems, the first drift or None)."""
+    """Run a recorded schedule through the pipe: (its problems, the first drift or None).
+
+    Raises:
+        InputError: as `explore_impl`.
+    """
     subject = PipeSubject(adapter, case_of(spec))
     canonical, _ = subject(Chooser(Canonical()))
     provider = RecordedProvider(choices)

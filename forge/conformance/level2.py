@@ -14,6 +14,9 @@ reference: they are nothing but choosers.
                              "options": ["root:0", "task:0.1"]}
     kit -> implementation   {"type": "chosen", "id": CASE, "pick": 1}
 
+The kinds of decision are a closed set, listed in protocol.schema.json
+(`kinds`); a `choose` of any other kind is a fault, as is a malformed one.
+
 What lives here: both ends of that exchange - `drive` (the kit's: answer
 `choose` messages until the observation comes) and `PipeProvider` (the
 served reference's: a provider whose every draw asks over the pipe).  What
@@ -23,6 +26,8 @@ does not: the pipe itself and its faults (`adapters.SubprocessAdapter`,
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,13 +48,26 @@ def hello_level(hello: dict) -> int:
     return level if level in (1, LEVEL) else 1
 
 
+@functools.cache
+def kinds() -> tuple[str, ...]:
+    """The decisions a `choose` may ask, as protocol.schema.json lists them."""
+    from forge.conformance import schemas
+
+    return tuple(schemas.schema(schemas.PROTOCOL)["$defs"]["choose"]["properties"]["kind"]["enum"])
+
+
 def choose_problem(message: dict, case_id: str) -> str | None:
     """Why `message` is not a well-formed `choose` for run `case_id`, or None."""
+    from forge.conformance.catalogue import did_you_mean
+
     if message.get("id") != case_id:
         return f"asked a choice for run {message.get('id')!r} during run {case_id!r}"
     kind, options = message.get("kind"), message.get("options")
     if not isinstance(kind, str) or not kind:
         return "asked a choice without a string `kind`"
+    if kind not in kinds():
+        return (f"asked a choice of unknown kind {_brief(kind)}{did_you_mean([kind], kinds())}; "
+                f"the kinds are {', '.join(kinds())} (protocol.schema.json)")
     if (not isinstance(options, list) or not options or len(options) > MAX_OPTIONS
             or not all(isinstance(o, str) for o in options)):
         return (f"asked choice {kind[:40]!r} with `options` that are not a list of 1 to "
@@ -108,11 +126,20 @@ class PipeProvider(Provider):
             self.broken = f"the input ended while choice {kind!r} waited for its answer"
             return 0
         pick = answer.get("pick") if isinstance(answer, dict) else None
+        asked = f"choice {kind!r} with {len(options)} option{'s' if len(options) > 1 else ''}"
         if (not isinstance(answer, dict) or answer.get("type") != "chosen"
-                or isinstance(pick, bool) or not isinstance(pick, int)
-                or not 0 <= pick < len(options)):
-            self.broken = (f"choice {kind!r} with {len(options)} options was answered with "
-                            f"{str(answer)[:200]}; expected "
-                            '{"type": "chosen", "pick": INDEX}')
+                or isinstance(pick, bool) or not isinstance(pick, int)):
+            self.broken = (f"{asked} was answered with {_brief(answer)}; expected "
+                           '{"type": "chosen", "id": ..., "pick": INDEX}')
+            return 0
+        if not 0 <= pick < len(options):
+            self.broken = (f"{asked} was answered with pick {pick}, out of range: a pick is "
+                           f"an index from 0 to {len(options) - 1}")
             return 0
         return pick
+
+
+def _brief(value: Any) -> str:
+    """`value` as JSON, cut to 200 characters (for messages)."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 200 else text[:199] + "…"

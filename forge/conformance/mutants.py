@@ -14,7 +14,8 @@ Categories follow the design card's crown jewels - id numbering, races and
 delivery, timeout ties, abandon reasons - and then status, concurrency,
 errors and the model side.
 
-What lives here: the catalogue (mutant id, category, site) and the kill
+What lives here: the catalogue (mutant id, category, site; `forge mutants
+--list` prints it), looking a mutant up by id (`find`), and the kill
 matrix: what kills each mutant, computed in this process or in worker
 processes (each switches one site in its own process, so they cannot meet).
 What does not: the sites and their wrong variants (each rule module), running
@@ -136,6 +137,23 @@ CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]
 
 def by_id() -> dict[str, Mutant]:
     return {m.id: m for m in CATALOGUE}
+
+
+def find(mutant_id: str, source: str) -> Mutant:
+    """The mutant named `mutant_id`.
+
+    Raises:
+        InputError: naming `source` (where the id came from), for an id the
+            catalogue lacks, with the nearest ids.
+    """
+    from forge.conformance.catalogue import did_you_mean
+
+    mutant = by_id().get(mutant_id)
+    if mutant is None:
+        raise InputError(f"no mutant is named {mutant_id[:80]!r}"
+                         f"{did_you_mean([mutant_id], by_id())}; `forge mutants --list` "
+                         "lists them", file=source)
+    return mutant
 
 
 # -- the kill matrix ---------------------------------------------------------------

@@ -1,5 +1,11 @@
 """`forge mutants`: the suite and the schedule invariants against each mutant.
 
+`--list` prints the catalogue (the ids `FORGE_MUTANT` takes) without running
+anything.  `-k` selects mutants by id as `forge conformance -k` selects
+cases (`runner.matches`: regular expressions, searched; an empty selection
+is bad input), and the cases are loaded as `forge conformance` loads them
+(`cli.load_suite`: checked against the clause catalogue).
+
 Progress goes to stderr (`forge.progress`): a bar on a terminal, a plain
 line every few seconds in a log.
 """
@@ -11,10 +17,14 @@ import sys
 
 import click
 
-from forge.commands.params import BoundedInt, InputPath, OutputPath, write_output
+from forge.commands.params import BoundedInt, InputPath, OutputPath, Regex
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
+#: The most worker processes `--workers` starts.
+MAX_WORKERS = 64
+#: The flags `--list` takes; it refuses the others (they choose how mutants run).
+LIST_FLAGS = ("--list", "-k", "--json")
 
 
 def register(main: click.Group) -> None:
@@ -23,35 +33,59 @@ def register(main: click.Group) -> None:
 
 @click.command()
 @click.option("--cases", "cases_dir", type=InputPath(exists=True), default=None,
-              help="Case directory (default: the installed suite).")
-@click.option("-k", "pattern", default=None, help="Only mutants whose id contains this text.")
+              help="A case directory or one case file (default: the installed suite).")
+@click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
+              help="Only mutants whose id matches PATTERN (a regular expression, searched, "
+                   "as in forge conformance -k). Repeat for any of several.")
 @click.option("--seeds", type=BoundedInt(0, MAX_SEEDS), default=10, show_default=True,
               help="Random schedules per example prompt in the invariant check.")
 @click.option("--case-seeds", type=BoundedInt(0, MAX_SEEDS), default=3, show_default=True,
               help="Random schedules per any-schedule case (the suite itself uses 20).")
 @click.option("--json", "json_file", type=OutputPath(), default=None,
-              help="Write the kill matrix as JSON.")
-@click.option("--workers", type=click.IntRange(min=1, max=64), default=1, show_default=True,
+              help="Write the kill matrix as JSON (with --list: the catalogue; - for stdout).")
+@click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
               help="Worker processes; each mutant runs in one (the matrix is the same).")
-def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
+@click.option("--list", "list_only", is_flag=True,
+              help="List the mutants (id, category, what it gets wrong) and exit: the ids "
+                   "FORGE_MUTANT=ID forge impl-serve takes.")
+def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_only):
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
-    forge/conformance/mutants.py).  It is killed when a case fails or errors, or a
-    schedule breaks an invariant.  Prints the kill matrix and the mutation
-    score; exit code 1 when a mutant that is not marked equivalent survives.
+    forge/conformance/mutants.py; --list lists them).  It is killed when a
+    case fails or errors, or a schedule breaks an invariant.  Prints the
+    kill matrix and the mutation score; exit code 1 when a mutant that is
+    not marked equivalent survives, 2 for bad input (a -k that selects no
+    mutant included).
+
+    \b
+    forge mutants --list                    the ids, categories and sites
+    forge mutants -k '^tie-' --workers 2    the mutants whose id starts tie-
     """
-    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
-    from forge.conformance.cli import refuse_all
+    from forge.conformance.cli import load_suite, refuse_flags, write_flagged
     from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
+    from forge.conformance.runner import matches
+    from forge.errors import InputError
     from forge.progress import reporter
 
-    try:
-        loaded = load_cases(cases_dir or DEFAULT_CASES_DIR)
-    except CaseErrors as e:
-        refuse_all(list(e.errors))
-    cases = with_fewer_schedules(loaded, case_seeds)
-    selected = [m for m in CATALOGUE if not pattern or pattern in m.id]
+    selected = [m for m in CATALOGUE if matches(patterns, m.id)]
+    if not selected:
+        raise InputError("no mutant matches the selection (-k); `forge mutants --list` "
+                         "lists them")
+    if list_only:
+        refuse_flags(click.get_current_context(), LIST_FLAGS.__contains__,
+                     f"--list runs nothing (it takes {', '.join(LIST_FLAGS[1:])})")
+        rows = [{"id": m.id, "category": m.category, "description": m.description,
+                 "site": m.site, "equivalent": m.equivalent} for m in selected]
+        if json_file:
+            write_flagged("--json", json_file, json.dumps({"mutants": rows}, indent=1,
+                                                          sort_keys=True))
+        if json_file != "-":
+            for row in rows:
+                same = " (equivalent)" if row["equivalent"] else ""
+                click.echo(f"{row['id']:36} {row['category']:12} {row['description']}{same}")
+        return
+    cases = with_fewer_schedules(load_suite(cases_dir)[0], case_seeds)
     show = reporter(len(selected), "mutants")
     matrix = kill_matrix(selected, cases, seeds, workers=workers,
                          progress=lambda n, m: show(n, m.id))
@@ -62,13 +96,14 @@ def mutants(cases_dir, pattern, seeds, case_seeds, json_file, workers):
     for row in rows:
         mark = "killed " if row["killed"] else ("equiv. " if row["equivalent"] else "SURVIVED")
         by = ", ".join(row["killers"][:3]) if row["killed"] else (row["equivalent"] or row["description"])
-        click.echo(f"{mark} {row['category']:12} {row['id']:36} {by}")
+        click.echo(f"{mark} {row['category']:12} {row['id']:36} {by}",
+                   err=json_file == "-")
     scored = [r for r in rows if not r["equivalent"]]
     killed = sum(1 for r in scored if r["killed"])
     score = killed / len(scored) if scored else 1.0
-    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}")
+    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_file == "-")
     if json_file:
-        write_output(json_file, json.dumps({"mutants": rows, "killed": killed,
-                                            "total": len(scored), "score": score},
-                                           indent=1, sort_keys=True))
+        write_flagged("--json", json_file, json.dumps({"mutants": rows, "killed": killed,
+                                                       "total": len(scored), "score": score},
+                                                      indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)

@@ -73,29 +73,46 @@ Progress = Callable[[int, int, str], None]
 
 # -- selection -----------------------------------------------------------------------------
 
-def select(cases: Sequence[Case], patterns: Iterable[str] = (),
+def select(cases: Sequence[Case], patterns: Iterable[str | re.Pattern] = (),
            features: Iterable[str] = ()) -> list[Case]:
-    """Cases matching any pattern (a regex, or a plain substring if it is not
-    one, searched in the case id and its clause ids) and citing any of `features`.
+    """Cases matching any pattern (`matches`: searched in the case id and its
+    clause ids) and citing any of `features`.
+
+    Raises:
+        InputError: a pattern that is not a regular expression.
     """
-    regexes = [_pattern(p) for p in patterns]
+    regexes = compile_patterns(patterns)
     wanted = set(features)
+    return [case for case in cases
+            if matches(regexes, case.id, *case.clauses)
+            and (not wanted or wanted & set(case.features))]
+
+
+def compile_patterns(patterns: Iterable[str | re.Pattern]) -> list[re.Pattern]:
+    """`-k` patterns, compiled: a string is held to the rule of the `-k`
+    flags (`forge.limits.compile_pattern`: a regular expression of at most
+    1000 characters), and one that breaks it is bad input.
+
+    Raises:
+        InputError: naming `patterns`, for a string that is not one.
+    """
+    from forge.limits import compile_pattern
+
     out = []
-    for case in cases:
-        names = (case.id, *case.clauses)
-        if regexes and not any(rx.search(n) for rx in regexes for n in names):
-            continue
-        if wanted and not wanted & set(case.features):
-            continue
-        out.append(case)
+    for p in patterns:
+        try:
+            out.append(p if isinstance(p, re.Pattern) else compile_pattern(p))
+        except ValueError as e:
+            raise InputError(str(e), file="patterns") from None
     return out
 
 
-def _pattern(text: str) -> re.Pattern:
-    try:
-        return re.compile(text)
-    except (re.error, RecursionError, OverflowError):  # not a usable regex: a substring
-        return re.compile(re.escape(text))
+def matches(patterns: Sequence[re.Pattern], *names: str) -> bool:
+    """The selection rule of `-k` in `forge conformance`, `forge mutants` and
+    `forge spec`: no patterns select everything; else any pattern found
+    (`re.search`) in any of `names` (a case's id and clause ids, a mutant's
+    id, a clause's id and statement)."""
+    return not patterns or any(rx.search(n) for rx in patterns for n in names)
 
 
 # -- expectations files --------------------------------------------------------------------

@@ -110,13 +110,9 @@ def switch_mutant(mutant_id: str | None) -> Iterator[None]:
     if not mutant_id:
         yield
         return
-    from forge.conformance.mutants import by_id
+    from forge.conformance.mutants import find
 
-    mutant = by_id().get(mutant_id)
-    if mutant is None:
-        raise InputError(f"no mutant is named {mutant_id[:80]!r}; the catalogue is forge/conformance/mutants.py",
-                         file="FORGE_MUTANT")
-    with mutant.applied():
+    with find(mutant_id, "FORGE_MUTANT").applied():
         yield
 
 

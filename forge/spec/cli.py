@@ -1,4 +1,14 @@
-"""`forge spec`: list, search and render the clause catalogue; report coverage."""
+"""`forge spec`: list, search and render the clause catalogue; report coverage.
+
+`-k` selects clauses as `forge conformance -k` selects cases
+(`forge.conformance.runner.matches`: regular expressions searched in the
+id and the statement, any of several); a selection of no clause is bad
+input.  The listing's flags (`--feature`, `-k`, `--json`) are refused
+before a subcommand (`forge spec --feature tasks render DIR`), which would
+ignore them; `coverage` takes its own `--feature` and `--json`.
+`coverage --cases` reads cases as `forge conformance` does
+(`forge.conformance.cli.load_suite`): a folder or one case file.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +19,10 @@ import sys
 import click
 
 from forge.commands.params import InputPath, OutputPath, Regex, write_output
+
+
+#: Where `forge spec render` writes without OUT_DIR (relative to the current folder).
+RENDER_DIR = "docs/spec"
 
 
 def register(main: click.Group) -> None:
@@ -43,10 +57,12 @@ def _catalogue() -> list[dict]:
 
 @click.group(invoke_without_command=True)
 @click.option("--feature", multiple=True, help="Only clauses of this feature (repeatable).")
-@click.option("-k", "pattern", default=None, type=Regex(), help="Only clauses whose id or statement matches this regex.")
+@click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
+              help="Only clauses whose id or statement matches PATTERN (a regular expression, "
+                   "searched, as in forge conformance -k). Repeat for any of several.")
 @click.option("--json", "as_json", is_flag=True, help="Print the clauses as JSON.")
 @click.pass_context
-def spec(ctx, feature, pattern, as_json):
+def spec(ctx, feature, patterns, as_json):
     """List the clauses of the specifications.
 
     \b
@@ -55,14 +71,27 @@ def spec(ctx, feature, pattern, as_json):
     forge spec -k timeout               clauses about timeouts
     forge spec coverage                 clauses no conformance case checks
     forge spec render DIR               the readable Markdown form
+
+    Exit code 2 when -k and --feature select no clause.  The listing's
+    flags go before a subcommand only when it is none (a subcommand takes
+    its own, after its name).
     """
-    if ctx.invoked_subcommand is not None:
+    from forge.conformance.cli import refuse_flags
+    from forge.conformance.runner import matches
+    from forge.errors import InputError
+
+    sub = ctx.invoked_subcommand
+    if sub is not None:
+        refuse_flags(ctx, lambda flag: False,
+                     f"a flag of the `forge spec` listing, which `forge spec {sub}` would "
+                     f"ignore (`forge spec {sub} --help` lists its own flags, given after "
+                     "its name)")
         return
     clauses = _catalogue()
-    clauses = _only_features(clauses, feature)
-    if pattern:
-        clauses = [c for c in clauses
-                   if pattern.search(c["id"]) or pattern.search(c.get("statement", ""))]
+    clauses = [c for c in _only_features(clauses, feature)
+               if matches(patterns, c["id"], c.get("statement", ""))]
+    if not clauses:
+        raise InputError("no clause matches the selection (-k / --feature)")
     if as_json:
         click.echo(json.dumps(clauses, sort_keys=True, indent=1))
         return
@@ -72,8 +101,9 @@ def spec(ctx, feature, pattern, as_json):
 
 
 @spec.command()
-@click.option("--cases", "cases_dir", type=InputPath(file_okay=False, exists=True), default=None,
-              help="Case directory (default: the installed conformance cases).")
+@click.option("--cases", "cases_dir", type=InputPath(exists=True), default=None,
+              help="A case directory or one case file (default: the installed conformance "
+                   "cases).")
 @click.option("--feature", multiple=True, help="Only this feature's clauses (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--counts", is_flag=True,
@@ -86,10 +116,10 @@ def coverage(cases_dir, feature, as_json, counts):
     every feature) is cited by a case, 1 when one is not, 2 for an unknown
     feature.
     """
-    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
+    from forge.conformance.cli import load_suite
 
     catalogue = _catalogue()
-    cases = load_cases(cases_dir or DEFAULT_CASES_DIR, {c["id"] for c in catalogue})
+    cases, _ = load_suite(cases_dir)
     clauses = _only_features(catalogue, feature)
     covered = {cid for case in cases for cid in case.clauses}
     by_feature: dict[str, dict] = {}
@@ -147,9 +177,13 @@ def _case_counts(clauses: list[dict], cases) -> dict[str, dict]:
 
 
 @spec.command()
-@click.argument("out_dir", type=OutputPath(directory=True), default="docs/spec")
+@click.argument("out_dir", type=OutputPath(directory=True), default=RENDER_DIR)
 def render(out_dir):
-    """Write the readable form of each catalogue file to OUT_DIR/<name>.md."""
+    """Write the readable form of each catalogue file to OUT_DIR/<name>.md.
+
+    OUT_DIR defaults to docs/spec, under the current folder (the kit's own
+    docs, from a checkout's root); it is created if missing.
+    """
     from forge.conformance.catalogue import default_catalogue_dir
     from forge.conformance._toml import read_toml
 

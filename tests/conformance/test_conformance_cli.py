@@ -76,6 +76,56 @@ def test_a_malformed_case_is_one_line_and_exit_2(cases):
     assert result.stderr.endswith("(did you mean `tasks.wait.join-entries`?)\n")
 
 
+def test_every_unknown_clause_id_of_a_case_is_named_in_its_line(cases):
+    """Not only the first: each unknown id, then the nearest known ones (kit: cases.load)."""
+    bad = cases / "examples" / "bad.toml"
+    bad.write_text('clauses = ["tasks.glance.example-two-tasks", "tasks.nope",\n'
+                   '           "tasks.wait.join-entrie"]\nprompt = "# P"\n')
+    result = forge("conformance", "--cases", str(cases))
+    assert result.exit_code == 2
+    assert result.stderr == (f"forge: {bad}:1: clause: unknown clause ids `tasks.nope`, "
+                             "`tasks.wait.join-entrie` (not in the catalogue) (did you mean "
+                             "`tasks.wait.join-entries`?)\n")
+
+
+def test_a_fuzz_case_refused_at_write_time_names_its_flag(monkeypatch, tmp_path):
+    """`--fuzz-case FILE` refused when written: `forge: --fuzz-case: FILE: ...`, after
+    the difference is shown (kit: conformance.flags)."""
+    pytest.importorskip("hypothesis")
+    import sys
+
+    from forge.conformance import cli, fuzz
+    from forge.errors import InputError
+
+    class Level2:
+        level = 2
+
+        def __init__(self, argv, timeout):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            pass
+
+    found = fuzz.Difference("## Main\n", (), {"outcome": "ok", "result": "a", "logs": []},
+                            {}, ("result: reference \"a\" != implementation \"b\"",))
+
+    def refuse(path, text):
+        raise InputError("cannot write this file: No space left on device", file=path)
+
+    monkeypatch.setattr(fuzz, "fuzz", lambda *a, **k: fuzz.FuzzReport(1, 0, 0.1, found))
+    monkeypatch.setattr("forge.conformance.adapters.SubprocessAdapter", Level2)
+    monkeypatch.setattr(cli, "write_output", refuse)
+    out = tmp_path / "f.toml"
+    result = forge("conformance", "--impl", sys.executable, "--fuzz", "1", "--fuzz-case", str(out))
+    assert result.exit_code == 2
+    assert "DIFFERENT from the reference" in result.stdout
+    assert result.stderr == (f"forge: --fuzz-case: {out}: cannot write this file: No space left "
+                             "on device\n")
+
+
 @pytest.mark.parametrize("args, message", [
     (["--workers", "0"], "forge: --workers must be at least 1, got 0\n"),
     (["--timeout", "0"], "forge: --timeout must be a positive number of seconds, got 0\n"),
@@ -83,6 +133,20 @@ def test_a_malformed_case_is_one_line_and_exit_2(cases):
      "forge: --impl: no such command `no-such-engine-here`\n"),
     (["--impl", "'unbalanced"], "forge: --impl: cannot split the command line: No closing quotation\n"),
     (["-k", "no-case-is-called-this"], "forge: no case matches the selection (-k / --features)\n"),
+    # (kit: conformance.flags) a pattern is a regex, never a substring fallback
+    (["-k", "["], "forge: -k must be a regular expression (unterminated character set at "
+                  "position 0), got '['\n"),
+    (["--catalogue", "/nonexistent"], "forge: --catalogue: /nonexistent: no clause catalogue "
+                                      "here (expected forge/spec/*.toml files)\n"),
+    # flags the chosen mode would ignore
+    (["--fuzz", "2", "--json", "out.json", "-k", "x", "--workers", "2"],
+     "forge: -k, --workers, --json: not for --fuzz, which takes only --impl, --seed, "
+     "--fuzz-case, --timeout\n"),
+    (["--fuzz", "2", "--dump-cases"], "forge: --dump-cases: not for --fuzz, which takes only "
+                                      "--impl, --seed, --fuzz-case, --timeout\n"),
+    (["--seed", "3"], "forge: --seed: for --fuzz only, which is not given\n"),
+    (["--fuzz-case", "f.toml", "-k", "two-tasks"],
+     "forge: --fuzz-case: for --fuzz only, which is not given\n"),
 ])
 def test_bad_flags_are_one_line_and_exit_2(args, message):
     """Flag values the suite cannot use are reported in one line, exit code 2."""

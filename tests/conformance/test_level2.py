@@ -87,13 +87,25 @@ def test_the_served_engine_asks_for_every_decision_and_follows_the_answers():
 
 
 def test_a_malformed_answer_errors_the_run_and_the_server_goes_on():
-    """A `chosen` out of range is an error answer for that run, not a crash."""
+    """A `chosen` out of range is an error answer for that run, not a crash; it
+    says the pick is out of range and which picks the choice had."""
     answers = serve_script({"type": "hello", "protocol": 1, "levels": [1, 2]},
                            {"type": "run", "id": "t", "prompt": TWO_TASKS.prompt, "harness": {},
                             "seed": None}, {"type": "chosen", "id": "t", "pick": 99},
                            {"type": "hello", "protocol": 1, "levels": [1, 2]})
-    assert answers[-2]["type"] == "error" and "pick" in answers[-2]["message"]
+    assert answers[-2] == {"type": "error", "id": "t", "message": (
+        "level 2: choice 'chain' with 1 option was answered with pick 99, out of range: "
+        "a pick is an index from 0 to 0")}
     assert answers[-1]["type"] == "hello"
+
+
+def test_a_malformed_answer_is_quoted_as_json():
+    """An answer that is no `chosen` is shown as the JSON it was, not a Python repr."""
+    answers = serve_script({"type": "hello", "protocol": 1, "levels": [1, 2]},
+                           {"type": "run", "id": "t", "prompt": TWO_TASKS.prompt, "harness": {},
+                            "seed": None}, {"type": "chosen", "id": "t", "pick": True})
+    assert ('answered with {"type": "chosen", "id": "t", "pick": true}; expected'
+            in answers[-1]["message"])
 
 
 def test_the_kit_decides_the_schedule_over_the_pipe():
@@ -174,9 +186,28 @@ def test_explore_impl_on_the_command_line(tmp_path):
 @pytest.mark.parametrize("message, words", [
     ({"type": "choose", "id": "other", "kind": "chain", "options": ["a"]}, "for run 'other'"),
     ({"type": "choose", "id": "t", "options": ["a"]}, "without a string `kind`"),
+    ({"type": "choose", "id": "t", "kind": "weird", "options": ["a"]},
+     'of unknown kind "weird"; the kinds are chain, latency:store,'),
+    ({"type": "choose", "id": "t", "kind": "chian", "options": ["a"]},
+     "(did you mean `chain`?)"),
     ({"type": "choose", "id": "t", "kind": "chain", "options": []}, "not a list of 1 to"),
     ({"type": "choose", "id": "t", "kind": "chain", "options": [1]}, "not a list of 1 to"),
 ])
 def test_a_malformed_choose_is_a_fault_named_in_the_report(message, words):
     """The kit refuses a `choose` it cannot answer, saying why."""
     assert words in choose_problem(message, "t")
+
+
+def test_the_choice_kinds_are_those_the_reference_asks():
+    """protocol.schema.json's closed set of kinds is every decision the engine
+    draws at the harness boundary: chain, a latency per operation, a fault
+    per fault kind and the cancel instant - so a kind the kit refuses is one
+    no engine of the spec needs."""
+    from forge.conformance.level2 import kinds
+    from forge.harness import DEFAULT_LATENCY, FAULT_KINDS
+
+    assert set(kinds()) == {"chain", "fault:cancel_at",
+                            *(f"latency:{op}" for op in DEFAULT_LATENCY),
+                            *(f"fault:{kind}" for kind in FAULT_KINDS)}
+    assert violations("protocol", {"type": "choose", "id": "t", "kind": "weird",
+                                   "options": ["a"]})

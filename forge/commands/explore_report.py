@@ -1,0 +1,76 @@
+"""The report of `forge explore`: its JSON (`report_json`) and its words
+(`show`), one dict printed either way.  The reference's explore, the
+`merge` of shard reports, and `forge explore --impl` (`forge.conformance.cli`)
+all print through here, so a merged report is the serial one byte for byte
+and a foreign engine's report reads like the reference's.
+
+What does not live here: exploring (`forge.repro`, `forge.conformance.impl_explore`),
+the command's flags (`forge.commands.explore`).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import click
+
+
+def report_json(report, failure, replay_out: str) -> dict:
+    """The report as `--json` prints it (and `merge` re-assembles it)."""
+    command = f"forge replay {shlex.quote(replay_out)}"
+    return {
+        "runs": report.runs,
+        "distinct_schedules": report.distinct_traces,
+        "outcomes": report.outcomes,
+        "failures": [{"seed": f.seed, "problems": list(f.problems),
+                      "choices": len(f.choices), "shrunk": list(f.shrunk),
+                      "deviations": f.deviations, "proven_minimal": f.proven,
+                      "strategy": f.provider}
+                     for f in report.findings],
+        "complete": report.complete, "pruned": report.pruned, "bounded": report.bounded,
+        "unfinished": report.unfinished, "redundant": report.redundant,
+        "pct_horizon": report.horizon,
+        "replay": replay_out if failure else None,
+        "replay_command": command if failure else None,
+        "story": list(failure.story) if failure else None,
+        "divergence": list(failure.divergence) if failure else None,
+        "faults_fired": [list(f) for f in failure.faults] if failure else None,
+        "faults": report.faults,
+    }
+
+
+def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
+          faults_asked: bool = False) -> None:
+    """Print the report: JSON, or in words (the faults fired over all
+    schedules when --faults asked for them, even if none fired)."""
+    from forge.progress import plain_counts
+
+    if as_json:
+        click.echo(json.dumps(data, sort_keys=True))
+        return
+    click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
+               f"outcomes: {plain_counts(data['outcomes'])}")
+    if faults_asked or data.get("faults"):
+        click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
+    if strategy == "exhaustive":
+        click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
+                   f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
+                   f"deviation bound, {data['unfinished']} unfinished")
+    if data["failures"]:
+        found = data["failures"][0]
+        where = "on an exhaustive schedule" if found["seed"] is None else \
+            f"at seed {found['seed']}"
+        click.echo(f"FAILED {where}: " + "; ".join(found["problems"]))
+        minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
+        click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
+                   f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
+                   "run: " + "; ".join(shrunk_problems))
+        click.echo("the shrunk schedule, in virtual time:")
+        for line in data["story"]:
+            click.echo("  " + line)
+        if data["divergence"]:
+            click.echo("first divergence from the canonical run:")
+            for line in data["divergence"]:
+                click.echo("  " + line)
+        click.echo(f"reproduce with: {data['replay_command']}")
