@@ -29,8 +29,8 @@ from forge.errors import InputError
 from forge.limits import I64_MAX
 
 from forge.commands.explore_report import report_json, show
-from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, harness_kwargs,
-                                   harness_options, write_output)
+from forge.commands.params import (MAX_TIMEOUT, TEXT, BoundedInt, InputPath, OutputPath,
+                                   Seconds, harness_kwargs, harness_options, write_output)
 
 #: The most schedules one `forge explore` tries (each is a whole run).
 MAX_RUNS = 10_000_000
@@ -97,9 +97,13 @@ class _ExploreCommand(click.Command):
 @click.option("--impl", metavar="CMD", default=None, type=TEXT,
               help="Explore this implementation over the protocol's level 2 (docs/protocol.md); "
                    "PROMPT may then be a replay file to run through it again.")
+@click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0,
+              show_default=True,
+              help="With --impl: seconds the program gets to answer each request before the "
+                   "schedule fails.")
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
-            workers, shard, backend, address, impl, **harness):
+            workers, shard, backend, address, impl, timeout, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -124,6 +128,11 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     """
     from forge import campaign as spread
     from forge.pool import backend as pick_backend
+
+    if impl is None and click.get_current_context().get_parameter_source("timeout") \
+            is not click.core.ParameterSource.DEFAULT:
+        raise InputError("how long an --impl program may take to answer; "
+                         "give --impl CMD, or leave it out", file="--timeout")
 
     # Each run's seed is start + i, and a seed is a 64-bit integer like every other.
     if start_seed + runs - 1 > I64_MAX:
@@ -153,7 +162,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         from forge.conformance.cli import explore_impl_command as command
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
-                         reduce=not no_reduce, replay_out=replay_out, as_json=as_json))
+                         reduce=not no_reduce, replay_out=replay_out, as_json=as_json,
+                         timeout=timeout))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 

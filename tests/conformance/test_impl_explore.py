@@ -210,3 +210,23 @@ def test_explore_impl_finds_the_mutant_in_process():
                                runs=40, shrink_budget=200)
     assert outcome.report.findings and outcome.report.findings[0].deviations == 1
     assert report_json(outcome.report, None, "r.json")["failures"]
+
+
+def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
+    """`forge explore --impl CMD --timeout S` gives the program S seconds an
+    answer, as `forge conformance --timeout` does (docs/protocol.md); without
+    --impl the flag has nothing to time and is refused."""
+    timeouts = []
+    original = InProcessPipe.__init__
+
+    def init(self, argv, timeout=10.0):
+        timeouts.append(timeout)
+        original(self, argv, timeout)
+
+    monkeypatch.setattr(InProcessPipe, "__init__", init)
+    done = explore(str(PROMPT), "--runs", "1", "--timeout", "2.5")
+    assert done.exit_code == 0, done.output
+    assert timeouts == [2.5]
+    alone = forge("explore", str(PROMPT), "--runs", "1", "--timeout", "2.5")
+    assert alone.exit_code == 2
+    assert "--timeout: how long an --impl program may take to answer" in alone.output
