@@ -230,3 +230,19 @@ def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
     alone = forge("explore", str(PROMPT), "--runs", "1", "--timeout", "2.5")
     assert alone.exit_code == 2
     assert "--timeout: how long an --impl program may take to answer" in alone.output
+
+
+def test_a_record_of_an_engine_under_test_replays_without_crying_bug(pipe, tmp_path):
+    """A failure found through --impl is recorded with no trace sha256, even
+    when the engine reports one (the reference does): `forge replay` runs the
+    schedule on the reference and re-checks the expectation, instead of
+    comparing with bytes another engine made and calling the difference a
+    kit bug."""
+    out = tmp_path / "r.json"
+    done = explore(str(PROMPT), "--runs", "2", "--expect-result", "not this",
+                   "--replay-out", str(out))
+    assert done.exit_code == 1, done.output
+    assert json.loads(out.read_text())["trace_sha256"] is None
+    again = forge("replay", str(out))
+    assert again.exit_code == 1, again.output
+    assert "please report this" not in again.output
