@@ -10,9 +10,22 @@ entry points of `forge.lifecycle`).  Everything here is re-exported from
 Every value that crosses this boundary is a frozen attrs class
 (`Observation`, `ExploreReport`, `Failure`, `ReplayReport`,
 `ConformanceReport`, `CaseOutcome`) with a `to_json()`; nested JSON data is frozen too (mappings
-are read-only, lists are tuples).  Bad input - an unreadable prompt, a
-malformed script, an unknown strategy - raises `InputError` (a
-`ValueError`), whose `str()` is the same one line `forge` prints.
+are read-only, lists are tuples), and all of it pickles and copies (a
+report may come back from a worker process).  Bad input - an unreadable
+prompt, a malformed script, an unknown strategy, an argument of the wrong
+type or out of range - raises `InputError` (a `ValueError`): one line
+naming the function, the argument and the rule, worded as `forge` words
+the same mistake with the argument in its flag's place.
+
+Every argument is checked before anything runs (`_checked`, by the table
+`_rules`): an argument that a `forge` flag also sets follows the core's
+rule for that value (`forge.runspec.RULES`, which the flag's click type
+applies too), so each bound (`--concurrency`'s ceiling, a seed's 64 bits,
+`--workers`' cap) is written once and the API cannot drift from the
+command line.  The rest are checked here for their shape; their content
+by the same core functions the commands call (`forge.runspec`,
+`forge.store.seed_problem`), whose errors name a flag and are renamed
+here to the argument.
 
 What does not live here: a run's definition (`forge.runspec.RunSpec`),
 exploring and replaying (`forge.repro`), the engine (`forge.engine`), the
@@ -23,11 +36,15 @@ prints, and rewrite none of their rules.  See docs/api.md.
 
 from __future__ import annotations
 
+import functools as _functools
+import inspect as _inspect
 import json as _json
 import os as _os
-import types as _types
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterator as _Iterator
 from typing import Any, Literal, Union
+from typing import ParamSpec as _ParamSpec
+from typing import TypeVar as _TypeVar
 
 import attrs as _attrs
 
@@ -86,10 +103,36 @@ _Refusals = Union[str, Iterable[str], Mapping[str, Union[str, Iterable[str]]]]
 
 # -- frozen JSON -----------------------------------------------------------------------------
 
+class _FrozenMap(Mapping[str, Any]):
+    """A read-only mapping of JSON data: what a mapping proxy gives, but it
+    pickles and deep-copies (a proxy does neither), so a report can come
+    back from a worker process.  Compares equal to a dict with its items."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: Mapping[str, Any]) -> None:
+        self._data = dict(data)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> _Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(self._data)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_FrozenMap, (self._data,))
+
+
 def _freeze(value: Any) -> Any:
-    """JSON data made read-only: mappings become mapping proxies, lists tuples."""
-    if isinstance(value, dict):
-        return _types.MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    """JSON data made read-only: mappings become `_FrozenMap`s, lists tuples."""
+    if isinstance(value, Mapping):
+        return _FrozenMap({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     return value
@@ -163,7 +206,22 @@ class Observation:
     @classmethod
     def from_dict(cls, obs: Mapping[str, Any], trace: str = "", choices: Sequence[int] = (),
                   drifted_at: int | None = None) -> Observation:
-        """An observation from its JSON data (as an engine under test reports it)."""
+        """An observation from its JSON data (as an engine under test reports it).
+
+        Raises:
+            InputError: `obs` is not JSON data within the kit's limits, or
+                breaks the shipped observation schema
+                (`forge/conformance/schema/observation.schema.json`, the
+                one the conformance runner holds an engine's observations
+                to); or `trace`, `choices` or `drifted_at` is of the wrong kind.
+        """
+        _check_observation(obs, trace, choices, drifted_at)
+        return cls._of(obs, trace, choices, drifted_at)
+
+    @classmethod
+    def _of(cls, obs: Mapping[str, Any], trace: str = "", choices: Sequence[int] = (),
+            drifted_at: int | None = None) -> Observation:
+        """`from_dict` without its checks: for the kit's own observations."""
         return cls(
             outcome=str(obs["outcome"]), result=obs.get("result"),
             error=_freeze(obs.get("error")), logs=tuple(obs.get("logs", ())),
@@ -171,10 +229,454 @@ class Observation:
             messages=_freeze(dict(obs.get("messages", {}))),
             store=_freeze(dict(obs.get("store", {}))),
             virtual_time=float(obs.get("virtual_time", 0.0)),
-            trace_sha256=str(obs.get("trace_sha256", "")), trace=trace,
+            trace_sha256=str(obs.get("trace_sha256") or ""), trace=trace,
             choices=tuple(choices), drifted_at=drifted_at,
             rounds=_freeze(list(obs.get("rounds", ()))),
             effects=_freeze(list(obs.get("effects", ()))))
+
+
+def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> None:
+    """`Observation.from_dict`'s checks: JSON data within the limits
+    (`forge.limits.data_problem`), then the shipped observation schema.
+
+    Raises:
+        InputError: naming `Observation.from_dict`, the argument and the place.
+    """
+    from forge.limits import data_problem, render_path
+    from forge.runspec import shown
+
+    where = "Observation.from_dict"
+    if not isinstance(obs, Mapping):
+        raise InputError(f"obs must be an observation, a JSON object (a dict), got {shown(obs)}",
+                         file=where)
+    data = _thaw(obs)
+    found = data_problem(data)
+    if found is not None:
+        path, rule = found
+        raise InputError(f"obs{_place(render_path(path))}: {rule}", file=where)
+    from forge.conformance.schemas import observation_violations
+
+    broken = observation_violations(data, limit=1)
+    if broken:
+        raise InputError(f"obs breaks observation.schema.json at {broken[0]}", file=where)
+    if not isinstance(trace, str):
+        raise InputError(f"trace must be the trace's JSON lines (a str), got {shown(trace)}",
+                         file=where)
+    if isinstance(choices, str | bytes) or not isinstance(choices, Sequence) or not all(
+            isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in choices):
+        raise InputError(f"choices must be a list of choice values (whole numbers from 0), "
+                         f"got {shown(choices)}", file=where)
+    if drifted_at is not None and (not isinstance(drifted_at, int) or isinstance(drifted_at, bool)
+                                   or drifted_at < 0):
+        raise InputError(f"drifted_at must be None or a choice's index (a whole number from 0), "
+                         f"got {shown(drifted_at)}", file=where)
+
+
+def _place(path: str) -> str:
+    """A place inside an argument, to follow its name: `.rounds[2]`, `[0]`."""
+    return path if not path or path.startswith("[") else f".{path}"
+
+
+# -- checking arguments ----------------------------------------------------------------------
+#
+# Every keyword of `run_prompt`, `explore`, `replay` and `run_conformance` is checked,
+# before anything runs, by one rule in `_rules`.  A value that a `forge` flag also sets
+# follows the core's rule for it (`forge.runspec.RULES`: the one place its bounds and
+# words live, which the flag's click type applies too), so the API refuses what the
+# command line refuses, in its words with the keyword for the flag.  The others are
+# checked here for their shape (a list, a mapping, a path or data), their entries by a
+# core rule where one exists, and their content by the core functions the commands call
+# too; a core refusal that names a flag (`--faults: unknown fault kind`) is renamed to
+# the keyword (`_renamed`).
+
+_P = _ParamSpec("_P")
+_R = _TypeVar("_R")
+
+
+@_attrs.frozen
+class _Rule:
+    """How one keyword is checked: `check(value, name, where)` raises
+    `InputError` or returns the value to use (a tuple for any iterable, so
+    a generator is not used up by its check); `flag` is the `forge` flag
+    that sets the same value, which core refusals name."""
+
+    check: Callable[[Any, str, str], Any]
+    flag: str | None = None
+
+
+#: `_value`'s flag when not given: the value's name in kebab case (`--max-instructions`).
+_KEBAB = "--"
+
+
+def _value(rule: str | Any, flag: str | None = _KEBAB) -> _Rule:
+    """The keyword follows a core rule: `forge.runspec.RULES[rule]` (set by
+    the flag `flag`), or the rule object itself (`Text()`, ...)."""
+    def check(value: Any, name: str, where: str) -> Any:
+        from forge.runspec import RULES, check_value
+
+        return check_value(RULES[rule] if isinstance(rule, str) else rule, value, name, where)
+
+    if flag == _KEBAB:
+        flag = "--" + rule.replace("_", "-") if isinstance(rule, str) else None
+    return _Rule(check, flag)
+
+
+def _text(flag: str | None = None) -> _Rule:
+    from forge.runspec import Text
+
+    return _value(Text(), flag)
+
+
+def _path(flag: str | None = None) -> _Rule:
+    from forge.runspec import FilePath
+
+    return _value(FilePath(), flag)
+
+
+def _refusal(name: str, what: str, value: Any, where: str) -> InputError:
+    from forge.runspec import shown
+
+    return InputError(f"{name} must be {what}, got {shown(value)}", file=where)
+
+
+def _is_list(value: Any) -> bool:
+    """An iterable that is a list of entries (not a string, bytes or a mapping)."""
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping)
+
+
+def _entries(entry: _Rule, what: str, one: bool = False) -> _Rule:
+    """A list whose every entry follows `entry` (named `name[i]`); with
+    `one`, a lone string is a list of one."""
+    def check(value: Any, name: str, where: str) -> Any:
+        if one and isinstance(value, str):
+            value = (value,)
+        if not _is_list(value):
+            raise _refusal(name, what, value, where)
+        items = tuple(value)
+        for i, item in enumerate(items):
+            entry.check(item, f"{name}[{i}]", where)
+        return items
+
+    return _Rule(check, entry.flag)
+
+
+def _path_or_data(flag: str, data: tuple[type, ...], what: str) -> _Rule:
+    """A file's path, or its JSON data (of the types `data`) within the
+    kit's limits (`forge.limits.data_problem`); the script's own schema is
+    checked when the run parses it."""
+    path = _path(flag)
+
+    def check(value: Any, name: str, where: str) -> Any:
+        if isinstance(value, str | _os.PathLike):
+            return path.check(value, name, where)
+        if not isinstance(value, data):
+            raise _refusal(name, what, value, where)
+        from forge.limits import data_problem, render_path
+
+        found = data_problem(_thaw(_freeze(value)))
+        if found is not None:
+            place, rule = found
+            raise InputError(f"{name}{_place(render_path(place))}: {rule}", file=where)
+        return value
+
+    return _Rule(check, flag)
+
+
+def _store() -> _Rule:
+    """A folder (it must be there: `forge.runspec.read_store_folder`), or
+    `{path: text}` by the store's own rules for its seed
+    (`forge.store.seed_problem`: store paths, strings, the quota)."""
+    folder = _path("--store")
+
+    def check(value: Any, name: str, where: str) -> Any:
+        if isinstance(value, str | _os.PathLike):
+            return folder.check(value, name, where)
+        if not isinstance(value, Mapping):
+            raise _refusal(name, "a folder's path (a str or an os.PathLike) or {path: text}",
+                           value, where)
+        from forge.store import seed_problem
+
+        found = seed_problem(dict(value))
+        if found is not None:
+            path, rule = found
+            at = "" if path is None else f"[{repr(path)[:60]}]"
+            raise InputError(f"{name}{at}: {rule}", file=where)
+        return dict(value)
+
+    return _Rule(check, "--store")
+
+
+def _faults() -> _Rule:
+    """`"store,model"` or `["store", "model"]`: strings, as `--faults` takes
+    them; the kinds are `forge.runspec.parse_faults`'s to check."""
+    text = _text("--faults")
+    kinds = _entries(text, "fault kinds: a str (comma-separated) or a list of str")
+
+    def check(value: Any, name: str, where: str) -> Any:
+        if isinstance(value, str):
+            return text.check(value, name, where)
+        return kinds.check(value, name, where)
+
+    return _Rule(check, "--faults")
+
+
+def _refusals() -> _Rule:
+    """`OP[:PATH]` strings, as `--refuse` takes them, or `{operation: path or
+    [paths]}`; each string is `forge.runspec.refuse_pair`'s to split and the
+    operations `parse_refuse`'s to check."""
+    pairs = _entries(_text("--refuse"), "OP[:PATH] strings or {operation: [paths]}",
+                     one=True)
+
+    def check(value: Any, name: str, where: str) -> Any:
+        if not isinstance(value, Mapping):
+            return pairs.check(value, name, where)
+        out: dict[str, tuple[str, ...]] = {}
+        for op, paths in value.items():
+            if not isinstance(op, str):
+                raise _refusal(f"{name}'s operations", "strings", op, where)
+            listed = (paths,) if isinstance(paths, str) else paths
+            if not _is_list(listed):
+                raise _refusal(f"{name}[{op!r}]", "a path or a list of paths", paths, where)
+            out[op] = tuple(listed)
+            for i, path in enumerate(out[op]):
+                if not isinstance(path, str):
+                    raise _refusal(f"{name}[{op!r}][{i}]", "a path (a str, or *)", path, where)
+        return out
+
+    return _Rule(check, "--refuse")
+
+
+def _shape(fits: Callable[[Any], bool], what: str, flag: str | None = None) -> _Rule:
+    """A value of the right shape (what is in it is the core's to check):
+    lists become tuples, mappings dicts."""
+    def check(value: Any, name: str, where: str) -> Any:
+        if not fits(value):
+            raise _refusal(name, what, value, where)
+        if isinstance(value, Mapping):
+            return dict(value)
+        return tuple(value) if _is_list(value) else value
+
+    return _Rule(check, flag)
+
+
+def _checks(argument: str, fits: Callable[[Any], bool], what: str) -> _Rule:
+    """`checks` or `named_checks`: a list, each entry a check (`Check`) or
+    a `module:function` name (loaded by `forge.runspec.load_check`)."""
+    def check(value: Any, name: str, where: str) -> Any:
+        from forge.runspec import shown
+
+        if not _is_list(value):
+            raise InputError(f"{argument}: a list of checks, each {what}; got {shown(value)}",
+                             file=where)
+        items = tuple(value)
+        for i, entry in enumerate(items):
+            if not fits(entry):
+                raise InputError(f"{argument}[{i}]: a check is {what}, got {shown(entry)}",
+                                 file=where)
+        return items
+
+    return _Rule(check, "--check" if argument == "named_checks" else None)
+
+
+def _impl() -> _Rule:
+    """An implementation's command, a shell-style string or an argv list,
+    checked as `--impl` is (`forge.conformance.cli`: it splits, it is not
+    empty, its program is found).  Gives the argv."""
+    def check(value: Any, name: str, where: str) -> Any:
+        import shlex
+
+        from forge.conformance.cli import _impl_argv
+
+        if isinstance(value, str):
+            return _impl_argv(value)
+        if not _is_list(value) or not all(isinstance(word, str) for word in value):
+            raise _refusal(name, "a command: a shell-style str or a list of str", value, where)
+        return _impl_argv(shlex.join(value))
+
+    return _Rule(check, "--impl")
+
+
+def _features() -> _Rule:
+    """Feature names: a str or a list of str, each comma-separated as
+    `--features` takes them.  Gives the names."""
+    names = _entries(_text(), "feature names: a str or a list of str", one=True)
+
+    def check(value: Any, name: str, where: str) -> Any:
+        return [f.strip() for arg in names.check(value, name, where)
+                for f in arg.split(",") if f.strip()]
+
+    return _Rule(check, "--features")
+
+
+def _expectations() -> _Rule:
+    """An expectations file, or `{case_id: "fail" | "skip"}` (the values an
+    expectations file may hold, `forge.conformance.runner.EXPECTATIONS`)."""
+    path = _path("--expectations")
+
+    def check(value: Any, name: str, where: str) -> Any:
+        if isinstance(value, str | _os.PathLike):
+            return path.check(value, name, where)
+        if not isinstance(value, Mapping):
+            raise _refusal(name, 'a file\'s path or {case_id: "fail" | "skip"}', value, where)
+        from forge.conformance.runner import EXPECTATIONS
+
+        for case_id, expected in value.items():
+            if not isinstance(case_id, str) or expected not in EXPECTATIONS:
+                raise _refusal(f"{name}[{repr(case_id)[:60]}]",
+                               " or ".join(f'"{e}"' for e in EXPECTATIONS)
+                               + " (keyed by a case id, a str)", expected, where)
+        return dict(value)
+
+    return _Rule(check, "--expectations")
+
+
+def _harness(data: bool = True) -> dict[str, _Rule]:
+    """The harness keywords (the flags `forge run`, `explore` and `replay`
+    share): scripts and the store as data too with `data` (run_prompt,
+    explore), as paths alone without (replay, as its flags)."""
+    rules = {
+        "args": _text("--args"), "concurrency": _value("concurrency"),
+        "cancel_at": _value("cancel_at"), "max_instructions": _value("max_instructions"),
+        "faults": _faults(), "fault_budget": _value("fault_budget"),
+        "latency": _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}",
+                          "--latency"),
+        "refuse": _refusals(), "store": _store() if data else _path("--store"),
+    }
+    for script, kinds, what in (("model_script", (Mapping,), "{...}"),
+                                ("operator_script", (Mapping, list, tuple), "{...} or [...]"),
+                                ("tool_script", (Mapping,), "{...}")):
+        flag = "--" + script.replace("_", "-")
+        rules[script] = (_path_or_data(flag, kinds, f"a file's path (a str or an os.PathLike) "
+                                                    f"or its JSON data, {what}")
+                         if data else _path(flag))
+    return rules
+
+
+@_functools.cache
+def _rules() -> dict[str, dict[str, _Rule]]:
+    """Each public function's keywords and the rule each one follows."""
+    prompt = {"prompt": _path("PROMPT"), "source": _text(),
+              "latency_menu": _shape(_is_list, "a list of multipliers")}
+    run = {**_harness(), **prompt, "seed": _value("seed"), "strategy": _text("--strategy"),
+           "replay_out": _path("--replay-out")}
+    switch = _value(_switch())
+    explore = {
+        **_harness(), **prompt,
+        **{name: _value(name) for name in ("strategy", "runs", "start_seed", "pct_depth",
+                                           "max_deviations", "workers")},
+        "shrink_budget": _value("shrink_budget", flag=None),
+        "checks": _checks("checks", callable, "a callable taking an Observation (a check "
+                                              "named module:function goes in named_checks)"),
+        "named_checks": _checks("named_checks", lambda c: isinstance(c, str),
+                                "a string module:function"),
+        "expect_result": _text("--expect-result"), "same_ids": switch, "invariants": switch,
+        "schedule_independent": switch, "reduce": switch,
+        "progress": _shape(callable, "None or a callable taking the count of schedules run"),
+        "replay_out": _path("--replay-out"), "backend": _text("--backend"),
+        "address": _text("--address"),
+    }
+    replay = {**_harness(data=False), "replay_file": _path("REPLAY_FILE"),
+              "prompt": _path("PROMPT")}
+    conformance = {
+        "impl": _impl(), "cases": _path("--cases"), "features": _features(),
+        "patterns": _entries(_value(_pattern(), flag="-k"), "patterns: a str or a list of str",
+                             one=True),
+        "expectations": _expectations(), "workers": _value("workers"),
+        "timeout": _value("timeout"),
+    }
+    return {"run_prompt": run, "explore": explore, "replay": replay,
+            "run_conformance": conformance}
+
+
+def _switch() -> Any:
+    from forge.runspec import Switch
+
+    return Switch()
+
+
+def _pattern() -> Any:
+    from forge.runspec import Pattern
+
+    return Pattern()
+
+
+#: Each checked function's signature, by name (`_checked` fills it).
+_SIGNATURES: dict[str, _inspect.Signature] = {}
+#: Keywords core functions name as they are (`forge.runspec`'s latency checks).
+_NAMED_AS_KEYWORDS = ("latency", "latency_menu")
+
+
+def _check_argument(function: str, name: str, value: Any, where: str) -> Any:
+    """`value` of `function`'s keyword `name`, checked by its rule (None is
+    taken where it is the default): the value to use.
+
+    Raises:
+        InputError: naming `where`, the keyword and the rule.
+    """
+    if value is None and _SIGNATURES[function].parameters[name].default is None:
+        return None
+    return _rules()[function][name].check(value, name, where)
+
+
+def _check_arguments(function: str, values: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Some keywords of `function` checked, each by its rule, before a call
+    (the pytest plugin checks a marker's so): the values to use.
+
+    Raises:
+        InputError: naming `where`, for a keyword the function does not take
+            or a value its rule refuses.
+    """
+    import difflib
+
+    out = {}
+    parameters = _SIGNATURES[function].parameters
+    for name, value in values.items():
+        if name not in parameters:
+            near = difflib.get_close_matches(name, parameters, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise InputError(f"{function}() takes no keyword {name!r}{hint}", file=where)
+        out[name] = _check_argument(function, name, value, where)
+    return out
+
+
+def _renamed(function: str, error: InputError) -> InputError | None:
+    """A core refusal that names a flag (or a keyword bare), as `function`'s:
+    naming the function and the keyword; None when it names neither."""
+    names = {rule.flag: name for name, rule in _rules()[function].items()
+             if rule.flag is not None and rule.flag.startswith("-")}
+    names.update((name, name) for name in _NAMED_AS_KEYWORDS if name in _rules()[function])
+    if error.line is None and error.file in names:
+        return InputError(f"{names[error.file]}: {error.message}", file=function,
+                          kind=error.kind)
+    if error.file is None:
+        for flag, name in names.items():
+            if error.message.startswith(f"{flag}: "):
+                return InputError(name + error.message[len(flag):], file=function,
+                                  kind=error.kind)
+    return None
+
+
+def _checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn` with every keyword given checked by its rule before it runs, and
+    core refusals naming a flag renamed to the keyword."""
+    function = fn.__name__
+    signature = _SIGNATURES[function] = _inspect.signature(fn)
+    call: Callable[..., _R] = fn
+
+    @_functools.wraps(fn)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        bound = signature.bind(*args, **kwargs)
+        try:
+            for name, value in bound.arguments.items():
+                bound.arguments[name] = _check_argument(function, name, value, function)
+            return call(*bound.args, **bound.kwargs)
+        except InputError as e:
+            renamed = _renamed(function, e)
+            if renamed is None:
+                raise
+            raise renamed from None
+
+    return checked
 
 
 # -- building runs ---------------------------------------------------------------------------
@@ -249,6 +751,7 @@ def _write(path: PathLike, text: str) -> str:
     return where
 
 
+@_checked
 def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, args: str = "",
                seed: int | None = None, strategy: str | None = None,
                model_script: PathLike | Mapping[str, Any] | None = None,
@@ -292,7 +795,10 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
 
     Raises:
         InputError: the prompt, a script, the store, a fault, a refusal or the
-            strategy is refused (a `replay:FILE` that records another run, too).
+            strategy is refused (a `replay:FILE` that records another run,
+            too), or an argument is of the wrong type or out of range, as
+            the flag that sets it refuses it (`seed` past 64 bits,
+            `concurrency` 0, `cancel_at` NaN, a store path with `..`).
     """
     from forge.runspec import Expectation, Runner, record, run_chooser
     from forge.sim.replayfile import write_record
@@ -310,7 +816,7 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
         _write(replay_out, write_record(record(spec, Expectation(), chooser.seed,
                                                chooser.choices, obs,
                                                strategy=chooser.provider.describe())))
-    return Observation.from_dict(obs, trace=done.trace.lines(), choices=chooser.values())
+    return Observation._of(obs, trace=done.trace.lines(), choices=chooser.values())
 
 
 # -- exploring -------------------------------------------------------------------------------
@@ -376,7 +882,7 @@ class ExploreReport:
     pruned: int = 0
     bounded: int = 0
     unfinished: int = 0
-    faults: Mapping[str, int] = _attrs.field(factory=lambda: _types.MappingProxyType({}))
+    faults: Mapping[str, int] = _attrs.field(factory=lambda: _FrozenMap({}))
 
     @property
     def ok(self) -> bool:
@@ -410,32 +916,21 @@ class ExploreReport:
                        "faults": dict(self.faults)})
 
 
-def _user_checks(checks: Sequence[Check], named: Sequence[str]) -> list[Any]:
-    """The callable checks as the explorer's checks over raw observations
-    (`forge.runspec.UserCheck`, the rule named checks follow too), each
-    entry of both lists checked first.
+def _check_name(check: Check) -> str:
+    """The NAME a callable check's problems start with (`check NAME: ...`)."""
+    return getattr(check, "__name__", None) or type(check).__name__
 
-    Raises:
-        InputError: naming the argument and the index of an entry that is not
-            a callable (`checks`) or a string (`named_checks`).
-    """
+
+def _user_checks(checks: Sequence[Check]) -> list[Any]:
+    """The callable checks as the explorer's checks over raw observations
+    (`forge.runspec.UserCheck`, the rule named checks follow too); each
+    entry was checked with the arguments (`_checks`)."""
     from forge.runspec import UserCheck
 
-    for argument, entries, fits, what in (
-            ("checks", checks, callable, "a callable taking an Observation (a check named "
-                                         "module:function goes in named_checks)"),
-            ("named_checks", named, lambda c: isinstance(c, str), "a string module:function")):
-        if isinstance(entries, str | bytes) or not isinstance(entries, Iterable):
-            raise InputError(f"{argument}: a list of checks, each {what}; got "
-                             f"{type(entries).__name__} {str(entries)[:40]!r}", file="explore")
-        for i, entry in enumerate(entries):
-            if not fits(entry):
-                raise InputError(f"{argument}[{i}]: a check is {what}, got "
-                                 f"{type(entry).__name__} {str(entry)[:40]!r}", file="explore")
-    return [UserCheck(c, getattr(c, "__name__", None) or type(c).__name__,
-                      Observation.from_dict) for c in checks]
+    return [UserCheck(c, _check_name(c), Observation._of) for c in checks]
 
 
+@_checked
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
             strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
             pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
@@ -500,29 +995,23 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     """
     from forge.campaign import check_spread, explore_campaign
     from forge.pool import backend as _backend
-    from forge.repro import check_bound, explore_prompt
+    from forge.repro import check_bound, check_seeds, explore_prompt
     from forge.runspec import Expectation
     from forge.sim.replayfile import write_record
 
-    if strategy not in ("random", "pct", "exhaustive"):
-        raise InputError(f"strategy must be random, pct or exhaustive, got {strategy!r}",
-                         file="explore")
-    if runs < 1:
-        raise InputError(f"runs must be at least 1, got {runs}", file="explore")
+    check_seeds(start_seed, runs)
+    where = _backend(backend, address)
+    check_spread(strategy, workers, None, where)
+    check_bound(strategy, max_deviations)
     spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
                  operator_script=operator_script, store=store, cancel_at=cancel_at,
                  max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
                  latency=latency, latency_menu=latency_menu, tool_script=tool_script,
                  refuse=refuse, where="explore")
-    extra = _user_checks(checks, named_checks)
+    extra = _user_checks(checks)
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks))
-    if not isinstance(workers, int) or workers < 1:
-        raise InputError(f"workers must be at least 1, got {workers!r}", file="explore")
-    where = _backend(backend, address)
-    check_spread(strategy, workers, None, where)
-    check_bound(strategy, max_deviations)
     if workers > 1 or where.kind != "local":
         outcome = explore_campaign(spec, expect=expect, strategy=strategy,
                                    seeds=range(start_seed, start_seed + runs), workers=workers,
@@ -544,7 +1033,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         if replay_out is not None:
             path = _write(replay_out, write_record(found.record))
             command = f"forge replay {shlex.quote(path)}"
-        obs = Observation.from_dict(found.observation, trace=found.trace,
+        obs = Observation._of(found.observation, trace=found.trace,
                                     choices=[c[2] for c in found.record["choices"]])
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
                             tuple(first.shrunk), first.deviations, first.proven, obs,
@@ -600,6 +1089,7 @@ class ReplayReport:
                        "story": list(self.story)})
 
 
+@_checked
 def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str | None = None,
            concurrency: int | None = None, store: PathLike | None = None,
            model_script: PathLike | None = None, operator_script: PathLike | None = None,
@@ -626,7 +1116,9 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
         A `ReplayReport`: `reproduced`, `identical`, `drift`, the observation.
 
     Raises:
-        InputError: the replay file is unusable, or the prompt does not match it.
+        InputError: the replay file is unusable, the prompt does not match
+            it, or an override is of the wrong type or out of range (as the
+            flag that sets it refuses it).
     """
     from forge.repro import replay_file as run_again
 
@@ -645,7 +1137,7 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
                      prompt=_os.fspath(prompt) if prompt is not None else None,
                      overrides=overrides or None)
     drifted_at = done.drift.index if done.drift is not None else None
-    obs = Observation.from_dict(done.observation, trace=done.trace, choices=done.choices,
+    obs = Observation._of(done.observation, trace=done.trace, choices=done.choices,
                                 drifted_at=drifted_at)
     return ReplayReport(obs, tuple(done.problems), tuple(done.recorded_problems),
                         done.identical, done.drift.describe() if done.drift else None,
@@ -699,6 +1191,7 @@ class ConformanceReport:
         return self._json
 
 
+@_checked
 def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike | None = None,
                     features: Iterable[str] = (), patterns: Iterable[str] = (),
                     expectations: PathLike | Mapping[str, str] | None = None, workers: int = 1,
@@ -710,18 +1203,23 @@ def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike 
             argv), spoken to over the JSON-lines protocol (docs/protocol.md);
             None runs the reference engine in process.
         cases: a case directory or file (default: the installed suite).
-        features: only cases citing any of these features.
-        patterns: only cases whose id or clause ids match any of these.
+        features: only cases citing any of these features (a str is one
+            name, or several comma-separated, as `--features` takes them).
+        patterns: only cases whose id or clause ids match any of these
+            regular expressions (searched, as `-k`; a str is one pattern).
         expectations: an expectations file, or `{case_id: "fail" | "skip"}`.
         workers: cases run at once.
         timeout: seconds an implementation may take per message.
 
     Raises:
-        InputError: a case, the expectations or the selection is refused.
+        InputError: a case, the expectations or the selection is refused, or
+            an argument is (as `forge conformance`'s flags are checked: an
+            `impl` that does not split or whose program is not found,
+            `workers` past 256, a `timeout` that is not a positive number
+            of seconds, a pattern that is not a regular expression, an
+            expectation other than "fail" or "skip").
     """
-    import shlex
-
-    from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
+    from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
     from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
     from forge.conformance.report import dumps
@@ -749,9 +1247,12 @@ def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike 
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
                            expectations=expected, catalogue=catalogue)
     else:
-        argv = shlex.split(impl) if isinstance(impl, str) else list(impl)
-        report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
-                           workers=workers, expectations=expected, catalogue=catalogue)
+        argv = list(impl)       # the checked argv (`_impl`)
+        try:
+            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
+                               workers=workers, expectations=expected, catalogue=catalogue)
+        except HelloError as e:     # a hello that breaks the protocol, as `--impl` reports it
+            raise InputError(e.reason, file="--impl") from None
     counts = report.counts()
     outcomes = tuple(CaseOutcome(r.case_id, r.status, tuple(r.clauses), tuple(r.problems),
                                  r.diff, r.seed) for r in report.results)

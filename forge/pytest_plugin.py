@@ -29,7 +29,11 @@ or your own `register_profile(...)`, picked by `--forge-profile` or
 `FORGE_PROFILE`), the marker, the call's keywords, then the command line
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
 unknown profile stops the session with one usage error naming it, before
-any test runs.
+any test runs.  A setting follows the rule the same value has everywhere
+(`forge.runspec.RULES`, which `forge explore`'s flags and `forge.explore`
+apply too), and every other keyword the rule of `forge.explore`'s
+argument; a marker or a call that breaks one fails its test in one line
+naming the marker (or the call) and the keyword, with no traceback.
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
@@ -42,7 +46,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["Settings", "get_profile", "register_profile"]
 
 PROFILE_ENV = "FORGE_PROFILE"
-STRATEGIES = ("random", "pct", "exhaustive")
 _MARKER = "forge_explore"
 _PENDING = pytest.StashKey[Callable[[], None]]()
 
@@ -90,9 +93,15 @@ def register_profile(name: str, parent: str = "default", **settings: Any) -> Set
 
     `settings` are `Settings` fields (`runs`, `strategy`, `seed`,
     `pct_depth`) over those of `parent`.  Call it in a `conftest.py`.
+
+    Raises:
+        pytest.UsageError: naming the profile and the setting, for a setting
+            that is not one or a value its rule (`forge.runspec.RULES`) refuses.
     """
+    problem = _settings_problem(settings, f"profile {name!r}")
+    if problem is not None:
+        raise pytest.UsageError(f"forge: {problem}")
     profile = get_profile(parent).merged(**settings)
-    _check(profile, f"profile {name!r}")
     _PROFILES[name] = profile
     return profile
 
@@ -110,12 +119,38 @@ def get_profile(name: str) -> Settings:
                                 f"{', '.join(sorted(_PROFILES))}") from None
 
 
-def _check(settings: Settings, where: str) -> None:
-    if settings.strategy not in STRATEGIES:
-        raise pytest.UsageError(f"forge: {where}: strategy must be one of "
-                                f"{', '.join(STRATEGIES)}, got {settings.strategy!r}")
-    if settings.runs < 1:
-        raise pytest.UsageError(f"forge: {where}: runs must be at least 1, got {settings.runs}")
+#: Each setting and the value of `forge.runspec.RULES` (`forge.explore`'s
+#: keyword, `forge explore`'s flag) whose rule it follows.
+_SETTING_RULES = {"runs": "runs", "strategy": "strategy", "seed": "start_seed",
+                  "pct_depth": "pct_depth"}
+
+
+def _setting_problem(name: str, value: Any, where: str | None, label: str | None = None
+                     ) -> str | None:
+    """What the setting's rule says of `value` (one line naming `where` and
+    the setting, or `label` for it), else None."""
+    from forge.errors import InputError
+    from forge.runspec import RULES, check_value
+
+    try:
+        check_value(RULES[_SETTING_RULES[name]], value, label or name, where)
+    except InputError as e:
+        return str(e)
+    return None
+
+
+def _settings_problem(settings: Mapping[str, Any], where: str) -> str | None:
+    """The first setting of `settings` that is not one or breaks its rule
+    (None values stand for "not set"), in one line naming `where`."""
+    for name, value in settings.items():
+        if name not in _SETTING_RULES:
+            return (f"{where}: {name!r} is not a setting; the settings are "
+                    f"{', '.join(_SETTING_RULES)}")
+        if value is not None:
+            problem = _setting_problem(name, value, where)
+            if problem is not None:
+                return problem
+    return None
 
 
 # -- hooks -----------------------------------------------------------------------------------
@@ -126,7 +161,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="The first seed of every exploration (and forge_run's seed).")
     group.addoption("--forge-runs", type=int, default=None, metavar="N",
                     help="Schedules per exploration (beats the profile and the marker).")
-    group.addoption("--forge-strategy", choices=STRATEGIES, default=None,
+    group.addoption("--forge-strategy", default=None, metavar="random|pct|exhaustive",
                     help="How schedules are drawn (beats the profile and the marker).")
     group.addoption("--forge-profile", default=None, metavar="NAME",
                     help=f"Settings profile: default, dev, ci or your own (env {PROFILE_ENV}).")
@@ -150,12 +185,12 @@ def _check_options(config: pytest.Config) -> None:
     Raises:
         pytest.UsageError: naming the option.
     """
-    runs = config.getoption("forge_runs")
-    if runs is not None and runs < 1:
-        raise pytest.UsageError(f"forge: --forge-runs: must be at least 1, got {runs}")
-    seed = config.getoption("forge_seed")
-    if seed is not None and not -(2**63) <= seed < 2**63:
-        raise pytest.UsageError(f"forge: --forge-seed: must fit in 64 bits, got {seed}")
+    for setting, option in (("runs", "--forge-runs"), ("seed", "--forge-seed"),
+                            ("strategy", "--forge-strategy")):
+        value = config.getoption(option.lstrip("-").replace("-", "_"))
+        problem = None if value is None else _setting_problem(setting, value, None, option)
+        if problem is not None:
+            raise pytest.UsageError(f"forge: {problem}")
 
 
 @pytest.hookimpl(trylast=True)
@@ -199,9 +234,7 @@ def _forge_marker_exploration(request: pytest.FixtureRequest) -> None:
                               or "source" in marker.kwargs):
         return
     explore = _Explorer(request)
-    kwargs = dict(marker.kwargs)
-    prompt = marker.args[0] if marker.args else kwargs.pop("prompt", None)
-    request.node.stash[_PENDING] = lambda: explore(prompt, **kwargs)
+    request.node.stash[_PENDING] = explore.marked_exploration
 
 
 @pytest.fixture
@@ -240,18 +273,31 @@ class _Explorer:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self.request = request
-        marker = request.node.get_closest_marker(_MARKER)
-        self.marked = dict(marker.kwargs) if marker is not None else {}
+        self.marker = request.node.get_closest_marker(_MARKER)
         self.calls = 0
 
+    def marked_exploration(self) -> None:
+        """The marker's own exploration (it names a prompt): the test itself."""
+        self._explore(None, {})
+
     def __call__(self, prompt: Any = None, **kwargs: Any) -> ExploreReport | ScenarioOutcome:
+        return self._explore(prompt, kwargs)
+
+    def _explore(self, prompt: Any, called: dict[str, Any]) -> ExploreReport | ScenarioOutcome:
+        """Explore under the settings; any bad keyword or input fails the test
+        in one line naming where it came from (the marker or the call)."""
         from forge.api import explore
+        from forge.errors import InputError
 
         request = self.request
-        keywords = {**{k: v for k, v in self.marked.items() if k not in ("prompt",)}, **kwargs}
-        tuning = {k: keywords.pop(k, None) for k in ("runs", "strategy", "seed", "pct_depth")}
-        if prompt is None and "source" not in keywords:
-            prompt = self.marked.get("prompt")
+        marked = self._marked()
+        keywords = {**{k: v for k, v in marked.items() if k != "prompt"}, **called}
+        tuning = {k: keywords.pop(k, None) for k in _SETTING_RULES}
+        given = {**called, **({"prompt": prompt} if prompt is not None else {})}
+        if prompt is None and "source" not in called:
+            prompt = marked.get("prompt")
+        for where, keys in ((_MARKED, marked), (_CALLED, given)):
+            _check_keywords(where, keys)
         settings = _settings(request.config, tuning)
         if prompt is not None:
             prompt = _resolve(request, prompt)
@@ -259,15 +305,34 @@ class _Explorer:
         replay_out = self._replay_path(prompt)
         if prompt is not None and _is_scenario(prompt):
             return self._scenario(prompt, settings, replay_out, keywords)
-        report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
-                         runs=settings.runs, start_seed=settings.seed,
-                         pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
+        refused: str | None = None
+        try:
+            report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
+                             runs=settings.runs, start_seed=settings.seed,
+                             pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
+        except InputError as e:
+            refused = str(e)
+        if refused is not None:     # failed outside the handler: no chained traceback
+            pytest.fail(f"forge: {refused}", pytrace=False)
         if report.failures:
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)
             pytest.fail(_failure_text(report, failure, prompt, settings,
-                                      _profile_name(request.config), timeline), pytrace=False)
+                                      _profile_name(request.config), timeline,
+                                      keywords.get("checks", ())), pytrace=False)
         return report
+
+    def _marked(self) -> dict[str, Any]:
+        """The marker's keywords, its positional prompt as `prompt`."""
+        if self.marker is None:
+            return {}
+        marked = dict(self.marker.kwargs)
+        if len(self.marker.args) > 1 or (self.marker.args and "prompt" in marked):
+            pytest.fail(f"forge: {_MARKED}: takes one positional argument, the prompt, and "
+                        "every other setting by keyword", pytrace=False)
+        if self.marker.args:
+            marked["prompt"] = self.marker.args[0]
+        return marked
 
     def _scenario(self, path: str, settings: Settings, replay_out: Path,
                   keywords: Mapping[str, Any]) -> ScenarioOutcome:
@@ -277,9 +342,8 @@ class _Explorer:
 
         unknown = sorted(set(keywords) - {"reduce", "max_deviations"})
         if unknown:
-            raise pytest.UsageError(f"forge: a lifecycle scenario takes no {unknown[0]!r} "
-                                    "(only runs, strategy, seed, pct_depth, reduce, "
-                                    "max_deviations)")
+            pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
+                        "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
         out = campaign.run(load(path), settings.strategy, settings.runs, settings.seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
@@ -300,6 +364,46 @@ class _Explorer:
             return (folder / f"{name}{suffix}.replay.json").resolve()
         folder = Path(self.request.getfixturevalue("tmp_path"))
         return (folder / f"forge-failure{suffix}.replay.json").resolve()
+
+
+#: Where a keyword came from, as a failure names it.
+_MARKED = f"@pytest.mark.{_MARKER}"
+_CALLED = f"{_MARKER}()"
+#: Keywords of `forge.explore` the plugin sets itself, and what to use instead.
+_OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir"}
+
+
+def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
+    """Fail the test in one line naming `where` (the marker or the call) and
+    the keyword, for a keyword `forge.explore` does not take or a value
+    whose rule (a setting's in `forge.runspec.RULES`, else the one
+    `forge.explore` checks its argument by) refuses it."""
+    from forge.api import _check_arguments
+    from forge.errors import InputError
+
+    for name, instead in _OWN.items():
+        if name in given:
+            pytest.fail(f"forge: {where}: {name} is the plugin's to set; use {instead}",
+                        pytrace=False)
+    for name, value in given.items():
+        problem = (_setting_problem(name, value, where)
+                   if name in _SETTING_RULES and value is not None else None)  # None: not set
+        if problem is not None:
+            pytest.fail(f"forge: {problem}", pytrace=False)
+    rest = {k: v for k, v in given.items() if k not in _SETTING_RULES}
+    if "prompt" in rest and (rest["prompt"] is None or _is_path(rest["prompt"])):
+        del rest["prompt"]      # found beside the test file first (`_resolve`)
+    try:
+        _check_arguments("explore", rest, where)
+    except InputError as e:
+        refused = str(e)
+    else:
+        return
+    pytest.fail(f"forge: {refused}", pytrace=False)   # outside the handler: no chained traceback
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, str | os.PathLike)
 
 
 def _resolve(request: pytest.FixtureRequest, prompt: Any) -> str:
@@ -323,11 +427,11 @@ def _profile_name(config: pytest.Config) -> str:
 
 
 def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
-    settings = get_profile(_profile_name(config)).merged(**tuning).merged(
+    # Each source was checked on its own (the profile when registered, the
+    # options at session start, the marker and the call by `_check_keywords`).
+    return get_profile(_profile_name(config)).merged(**tuning).merged(
         runs=config.getoption("forge_runs"), strategy=config.getoption("forge_strategy"),
         seed=config.getoption("forge_seed"))
-    _check(settings, "the settings")
-    return settings
 
 
 def _write_timeline(failure: Failure, replay_out: Path) -> Path:
@@ -343,25 +447,36 @@ def _write_timeline(failure: Failure, replay_out: Path) -> Path:
     return path
 
 
+def _indented(indent: str, text: str) -> str:
+    """`text` at `indent`, every line of it: a problem may span lines (pytest's
+    assertion rewriting explains an `assert` over several), and each must
+    stay inside the block."""
+    return "\n".join(indent + line if i == 0 else f"{indent}    {line}"
+                     for i, line in enumerate(text.split("\n")))
+
+
 def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
-                  settings: Settings, profile: str, timeline: Path | None = None) -> str:
+                  settings: Settings, profile: str, timeline: Path | None = None,
+                  checks: Iterable[Any] = ()) -> str:
+    from forge.api import _check_name
+
     lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
              f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
-    lines += [f"  problem: {p}" for p in failure.problems]
+    lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
     drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
     lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
                  f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
                  f"{len(failure.choices)} drawn {drawn}; in virtual time:")
-    lines += [f"    {line}" for line in failure.story]
+    lines += [_indented("    ", line) for line in failure.story]
     if failure.divergence:
         lines.append("  first divergence from the canonical run:")
-        lines += [f"    {line}" for line in failure.divergence]
+        lines += [_indented("    ", line) for line in failure.divergence]
     obs = failure.observation
     ended = obs.result if obs.ok else f"{(obs.error or {}).get('kind')}: {(obs.error or {}).get('message')}"
-    lines.append(f"  the shrunk run ends {obs.outcome}: {ended}")
+    lines.append(_indented("  ", f"the shrunk run ends {obs.outcome}: {ended}"))
     if failure.replay_file:
         lines.append(f"  replay file: {failure.replay_file}")
     if timeline is not None:
@@ -369,7 +484,23 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     if failure.replay_command:
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")
+        code = sorted({name for name in map(_check_name, checks)
+                       if any(_by(name, p) for p in failure.problems)})
+        if code:
+            alone = all(any(_by(name, p) for name in code) for p in failure.problems)
+            lines.append(
+                f"  note: {', '.join(code)} {'is a check' if len(code) == 1 else 'are checks'} "
+                "in Python, which a replay file cannot hold: forge replay reruns this "
+                "schedule byte for byte but does not re-check "
+                f"{'it' if len(code) == 1 else 'them'}"
+                + (", so it reports the run as passing what the file expects" if alone
+                   else "; it re-checks the rest"))
     return "\n".join(lines)
+
+
+def _by(check: str, problem: str) -> bool:
+    """The problem is the check's (`check NAME: ...`, `check NAME failed`, ...)."""
+    return problem.startswith((f"check {check}:", f"check {check} "))
 
 
 def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, settings: Settings,
@@ -381,7 +512,7 @@ def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, se
     lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
              f"(after {out.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
-    lines += [f"  problem: {p}" for p in f.problems]
+    lines += [_indented("  ", f"problem: {p}") for p in f.problems]
     minimal = "a proven local minimum" if f.proven else "not proven minimal"
     drawn = "on an exhaustive schedule" if f.seed is None else f"at seed {f.seed}"
     lines.append(f"  shrunk schedule: {len(f.shrunk)} choices, {f.deviations} deviations "

@@ -7,7 +7,8 @@ canonical run.  `replay_file` reads a replay file, rebuilds the run it
 records, re-checks the recorded expectation and says whether the failure
 reproduced, where the choices drifted, and whether the trace is the
 recorded one byte for byte.  `check_bound` refuses a deviation bound a
-strategy would ignore.  These return frozen values; the click commands
+strategy would ignore, `check_seeds` a seed range past 64 bits.  These
+return frozen values; the click commands
 (`forge.commands.explore`, `forge.commands.replay`) only print them, and the
 Python API (`forge.api`) wraps them in its public frozen values.  Neither
 this module nor `forge.runspec` imports the command line or the API.
@@ -134,6 +135,21 @@ def check_bound(strategy: str, max_deviations: int | None) -> None:
         raise InputError(f"bounds only the {' and '.join(BOUNDED_STRATEGIES)} strategy's walk "
                          f"of the choice tree; {strategy} draws each schedule whole, so leave "
                          "it out or use --strategy exhaustive", file="--max-deviations")
+
+
+def check_seeds(start_seed: int, runs: int) -> None:
+    """Refuse a seed range that leaves 64 bits: schedule i runs at seed
+    `start_seed + i`, and a seed is a 64-bit integer like every other.
+
+    Raises:
+        InputError: naming `--start-seed`.
+    """
+    from forge.limits import I64_MAX
+
+    last = start_seed + runs - 1
+    if last > I64_MAX:
+        raise InputError(f"the last seed, {start_seed} plus {runs} runs less one, is {last}: "
+                         "past 64 bits", file="--start-seed")
 
 
 def prepare(spec: RunSpec, expect: Expectation,

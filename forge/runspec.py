@@ -11,6 +11,16 @@ the whole spec and needs nothing else; `forge run --strategy replay:FILE`
 (`FileReplay`) refuses to run a spec the file does not record.  User checks
 hold and fail by one rule (`UserCheck`), named or handed over as callables.
 
+It also holds the rule of every value the command line and the Python API
+both take (`RULES`: a seed, the concurrency, the cancel instant, the
+instruction budget, the fault budget, the runs, the PCT depth, the
+deviation bound, the workers, a timeout): its Python type and its bounds,
+worded once.  `forge.commands.params` wraps a rule in a click type (the
+flag's text converted first); `forge.api` and its pytest plugin apply it
+to a keyword's value (`check_value`).  A refusal reads the same both ways,
+the flag or the keyword naming it (`--seed must be at most ...`, `seed
+must be at most ...`).
+
 What does not live here: the flags (`forge.commands.params`), the replay file's
 syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
 core, below the command line and the API: it imports neither.
@@ -24,13 +34,228 @@ from typing import Any
 
 import attrs
 
+from forge.assembly import MAX_PCT_DEPTH
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
+from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
 MAX_CANCEL_STEPS = 1024
+
+
+# -- the values a run, a search and a suite take ---------------------------------------------
+
+#: The most schedules one exploration tries (each is a whole run), and the
+#: most runs shrinking a failure may take.
+MAX_RUNS = 10_000_000
+#: The most worker processes one exploration or one conformance run starts.
+MAX_WORKERS = 256
+#: The longest wall-clock timeout an implementation gets per answer (one day).
+MAX_TIMEOUT = 86400.0
+#: The most tasks a harness lets run at once, and the most faults one run draws.
+MAX_CONCURRENCY = MAX_FAULT_BUDGET = 1_000_000
+#: The smallest instruction budget a run may be given, and the widest bound
+#: on an exhaustive walk's deviations.
+MIN_INSTRUCTIONS, MAX_DEVIATIONS = 1000, 1_000_000
+#: How schedules are drawn in an exploration.
+EXPLORE_STRATEGIES = ("random", "pct", "exhaustive")
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """A refused value as a refusal shows it: its Python type and its repr,
+    cut at `limit` characters."""
+    if value is None:
+        return "None"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a user's object whose repr breaks is still named
+        text = "..."
+    text = text if len(text) <= limit else text[: limit - 3] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _brief_text(value: Any) -> str:
+    text = repr(str(value))
+    return text if len(text) <= 60 else text[:57] + "...'"
+
+
+@attrs.frozen
+class Whole:
+    """A whole number in [low, high]: a 64-bit integer unless narrower."""
+
+    low: int = I64_MIN
+    high: int = I64_MAX
+    kind = "a whole number (an int)"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    def problem(self, number: int) -> str | None:
+        if number < self.low:
+            return f"must be at least {self.low}, got {number}"
+        if number > self.high:
+            return f"must be at most {self.high}, got {number}"
+        return None
+
+
+@attrs.frozen
+class Seconds:
+    """A finite number of seconds in [0, high] (`positive`: above 0)."""
+
+    high: float = MAX_SECONDS
+    positive: bool = False
+    kind = "a number of seconds (an int or a float)"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def problem(self, number: float) -> str | None:
+        import math
+
+        if not math.isfinite(number):
+            return f"must be a finite number of seconds, got {_brief_text(number)}"
+        if self.positive and number <= 0:
+            return f"must be a positive number of seconds, got {number:g}"
+        if number < 0:
+            return f"must be a non-negative number of seconds, got {number:g}"
+        if number > self.high:
+            return f"must be at most {self.high:g} seconds, got {number:g}"
+        return None
+
+
+@attrs.frozen
+class Text:
+    """A string that is valid Unicode (no lone surrogates, which a command
+    line in another encoding brings, and no run can carry)."""
+
+    kind = "a string"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def problem(self, text: str) -> str | None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"must be valid UTF-8 text (a stray byte at character {e.start})"
+        return None
+
+
+@attrs.frozen
+class Choice:
+    """One of a few names."""
+
+    choices: tuple[str, ...]
+    kind = "a string"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def problem(self, name: str) -> str | None:
+        if name in self.choices:
+            return None
+        return f"must be one of {', '.join(self.choices)}, got {_brief_text(name)}"
+
+
+@attrs.frozen
+class Switch:
+    """True or False."""
+
+    kind = "True or False"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, bool)
+
+    def problem(self, value: bool) -> str | None:
+        return None
+
+
+@attrs.frozen
+class FilePath:
+    """A path the OS can look up (a file's or a folder's; whether it is
+    there is for its reader to say)."""
+
+    kind = "a path (a str or an os.PathLike)"
+
+    def accepts(self, value: Any) -> bool:
+        import os
+
+        return isinstance(value, str | os.PathLike)
+
+    def problem(self, value: Any) -> str | None:
+        import os
+
+        path = os.fsdecode(os.fspath(value))
+        problem = path_problem(path)
+        return None if problem is None else f"cannot read {_brief_text(path)}: {problem}"
+
+
+def path_problem(path: str) -> str | None:
+    """Why the OS cannot look `path` up at all (None if it can)."""
+    import os
+
+    if not path or "\0" in path:
+        return "not a usable path"
+    try:
+        if len(os.fsencode(path)) > 4096:
+            return "the path is longer than 4096 bytes"
+    except UnicodeEncodeError:
+        return "not a usable path"
+    return None
+
+
+@attrs.frozen
+class Pattern:
+    """A `-k` selection pattern: a regular expression within
+    `forge.limits.compile_pattern`'s rule."""
+
+    kind = "a regular expression (a str)"
+
+    def accepts(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def problem(self, value: str) -> str | None:
+        from forge.limits import compile_pattern
+
+        try:
+            compile_pattern(value)
+        except ValueError as e:
+            return str(e)
+        return None
+
+
+Rule = Whole | Seconds | Text | Choice | Switch | FilePath | Pattern
+
+#: The rule of each value the flags and the API both take, by the API's name
+#: for it (the flag is the name in kebab case: `--max-instructions`).
+RULES: dict[str, Rule] = {
+    "seed": Whole(), "start_seed": Whole(),
+    "concurrency": Whole(1, MAX_CONCURRENCY), "cancel_at": Seconds(),
+    "max_instructions": Whole(MIN_INSTRUCTIONS), "fault_budget": Whole(0, MAX_FAULT_BUDGET),
+    "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
+    "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
+    "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
+    "strategy": Choice(EXPLORE_STRATEGIES),
+}
+
+
+def check_value(rule: Rule, value: Any, name: str, where: str | None = None) -> Any:
+    """`value`, given to the Python API as `name`, checked by `rule`: its
+    Python type first (the API converts no text: `"5"` is not a whole
+    number there), then the rule.  Returns `value`.
+
+    Raises:
+        InputError: naming `where` (the function) and `name`, worded as the
+            command line words the same refusal with `name` for the flag.
+    """
+    if not rule.accepts(value):
+        raise InputError(f"{name} must be {rule.kind}, got {shown(value)}", file=where)
+    problem = rule.problem(value)
+    if problem is not None:
+        raise InputError(f"{name} {problem}", file=where)
+    return value
 
 
 @attrs.frozen
@@ -142,10 +367,22 @@ def read_script_file(path: str | None) -> Script | None:
 
 
 def read_store_folder(path: str | None) -> dict:
-    """The files of a store folder (None: an empty store), checked as `--store` checks them."""
+    """The files of a store folder (None: an empty store), checked as `--store` checks them.
+
+    Raises:
+        InputError: naming `--store`, for a folder that is not there (an
+            empty store would hide the mistake); else naming the folder.
+    """
+    import os
+
     from forge.assembly import build_harness
 
-    return build_harness(path).store.snapshot() if path is not None else {}
+    if path is None:
+        return {}
+    if not os.path.isdir(path):
+        what = "is a file" if os.path.exists(path) else "does not exist"
+        raise InputError(f"Directory {path!r} {what}.", file="--store")
+    return build_harness(path).store.snapshot()
 
 
 def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None,

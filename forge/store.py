@@ -1,7 +1,8 @@
 """The store: paths, the eight operations and their errors, and the in-memory backend.
 
 What lives here: `MemoryStore` (files and directories in memory, seeded from
-a folder), the path and glob validators, each operation's semantics and its
+a folder), the path and glob validators (and `seed_problem`, the rules a
+store's seed `{path: text}` given as data keeps), each operation's semantics and its
 exact messages, and the store's quota (`StoreQuota`: at most
 `MAX_STORE_BYTES` in `MAX_STORE_FILES` files at any moment, the same limits a
 seeding folder is held to, at most `MAX_STORE_OPS` operations in a run, and
@@ -147,6 +148,43 @@ def split_lines(text: str) -> list[str]:
     if lines and lines[-1] == "":
         lines.pop()
     return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def seed_problem(files: object) -> tuple[object, str] | None:
+    """The first rule a store's seed `{path: text}` breaks, as (the path, or
+    None for the whole, the rule), or None: each path is a store path
+    (`path_problem`), each text a string, and the whole within the quota a
+    seeding folder is held to (`MAX_STORE_FILES` files, `MAX_STORE_BYTES`
+    bytes); no file sits where another's folder is."""
+    if not isinstance(files, dict):
+        return None, "a store is {path: text}"
+    if len(files) > MAX_STORE_FILES:
+        return None, f"a store holds at most {MAX_STORE_FILES:,} files, got {len(files):,}"
+    total = 0
+    for path, text in files.items():
+        if not isinstance(path, str):
+            return path, "a store path is a string"
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            return path, "the path is not valid Unicode (a lone surrogate)"
+        problem = path_problem(path)
+        if problem is not None:
+            return path, problem
+        if not isinstance(text, str):
+            return path, f"a file's text is a string, got {type(text).__name__}"
+        try:
+            total += len(text.encode("utf-8"))
+        except UnicodeEncodeError:
+            return path, "the text is not valid Unicode (a lone surrogate)"
+        if total > MAX_STORE_BYTES:
+            return None, f"a store holds at most {MAX_STORE_BYTES:,} bytes"
+    for path in files:
+        parts = path.split("/")
+        for i in range(1, len(parts)):
+            if "/".join(parts[:i]) in files:
+                return path, f"{'/'.join(parts[:i])} is a file, so it cannot hold one"
+    return None
 
 
 class StoreQuota(Exception):

@@ -18,13 +18,18 @@ scripts, `--cancel-at`,
 `explore` and `replay`; `harness_kwargs` turns their values into
 `forge.runspec.spec_from_flags` keywords.
 
-What does not live here: the commands themselves, and the error mechanism
-(`forge.cli.ForgeGroup`).
+The rules themselves - the bounds and the words of each refusal - are the
+core's (`forge.runspec.RULES` and its rule classes), which the Python API
+applies to its keywords too: a type here converts the flag's text and
+hands the value to its rule (`BoundedInt.of(RULES["concurrency"])`), so a
+flag and a keyword are refused alike and each bound is written once.
+
+What does not live here: the commands themselves, the error mechanism
+(`forge.cli.ForgeGroup`), and the rules (`forge.runspec`).
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
@@ -32,11 +37,13 @@ from pathlib import Path
 import click
 
 from forge.errors import InputError
-from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
-#: The longest wall-clock timeout `forge conformance --timeout` takes (one day).
-MAX_TIMEOUT = 86400.0
-#: The longest regular expression a `-k` flag takes, in characters.
-MAX_PATTERN = 1000
+from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS, compile_pattern
+from forge.limits import MAX_PATTERN as MAX_PATTERN  # `-k`'s: the core's rule
+from forge.runspec import RULES, FilePath
+from forge.runspec import MAX_TIMEOUT as MAX_TIMEOUT  # `--timeout`'s: the core's rule
+from forge.runspec import Seconds as _SecondsRule
+from forge.runspec import Text as _TextRule
+from forge.runspec import Whole, path_problem
 
 
 class BoundedInt(click.IntRange):
@@ -49,6 +56,11 @@ class BoundedInt(click.IntRange):
         if (low, high) == (I64_MIN, I64_MAX):
             self.name = "integer"
 
+    @classmethod
+    def of(cls, rule: Whole) -> BoundedInt:
+        """The flag type of a core rule (`forge.runspec.RULES`)."""
+        return cls(rule.low, rule.high)
+
     def _describe_range(self) -> str:
         return "" if (self.low, self.high) == (I64_MIN, I64_MAX) else super()._describe_range()
 
@@ -60,10 +72,9 @@ class BoundedInt(click.IntRange):
             if len(text) > 30 or not re.fullmatch(r"[-+]?[0-9]+", text, re.ASCII):
                 self.fail(f"must be a whole number, got {_show(value)}", param, ctx)
             number = int(text)
-        if number < self.low:
-            self.fail(f"must be at least {self.low}, got {number}", param, ctx)
-        if number > self.high:
-            self.fail(f"must be at most {self.high}, got {number}", param, ctx)
+        problem = Whole(self.low, self.high).problem(number)
+        if problem is not None:
+            self.fail(problem, param, ctx)
         return number
 
 
@@ -75,19 +86,19 @@ class Seconds(click.ParamType):
     def __init__(self, high: float = MAX_SECONDS, positive: bool = False) -> None:
         self.high, self.positive = high, positive
 
+    @classmethod
+    def of(cls, rule: _SecondsRule) -> Seconds:
+        """The flag type of a core rule (`forge.runspec.RULES`)."""
+        return cls(rule.high, rule.positive)
+
     def convert(self, value, param, ctx):
         try:
             number = float(value)
         except (TypeError, ValueError, OverflowError):
             self.fail(f"must be a number of seconds, got {_show(value)}", param, ctx)
-        if not math.isfinite(number):
-            self.fail(f"must be a finite number of seconds, got {_show(value)}", param, ctx)
-        if self.positive and number <= 0:
-            self.fail(f"must be a positive number of seconds, got {number:g}", param, ctx)
-        if number < 0:
-            self.fail(f"must be a non-negative number of seconds, got {number:g}", param, ctx)
-        if number > self.high:
-            self.fail(f"must be at most {self.high:g} seconds, got {number:g}", param, ctx)
+        problem = _SecondsRule(self.high, self.positive).problem(number)
+        if problem is not None:
+            self.fail(problem, param, ctx)
         return number
 
 
@@ -98,11 +109,9 @@ class Text(click.ParamType):
     name = "text"
 
     def convert(self, value, param, ctx):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as e:
-            self.fail(f"must be valid UTF-8 text (a stray byte at character {e.start})",
-                      param, ctx)
+        problem = _TextRule().problem(value)
+        if problem is not None:
+            self.fail(problem, param, ctx)
         return value
 
 
@@ -110,19 +119,18 @@ TEXT = Text()
 
 
 class Regex(click.ParamType):
-    """A Python regular expression, compiled; its source is kept as `.pattern`."""
+    """A Python regular expression, compiled (`forge.limits.compile_pattern`'s
+    rule); its source is kept as `.pattern`."""
 
     name = "text"
 
     def convert(self, value, param, ctx):
         if isinstance(value, re.Pattern):
             return value
-        if len(value) > MAX_PATTERN:
-            self.fail(f"must be at most {MAX_PATTERN} characters, got {len(value)}", param, ctx)
         try:
-            return re.compile(value)
-        except (re.error, RecursionError, OverflowError) as e:
-            self.fail(f"must be a regular expression ({e}), got {_show(value)}", param, ctx)
+            return compile_pattern(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
 
 
 class InputPath(click.Path):
@@ -132,19 +140,10 @@ class InputPath(click.Path):
 
     def convert(self, value, param, ctx):
         if isinstance(value, (str, bytes)):
-            problem = path_problem(os.fsdecode(value))
+            problem = FilePath().problem(value)
             if problem:
-                self.fail(f"cannot read {_show(value)}: {problem}", param, ctx)
+                self.fail(problem, param, ctx)
         return super().convert(value, param, ctx)
-
-
-def path_problem(path: str) -> str | None:
-    """Why the OS cannot look `path` up at all (None if it can)."""
-    if not path or "\0" in path:
-        return "not a usable path"
-    if len(os.fsencode(path)) > 4096:
-        return "the path is longer than 4096 bytes"
-    return None
 
 
 #: The output path that means standard output.
@@ -270,7 +269,7 @@ def harness_options(recorded: bool = False):
                      help="The run's argument string (read as `args`)."),
         click.option("--store", "store_dir", type=InputPath(file_okay=False, exists=True),
                      default=None, help="Seed the in-memory store from the files in this folder."),
-        click.option("--concurrency", type=BoundedInt(1, 1_000_000), default=default(8),
+        click.option("--concurrency", type=BoundedInt.of(RULES["concurrency"]), default=default(8),
                      show_default=not recorded,
                      help="The harness's ceiling on tasks running at once."),
         click.option("--model-script", type=InputPath(dir_okay=False), default=None,
@@ -285,14 +284,17 @@ def harness_options(recorded: bool = False):
         click.option("--refuse", "refuse", multiple=True, type=RefusePair(),
                      help="Have the host refuse a store operation (read, write, ..., or *) on "
                           "PATH, or on every path; repeatable."),
-        click.option("--cancel-at", type=Seconds(), default=None, metavar="SECONDS",
+        click.option("--cancel-at", type=Seconds.of(RULES["cancel_at"]), default=None,
+                     metavar="SECONDS",
                      help="Have the host cancel the run at this virtual instant."),
-        click.option("--max-instructions", type=BoundedInt(1000, 2**63 - 1), default=None,
+        click.option("--max-instructions", type=BoundedInt.of(RULES["max_instructions"]),
+                     default=None,
                      help="Lua instruction budget for the whole run (ends runaway loops)."),
         click.option("--faults", default=None, metavar="KINDS", type=TEXT,
                      help="Let the chooser inject faults: a comma-separated list of store, "
                           "model, tool, operator, cancel."),
-        click.option("--fault-budget", type=BoundedInt(0, 1_000_000), default=default(1),
+        click.option("--fault-budget", type=BoundedInt.of(RULES["fault_budget"]),
+                     default=default(1),
                      show_default=not recorded, help="The most faults one run may draw."),
     ]
 

@@ -13,12 +13,17 @@ saved as a self-contained file for `forge replay`
 (`forge.repro.replay_text(spec, chooser, obs, ...)`) or shrunk
 again by `forge.sim.shrink`.
 
+    from hypothesis import given
+
+    from forge.runspec import Runner, spec_from_flags
     from forge.sim.hypothesis import schedules
 
+    runner = Runner(spec_from_flags("examples/two-tasks.md"))
+
     @given(schedules())
-    def test_gamma_never_ends_first(chooser):
-        obs, _ = subject(chooser)
-        assert obs["result"] != "0.2", chooser.values()
+    def test_the_result_is_schedule_independent(chooser):
+        obs = runner.run(chooser).observation()
+        assert obs["result"] == "alpha text + beta text", chooser.values()
 
 Hypothesis is an install extra (`pip install 'forge-kit[test]'`); importing
 this module without it raises an ImportError that says so.  What does not

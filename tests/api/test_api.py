@@ -137,7 +137,7 @@ def test_faults_and_latency_are_run_prompt_keywords_as_forge_run_flags():
     assert forge.run_prompt(RACE, latency={"store": 0.5}).virtual_time == 0.5
     with pytest.raises(forge.InputError, match="latency"):
         forge.run_prompt(EXAMPLES / "two-tasks.md", latency={"teleport": 1.0})
-    with pytest.raises(forge.InputError, match="--faults"):
+    with pytest.raises(forge.InputError, match="^run_prompt: faults: unknown fault kind 'disk'"):
         forge.run_prompt(EXAMPLES / "two-tasks.md", faults="disk")
 
 
@@ -287,7 +287,7 @@ def test_run_explore_and_replay_take_the_tool_script_and_refusals(tmp_path):
                                      "--json").stdout.strip()
     assert refused.result == "alpha store operation failed gamma"
     assert forge.run_prompt(RACE, refuse={"write": ["beta"]}).to_json() == refused.to_json()
-    with pytest.raises(forge.InputError, match="^--refuse: unknown operation 'fly'"):
+    with pytest.raises(forge.InputError, match="^run_prompt: refuse: unknown operation 'fly'"):
         forge.run_prompt(RACE, refuse="fly")
     report = forge.explore(RACE, refuse="write:beta", runs=20, schedule_independent=True)
     assert report.failures and "store operation failed" in report.failures[0].problems[0]
@@ -358,6 +358,6 @@ def test_a_deviation_bound_is_refused_for_random_and_pct():
     """`max_deviations` bounds the exhaustive walk only; random and pct refuse it
     as `--max-deviations` does."""
     for strategy in ("random", "pct"):
-        with pytest.raises(forge.InputError, match="^--max-deviations: bounds only the "):
+        with pytest.raises(forge.InputError, match="^explore: max_deviations: bounds only the "):
             forge.explore(RACE, strategy=strategy, max_deviations=1)  # type: ignore[arg-type]
     assert forge.explore(RACE, strategy="exhaustive", max_deviations=0, runs=50).complete

@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 import tomllib
 
 import pytest
@@ -180,7 +181,11 @@ def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
 
 
 @pytest.mark.parametrize("args, env, message", [
-    (("--forge-runs", "0"), {}, "forge: --forge-runs: must be at least 1, got 0"),
+    (("--forge-runs", "0"), {}, "forge: --forge-runs must be at least 1, got 0"),
+    (("--forge-seed", str(2**63)), {},
+     f"forge: --forge-seed must be at most {2**63 - 1}, got {2**63}"),
+    (("--forge-strategy", "sideways"), {},
+     "forge: --forge-strategy must be one of random, pct, exhaustive, got 'sideways'"),
     (("--forge-profile", "nope"), {}, "forge: --forge-profile: no settings profile 'nope'"),
     ((), {"FORGE_PROFILE": "nope"}, "forge: FORGE_PROFILE: no settings profile 'nope'"),
 ])
@@ -202,3 +207,102 @@ def test_a_bad_option_stops_the_session_once_naming_it(pytester, monkeypatch, ar
     output = result.stdout.str() + result.stderr.str()
     assert f"ERROR: {message}" in output
     assert "Traceback" not in output and "passed" not in output and "failed" not in output
+
+
+@pytest.mark.parametrize("test, message", [
+    (f"""
+        @pytest.mark.forge_explore(prompt={str(TWO)!r}, runs=0)
+        def test_x():
+            pass
+    """, "forge: @pytest.mark.forge_explore: runs must be at least 1, got 0"),
+    (f"""
+        @pytest.mark.forge_explore(prompt={str(TWO)!r}, rnus=3)
+        def test_x():
+            pass
+    """, "forge: @pytest.mark.forge_explore: explore() takes no keyword 'rnus' "
+         "(did you mean runs?)"),
+    (f"""
+        @pytest.mark.forge_explore(concurrency="2")
+        def test_x(forge_explore):
+            forge_explore({str(TWO)!r})
+    """, "forge: @pytest.mark.forge_explore: concurrency must be a whole number (an int), "
+         "got str '2'"),
+    (f"""
+        def test_x(forge_explore):
+            forge_explore({str(TWO)!r}, pct_depth=0)
+    """, "forge: forge_explore(): pct_depth must be at least 1, got 0"),
+    (f"""
+        def test_x(forge_explore):
+            forge_explore({str(TWO)!r}, start_seed=3)
+    """, "forge: forge_explore(): start_seed is the plugin's to set; use seed="),
+    ("""
+        def test_x(forge_explore):
+            forge_explore(123)
+    """, "forge: forge_explore(): prompt must be a path (a str or an os.PathLike), got int 123"),
+    ("""
+        def test_x(forge_explore):
+            forge_explore("no-such-prompt.md")
+    """, "forge: "),
+], ids=["marker-runs", "marker-unknown", "marker-defaults", "call-setting", "call-owned",
+        "call-prompt", "call-missing-prompt"])
+def test_a_bad_keyword_fails_its_test_in_one_line_naming_it(pytester, test, message):
+    """A marker's or a call's bad keyword (a setting out of range, an unknown
+    keyword, a value `forge.explore` refuses) fails its test with one line
+    naming the marker or the call and the keyword: no UsageError or TypeError
+    traceback from inside the plugin (kit: api.pytest-keywords)."""
+    pytester.makepyfile("import pytest\n" + textwrap.dedent(test))
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert message in out
+    assert "Traceback" not in out and "UsageError" not in out and "TypeError" not in out
+    assert "pytest_plugin.py" not in out and "During handling" not in out
+
+
+def test_a_callable_check_failure_says_the_replay_cannot_recheck_it(pytester):
+    """When a callable check fails, the block says `forge replay` cannot
+    re-check it; every line of a problem pytest's assertion rewriting spread
+    over several stays indented inside the block (kit: api.pytest-report)."""
+    pytester.makepyfile(f"""
+        def test_check(forge_explore):
+            def sorted_order(obs):
+                assert obs.result == "alpha beta gamma"
+            forge_explore({str(RACE)!r}, checks=[sorted_order], runs=50)
+    """)
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert ("note: sorted_order is a check in Python, which a replay file cannot hold: forge "
+            "replay reruns this schedule byte for byte but does not re-check it, so it "
+            "reports the run as passing what the file expects") in out
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("forge: a schedule of"))
+    end = next(i for i, line in enumerate(lines) if line.startswith("  note: "))
+    block = lines[start + 1:end + 1]
+    assert any("- alpha beta gamma" in line for line in block)     # the rewritten assert
+    assert all(line.startswith("  ") or not line.strip() for line in block), block
+
+
+def test_a_named_check_failure_has_no_note(pytester, tmp_path):
+    """Only a callable check gets the note: expect_result is re-checked by the
+    replay (kit: api.pytest-report)."""
+    pytester.makepyfile(f"""
+        def test_order(forge_explore):
+            forge_explore({str(RACE)!r}, expect_result="alpha beta gamma", runs=50,
+                          checks=[lambda obs: None])
+    """)
+    result = _run(pytester)
+    result.assert_outcomes(failed=1)
+    assert "reproduce with:" in result.stdout.str() and "note:" not in result.stdout.str()
+
+
+def test_a_profile_with_a_bad_setting_is_refused():
+    """`register_profile` checks each setting by its `forge explore` flag's rule
+    (kit: api.pytest-keywords)."""
+    from forge.pytest_plugin import register_profile
+
+    with pytest.raises(pytest.UsageError, match="^forge: profile 'bad': runs must be at least "
+                                                "1, got 0$"):
+        register_profile("bad", runs=0)
+    with pytest.raises(pytest.UsageError, match="'rnus' is not a setting"):
+        register_profile("bad", rnus=3)
