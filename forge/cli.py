@@ -29,6 +29,7 @@ import click
 from forge.assembly import build_harness, make_chooser
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
+from forge.runspec import RULES
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
 #: Set to show the Python traceback of a kit bug instead of the one-line report.
@@ -122,7 +123,7 @@ def main() -> None:
 
 @main.command()
 @click.argument("prompt", type=InputPath(dir_okay=False))
-@click.option("--seed", type=BoundedInt(), default=None,
+@click.option("--seed", type=BoundedInt.of(RULES["seed"]), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
               help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "

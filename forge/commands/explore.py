@@ -26,16 +26,11 @@ import sys
 import click
 
 from forge.errors import InputError
-from forge.limits import I64_MAX
 
 from forge.commands.explore_report import report_json, show
-from forge.commands.params import (MAX_TIMEOUT, TEXT, BoundedInt, InputPath, OutputPath,
-                                   Seconds, harness_kwargs, harness_options, write_output)
-
-#: The most schedules one `forge explore` tries (each is a whole run).
-MAX_RUNS = 10_000_000
-#: The most worker processes `--workers` starts.
-MAX_WORKERS = 256
+from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
+                                   harness_kwargs, harness_options, write_output)
+from forge.runspec import RULES
 
 
 class _ExploreCommand(click.Command):
@@ -56,13 +51,13 @@ class _ExploreCommand(click.Command):
 
 @click.command(cls=_ExploreCommand)
 @click.argument("prompt", type=InputPath(dir_okay=False))
-@click.option("--runs", type=BoundedInt(1, MAX_RUNS), default=200, show_default=True,
+@click.option("--runs", type=BoundedInt.of(RULES["runs"]), default=200, show_default=True,
               help="How many schedules to try.")
-@click.option("--start-seed", type=BoundedInt(), default=0, show_default=True)
-@click.option("--strategy", type=click.Choice(["random", "pct", "exhaustive"]), default="random",
+@click.option("--start-seed", type=BoundedInt.of(RULES["start_seed"]), default=0, show_default=True)
+@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
-@click.option("--pct-depth", type=BoundedInt(1, 1000), default=3, show_default=True)
-@click.option("--max-deviations", type=BoundedInt(0, 1_000_000), default=None,
+@click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
+@click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
               help="Exhaustive only (random and pct refuse it): only schedules with at "
                    "most N non-canonical durations.")
 @click.option("--no-reduce", "no_reduce", is_flag=True,
@@ -82,7 +77,7 @@ class _ExploreCommand(click.Command):
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
-@click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
+@click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
               help="Run schedules in this many processes (random and pct; the report is "
                    "the one-process report).")
 @click.option("--shard", default=None, metavar="I/N", type=TEXT,
@@ -97,7 +92,7 @@ class _ExploreCommand(click.Command):
 @click.option("--impl", metavar="CMD", default=None, type=TEXT,
               help="Explore this implementation over the protocol's level 2 (docs/protocol.md); "
                    "PROMPT may then be a replay file to run through it again.")
-@click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0,
+@click.option("--timeout", type=Seconds.of(RULES["timeout"]), default=10.0,
               show_default=True,
               help="With --impl: seconds the program gets to answer each request before the "
                    "schedule fails.")
@@ -134,10 +129,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         raise InputError("how long an --impl program may take to answer; "
                          "give --impl CMD, or leave it out", file="--timeout")
 
-    # Each run's seed is start + i, and a seed is a 64-bit integer like every other.
-    if start_seed + runs - 1 > I64_MAX:
-        raise InputError(f"--start-seed plus --runs must stay within 64 bits, got a last seed of "
-                         f"{start_seed + runs - 1}")
+    from forge.repro import check_seeds
+    check_seeds(start_seed, runs)
     where = pick_backend(backend, address)
     part = spread.parse_shard(shard) if shard is not None else None
     spread.check_spread(strategy, workers, part, where)

@@ -38,9 +38,7 @@ import click
 
 from forge.errors import InputError
 from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS, compile_pattern
-from forge.limits import MAX_PATTERN as MAX_PATTERN  # `-k`'s: the core's rule
 from forge.runspec import RULES, FilePath
-from forge.runspec import MAX_TIMEOUT as MAX_TIMEOUT  # `--timeout`'s: the core's rule
 from forge.runspec import Seconds as _SecondsRule
 from forge.runspec import Text as _TextRule
 from forge.runspec import Whole, path_problem

@@ -31,7 +31,6 @@ from pathlib import Path
 import click
 
 from forge.commands.params import (
-    MAX_TIMEOUT,
     STDOUT,
     BoundedInt,
     InputPath,
@@ -44,15 +43,13 @@ from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
+from forge.runspec import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
 
 #: The most programs one `--fuzz` runs.
 MAX_FUZZ = 1_000_000
-
-#: The most cases run at once (each subprocess worker is one implementation process).
-MAX_WORKERS = 256
 
 #: The flags `--fuzz` takes; it refuses every other flag of `forge conformance`.
 FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout")
@@ -128,7 +125,7 @@ Examples:
 @click.option("--expectations", metavar="FILE", default=None, type=InputPath(),
               help='Known results, TOML or JSON: {case_id = "fail" | "skip"}. '
                    "An expected failure that passes counts as failed.")
-@click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
+@click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
               help="Cases run at once.")
 @click.option("--json", "json_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write the JSON report (docs/report.md; - for stdout): every case with "
@@ -139,7 +136,7 @@ Examples:
               type=OutputPath(),
               help="Write an expectations file that accepts this run: every case that "
                    "failed or errored as \"fail\" (- for stdout).")
-@click.option("--timeout", type=Seconds(MAX_TIMEOUT, positive=True), default=10.0, show_default=True,
+@click.option("--timeout", type=Seconds.of(RULES["timeout"]), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None, type=InputPath(),
               help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "

@@ -122,6 +122,6 @@ def test_a_start_seed_whose_runs_pass_64_bits_is_refused():
     example = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "two-tasks.md")
     result = check("flags", ["explore", example, "--start-seed", str(2**63 - 1), "--runs", "2"])
     assert result.exit_code == 2
-    assert "--start-seed plus --runs must stay within 64 bits" in result.stderr
+    assert "--start-seed: the last seed" in result.stderr and "past 64 bits" in result.stderr
     assert check("flags", ["explore", example, "--start-seed", str(2**63 - 2), "--runs", "2"]
                  ).exit_code == 0
