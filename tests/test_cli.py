@@ -4,6 +4,7 @@ bad input (never a traceback), and help that teaches."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -301,3 +302,26 @@ def test_a_deviation_bound_is_refused_where_it_would_be_ignored(strategy):
     assert result.exit_code == 2 and result.output.count("\n") == 1
     assert result.output.startswith("forge: --max-deviations: bounds only the exhaustive ")
     assert f"; {strategy} draws each schedule whole" in result.output
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/version"), reason="needs a file no one can write")
+def test_an_output_file_the_os_refuses_is_refused_before_the_run():
+    """`os.access` tells root that /proc/version is writable; the first write
+    says otherwise.  The up-front check asks the OS itself (an empty append),
+    so the refusal comes before the run, naming the flag (kit: input.unavailable)."""
+    result = forge("run", str(EXAMPLES / "two-tasks.md"), "--trace", "/proc/version")
+    assert result.exit_code == 2
+    assert "alpha text" not in result.output
+    assert "--trace cannot write '/proc/version'" in result.output
+
+
+def test_the_up_front_write_check_changes_nothing(tmp_path):
+    """Checking that an existing output file can be written leaves its bytes
+    and its time alone (kit: input.unavailable)."""
+    from forge.commands.params import output_problem
+
+    target = tmp_path / "t.jsonl"
+    target.write_text("kept\n")
+    os.utime(target, (1_000_000, 1_000_000))
+    assert output_problem(str(target)) is None
+    assert target.read_text() == "kept\n" and target.stat().st_mtime == 1_000_000

@@ -30,6 +30,7 @@ What does not live here: the commands themselves, the error mechanism
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -182,7 +183,9 @@ def output_problem(path: str, directory: bool = False) -> str | None:
             return None if os.access(target, os.W_OK | os.X_OK) else "the directory is not writable"
         if target.is_dir():
             return "it is a directory"
-        return None if os.access(target, os.W_OK) else "the file is not writable"
+        if not os.access(target, os.W_OK):
+            return "the file is not writable"
+        return _open_problem(path)
     parent = target.parent
     while not parent.exists() and directory and parent != parent.parent:
         parent = parent.parent  # `mkdir -p` creates the missing levels
@@ -190,6 +193,26 @@ def output_problem(path: str, directory: bool = False) -> str | None:
         return f"its folder {str(target.parent)!r} does not exist"
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"its folder {str(parent)!r} is not writable"
+    return None
+
+
+def _open_problem(path: str) -> str | None:
+    """Why the existing file at `path` cannot be opened for writing (None if
+    it can).  `os.access` says yes to root for files no one can write, such
+    as those under /proc, where the open succeeds and the first write fails;
+    opening to append and writing nothing asks the OS itself, and changes
+    nothing (not even the file's time).  A pipe with no reader yet is writable."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+        try:
+            os.write(fd, b"")
+        finally:
+            os.close(fd)
+    except OSError as e:
+        if e.errno == errno.ENXIO:
+            return None
+        return e.strerror or str(e)
     return None
 
 

@@ -191,10 +191,16 @@ def test_only_one_report_may_go_to_standard_output():
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_a_report_the_system_refuses_names_its_flag_and_keeps_the_summary(tmp_path):
+def test_a_report_the_system_refuses_names_its_flag_and_keeps_the_summary(tmp_path,
+                                                                          monkeypatch):
     """`--json /proc/version` lost the text summary and `--junit` named no flag: a
     report that cannot be written is refused naming the flag and the file, after
-    the summary, with every other report still written (kit: reports.outputs)."""
+    the summary, with every other report still written (kit: reports.outputs).
+    The up-front check would refuse /dev/full before the run; it is switched
+    off here to stand for a disk that fills while the suite runs."""
+    from forge.commands import params
+
+    monkeypatch.setattr(params, "_open_problem", lambda path: None)
     junit = tmp_path / "r.xml"
     result = forge("conformance", "-k", "^examples/two-tasks$", "--json", "/dev/full",
                    "--junit", str(junit))
@@ -249,3 +255,13 @@ def test_the_text_report_escapes_control_characters():
     assert not any(c in text for c in "\x00\x1b\r\u202e")
     assert report.to_json()["cases"][0]["problems"] == [
         f"the implementation reported an error: {raw}"]
+
+
+def test_a_report_file_the_os_refuses_is_refused_before_the_suite_runs():
+    """/dev/full takes no byte: the up-front check asks the OS (an empty
+    append) and refuses it, naming the flag, before any case runs
+    (kit: reports.outputs)."""
+    result = forge("conformance", "-k", "^examples/two-tasks$", "--json", "/dev/full")
+    assert result.exit_code == 2
+    assert "passed" not in result.stdout
+    assert "--json cannot write '/dev/full'" in result.stderr
