@@ -13,7 +13,8 @@ Lives here: ``write`` (the file's text), ``is_lifecycle_replay``, ``read``
 (checked; a bad file is refused as an ``InputError`` naming the file, the
 place and the rule), ``Recorded`` and ``scenario_of`` (which scenario a
 replay runs). Does not live here: running the schedule (``campaign``), the
-rule for one choice (``forge.sim.replayfile``), printing (``command``).
+bytes and JSON of a replay file and the rule for one choice
+(``forge.sim.replayfile``: ``load_json``, ``read_choices``), printing (``command``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any, NoReturn
 import attrs
 
 from forge.errors import InputError
-from forge.limits import MAX_REPLAY_BYTES, data_problem, is_int, read_limited, render_path
+from forge.limits import data_problem, is_int, render_path
 from forge.lifecycle.explore import Scenario
 from forge.lifecycle.scenario import ScenarioError, from_text, is_scenario, load, read_text
 
@@ -79,9 +80,11 @@ def is_lifecycle_replay(path: str) -> bool:
     read once): a lifecycle replay through a pipe is given with its scenario."""
     if not os.path.isfile(path):
         return False
+    from forge.sim.replayfile import ReplayFileError, load_json
+
     try:
-        data = json.loads(read_limited(path, MAX_REPLAY_BYTES))
-    except (OSError, ValueError, RecursionError):
+        data = load_json(path)
+    except ReplayFileError:
         return False
     if not isinstance(data, dict):
         return False
@@ -101,22 +104,12 @@ def read(path: str) -> Recorded:
     Raises:
         InputError: unreadable, too large, not JSON, or not a lifecycle replay file.
     """
+    from forge.sim.replayfile import ReplayFileError, load_json
+
     try:
-        raw = read_limited(path, MAX_REPLAY_BYTES)
-    except OSError as e:
-        _bad(path, "", f"cannot read replay file: {e.strerror or e}")
-    except ValueError:
-        _bad(path, "", f"a replay file is at most {MAX_REPLAY_BYTES} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        _bad(path, "", f"not valid UTF-8 (byte {e.start})", raw[:e.start].count(b"\n") + 1)
-    except json.JSONDecodeError as e:
-        _bad(path, "", f"not JSON: {e.msg}", e.lineno)
-    except RecursionError:
-        _bad(path, "", "the JSON is nested too deeply")
-    except ValueError as e:  # an integer of thousands of digits
-        _bad(path, "", f"not a replay file the kit will read: {e}")
+        data = load_json(path)
+    except ReplayFileError as e:
+        _bad(path, e.where, e.rule, e.line)
     problem = data_problem(data)
     if problem is not None:
         _bad(path, render_path(("$", *problem[0])), problem[1])
@@ -200,10 +193,10 @@ def _seed(path: str, seed: Any) -> int | None:
 def _choices(path: str, choices: Any) -> tuple[tuple[str, int, int], ...]:
     """The choices, by the rule every replay file's choices follow (the
     prompt's reader's, ``forge.sim.replayfile``)."""
-    from forge.sim.replayfile import ReplayFileError, _choices, _Reader
+    from forge.sim.replayfile import ReplayFileError, read_choices
 
     try:
-        return tuple(_choices(_Reader(path), choices))
+        return tuple(read_choices(path, choices))
     except ReplayFileError as e:
         _bad(path, e.where, e.rule)
 

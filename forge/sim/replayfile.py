@@ -92,14 +92,12 @@ class _Reader:
             self.check(item(v), f"{where}[{i}]", rule)
 
 
-def read_replay(path: str) -> dict:
-    """The checked contents of a replay file:
-    `{"choices": [int, ...], "triples": [(kind, n, value), ...], "args": str,
-    "prompt": str | None, "seed": int | None, "record": dict | None}`, where
-    `record` is the whole format-1 object (None for the legacy shape).
+def load_json(path: str) -> Any:
+    """The JSON a replay file holds - any replay file, a lifecycle race's too -
+    read within `MAX_REPLAY_BYTES`.
 
     Raises:
-        ReplayFileError: unreadable, too large, not JSON, or not a replay file.
+        ReplayFileError: unreadable, too large, not UTF-8 or not JSON.
     """
     r = _Reader(path)
     try:
@@ -119,6 +117,20 @@ def read_replay(path: str) -> dict:
         r.bad("", "the JSON is nested too deeply")
     except ValueError as e:  # an integer of thousands of digits
         r.bad("", f"not a replay file the kit will read: {e}")
+    return data
+
+
+def read_replay(path: str) -> dict:
+    """The checked contents of a replay file:
+    `{"choices": [int, ...], "triples": [(kind, n, value), ...], "args": str,
+    "prompt": str | None, "seed": int | None, "record": dict | None}`, where
+    `record` is the whole format-1 object (None for the legacy shape).
+
+    Raises:
+        ReplayFileError: unreadable, too large, not JSON, or not a replay file.
+    """
+    r = _Reader(path)
+    data = load_json(path)
     if not isinstance(data, dict):
         r.bad("$", _SHAPE)
     if "format" in data:
@@ -136,6 +148,16 @@ def read_replay(path: str) -> dict:
             "the seed is a whole number within 64 bits")
     return {"choices": [t[2] for t in triples], "triples": triples, "args": args,
             "prompt": prompt, "seed": seed, "record": None}
+
+
+def read_choices(path: str, choices: Any) -> list[tuple[str, int, int]]:
+    """A replay file's `choices`, checked by the rule every replay file's
+    choices follow (a lifecycle race's too).
+
+    Raises:
+        ReplayFileError: naming `$.choices` and the rule.
+    """
+    return _choices(_Reader(path), choices)
 
 
 def _choices(r: _Reader, choices: Any) -> list[tuple[str, int, int]]:
