@@ -124,8 +124,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge import campaign as spread
     from forge.pool import backend as pick_backend
 
-    if impl is None and click.get_current_context().get_parameter_source("timeout") \
-            is not click.core.ParameterSource.DEFAULT:
+    from forge.commands.params import flags_given
+    if impl is None and "--timeout" in flags_given(click.get_current_context()):
         raise InputError("how long an --impl program may take to answer; "
                          "give --impl CMD, or leave it out", file="--timeout")
 
@@ -138,7 +138,7 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     check_bound(strategy, max_deviations)
     from forge.lifecycle.scenario import is_scenario
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
-        from forge.lifecycle.command import explore_file, flags_given
+        from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
                               no_reduce, replay_out, as_json,
                               given=flags_given(click.get_current_context())))

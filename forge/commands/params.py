@@ -337,3 +337,13 @@ def harness_kwargs(values: dict) -> dict:
 def _show(value) -> str:
     text = repr(str(value))
     return text if len(text) <= 60 else text[:57] + "...'"
+
+
+def flags_given(ctx: click.Context) -> list[str]:
+    """The options of ``ctx``'s command given a value (on the command line, or
+    by the environment or a default map), named as ``--help`` names them."""
+    from click.core import ParameterSource
+
+    return ["/".join(p.opts + p.secondary_opts) for p in ctx.command.params
+            if isinstance(p, click.Option) and p.name is not None
+            and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]

@@ -57,7 +57,8 @@ def replay(files, as_json, story, trace_file, **harness):
     from forge.lifecycle.scenario import is_scenario
     if (prompt is not None and is_scenario(prompt)) or is_lifecycle_replay(path):
         # A lifecycle race (docs/lifecycle.md); it refuses the prompt's flags.
-        from forge.lifecycle.command import flags_given, replay_file as replay_scenario
+        from forge.commands.params import flags_given
+        from forge.lifecycle.command import replay_file as replay_scenario
         sys.exit(replay_scenario(prompt, path, as_json,
                                  given=flags_given(click.get_current_context())))
     from forge.repro import replay_file

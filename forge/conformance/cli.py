@@ -266,7 +266,7 @@ def refuse_flags(ctx: click.Context, takes, rule: str) -> None:
     default value by omission is not given); `rule` says why.  The one way
     a command refuses flags that would be ignored (`forge conformance
     --fuzz`, `forge spec` before a subcommand)."""
-    from forge.lifecycle.command import flags_given
+    from forge.commands.params import flags_given
 
     unused = [flag for flag in flags_given(ctx) if not takes(flag)]
     if unused:

@@ -11,7 +11,7 @@ replay that drifted from its record), 3 (an exhaustive search stopped before
 covering the tree).
 
 Lives here: printing and exit codes, and which of the commands' flags a
-scenario takes (``EXPLORE_FLAGS``, ``REPLAY_FLAGS``; ``flags_given`` reads
+scenario takes (``EXPLORE_FLAGS``, ``REPLAY_FLAGS``; ``forge.commands.params.flags_given`` reads
 them off a command's context). Does not live here: the flags themselves (the
 commands own them), running schedules (``campaign``), the replay file
 (``replayfile``).
@@ -36,16 +36,6 @@ EXPLORE_FLAGS = ("--runs", "--start-seed", "--strategy", "--pct-depth", "--max-d
 REPLAY_FLAGS = ("--json", "--story")
 
 
-def flags_given(ctx: click.Context) -> list[str]:
-    """The options of ``ctx``'s command given a value (on the command line, or
-    by the environment or a default map), named as ``--help`` names them."""
-    from click.core import ParameterSource
-
-    return ["/".join(p.opts + p.secondary_opts) for p in ctx.command.params
-            if isinstance(p, click.Option) and p.name is not None
-            and ctx.get_parameter_source(p.name) not in (None, ParameterSource.DEFAULT)]
-
-
 def check_flags(path: str, given: Iterable[str], takes: tuple[str, ...], what: str) -> None:
     """Refuse a flag given that ``what`` does not take, naming the file."""
     for flag in given:
@@ -58,7 +48,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
                  max_deviations: int | None, no_reduce: bool, replay_out: str,
                  as_json: bool, given: Iterable[str] = ()) -> int:
     """Explore the scenario at ``path``; answers the exit code. ``given``: the
-    flags given (``flags_given``), each of which must be in ``EXPLORE_FLAGS``."""
+    flags given (``forge.commands.params.flags_given``), each of which must be in ``EXPLORE_FLAGS``."""
     from forge.commands.params import write_output
 
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")

@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from forge import variation
 from forge.cli import main
 from forge.commands.explore import explore as explore_command
+from forge.commands.params import flags_given
 from forge.commands.replay import replay as replay_command
 from forge.errors import InputError
 from forge.lifecycle import command, replayfile
@@ -194,18 +195,18 @@ def test_a_prompts_flag_is_refused_for_a_scenario(tmp_path, monkeypatch):
     shutil.copy(COMPLETION, "race.scenario.toml")
     ctx = explore_command.make_context("explore", [
         "race.scenario.toml", "--runs", "5", "--faults", "store", "--no-same-ids", "--json"])
-    assert command.flags_given(ctx) == ["--runs", "--faults", "--same-ids/--no-same-ids",
+    assert flags_given(ctx) == ["--runs", "--faults", "--same-ids/--no-same-ids",
                                         "--json"]
     with pytest.raises(InputError) as e:
         command.explore_file("race.scenario.toml", 5, 0, "random", 3, None, False, "r.json",
-                             False, given=command.flags_given(ctx))
+                             False, given=flags_given(ctx))
     assert str(e.value) == ("race.scenario.toml: --faults is a prompt's flag; a lifecycle "
                             "scenario takes only " + ", ".join(command.EXPLORE_FLAGS))
     ctx = replay_command.make_context("replay", ["race.scenario.toml", "race.scenario.toml",
                                                  "--model-script", "race.scenario.toml"])
     with pytest.raises(InputError, match="r.json: --model-script is a prompt's flag; a "
                                          "lifecycle replay takes only --json, --story"):
-        command.replay_file(None, "r.json", False, given=command.flags_given(ctx))
+        command.replay_file(None, "r.json", False, given=flags_given(ctx))
     assert command.explore_file("race.scenario.toml", 5, 0, "random", 3, None, False,
                                 "r.json", True, given=["--runs", "--json"]) == 0
 
