@@ -61,6 +61,17 @@ STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
 
 
+LABEL_LIMIT = 60
+NO_REASON = "no reason was recorded"
+ADVANCE_LOST = "the task was moved before the next run could start"
+
+
+def default_label(text: str) -> str:
+    """A spawn without a label is labelled by the first 60 characters (runes)
+    of its input (notes 2.10), not by the agent's name."""
+    return text[:LABEL_LIMIT]
+
+
 def summarize(text: str, limit: int = SUMMARY_LIMIT) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit].rstrip() + "…"
@@ -222,7 +233,7 @@ class Manager:
         with self._parent_lock(req.parent_session_id):
             self._check_slot(req.parent_session_id)
             spec = self.c.resolver(req.parent_session_id, req.agent_name)
-            label = req.label or spec.display_name or req.input[:60]
+            label = req.label or default_label(req.input)
             child = self.new_id("s")
             with self._together():  # no hidden session without its row, even on a crash
                 try:
@@ -327,13 +338,16 @@ class Manager:
         return summarize(text, self.c.summary_limit)
 
     def _texts(self, status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
-        if status is TaskStatus.CANCELLED:
-            text = out.text or STOPPED_AFTER_TURN
-        elif status is TaskStatus.FAILED:
-            text = out.err or out.text or "the run failed"
-        else:
-            text = out.text
-        return self._sum(text), text
+        """(summary, result) of a run's ending (notes 3.3 step 3-4): the result is
+        the trimmed text, a failure's error when the text is empty; a graceful
+        stop's summary says so when the run left no text."""
+        full = out.text.strip()
+        if status is TaskStatus.FAILED and not full:
+            full = out.err
+        summary = self._sum(full)
+        if status is TaskStatus.CANCELLED and not summary:
+            summary = STOPPED_AFTER_TURN
+        return summary, full
 
     def _continue(self, row: Task, out: RunOutcome, status: TaskStatus, summary: str,
                   result: str) -> Task | None:
@@ -361,8 +375,8 @@ class Manager:
             msg = f"could not advance to the next run: {exc}"
             return self._finish(row.id, out.run_id, fail, msg, msg)
         if moved is None:  # lifecycle.continuation.advance-lost-fails
-            msg = "the task was moved before the next run could start"
-            return self._finish(row.id, out.run_id, fail, msg, msg)
+            msg = f"could not advance to the next run: {ADVANCE_LOST}"
+            return self._finish(row.id, out.run_id, fail, self._sum(msg), msg)
         self._launching[next_run] = False
         try:
             self.c.launcher(LaunchRequest(task_id=moved.id, run_id=next_run,
@@ -408,12 +422,12 @@ class Manager:
                 snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
                                            STOPPED)
                 if snap is not None:
-                    # Unless the host said it cancelled the run, the first ask may have
-                    # missed a run still being launched (lifecycle.stop.unknown-run); it
-                    # is reachable now, so ask again - with the launch's own check after
-                    # it starts a run, this closes the window from both sides.
-                    if answer is not StopOutcome.CANCELLED:
-                        self._ask_stopper(row.run_id, False)
+                    # The first ask may have missed a run still being launched
+                    # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
+                    # whatever the first answer was (notes 3.5: the Stopper must
+                    # tolerate it) - with the launch's own check after it starts a
+                    # run, this closes the window from both sides.
+                    self._ask_stopper(row.run_id, False)
                     self._announce(snap)
                     return snap
             row = self.store.get(task_id)
@@ -488,7 +502,7 @@ class Manager:
 
     def retry_prompt(self, row: Task) -> str:
         """The retry run's input: why the last attempt failed, and to resume."""
-        reason = self._sum(row.result.strip() or row.summary.strip()) or "no reason was recorded"
+        reason = self._sum(row.result.strip() or row.summary.strip()) or NO_REASON
         return (f"A previous attempt at this task failed: {reason}. The conversation above is "
                 "the progress made so far. Review it and continue the task to completion; "
                 "avoid repeating work that already succeeded.")
