@@ -263,16 +263,16 @@ def minimize(ops: Sequence[Operation]) -> list[Operation]:
     aside: they stay, since without its create every answer about a task is
     wrong and the sub-history would only say "this task does not exist"."""
     keep = list(ops)
-    i = 0
-    while i < len(keep):
-        if keep[i].op == "create":
-            i += 1
-            continue
-        trial = keep[:i] + keep[i + 1:]
-        if not linearizable(trial):
-            keep = trial
-        else:
-            i += 1
+    shrunk = True
+    while shrunk:  # until no single drop is possible: an early keeper may go later
+        shrunk = False
+        i = 0
+        while i < len(keep):
+            trial = keep[:i] + keep[i + 1:]
+            if keep[i].op != "create" and not linearizable(trial):
+                keep, shrunk = trial, True
+            else:
+                i += 1
     return keep
 
 
