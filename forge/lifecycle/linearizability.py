@@ -62,10 +62,11 @@ class Verdict:
     def text(self) -> str:
         if self.ok:
             return (f"linearizable: {self.operations} operations in {self.parts} "
-                    "independent parts")
+                    f"independent part{'s' if self.parts != 1 else ''}")
+        parts = f"{self.parts} part{'s' if self.parts != 1 else ''}"
         lines = [f"not linearizable: these {len(self.minimal)} operations have no legal order "
-                 f"(of {self.operations} in {self.parts} parts; without any one of them, "
-                 "a create of a task the others name aside, one exists):"]
+                 f"(of {self.operations} in {parts}; without any one of them, a create of a "
+                 "task the others name aside, one exists):"]
         for op in self.minimal:
             ret = "?" if op.unknown else op.ret
             lines.append(f"  process {op.process} [{op.call}, {ret}] {op.describe()}")
