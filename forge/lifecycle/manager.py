@@ -279,7 +279,8 @@ class Manager:
         share a database (a repository whose ``store`` is this store and has
         ``transaction``), so a crash cannot leave a session without its row;
         otherwise no grouping, and ``recover`` sweeps what a crash left."""
-        joint = getattr(self.sessions, "store", None) is self.store
+        under = getattr(self.store, "store", None)  # a wrapper's (a history Recorder's)
+        joint = getattr(self.sessions, "store", None) in (self.store, under)
         begin = getattr(self.store, "transaction", None)
         return begin() if joint and begin is not None else nullcontext()
 

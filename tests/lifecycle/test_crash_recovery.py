@@ -11,7 +11,8 @@ and every row's child session exists (no orphan: spawn writes the two in one
 transaction, and ``recover`` sweeps what a repository without one leaves); and
 every row is in a legal state (no working row survives the sweep, attempts
 within the ceiling, every owed wake-up names its row's current, terminal,
-reportable ending).
+reportable ending). The two spawning processes record every store call they
+make (``history.Recorder``), and the two histories together are linearizable.
 
 Sizes: ``FORGE_CRASH_KILLS`` kills (default 25, a few seconds) and
 ``FORGE_SPAWN_RACE_SECONDS`` of two-process spawning (default 1.5); the
@@ -93,13 +94,15 @@ while True:
 
 SPAWNER = r'''
 import json, sys, time
+from forge.lifecycle.history import Recorder, write
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import SpawnRequest
 from forge.lifecycle.sqlite_store import SqliteStore
 
 path, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-store = SqliteStore(path, synchronous="NORMAL")
-mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
+raw = SqliteStore(path, synchronous="NORMAL")
+store = Recorder(raw, process=name)
+mgr = Manager(Config(store=store, sessions=raw.sessions(), launcher=lambda req: None,
                      max_concurrent_per_parent=10**9))
 print("READY", flush=True)
 sys.stdin.readline()  # both start together
@@ -108,6 +111,7 @@ ids = []
 while time.monotonic() < end:
     t = mgr.spawn(SpawnRequest(parent_session_id="p-" + name, agent_name="a", input="x"))
     ids.append([t.id, t.run_id, t.child_session_id])
+write(path + "." + name + ".history.jsonl", store.history)
 print(json.dumps(ids), flush=True)
 '''
 
@@ -223,6 +227,14 @@ def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) 
         minted.extend(got)
     ids = [i for triple in minted for i in triple]
     assert len(set(ids)) == len(ids), "two spawns were handed the same id"
+    # what the two processes did to the store, on one clock, is linearizable
+    from forge.lifecycle.history import read
+    from forge.lifecycle.linearizability import check
+
+    history = sorted((op for name in ("a", "b") for op in read(f"{db}.{name}.history.jsonl")),
+                     key=lambda op: op.call)
+    verdict = check(history)
+    assert verdict.ok, verdict.text()
     store = SqliteStore(db)
     try:
         rows = store.list_all()
@@ -231,7 +243,8 @@ def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) 
         assert sorted(s.id for s in sessions) == sorted(c for _t, _r, c in minted)
     finally:
         store.close()
-    print(f"{len(minted)} spawns from 2 processes in {RACE_SECONDS}s, 0 collisions")
+    print(f"{len(minted)} spawns from 2 processes in {RACE_SECONDS}s, 0 collisions; "
+          f"{verdict.text()}")
 
 
 def test_a_restart_mints_ids_after_the_last_one(tmp_path: Path) -> None:
