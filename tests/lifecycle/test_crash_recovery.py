@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 
 import forge
+from forge.lifecycle.history import Recorder, read
+from forge.lifecycle.linearizability import check
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import TaskStatus
 from forge.lifecycle.sqlite_store import SqliteStore
@@ -45,20 +47,22 @@ MAX_ATTEMPTS = 3
 WORKER = r'''
 import json, random, sys
 from forge.lifecycle.errors import TaskError
+from forge.lifecycle.history import Recorder
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import RunOutcome, SpawnRequest, StopOutcome
 from forge.lifecycle.sqlite_store import SqliteStore
 
 path, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)
-store = SqliteStore(path, synchronous="NORMAL")
+store = Recorder(SqliteStore(path, synchronous="NORMAL"), process=f"worker{seed}",
+                 journal=open(path + ".journal", "a", encoding="utf-8"))
 mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
                      stopper=lambda run, graceful: StopOutcome.CANCELLED,
                      max_concurrent_per_parent=1000))
 mgr.recover()
 print("READY", flush=True)
 while True:
-    rows = store.list_all()
+    rows = store.store.list_all()  # choosing what to do is no part of the history
     live = [t for t in rows if t.status.value == "working"]
     failed = [t for t in rows if t.status.value == "failed" and t.attempt < 3]
     pick = lambda ts: ts[rng.randrange(len(ts))]
@@ -120,13 +124,16 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(Path(forge.__file__).resolve().parent.parent)}
 
 
-def _restart(db: str) -> tuple[SqliteStore, Manager, list[str]]:
-    """What a host does on start: open, a Manager, recover; who was reported."""
+def _restart(db: str, kill: int = 0) -> tuple[SqliteStore, Manager, list[str]]:
+    """What a host does on start: open, a Manager, recover; who was reported.
+    Its store calls go to the journal the workers write."""
     store = SqliteStore(db)
     reported: list[str] = []
-    mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
-                         on_finished=lambda t: reported.append(t.id)))
-    mgr.recover()
+    with open(db + ".journal", "a", encoding="utf-8") as journal:
+        mgr = Manager(Config(store=Recorder(store, process=f"restart{kill}", journal=journal),
+                             sessions=store.sessions(), launcher=lambda req: None,
+                             on_finished=lambda t: reported.append(t.id)))
+        mgr.recover()
     return store, mgr, reported
 
 
@@ -169,6 +176,7 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
                                 text=True)
         ready = proc.stdout.readline().strip()
         assert ready == "READY", proc.stderr.read()
+        first = proc.stdout.readline()  # the first call has begun: kill amid the work
         time.sleep(rng.uniform(0.0, 0.04))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.stdout.read(), proc.stderr.read()
@@ -177,7 +185,7 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
         proc.stderr.close()
         assert proc.returncode == -signal.SIGKILL, err
         in_call = False
-        for line in out.splitlines():
+        for line in [first, *out.splitlines()]:
             try:
                 entry = json.loads(line)
             except ValueError:
@@ -194,14 +202,20 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
                 assert entry[1] not in runs_seen, f"run id {entry[1]} handed out twice"
                 runs_seen.add(entry[1])
         mid_call += in_call
-        store, _mgr, _reported = _restart(db)
+        store, _mgr, _reported = _restart(db, kill)
         try:
             _check_legal(store, spawned)
         finally:
             store.close()
     assert len(spawned) > KILLS // 2, "the kills landed before any real work"
+    # Every store call of every worker and restart, the killed ones unknown:
+    # one linearizable history across all the processes' lives.
+    history = read(db + ".journal")
+    unknown = sum(op.unknown for op in history)
+    verdict = check(history)
+    assert verdict.ok, verdict.text()
     print(f"{KILLS} kills ({mid_call} mid-call), {len(spawned)} spawns returned, "
-          f"{len(runs_seen)} run ids, 0 orphans")
+          f"{len(runs_seen)} run ids, 0 orphans; {verdict.text()}, {unknown} unknown")
 
 
 def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) -> None:
