@@ -129,6 +129,18 @@ def decode_args(op: str, args: Iterable[Any]) -> list[Any]:
     return out
 
 
+def cut(history: list[Operation], limit: int) -> list[Operation]:
+    """The first ``limit`` calls (by call time), those still running when the
+    next began made unknown: a linearizable history cut so stays linearizable
+    (each kept call's place in a legal order of the whole is still legal)."""
+    ordered = sorted(history, key=lambda op: op.call)
+    if len(ordered) <= limit:
+        return ordered
+    at = ordered[limit].call
+    return [op if op.ret is not None and op.ret < at else attrs.evolve(op, ret=None)
+            for op in ordered[:limit]]
+
+
 # -- the file -------------------------------------------------------------
 def _refuse(path: str, line: int, rule: str) -> InputError:
     return InputError(f"line {line}: {rule}", file=path)

@@ -33,10 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-import attrs
-
 import forge
-from forge.lifecycle.history import Recorder, read
+from forge.lifecycle.history import Recorder, cut, read
 from forge.lifecycle.linearizability import check
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import TaskStatus
@@ -126,17 +124,6 @@ print(json.dumps(ids), flush=True)
 #: parent form one part (the per-parent cap reads all its tasks), whose search
 #: costs grow with calls times rows.
 HISTORY_LIMIT = 5_000
-
-
-def _cut(history: list, limit: int) -> list:
-    """The calls begun before the ``limit``-th call began, those still running
-    then made unknown: a linearizable history cut so stays linearizable (each
-    kept call's place in a legal order of the whole is still legal)."""
-    if len(history) <= limit:
-        return history
-    cut = history[limit].call
-    return [op if op.ret is not None and op.ret < cut else attrs.evolve(op, ret=None)
-            for op in history[:limit]]
 
 
 def _env() -> dict:
@@ -266,7 +253,7 @@ def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) 
 
     history = sorted((op for name in ("a", "b") for op in read(f"{db}.{name}.history.jsonl")),
                      key=lambda op: op.call)
-    verdict = check(_cut(history, HISTORY_LIMIT))
+    verdict = check(cut(history, HISTORY_LIMIT))
     assert verdict.ok, verdict.text()
     store = SqliteStore(db)
     try:
