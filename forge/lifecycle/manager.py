@@ -35,6 +35,7 @@ from forge.lifecycle.records import (
 )
 from forge.lifecycle.clock import Clock, VirtualClock
 from forge.lifecycle.errors import LookupFailed, TaskError
+from forge.lifecycle.history import Recorder
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, CapReached, NotFound, Store
 from forge.variation import declare
@@ -281,8 +282,13 @@ class Manager:
         share a database (a repository whose ``store`` is this store and has
         ``transaction``), so a crash cannot leave a session without its row;
         otherwise no grouping, and ``recover`` sweeps what a crash left."""
-        under = getattr(self.store, "store", None)  # a wrapper's (a history Recorder's)
-        joint = getattr(self.sessions, "store", None) in (self.store, under)
+        # A Recorder passes calls straight through, so its store's transaction
+        # is the one to join; a scheduling wrapper (the simulator's) is not
+        # seen through: holding the database across a scheduled step would
+        # block the other actors it schedules.
+        under = self.store.store if isinstance(self.store, Recorder) else self.store
+        shared = getattr(self.sessions, "store", None)
+        joint = shared is not None and shared in (self.store, under)
         begin = getattr(self.store, "transaction", None)
         return begin() if joint and begin is not None else nullcontext()
 
