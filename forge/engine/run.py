@@ -34,7 +34,7 @@ from forge.engine.quotas import DEFAULT_MAX_KEPT_BYTES, KeptQuota, data_size
 from forge.engine.requests import Request, StoreOp
 from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
-from forge.engine.rules.endings import AbandonReason
+from forge.engine.rules.endings import OwnerEnd
 from forge.engine.claims import WRITES, Claims
 from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
@@ -594,7 +594,7 @@ class Run:
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
         if failure.fatal_kind and self.outcome is None and chain is not self.root:
             # Uncatchable: the run ends whoever would have caught it.
-            self.settle_owned(chain, endings.reason_for_failure(failure.kind))
+            self.settle_owned(chain, OwnerEnd.FAILED, failure.kind)
             self._finish_run("failed", None, RunError(failure.fatal_kind, failure.message,
                                                       dict(failure.fields)))
             return
@@ -606,16 +606,16 @@ class Run:
             leaked = endings.leaked(chain.owned)
             if leaked:
                 id_list, message = endings.tasks_live([t.id for t in leaked])
-                self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
+                self.settle_owned(chain, OwnerEnd.RETURNED)
                 self._close(chain)
                 failure = self.failure_of(
                     self.error_value("tasks_live", message, chain, tasks=id_list))
                 chain.failure = failure
                 chain.on_end(chain, False, failure)
                 return
-            self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
+            self.settle_owned(chain, OwnerEnd.RETURNED)
         else:
-            self.settle_owned(chain, endings.reason_for_failure(value.kind))
+            self.settle_owned(chain, OwnerEnd.FAILED, value.kind)
         self._close(chain)
         if ok:
             chain.result = value
@@ -630,8 +630,10 @@ class Run:
         for task in chain.owned:
             self.tasks_api.joined(task)
 
-    def settle_owned(self, chain: Chain, reason: AbandonReason) -> None:
-        """Abandon every live task a chain owns, nested ones first."""
+    def settle_owned(self, chain: Chain, end: OwnerEnd, failure_kind: str | None = None) -> None:
+        """Abandon every live task a chain owns, nested ones first, with the
+        reason its way of ending gives (`endings.abandon_reason`)."""
+        reason = endings.abandon_reason(end, failure_kind)
         for task in list(chain.owned):
             if task.live:
                 self.tasks_api.abandon(task, reason)
@@ -644,7 +646,7 @@ class Run:
         if callee is not None:
             self.stop_chain(callee)
         self.tasks_api.unregister(chain)
-        self.settle_owned(chain, endings.reason_when_stopped())
+        self.settle_owned(chain, OwnerEnd.STOPPED)
         self._teardown(chain)
         self._close(chain)
 
@@ -663,9 +665,10 @@ class Run:
         # Parents sort before their children, and abandoning a parent
         # abandons its children first as owner_aborted, so each task is
         # recorded exactly once.
+        run_ended = endings.abandon_reason(OwnerEnd.RUN_ENDED)
         for task in sorted(self.tasks.values(), key=lambda t: ids.id_key(t.id)):
             if task.live:
-                self.tasks_api.abandon(task, AbandonReason.RUN_TERMINATED)
+                self.tasks_api.abandon(task, run_ended)
         self.outcome = outcome
         self.result = result
         self.error = error
