@@ -4,7 +4,7 @@ The Tasks chapter leans on fanout (each arm is a task), so the kit carries
 the part of the fanout chapter that concerns tasks: member order, arms as
 tasks with their ids and seeds, admission under the concurrency limit, the
 depth cap, and fail-fast.  What does not live here: store claims between
-arms (the store's rule, in `run`) and the generic wait machinery (`tasks`).
+arms (the store's rule, in `run`) and the generic wait machinery (`rules.waits`).
 
 Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
 cancels every live sibling, started or not - an arm that had not started
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from forge.engine.requests import FanoutArms
-from forge.engine.rules import ids
+from forge.engine.rules import ids, waits
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
 
 if TYPE_CHECKING:
@@ -96,13 +96,8 @@ class Fanout:
         # No arm has run yet (admission only makes them ready), so none can
         # have ended before the chain waits on them.
         request = FanoutArms(tuple(arms), tuple(original for _, original in members))
-        for arm in arms:
-            arm.waiters.append(chain)
-        chain.join_left = len(arms)
-        # A chain waiting on its arms gives its slot back, so arms that fan
-        # out again cannot starve each other into a deadlock.
-        run.admission.waiting(chain.task)
-        return run.scheduler.park(chain, request)
+        # Its arms took their indexes when they started: the wait takes none.
+        return waits.park(run.scheduler, run.admission, chain, request, arms, counted=False)
 
     def arm_ended(self, chain: Chain, request: FanoutArms, task: Task) -> None:
         run = self.run

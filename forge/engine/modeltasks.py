@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 
-from forge.engine.rules import ids, notices
+from forge.engine.rules import ids, notices, waits
 from forge.engine.requests import AwaitTasks
 from forge.engine.state import Task
 from forge.engine.tasks import lua_number_text
@@ -152,12 +152,10 @@ class ModelTasks:
         # result is taken, so the prompt can still collect every task later.
         sleep_text = None if live else f"slept {lua_number_text(timeout)} seconds"
         wait = AwaitTasks(op, sleep_text, timed=timeout_ns is not None)
-        ids.wait_parks(chain, timed=wait.timed)
-        run.admission.waiting(chain.task)
         state.awaiting = wait
-        run.trace.emit(run.clock.now, "wait", chain=chain.id, call="await_tasks",
-                       members=[t.id for t in live], timeout=timeout_ns)
-        run.scheduler.park(chain, wait, timeout_ns, lambda: self._expired(state, chain, wait))
+        waits.park(run.scheduler, run.admission, chain, wait, call="await_tasks",
+                   shown=[t.id for t in live], timeout_ns=timeout_ns,
+                   expire=lambda: self._expired(state, chain, wait))
         return None
 
     def _expired(self, state: SectionState, chain: Chain, wait: AwaitTasks) -> None:

@@ -25,7 +25,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 
-from forge.engine.rules import endings, ids, timeouts
+from forge.engine.rules import endings, ids, timeouts, waits
 from forge.engine.rules.endings import AbandonReason
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.requests import FanoutArms, Join
@@ -458,15 +458,9 @@ class TasksAPI:
         if self._satisfied(join):
             return self._deliver(chain, join, timed_out=False)
         run = self.run
-        ids.wait_parks(chain, timed=join.timed)
-        live = [t for t in dict.fromkeys(members) if t.live]
-        for t in live:
-            t.waiters.append(chain)
-        chain.join_left = len(live)
-        run.admission.waiting(chain.task)
-        run.trace.emit(run.clock.now, "wait", chain=chain.id, call=call,
-                       members=[t.id for t in members], timeout=timeout_ns)
-        return run.scheduler.park(chain, join, timeout_ns, lambda: self.timeout_fired(chain, join))
+        return waits.park(run.scheduler, run.admission, chain, join, members, call=call,
+                          shown=[t.id for t in members], timeout_ns=timeout_ns,
+                          expire=lambda: self.timeout_fired(chain, join))
 
     def _timeout(self, call: str, opts: Any) -> tuple[int | None, Any]:
         if opts is None:
@@ -501,15 +495,10 @@ class TasksAPI:
 
     def unregister(self, chain: Chain) -> None:
         """`chain` stops waiting on its request's members, and its timer goes."""
-        if chain.timer is not None:
-            self.run.clock.cancel(chain.timer)
-            chain.timer = None
         request = chain.parked_on
         members = (request.members if isinstance(request, Join)
                    else request.arms if isinstance(request, FanoutArms) else ())
-        for t in members:
-            if chain in t.waiters:
-                t.waiters.remove(chain)
+        waits.leave(chain, members, self.run.clock)
 
     def timeout_fired(self, chain: Chain, join: Join) -> None:
         if timeouts.EXPIRY_CANCELS_MEMBERS.on:

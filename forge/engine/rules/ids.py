@@ -7,8 +7,9 @@ component as numbers, so `0.9` sorts before `0.10`.
 Every chain owns one child counter, starting at 0.  Everything that takes an
 index from it goes through `take`: a spawn (author or model), a fanout arm,
 a `call`, and a timed wait that really waits (a Lua `tasks.join`/`join_any`
-with a timeout, or a timed `await_tasks`), through `wait_parks`.  An untimed
-wait, a timed wait answered at once, and a section entry take nothing.
+with a timeout, or a timed `await_tasks`), through `wait_parks` (`waits.park`
+asks it for every wait).  An untimed wait, a timed wait answered at once, and
+a section entry take nothing.
 
 The depth cap (8) bounds call, spawn and fanout alike; `depth_refusal` is
 the one check, and names the call or fanout that would cross it.
