@@ -112,7 +112,7 @@ class Host:
         if prompt.h1_has_pass:
             self.run.enter_section(root, None)
         else:
-            root.entry_counter = ids.first_walk_entry()
+            ids.skip_h1_entry(root)
             root.claim_identity = "0"
             if not top:
                 root.in_h1 = False
@@ -121,7 +121,7 @@ class Host:
         """A fresh section VM environment for `chain`'s entry `entry`, built
         in one Lua call (`E.section_vm`)."""
         run = self.run
-        first_entry = chain.entry_counter == 1 and chain.kind == "task"
+        first_entry = chain.kind == "task" and ids.in_first_entry(chain)
         index = chain.first_index if first_entry else None
         key = chain.vm_key
         if key == 0:
@@ -402,15 +402,15 @@ class _Resolver:
             "execution": run.config.execution,
             "section_count": len(run.prompt.top_level),
             "when": WHEN,
-            "id": f"{chain.id}.{chain.entry_counter - 1}",
+            "id": ids.current_entry(chain),
         }
-        if chain.kind == "task" and chain.entry_counter == 1 and chain.first_index is not None:
+        if chain.kind == "task" and ids.in_first_entry(chain) and chain.first_index is not None:
             out["index"] = chain.first_index
         return out
 
     def item(self) -> tuple[bool, Any]:
         chain = self.chain
-        if chain.kind == "task" and chain.entry_counter == 1 and chain.has_item:
+        if chain.kind == "task" and ids.in_first_entry(chain) and chain.has_item:
             return True, _lua_to_data(chain.first_item)
         return False, None
 

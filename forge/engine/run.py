@@ -359,9 +359,7 @@ class Run:
             return
         chain.section = section
         chain.in_h1 = index is None
-        ids.section_entered(chain)
-        entry = f"{chain.id}.{chain.entry_counter}"
-        chain.entry_counter += 1
+        entry = ids.enter_section(chain)
         chain.block_index = 0
         chain.blocks = self.prompt.h1_blocks if section is None else section.blocks
         chain.env = self.host.section_env(chain, entry)

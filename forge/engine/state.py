@@ -75,8 +75,10 @@ class Chain:
     entry_counter: int = 0
     #: Tasks this chain spawned, in spawn order (ascending ids).
     owned: list = attrs.field(factory=list)
-    #: Invariant: the number of `owned` tasks holding a slot (rules.admission).
-    busy: int = 0
+    #: The `owned` tasks holding a slot now, by id, in the order they took
+    #: it; kept only by `rules.admission`, and the one record of who holds
+    #: what: `busy`, `Task.holds_slot` and the run's count derive from it.
+    holding: dict = attrs.field(factory=dict)
     #: "new", "ready", "running", "parked" or "ended"; changed only by the kernel.
     state: str = "new"
     section: Section | None = None
@@ -154,6 +156,11 @@ class Chain:
     def live(self) -> bool:
         return self.state != "ended"
 
+    @property
+    def busy(self) -> int:
+        """How many of its tasks hold a slot (`rules.admission`)."""
+        return len(self.holding)
+
 
 @attrs.define(eq=False)
 class Task:
@@ -182,8 +189,6 @@ class Task:
     delivered: bool = False
     #: Whether it ever got its first slot.
     admitted: bool = False
-    #: Invariant: only while admitted, live and not waiting on other tasks.
-    holds_slot: bool = False
     #: Provenance counter for events this task reports.
     seq: int = 0
     spawned_at_claim: int = 0
@@ -204,6 +209,13 @@ class Task:
     @property
     def live(self) -> bool:
         return self.state == "running"
+
+    @property
+    def holds_slot(self) -> bool:
+        """Whether it holds a concurrency slot (its owner's `holding` says).
+        Invariant: only while admitted, live and not waiting on other tasks."""
+        owner = self.owner
+        return owner is not None and self.id in owner.holding
 
     # ------------------------------------------------------------ status
     def _blocked(self) -> str | None:
