@@ -9,11 +9,10 @@ task semantics and the `tasks` namespace (`tasks`), the model side
 (`models`).
 
 Every suspending call is a yield of `(op, args...)` from the block's
-coroutine; `SUSPENDING` maps each op to its handler.  Calls that answer at
-once are plain Python functions returning `(True, values...)` or
-`(False, error value)`; the Lua wrapper raises the error at the call site.
-Both are module-level routes called with the run (`LuaRuntime.host`), so a
-run binds its whole library in one assignment.
+coroutine, answered by a public method here; calls that answer at once are
+public methods returning `(True, values...)` or `(False, error value)`, and
+the Lua wrapper raises the error at the call site.  Which method answers
+which name is the one table in `forge.engine.library`.
 """
 
 from __future__ import annotations
@@ -50,38 +49,15 @@ def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-#: The host library's own entries (`LuaRuntime.library`): each route is
-#: called with the run a call answers for.  The `tasks` namespace and the
-#: model side add theirs (`forge.engine.run` puts them together).
-LIBRARY: tuple = (
-    (b"host", b"log", lambda run, *a: run.host._log(*a)),
-    (b"host", b"list_from_section", lambda run, *a: run.host._list_from_section(*a)),
-    (b"host", b"jump", lambda run, *a: run.host._jump(*a)),
-    (b"suspend", b"call", None),
-    (b"suspend", b"fanout", None),
-) + tuple(
-    (b"store", f"store.{op}".encode(), lambda run, *a, _op=op: run.host._direct_store(_op, a))
-    for op in STORE_OPS)
-
-#: The handler of each suspending call of the library above, called with the
-#: run and the calling chain (`forge.engine.kernel`).
-SUSPENDING: dict = {
-    "call": lambda run, chain, *a: run.host._call(chain, *a),
-    "fanout": lambda run, chain, *a: run.fanout.start(chain, *a),
-    **{f"store.{op}": (lambda run, chain, *a, _op=op: run.host._store(chain, _op, a))
-       for op in STORE_OPS},
-}
-
-
-def _render(run: Run, key: int):
-    return run.host._render_entry(key)
+def _render(parts: Any, key: int):
+    return parts[Host].render_entry(key)
 
 
 class Host:
-    def __init__(self, run: Run, library: tuple) -> None:
+    def __init__(self, run: Run, library: tuple, parts: Any) -> None:
         self.run = run
         self.lua = run.lua
-        self.lib = self.lua.library(library, run)
+        self.lib = self.lua.library(library, parts)
         # A chain's section VMs name it to the run's one prose callback by a
         # number (`Chain.vm_key`), so Lua holds no Python object of the run;
         # the chain leaves this map when it ends.
@@ -140,7 +116,7 @@ class Host:
     def reset_prose(self, chain: Chain) -> None:
         chain.control[0]()
 
-    def _render_entry(self, key: int):
+    def render_entry(self, key: int):
         chain = self._vms.get(key)
         if chain is None:
             raise ForgeInternalError("prose was read in a section VM whose chain has ended")
@@ -187,7 +163,7 @@ class Host:
         chain.claim_identity = "0"
 
     # ------------------------------------------------------------ log
-    def _log(self, *args):
+    def log(self, *args):
         chain = self.run.current
         if len(args) != 1:
             return self.err("log expects exactly one argument")
@@ -237,7 +213,7 @@ class Host:
             return None, self.err(f"section `{section.name}` is a list section, not a worker template")
         return index, None
 
-    def _list_from_section(self, target=None, *rest):
+    def list_from_section(self, target=None, *rest):
         chain = self.run.current
         index, error = self.check_target(chain, target)
         if error:
@@ -247,7 +223,7 @@ class Host:
             return self.err(f"section `{section.name}` has no pre-parsed items")
         return (True, self.lua.seq(list(section.items)))
 
-    def _jump(self, target=None, *rest):
+    def jump(self, target=None, *rest):
         chain = self.run.current
         if chain.loading_library:
             return self.err("jump is not available during shared library load")
@@ -262,7 +238,7 @@ class Host:
         return self.err("jump")
 
     # ------------------------------------------------------------ call
-    def _call(self, chain: Chain, target=None, input_=None, *rest):
+    def call(self, chain: Chain, target=None, input_=None, *rest):
         run = self.run
         index, error = self.check_target(chain, target)
         if error:
@@ -312,9 +288,9 @@ class Host:
         return run.scheduler.park(chain, CalledChain(child))
 
     # ------------------------------------------------------------ store
-    def _direct_store(self, op: str, args: tuple):
+    def direct_store(self, op: str, *args):
         """A store call during the shared library's load: answered at once."""
-        answer = self._store(self.run.current, op, args, direct=True)
+        answer = self.store(self.run.current, op, *args, direct=True)
         if isinstance(answer, tuple):
             return answer
         return self.err("store operation failed")      # a claims conflict ended the run
@@ -340,7 +316,7 @@ class Host:
             value = int(value)
         return value, None
 
-    def _store(self, chain: Chain, op: str, args: tuple, direct: bool = False):
+    def store(self, chain: Chain, op: str, *args, direct: bool = False):
         store = self.run.harness.store
         call = functools.partial(self.run.store_call, direct=direct)
         args = args + (None,) * (3 - len(args))

@@ -53,11 +53,11 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
-from forge.engine.roles import LIBRARY as roles_library, RolesAPI, Selection
+from forge.engine.roles import RolesAPI, Selection
 from forge.engine.parking import PARK
 from forge.engine.requests import ModelRound, OperatorQuestion
 from forge.engine.rules.notices import NoticeQueue
-from forge.engine.tools import BUILTINS, JUMP_REFUSAL, LIBRARY as tools_library, ToolsAPI, debug_list
+from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
@@ -210,7 +210,7 @@ class LuaSide:
     list_serial: Any
 
 
-def _lua_side(L: Any) -> LuaSide:
+def lua_side(L: Any) -> LuaSide:
     side = L.engine_tables.get("models")
     if side is None:
         table = L.load_engine_chunk("models.lua")(L.E)
@@ -218,32 +218,6 @@ def _lua_side(L: Any) -> LuaSide:
         side = L.engine_tables["models"] = LuaSide(*(
             table[f.name.encode()] for f in attrs.fields(LuaSide)))
     return side
-
-
-#: `models`, `messages`, `compactors`, `tools` and `input`: library entries
-#: (`forge.engine.host` says how they are called), in the library of a run
-#: that `needed` them.
-LIBRARY: tuple = roles_library + (
-    (b"value", b"models.infer", lambda runtime: _lua_side(runtime).infer),
-    (b"value", b"models.loop", lambda runtime: _lua_side(runtime).loop),
-    (b"value", b"messages.new", lambda runtime: _lua_side(runtime).new_list),
-    (b"host", b"compactors.fail", lambda run, *a: run.models._compactors_fail(*a)),
-) + tools_library + (
-    (b"value", b"tools.call", lambda runtime: _lua_side(runtime).call),
-    (b"suspend", b"input.ask", None),
-    (b"host", b"input.connected",
-     lambda run, *a: (True, run.models.cursor.operator is not None)),
-)
-
-#: The handlers of its suspending calls.
-SUSPENDING: dict = {
-    "models.loop": lambda run, chain, *a: run.models._loop(chain, *a),
-    "models.infer": lambda run, chain, *a: run.models._infer(chain, *a),
-    "models.continue": lambda run, chain, *a: run.models._continue(chain, *a),
-    "models.handler_done": lambda run, chain, *a: run.models._handler_done(chain, *a),
-    "tools.call": lambda run, chain, *a: run.models.tools.call(chain, *a),
-    "input.ask": lambda run, chain, *a: run.models._ask(chain, *a),
-}
 
 
 class ModelsAPI:
@@ -274,7 +248,7 @@ class ModelsAPI:
             self.tools = ToolsAPI(self)
             self.tasks = ModelTasks(self)
         #: The runtime's Lua side of the models (None: not `needed`).
-        self.L: Any = _lua_side(self.lua) if self._needed else None
+        self.L: Any = lua_side(self.lua) if self._needed else None
 
     def let_go(self) -> None:
         """The run has ended: the model side lets go of it (`Run._let_go`)."""
@@ -289,6 +263,10 @@ class ModelsAPI:
     #: reachable by a computed name) and declares no roles or tools cannot
     #: observe whether the model side is installed.
     GLOBALS = frozenset({"models", "messages", "compactors", "tools", "input", "_G", "_ENV"})
+
+    def input_connected(self, *args):
+        """`input.connected()`: whether an operator script answers."""
+        return (True, self.cursor.operator is not None)
 
     def needed(self) -> bool:
         """Whether the run's host library needs the model side."""
@@ -362,14 +340,14 @@ class ModelsAPI:
                 state.name, state.rounds_made, chain.task.id))
         return entry
 
-    def _compactors_fail(self, tag=None, *rest):
+    def compactors_fail(self, tag=None, *rest):
         text = _t(tag) if isinstance(tag, bytes) else str(tag)
         if text not in CONTEXT_MESSAGES or not isinstance(tag, bytes):
             return self.err(f'unknown overflow reason "{text}"; expected "precheck" or "provider"')
         return self.err(CONTEXT_MESSAGES[text], "context_exhausted", reason=text)
 
     # ------------------------------------------------------------ models.infer
-    def _infer(self, chain: Chain, count: int = 0, *args):
+    def infer(self, chain: Chain, count: int = 0, *args):
         args = args[:count]
         if count > 2:
             return self.err("models.infer takes (handle?, prompt)")
@@ -447,7 +425,7 @@ class ModelsAPI:
         self.emit(chain, "assistant_reply", **fields)
 
     # ------------------------------------------------------------ models.loop
-    def _loop(self, chain: Chain, count: int = 0, *args):
+    def loop(self, chain: Chain, count: int = 0, *args):
         args = args[:count]
         pinned = self.roles.handle_of(args[0]) if args else None
         if pinned is not None:
@@ -473,7 +451,7 @@ class ModelsAPI:
         state.ops.append(op)
         return self._advance(chain, state, op)
 
-    def _continue(self, chain: Chain, *rest):
+    def continue_loop(self, chain: Chain, *rest):
         state = chain.section_state
         return self._advance(chain, state, state.ops[-1])
 
@@ -701,7 +679,7 @@ class ModelsAPI:
         state.handler_depth += 1
         return self._command(tool.handler, self.lua.to_lua(arguments))
 
-    def _handler_done(self, chain: Chain, ok: Any = None, value: Any = None, *rest):
+    def handler_done(self, chain: Chain, ok: Any = None, value: Any = None, *rest):
         state = chain.section_state
         op = state.ops[-1]
         if isinstance(op, LoopOp) and op.phase == "compactor":
@@ -729,7 +707,7 @@ class ModelsAPI:
         return self._advance(chain, state, op)
 
     # ------------------------------------------------------------ input.ask
-    def _ask(self, chain: Chain, *args):
+    def ask(self, chain: Chain, *args):
         if any(a is not None for a in args):
             return self.err("input.ask takes no arguments")
         self.emit(chain, "user_input_wait_started")

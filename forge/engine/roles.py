@@ -95,14 +95,6 @@ class ModelHandle:
         return f"model handle: {_t(self._fields[b'name'])}"
 
 
-#: `models.default`, `models.use` and `models.get`: library entries
-#: (`forge.engine.host` says how they are called).
-LIBRARY: tuple = tuple(
-    (b"host", f"models.{name}".encode(),
-     lambda run, *a, _n=name: getattr(run.models.roles, "_" + _n)(*a))
-    for name in ("default", "use", "get"))
-
-
 class RolesAPI:
     def __init__(self, models: ModelsAPI) -> None:
         self.models = models
@@ -171,7 +163,7 @@ class RolesAPI:
             return None, f'{call} {noun} "{text}" is not a bound model role'
         return text, None
 
-    def _default(self, label=None, *rest):
+    def default(self, label=None, *rest):
         text, fault = self._label("models.default", label)
         if fault:
             return self.models.err(fault)
@@ -181,13 +173,13 @@ class RolesAPI:
         self.default_label = text
         return (True, self.handle(text))
 
-    def _get(self, label=None, *rest):
+    def get(self, label=None, *rest):
         text, fault = self._label("models.get", label)
         if fault:
             return self.models.err(fault)
         return (True, self.handle(text))
 
-    def _use(self, *args):
+    def use(self, *args):
         if len(args) > 2:
             return self.models.err(f"models.use takes at most 2 arguments, got {len(args)}")
         text, fault = self._label("models.use", args[0] if args else None)

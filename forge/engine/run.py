@@ -25,7 +25,9 @@ from typing import Any
 
 import attrs
 
-from forge.engine import collection, fanout, host, models, tasks
+from forge.engine import collection, fanout, host, library, models, tasks
+from forge.engine.roles import RolesAPI
+from forge.engine.tools import ToolsAPI
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
@@ -98,11 +100,6 @@ class RunConfig:
 
 _DEFAULT_CONFIG = RunConfig()     # frozen: one serves every run given none
 
-#: The host library of a run, without and with the model side, and the
-#: handler of every suspending call in them (`forge.engine.host`).
-_LIBRARY = host.LIBRARY + tasks.LIBRARY
-_LIBRARY_WITH_MODELS = _LIBRARY + models.LIBRARY
-_SUSPENDING = {**host.SUSPENDING, **tasks.SUSPENDING, **models.SUSPENDING}
 
 
 class Run:
@@ -155,12 +152,20 @@ class Run:
         self.tasks_api = tasks.TasksAPI(self)
         self.models = models.ModelsAPI(self)
         self.fanout = fanout.Fanout(self)
-        self.host = host.Host(self, _LIBRARY_WITH_MODELS if self.models.needed() else _LIBRARY)
+        #: The parts by type, as the library's routes and the kernel find them.
+        self.parts: library.Parts = {tasks.TasksAPI: self.tasks_api, fanout.Fanout: self.fanout,
+                                     models.ModelsAPI: self.models}
+        if self.models.needed():
+            self.parts[ToolsAPI] = self.models.tools
+            self.parts[RolesAPI] = self.models.roles
+        self.host = host.Host(self, library.LIBRARY_WITH_MODELS if self.models.needed()
+                              else library.LIBRARY, self.parts)
+        self.parts[host.Host] = self.host
         if self.harness.latency.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
                                                 lambda: not self.seed_independent())
         self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
-                                   _SUSPENDING, self.config.max_steps)
+                                   library.SUSPENDING, self.parts, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
         self.main_task = Task.main(self)
@@ -211,6 +216,7 @@ class Run:
         self.models.let_go()
         self.tasks_api.run = self.fanout.run = self.host.run = None
         self.scheduler.walk = None
+        self.parts.clear()
         # What never fires now: timers and answers still pending, whose
         # events hold the chains and the run.
         self.clock.drop_pending()

@@ -90,28 +90,13 @@ def lua_number_text(value: int | float) -> str:
     return text
 
 
-#: The `tasks` namespace's library entries (`forge.engine.host` says how
-#: they are called).
-LIBRARY: tuple = tuple(
-    (b"handle" if name == "spawn" else b"host", f"tasks.{name}".encode(),
-     lambda run, *a, _n=name: run.tasks_api.counted(_n, a))
-    for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel")
-) + ((b"suspend", b"tasks.join_any", None), (b"suspend", b"tasks.join", None))
-
-#: The handlers of its two waits.
-SUSPENDING: dict = {
-    "tasks.join_any": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join_any", a),
-    "tasks.join": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join", a),
-}
-
-
 class TasksAPI:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.lua = run.lua
 
-    def counted(self, name: str, args: tuple):
-        """An immediate tasks function, counted as a suspending call.
+    def count(self) -> None:
+        """An immediate tasks function is called: count it as a suspending call.
 
         "Every tasks function is a suspending call", even those answered at
         once: a caught error value raised again after one of them counts as
@@ -119,7 +104,6 @@ class TasksAPI:
         """
         if not IMMEDIATE_NOT_SUSPENDING.on:
             self.run.current.suspends += 1
-        return getattr(self, "_" + name)(*args)
 
     def _err(self, message: str, kind: str = "lua", **fields: str):
         if SPAWN_ERRORS_INTERNAL.on and kind == "lua":
@@ -160,7 +144,7 @@ class TasksAPI:
                                "task_not_owned", task=task_id)
 
     # ------------------------------------------------------------ spawn
-    def _spawn(self, target=None, opts=None, *rest):
+    def spawn(self, target=None, opts=None, *rest):
         run = self.run
         chain = run.current
         index, error = run.host.check_worker(chain, target)
@@ -329,7 +313,7 @@ class TasksAPI:
         self.task_ended(task)
 
     # ------------------------------------------------------------ immediate calls
-    def _concurrency(self, n=None, *rest):
+    def concurrency(self, n=None, *rest):
         chain = self.run.current
         ceiling = chain.ceiling or self._parent_limit(chain)
         if n is None:
@@ -347,7 +331,7 @@ class TasksAPI:
         parent = chain.parent
         return parent.limit if parent is not None else self.run.harness.ceiling
 
-    def _ready(self, task=None, *rest):
+    def ready(self, task=None, *rest):
         chain = self.run.current
         task_id, error = self.task_arg("tasks.ready", task)
         if error:
@@ -359,7 +343,7 @@ class TasksAPI:
             return (True, False)
         return (True, not t.live)
 
-    def _status(self, task=None, *rest):
+    def status(self, task=None, *rest):
         chain = self.run.current
         task_id, error = self.task_arg("tasks.status", task)
         if error:
@@ -373,7 +357,7 @@ class TasksAPI:
         table[b"tasks"] = self.lua.seq(status["tasks"])
         return (True, table)
 
-    def _pending(self, filt=None, *rest):
+    def pending(self, filt=None, *rest):
         chain = self.run.current
         origin = None
         if filt is not None:
@@ -393,7 +377,7 @@ class TasksAPI:
                       key=lambda t: ids.id_key(t.id))
         return (True, self.lua.seq([{"task": t.id} for t in live]))
 
-    def _note(self, text=None, *rest):
+    def note(self, text=None, *rest):
         chain = self.run.current
         if not isinstance(text, bytes):
             return self._err(f"tasks.note text must be a string, got {typename(text)}")
@@ -409,7 +393,7 @@ class TasksAPI:
             noted.note = value
         return (True,)
 
-    def _cancel(self, task=None, *rest):
+    def cancel_by_id(self, task=None, *rest):
         chain = self.run.current
         task_id, error = self.task_arg("tasks.cancel", task)
         if error:
@@ -423,6 +407,14 @@ class TasksAPI:
         return (True,)
 
     # ------------------------------------------------------------ waits
+    def join(self, chain: Chain, *args):
+        """`tasks.join(set, opts?)`: every member's outcome, in set order."""
+        return self._wait(chain, "tasks.join", args)
+
+    def join_any(self, chain: Chain, *args):
+        """`tasks.join_any(set, opts?)`: the first member to end."""
+        return self._wait(chain, "tasks.join_any", args)
+
     def _wait(self, chain: Chain, call: str, args: tuple):
         args = args + (None,) * (2 - len(args))
         members_arg, opts = args[0], args[1]

@@ -120,16 +120,8 @@ class AllowTasks:
     targets: tuple[str, ...] | None
 
 
-#: The `tools` namespace's functions: library entries (`forge.engine.host`
-#: says how they are called).  `tools.call` is the model side's Lua.
-LIBRARY: tuple = tuple(
-    (b"host", f"tools.{name}".encode(),
-     lambda run, *a, _n=name: getattr(run.models.tools, "_" + _n)(*a))
-    for name in ("always", "add", "add_local", "allow_tasks"))
-
-
-def _read_calls(run: Any, *args):
-    return run.models.tools._read_calls(*args)
+def _read_calls(parts: Any, *args):
+    return parts[ToolsAPI].read_calls(*args)
 
 
 class ToolsAPI:
@@ -161,7 +153,7 @@ class ToolsAPI:
         return self.run.current.section_state
 
     # ------------------------------------------------------------ scope
-    def _always(self, alias=None, description=None, *rest):
+    def always(self, alias=None, description=None, *rest):
         fault = alias_fault(alias, "tools.always")
         if fault:
             return self._err(fault)
@@ -176,7 +168,7 @@ class ToolsAPI:
                 self.always.get(name)
         return (True,)
 
-    def _add(self, *args):
+    def add(self, *args):
         if not args or args == (None,):
             return (True,)
         if len(args) > 2:
@@ -212,7 +204,7 @@ class ToolsAPI:
                 added.setdefault(name, None)
         return (True,)
 
-    def _add_local(self, alias=None, description=None, params=None, handler=None, *rest):
+    def add_local(self, alias=None, description=None, params=None, handler=None, *rest):
         fault = alias_fault(alias, "tools.add_local")
         if fault:
             return self._err(fault)
@@ -252,7 +244,7 @@ class ToolsAPI:
         self.models.known_tools.add(name)
         return (True,)
 
-    def _allow_tasks(self, targets=None, *rest):
+    def allow_tasks(self, targets=None, *rest):
         state = self._state()
         if targets is None:
             state.allow = AllowTasks(None)
@@ -317,7 +309,7 @@ class ToolsAPI:
                                                                          len(self._views))
         state.calls[alias] = state.calls.get(alias, 0) + 1
 
-    def _read_calls(self, view: int, key=None, *rest):
+    def read_calls(self, view: int, key=None, *rest):
         """A read of `tools.calls[key]` in the section whose counts are view `view`."""
         calls = self._views[view - 1]
         name = self.lua.show(key)
