@@ -1,7 +1,7 @@
 """No behaviour change unnoticed: every observation the reference engine
 gives - each conformance case on its canonical schedule and three random
 ones, and each example prompt - hashes to the digest committed in
-`golden_digests.txt` (kit: golden observations).
+`golden_digests.txt` (kit: golden-observations).
 
 The whole set takes about two CPU-seconds (the conformance adapter reuses
 a run whose schedule never read the seed), so the test runs all of it.  A
