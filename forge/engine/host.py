@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forge.engine.state import Chain, Frame
 from forge.errors import ForgeInternalError
@@ -31,7 +31,13 @@ from forge.lua.runtime import LuaTable, decode, typename
 from forge.prompt.headings import HeadingError, resolve
 
 if TYPE_CHECKING:
-    from forge.engine.run import Run
+    from forge.engine.context import Context
+
+
+class JumpRule(Protocol):
+    """What the host asks of the model side before a jump (`models`)."""
+
+    def jump_refusal(self, chain: Chain) -> str | None: ...
 
 LOG_MAX_CHARS = 256
 #: Log quotas per section VM: events, and bytes (events x 256).
@@ -54,9 +60,11 @@ def _render(parts: Any, key: int):
 
 
 class Host:
-    def __init__(self, run: Run, library: tuple, parts: Any) -> None:
-        self.run = run
-        self.lua = run.lua
+    def __init__(self, ctx: Context, library: tuple, parts: Any) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: The model side's say on `jump` (handed over by the composition root).
+        self.models: JumpRule = None      # type: ignore[assignment]
         self.lib = self.lua.library(library, parts)
         # A chain's section VMs name it to the run's one prose callback by a
         # number (`Chain.vm_key`), so Lua holds no Python object of the run;
@@ -67,11 +75,11 @@ class Host:
         self._section_vm = self.lua.fn.section_vm
 
     def err(self, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
     # ------------------------------------------------------------ argv
     def initial_argv(self, args: str):
-        decl = self.run.prompt.args_decl
+        decl = self.ctx.prompt.args_decl
         if decl is None:
             return self.lua.fn.prose_argv(args.encode("utf-8"))
         try:
@@ -82,11 +90,11 @@ class Host:
 
     # ------------------------------------------------------------ sections
     def begin_root(self, root: Chain) -> None:
-        prompt = self.run.prompt
+        prompt = self.ctx.prompt
         top = prompt.top_level
         root.frames = [Frame(top, 0)] if top else []
         if prompt.h1_has_pass:
-            self.run.enter_section(root, None)
+            self.ctx.chains.enter_section(root, None)
         else:
             ids.skip_h1_entry(root)
             root.claim_identity = "0"
@@ -96,7 +104,7 @@ class Host:
     def section_env(self, chain: Chain, entry: str):
         """A fresh section VM environment for `chain`'s entry `entry`, built
         in one Lua call (`E.section_vm`)."""
-        run = self.run
+        ctx = self.ctx
         first_entry = chain.kind == "task" and ids.in_first_entry(chain)
         index = chain.first_index if first_entry else None
         key = chain.vm_key
@@ -106,8 +114,8 @@ class Host:
             self._vms[key] = chain
         env, reset, argv, var = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
-            chain.section_name.encode("utf-8"), run.config.execution.encode("utf-8"),
-            len(run.prompt.top_level), _WHEN, index, chain.args, chain.var,
+            chain.section_name.encode("utf-8"), ctx.config.execution.encode("utf-8"),
+            len(ctx.prompt.top_level), _WHEN, index, chain.args, chain.var,
             first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
         chain.control = (reset, argv)
         chain.var_proxy = var
@@ -139,7 +147,7 @@ class Host:
     def read_back_var(self, chain: Chain) -> bool:
         """Check `var` is still the guarded global; fail the chain if not."""
         if not self.lua.fn.var_intact(chain.env, chain.var):
-            self.run.fail_chain(
+            self.ctx.chains.fail_chain(
                 chain,
                 Failure("lua", "the `var` global was reassigned; write `var.<field>` instead",
                         fatal_kind="Lua"),
@@ -155,16 +163,16 @@ class Host:
             if err is not None:
                 # The H1 freeze names only the type found, wherever it sits.
                 found = _t(err).rsplit(" ", 1)[-1]
-                self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
+                self.ctx.chains.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
                                                    fatal_kind="Lua"))
                 return
         chain.argv = self.lua.fn.deep_copy(argv)
-        self.run.claims.release("h1")
+        self.ctx.claims.release("h1")
         chain.claim_identity = "0"
 
     # ------------------------------------------------------------ log
     def log(self, *args):
-        chain = self.run.current
+        chain = self.ctx.scheduler.current
         if len(args) != 1:
             return self.err("log expects exactly one argument")
         # The event unit is spent before the message is checked.
@@ -182,7 +190,7 @@ class Host:
         if chain.log_bytes + len(message) > LOG_BYTES_PER_VM:
             return self.err("lua log cumulative byte budget exceeded")
         chain.log_bytes += len(message)
-        if not self.run.log(chain, text, len(message)):
+        if not self.ctx.events.log(chain, text, len(message)):
             return self.err("log budget exhausted")     # the run has ended as Budget
         return (True,)
 
@@ -199,7 +207,7 @@ class Host:
             return None, self.err("section target must be a valid UTF-8 string")
         origin = None if chain.in_h1 or chain.section is None else chain.section.index
         try:
-            return resolve(self.run.prompt, origin, text), None
+            return resolve(self.ctx.prompt, origin, text), None
         except HeadingError as e:
             return None, self.err(e.message)
 
@@ -208,26 +216,26 @@ class Host:
         index, error = self.check_target(chain, target)
         if error:
             return None, error
-        section = self.run.prompt.sections[index]
+        section = self.ctx.prompt.sections[index]
         if section.is_list:
             return None, self.err(f"section `{section.name}` is a list section, not a worker template")
         return index, None
 
     def list_from_section(self, target=None, *rest):
-        chain = self.run.current
+        chain = self.ctx.scheduler.current
         index, error = self.check_target(chain, target)
         if error:
             return error
-        section = self.run.prompt.sections[index]
+        section = self.ctx.prompt.sections[index]
         if section.items is None:
             return self.err(f"section `{section.name}` has no pre-parsed items")
         return (True, self.lua.seq(list(section.items)))
 
     def jump(self, target=None, *rest):
-        chain = self.run.current
+        chain = self.ctx.scheduler.current
         if chain.loading_library:
             return self.err("jump is not available during shared library load")
-        refusal = self.run.models.jump_refusal(chain)
+        refusal = self.models.jump_refusal(chain)
         if refusal:
             return self.err(refusal)
         if not isinstance(target, bytes):
@@ -239,7 +247,7 @@ class Host:
 
     # ------------------------------------------------------------ call
     def call(self, chain: Chain, target=None, input_=None, *rest):
-        run = self.run
+        ctx = self.ctx
         index, error = self.check_target(chain, target)
         if error:
             return error
@@ -255,9 +263,9 @@ class Host:
             return self.err(refusal)
         if not self.read_back_var(chain):
             return PARK
-        section = run.prompt.sections[index]
+        section = ctx.prompt.sections[index]
         child = Chain(
-            run=run,
+            title=ctx.prompt.title,
             id=ids.take_for_call(chain),
             kind="call",
             task=chain.task,
@@ -269,28 +277,28 @@ class Host:
             limit=chain.limit,
             claim_identity=chain.claim_identity,
         )
-        siblings = run.prompt.siblings(index)
+        siblings = ctx.prompt.siblings(index)
         child.frames = [Frame(siblings, siblings.index(section.index))]
 
         def ended(c: Chain, ok: bool, value: Any) -> None:
             if not chain.live:
                 return
             if ok:
-                if not run.room_for(len(value or ""), "returning the called chain's result"):
+                if not ctx.budget.room_for(len(value or ""), "returning the called chain's result"):
                     return
-                run.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
+                ctx.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
             else:
-                run.scheduler.make_ready(chain, (False, run.as_error_value(value, chain)))
+                ctx.scheduler.make_ready(chain, (False, ctx.errors.as_error_value(value, chain)))
 
         child.on_end = ended
-        run.trace.emit(run.clock.now, "call_start", chain=chain.id, callee=child.id)
-        run.scheduler.make_ready(child, None)
-        return run.scheduler.park(chain, CalledChain(child))
+        ctx.trace.emit(ctx.clock.now, "call_start", chain=chain.id, callee=child.id)
+        ctx.scheduler.make_ready(child, None)
+        return ctx.scheduler.park(chain, CalledChain(child))
 
     # ------------------------------------------------------------ store
     def direct_store(self, op: str, *args):
         """A store call during the shared library's load: answered at once."""
-        answer = self.store(self.run.current, op, *args, direct=True)
+        answer = self.store(self.ctx.scheduler.current, op, *args, direct=True)
         if isinstance(answer, tuple):
             return answer
         return self.err("store operation failed")      # a claims conflict ended the run
@@ -317,8 +325,8 @@ class Host:
         return value, None
 
     def store(self, chain: Chain, op: str, *args, direct: bool = False):
-        store = self.run.harness.store
-        call = functools.partial(self.run.store_call, direct=direct)
+        store = self.ctx.harness.store
+        call = functools.partial(self.ctx.effects.store_call, direct=direct)
         args = args + (None,) * (3 - len(args))
         if op == "glob":
             pattern, error = self._string_arg("pattern", args[0])
@@ -371,12 +379,12 @@ class _Resolver:
         return _lua_to_data(self.chain.var)
 
     def sys(self) -> dict:
-        run, chain = self.host.run, self.chain
+        ctx, chain = self.host.ctx, self.chain
         out = {
             "taskid": ids.taskid(chain),
             "section_name": chain.section_name,
-            "execution": run.config.execution,
-            "section_count": len(run.prompt.top_level),
+            "execution": ctx.config.execution,
+            "section_count": len(ctx.prompt.top_level),
             "when": WHEN,
             "id": ids.current_entry(chain),
         }

@@ -63,7 +63,9 @@ from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.run import Run
+    from forge.engine.context import Context
+    from forge.engine.host import Host
+    from forge.engine.tasks import TasksAPI
     from forge.engine.state import Task
     from forge.engine.tools import AllowTasks, LocalTool
 
@@ -223,10 +225,14 @@ def lua_side(L: Any) -> LuaSide:
 class ModelsAPI:
     """The run's model side: one per run, hooked in by `Run` and `Host`."""
 
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lua = run.lua
-        harness = run.harness
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: The parts model tasks start and check targets through (handed
+        #: over by the composition root).
+        self.tasks_api: TasksAPI = None      # type: ignore[assignment]
+        self.host: Host = None      # type: ignore[assignment]
+        harness = ctx.harness
         self.script = harness.model
         self.cursor = ScriptCursor(harness.model, harness.operator)
         self.known_tools: set[str] = set()
@@ -238,11 +244,11 @@ class ModelsAPI:
         self.in_flight: dict[ModelRound, tuple[Chain, Any]] | None = (
             {} if self.script is not None and self.script.stop_at is not None else None)
         self.asks = 0
-        self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
+        self.cap = ctx.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
         #: Whether the prompt can reach the model side at all (`needed`);
         #: without it no code of a run reaches roles, tools or model tasks,
         #: so they are not built.
-        self._needed = model_side_needed(run.prompt)
+        self._needed = model_side_needed(ctx.prompt)
         if self._needed:
             self.roles = RolesAPI(self)
             self.tools = ToolsAPI(self)
@@ -252,9 +258,9 @@ class ModelsAPI:
 
     def let_go(self) -> None:
         """The run has ended: the model side lets go of it (`Run._let_go`)."""
-        self.run = None
+        self.ctx = self.tasks_api = self.host = None
         if self._needed:
-            self.tools.run = self.tasks.run = None
+            self.tools.ctx = self.tasks.ctx = None
             self.roles.models = self.tools.models = self.tasks.models = None
 
     # ------------------------------------------------------------ hooks
@@ -311,17 +317,17 @@ class ModelsAPI:
 
     # ------------------------------------------------------------ helpers
     def err(self, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
     def _error(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, chain, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, chain, **fields))
 
     def emit(self, chain: Chain, kind: str, **fields: Any) -> None:
-        self.run.emit(chain, kind, **fields)
+        self.ctx.events.emit(chain, kind, **fields)
 
     def _harness_failure(self, chain: Chain, message: str) -> tuple:
         """End the run: the harness itself cannot go on (a script ran out)."""
-        self.run.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
+        self.ctx.chains.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
         # The run is over; this value is never sent to the chain.
         return (True, b"done", None)
 
@@ -379,25 +385,25 @@ class ModelsAPI:
         request = ModelRound("infer", entry.where)
         if self.in_flight is not None:
             self.in_flight[request] = (chain, lambda: self._inferred(chain, _stopped(entry)))
-        return self.run.harness_op(chain, "model", request,
+        return self.ctx.effects.harness_op(chain, "model", request,
                                    lambda: self._answered(request, self._inferred, chain, entry),
-                                   pinned=entry.pinned(self.run.clock.now / 1e9),
+                                   pinned=entry.pinned(self.ctx.clock.now / 1e9),
                                    detail={"entry": entry.where})
 
     def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
         reply = entry.reply
         failed = self._round_failure(chain, reply)
         if failed is not None:
-            self.run.scheduler.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
+            self.ctx.scheduler.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
             return
         turn = self._count_round(chain)
         if reply.tool_calls:
-            self.run.scheduler.make_ready(chain, self._error(
+            self.ctx.scheduler.make_ready(chain, self._error(
                 chain, "model inference received tool calls but no tools were advertised"))
             return
         text = reply.text or ""
         self._reply_events(chain, turn, text, reply.finish_reason, "infer")
-        self.run.scheduler.make_ready(chain, (True, text.encode("utf-8")))
+        self.ctx.scheduler.make_ready(chain, (True, text.encode("utf-8")))
 
     def _round_failure(self, chain: Chain, reply) -> tuple | None:
         """A failed round's error (message, kind) and fields, reported as failed."""
@@ -519,16 +525,16 @@ class ModelsAPI:
         request = ModelRound("chat", entry.where)
         if self.in_flight is not None:
             self.in_flight[request] = (chain, lambda: self._reply_now(chain, op, _stopped(entry)))
-        return self.run.harness_op(
+        return self.ctx.effects.harness_op(
             chain, "model", request,
             lambda: self._answered(request, self._reply_now, chain, op, entry),
-            pinned=entry.pinned(self.run.clock.now / 1e9),
+            pinned=entry.pinned(self.ctx.clock.now / 1e9),
             detail={"entry": entry.where, "records": len(op.msgs)})
 
     def _reply_now(self, chain: Chain, op: LoopOp, entry: ScriptEntry) -> None:
         """A `models.loop` round's reply is in: the chain goes on with it."""
         op.entry = entry
-        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+        self.ctx.scheduler.make_ready(chain, (True, b"continue", None))
 
     def _answered(self, request: ModelRound, deliver, *args) -> None:
         if self.in_flight is not None:
@@ -541,14 +547,14 @@ class ModelsAPI:
         `dropped`), and a chain still waiting on one reads a backend failure."""
         stopping, self.in_flight = self.in_flight or {}, None
         for request, (chain, fail) in stopping.items():
-            if self.run.drop_op(request) and chain.live and chain.parked_on is request:
+            if self.ctx.effects.drop_op(request) and chain.live and chain.parked_on is request:
                 fail()
 
     def _record_round(self, chain: Chain, record: RoundRecord) -> None:
         """Keep a round as it goes out, for the observation's `rounds` and
         the trace's `round` record (just before the round's `harness` one)."""
         self.rounds.append(record)
-        self.run.trace.emit(self.run.clock.now, "round", chain=chain.id, origin=record.origin,
+        self.ctx.trace.emit(self.ctx.clock.now, "round", chain=chain.id, origin=record.origin,
                             tools=list(record.tools), messages=record.sent)
 
     def _latest_user(self, msgs) -> str:
@@ -656,11 +662,11 @@ class ModelsAPI:
         """A bound tool's reply to a model call: its result, or its failure text
         wrapped as untrusted whatever the tool's trust marking."""
         if reply.error is not None:
-            self._served(chain, op, wrap(reply.error, self.run.nonce), False, trusted=False)
+            self._served(chain, op, wrap(reply.error, self.ctx.nonce()), False, trusted=False)
         else:
             self._served(chain, op, reply.result, True)
         op.phase = "calls"
-        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+        self.ctx.scheduler.make_ready(chain, (True, b"continue", None))
 
     def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool,
                 trusted: bool = True) -> None:
@@ -689,7 +695,7 @@ class ModelsAPI:
             state.ops.remove(op)
             return (False, value)
         state.handler_depth -= 1
-        text = self.run.scalar(value) if value is not None else ""
+        text = self.ctx.chains.scalar(value) if value is not None else ""
         if not ok or text is None:
             self.emit(chain, "tool_call_failed")
             if not ok:
@@ -717,13 +723,13 @@ class ModelsAPI:
         answer = self.cursor.take_answer()
         if answer is None:
             # Like an operator who never answers: the ask stays pending.
-            return self.run.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
+            return self.ctx.effects.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
 
         def answered() -> None:
             self.emit(chain, "user_input", text=answer.text)
-            self.run.scheduler.make_ready(chain, (True, answer.text.encode("utf-8"), True))
+            self.ctx.scheduler.make_ready(chain, (True, answer.text.encode("utf-8"), True))
 
-        return self.run.harness_op(chain, "operator", OperatorQuestion(self.asks, answer.where),
+        return self.ctx.effects.harness_op(chain, "operator", OperatorQuestion(self.asks, answer.where),
                                    answered, pinned=answer.delay,
                                    detail={"answer": answer.where})
 

@@ -102,7 +102,7 @@ class RolesAPI:
         self.script = models.script
         # Every declared role is bound to the host's one current model; with
         # no model script there is no current model and no role is bound.
-        roles = models.run.prompt.roles
+        roles = models.ctx.prompt.roles
         self.roles = {r.label: r for r in roles} if self.script is not None else {}
         self.default_label: str | None = None
 
@@ -187,7 +187,7 @@ class RolesAPI:
             selection, fault = self._options(text, args[1] if len(args) > 1 else None)
         if fault:
             return self.models.err(fault)
-        self.models.run.current.section_state.selection = selection
+        self.models.ctx.scheduler.current.section_state.selection = selection
         return (True, self.handle(text, selection))
 
     @staticmethod

@@ -28,6 +28,7 @@ import attrs
 from forge.engine import collection, fanout, host, library, models, tasks
 from forge.engine.roles import RolesAPI
 from forge.engine.tools import ToolsAPI
+from forge.engine.context import Context
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
@@ -149,26 +150,39 @@ class Run:
         self.error: RunError | None = None
         self.entries = 0
         self._nonce: str | None = None
-        self.tasks_api = tasks.TasksAPI(self)
-        self.models = models.ModelsAPI(self)
-        self.fanout = fanout.Fanout(self)
         #: The parts by type, as the library's routes and the kernel find them.
-        self.parts: library.Parts = {tasks.TasksAPI: self.tasks_api, fanout.Fanout: self.fanout,
-                                     models.ModelsAPI: self.models}
-        if self.models.needed():
-            self.parts[ToolsAPI] = self.models.tools
-            self.parts[RolesAPI] = self.models.roles
-        self.host = host.Host(self, library.LIBRARY_WITH_MODELS if self.models.needed()
-                              else library.LIBRARY, self.parts)
-        self.parts[host.Host] = self.host
-        if self.harness.latency.orders:
-            self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
-                                                lambda: not self.seed_independent())
+        self.parts: library.Parts = {}
         self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
                                    library.SUSPENDING, self.parts, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
-        self.main_task = Task.main(self)
+        self.main_task = Task.main(prompt.title)
+        # What the parts may use; the run itself serves the five narrow
+        # services for now (its errors, budget, events, chain ends, effects).
+        self.ctx = Context(prompt=prompt, config=self.config, harness=self.harness, lua=self.lua,
+                           clock=self.clock, trace=self.trace, claims=self.claims,
+                           scheduler=self.scheduler, admission=self.admission, tasks=self.tasks,
+                           main_task=self.main_task, errors=self, budget=self, events=self,
+                           chains=self, effects=self, nonce=lambda: self.nonce)
+        self.tasks_api = tasks.TasksAPI(self.ctx)
+        self.models = models.ModelsAPI(self.ctx)
+        self.fanout = fanout.Fanout(self.ctx)
+        self.parts.update({tasks.TasksAPI: self.tasks_api, fanout.Fanout: self.fanout,
+                           models.ModelsAPI: self.models})
+        if self.models.needed():
+            self.parts[ToolsAPI] = self.models.tools
+            self.parts[RolesAPI] = self.models.roles
+        self.host = host.Host(self.ctx, library.LIBRARY_WITH_MODELS if self.models.needed()
+                              else library.LIBRARY, self.parts)
+        self.parts[host.Host] = self.host
+        # The parts that call one another, handed to each other.
+        self.tasks_api.host = self.fanout.host = self.models.host = self.host
+        self.tasks_api.fanout = self.fanout
+        self.fanout.tasks = self.models.tasks_api = self.tasks_api
+        self.host.models = self.models
+        if self.harness.latency.orders:
+            self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
+                                                lambda: not self.seed_independent())
         self.root: Chain | None = None
 
     # ------------------------------------------------------------------ API
@@ -214,7 +228,10 @@ class Run:
         data the parts hold, not reached through these back-references; a
         test holds every example and conformance case to this."""
         self.models.let_go()
-        self.tasks_api.run = self.fanout.run = self.host.run = None
+        self.tasks_api.let_go()
+        self.fanout.let_go()
+        self.host.ctx = self.host.models = None
+        self.ctx.let_go()
         self.scheduler.walk = None
         self.parts.clear()
         # What never fires now: timers and answers still pending, whose
@@ -227,14 +244,14 @@ class Run:
         # reached as the owner, parent or callee of one of these.
         chains = [self.root]
         for task in (self.main_task, *self.tasks.values()):
-            task.run = task.model_owner = None
+            task.model_owner = None
             chains += (task.chain, task.owner)
         while chains:
             chain = chains.pop()
-            if chain is None or chain.run is None:
+            if chain is None or chain.task is None:     # none, or let go already
                 continue
             chains += (chain.parent, chain.callee)
-            chain.run = chain.on_end = chain.task = chain.section_state = None
+            chain.on_end = chain.task = chain.section_state = None
             chain.parked_on = None
             chain.owned = []
 
@@ -255,7 +272,7 @@ class Run:
         if self.harness.model is not None and self.harness.model.stop_at is not None:
             self.clock.schedule(seconds_to_ns(self.harness.model.stop_at), FAULT, ("round_stop",))
         root = Chain(
-            run=self,
+            title=self.prompt.title,
             id="0",
             kind="root",
             task=self.main_task,

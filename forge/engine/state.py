@@ -32,7 +32,6 @@ from forge.prompt.model import LuaBlock, Section
 from forge.variation import declare
 
 if TYPE_CHECKING:
-    from forge.engine.run import Run
     from forge.sim.kernel import Timer
 
 OK_FALSE_WHILE_RUNNING = declare("status.ok-false-while-running", "status",
@@ -51,7 +50,8 @@ class Frame:
 
 @attrs.define(eq=False)
 class Chain:
-    run: Run
+    #: The prompt's title (its H1): the section name of the H1 pass.
+    title: str
     #: Invariant: the root is "0"; any other chain's id is its parent's id
     #: plus the index it took from the parent's child counter.
     id: str
@@ -138,7 +138,7 @@ class Chain:
     @property
     def section_name(self) -> str:
         if self.in_h1 or self.section is None:
-            return self.run.prompt.title
+            return self.title
         return self.section.name
 
     @property
@@ -164,7 +164,6 @@ class Chain:
 
 @attrs.define(eq=False)
 class Task:
-    run: Run
     id: str
     target: str
     origin: str
@@ -202,8 +201,9 @@ class Task:
     cancelled_value: Any = None
 
     @classmethod
-    def main(cls, run: Run) -> Task:
-        return cls(run=run, id="0", target=run.prompt.title, origin="author", depth=0,
+    def main(cls, title: str) -> Task:
+        """The main pseudo-task the walk runs inside; its target is the prompt's title."""
+        return cls(id="0", target=title, origin="author", depth=0,
                    owner=None, is_main=True)
 
     @property
