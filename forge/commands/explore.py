@@ -30,7 +30,7 @@ from forge.errors import InputError
 from forge.commands.explore_report import report_json, show
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
-from forge.conformance.limit_flags import impl_limit_options
+from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.runspec import RULES
 
 
@@ -98,10 +98,11 @@ class _ExploreCommand(click.Command):
               help="With --impl: seconds the program gets to answer each request before the "
                    "schedule fails.")
 @impl_limit_options
+@differential_options
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
             workers, shard, backend, address, impl, timeout, run_seconds, max_decisions,
-            **harness):
+            differential, known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -162,7 +163,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
                          reduce=not no_reduce, replay_out=replay_out, as_json=as_json,
                          timeout=timeout, limits={"run_seconds": run_seconds,
-                                                  "max_decisions": max_decisions}))
+                                                  "max_decisions": max_decisions},
+                         differential=differential, known_path=known_differences))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 

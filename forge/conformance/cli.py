@@ -339,7 +339,8 @@ def refuse_all(errors: list[InputError]) -> None:
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
             reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0,
-            limits: dict | None = None) -> int:
+            limits: dict | None = None, differential: bool = True,
+            known_path: str | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
     code: 0 every schedule passed, 1 one failed (an implementation that
     errors, crashes or breaks level 2 included, as under `forge
@@ -365,8 +366,11 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     from forge.runspec import Expectation, spec_from_flags, spec_from_record
     from forge.sim.replayfile import write_record
 
+    from forge.conformance.equivalence import KnownDifferences
+
     argv = _impl_argv(impl)
     limits = limits or {}
+    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
         from forge.assembly import read_replay
 
@@ -378,7 +382,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         check_replayable(prompt, data, spec)
         with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
             problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
-                                          Expectation.from_json(data["expect"]))
+                                          Expectation.from_json(data["expect"]),
+                                          differential, known)
         if as_json:
             click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
         else:
@@ -391,7 +396,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
                                start_seed=start_seed, pct_depth=pct_depth,
-                               max_deviations=max_deviations, reduce=reduce)
+                               max_deviations=max_deviations, reduce=reduce,
+                               differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
     if outcome.record is not None:
@@ -400,7 +406,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # The reference's report, with the implementation's story in place of a
     # trace's (no divergence: the kit cannot see a foreign engine's trace).
     data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
-            "story": list(outcome.story), "replay": replay_out if found else None,
+            "story": list(outcome.story), "diff": list(outcome.diff),
+            "replay": replay_out if found else None,
             "replay_command": again if found else None}
     if as_json:
         click.echo(json.dumps(data, sort_keys=True))
@@ -426,6 +433,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                            "canonical schedule)")
         else:
             click.echo("no other schedule was tried: the implementation fails the canonical one")
+        for line in outcome.diff:
+            click.echo(terminal_safe(line))
         click.echo(f"reproduce with: {again}")
         return 1
     return 0 if report.complete else 3

@@ -1,6 +1,8 @@
-"""The flags that bound one run of a foreign engine (`--impl`), shared by
-`forge conformance` and `forge explore`: `--max-run-seconds` and
-`--max-decisions`, beside each command's own `--timeout` per answer.
+"""The flags of a foreign engine's runs (`--impl`), shared by `forge
+conformance` and `forge explore`: the bounds of one run (`--max-run-seconds`,
+`--max-decisions`, beside each command's own `--timeout` per answer), and
+how it is judged against the reference (`--differential/--no-differential`,
+`--known-differences`).
 
 Kept apart from `cli` so `forge explore` can take them without importing
 the conformance suite.  What does not live here: enforcing them
@@ -11,12 +13,13 @@ from __future__ import annotations
 
 import click
 
-from forge.commands.params import BoundedInt, Seconds
+from forge.commands.params import BoundedInt, InputPath, Seconds
 from forge.conformance.impl_process import RUN_DECISIONS, RUN_SECONDS
 from forge.runspec import RULES
 
-#: The flags that bound one run of an --impl engine (`impl_limit_options`).
-LIMIT_FLAGS = ("--timeout", "--max-run-seconds", "--max-decisions")
+#: The flags that bound or judge the runs of an --impl engine: refused without --impl.
+LIMIT_FLAGS = ("--timeout", "--max-run-seconds", "--max-decisions", "--no-differential",
+               "--differential", "--known-differences")
 #: The most decisions `--max-decisions` allows.
 MAX_DECISIONS_FLAG = 100_000_000
 
@@ -37,3 +40,19 @@ def impl_limit_options(command):
         help="With --impl: seconds of wall time one run may take in all, however fast "
              "each answer comes, before it fails and the program's processes are "
              "ended.")(command)
+
+
+def differential_options(command):
+    """`--differential/--no-differential` and `--known-differences FILE`;
+    the command receives `differential` and `known_differences`."""
+    command = click.option(
+        "--known-differences", "known_differences", metavar="FILE", default=None,
+        type=InputPath(),
+        help='With --impl: differences from the reference you accept, TOML or JSON in the '
+             'expectations format: {PLACE = "fail"}, PLACE a pattern such as `tasks.*.note` '
+             "or `events` (docs/observation.md, \"Equivalence\").")(command)
+    return click.option(
+        "--differential/--no-differential", default=True, show_default=True,
+        help="With --impl: run each schedule on the reference too, on the same decisions, "
+             "and fail where the observations differ (docs/observation.md, "
+             "\"Equivalence\").")(command)
