@@ -135,10 +135,11 @@ def test_forge_conformance_impl_leaves_no_escapee(fake):
     assert gone(escapees), f"escapees {escapees} outlived forge conformance --impl"
 
 
-def test_forge_explore_impl_leaves_no_escapee(fake):
+def test_forge_explore_impl_leaves_no_escapee(fake, tmp_path):
     """kit: impl.containment"""
     prompt = os.path.join(ROOT, "examples", "two-tasks.md")
-    done = forge("explore", "--impl", " ".join(fake("escape")), prompt, "--runs", "3")
+    done = forge("explore", "--impl", " ".join(fake("escape")), prompt, "--runs", "3",
+                 "--replay-out", str(tmp_path / "r.json"))
     assert done.returncode in (0, 1), done.stdout + done.stderr
     escapees = fake.escapees()
     assert gone(escapees), f"escapees {escapees} outlived forge explore --impl"
@@ -201,11 +202,11 @@ def test_a_run_past_its_time_limit_fails_however_fast_each_answer_comes(fake):
     assert gone(fake.escapees())
 
 
-def test_the_bounds_are_flags_of_both_commands(fake):
+def test_the_bounds_are_flags_of_both_commands(fake, tmp_path):
     """kit: impl.bounds"""
     prompt = os.path.join(ROOT, "examples", "two-tasks.md")
     done = forge("explore", "--impl", " ".join(fake("ask-forever")), prompt, "--runs", "2",
-                 "--max-decisions", "20")
+                 "--max-decisions", "20", "--replay-out", str(tmp_path / "r.json"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "asked more than 20 choices in one run (--max-decisions)" in done.stdout
     done = forge("conformance", "--impl", " ".join(fake("ask-slowly")), "-k",
