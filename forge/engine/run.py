@@ -19,7 +19,6 @@ parks on (`requests`), the tasks namespace (`tasks`), the section VM globals
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from typing import Any
 
@@ -29,17 +28,18 @@ from forge.engine import collection, fanout, host, library, models, tasks
 from forge.engine.roles import RolesAPI
 from forge.engine.tools import ToolsAPI
 from forge.engine.context import Context
+from forge.engine.effects import Effects
+from forge.engine import observation
+from forge.engine.observation import Observer, observation_json
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
-from forge.engine.parking import PARK
-from forge.engine.quotas import DEFAULT_MAX_KEPT_BYTES, KeptQuota, data_size
-from forge.engine.requests import Request, StoreOp
+from forge.engine.quotas import DEFAULT_MAX_KEPT_BYTES, KeptQuota
+from forge.engine.requests import Request
 from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
 from forge.engine.rules.endings import OwnerEnd
-from forge.engine.claims import WRITES, Claims
-from forge.store import StoreFailure, StoreQuota
+from forge.engine.claims import Claims
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua import runtime as lua_runtime
@@ -54,7 +54,7 @@ from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import Prompt
 from forge.variation import declare
 from forge.sim.chooser import Chooser
-from forge.sim.kernel import COMPLETE, FAULT, Kernel, ns_to_seconds, seconds_to_ns
+from forge.sim.kernel import FAULT, Kernel, ns_to_seconds, seconds_to_ns
 from forge.sim.orders import CompletionOrder
 from forge.sim.trace import Trace
 
@@ -70,17 +70,11 @@ DEFAULT_MAX_ENTRIES = 50_000
 #: would allow gigabytes, so the kit bounds the run as a whole too.
 DEFAULT_MAX_LOGS = 100_000
 DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024
-#: What one list entry costs in Lua's heap beyond its text, at most: a string
-#: header and a table slot (used to check room before handing Lua a list).
-LUA_ENTRY_BYTES = 64
 
 
 TASK_RUNS_TARGET_ONLY = declare("walk.task-runs-target-only", "walk",
                                 "a task or fanout arm runs its target section only and never "
                                 "falls through to the following siblings")
-WRITES_LAND_LATE = declare("races.writes-land-late", "races",
-                           "a store write answers at once and lands later, so a delivery does "
-                           "not join it")
 
 _POSITION = re.compile(r'\[string "(?P<loc>[^"]*)"\]:(?P<line>\d+):')
 
@@ -127,21 +121,13 @@ class Run:
         self._random_untouched: bool | None = None
         self._executed = False
         self.claims = Claims()
-        self.logs: list[str] = []
-        self.log_bytes = 0
         self.kept = KeptQuota(self.config.max_kept_bytes)
-        #: Events as (kind, section, task id, seq, fields) tuples: the dicts
-        #: the observation shows are built when read (`events`).
-        self._events: list[tuple] = []
-        self._event_dicts: list[dict] = []
+        #: Events and `log` checkpoints (`observation`).
+        self.observer = Observer(self.execution, self.config.max_logs, self.config.max_log_bytes,
+                                 self.abort)
+        #: The raw events, as the completion order and the oracles read them.
+        self._events = self.observer.raw
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
-        #: Every harness operation issued, in order, with how it ended:
-        #: the observation's `effects`.
-        self.effects: list[dict] = []
-        #: The effect of each request still to be answered (requests compare by identity).
-        self._effect_of: dict = {}
-        #: The completion timer of each request still to be answered (`drop_op`).
-        self._timer_of: dict = {}
         self.outcome: str | None = None
         #: Set while the run's end strands what is still live: no chain
         #: resumes from then on, so a waiter is not handed a stranded member.
@@ -162,8 +148,10 @@ class Run:
         self.ctx = Context(prompt=prompt, config=self.config, harness=self.harness, lua=self.lua,
                            clock=self.clock, trace=self.trace, claims=self.claims,
                            scheduler=self.scheduler, admission=self.admission, tasks=self.tasks,
-                           main_task=self.main_task, errors=self, budget=self, events=self,
-                           chains=self, effects=self, nonce=lambda: self.nonce)
+                           main_task=self.main_task, errors=self, budget=self, events=self.observer,
+                           chains=self, effects=None, nonce=lambda: self.nonce)
+        #: Harness operations and store calls (`effects`).
+        self.harness_ops = self.ctx.effects = Effects(self.ctx, self.chooser)
         self.tasks_api = tasks.TasksAPI(self.ctx)
         self.models = models.ModelsAPI(self.ctx)
         self.fanout = fanout.Fanout(self.ctx)
@@ -232,6 +220,7 @@ class Run:
         self.fanout.let_go()
         self.host.ctx = self.host.models = None
         self.ctx.let_go()
+        self.observer.abort = None
         self.scheduler.walk = None
         self.parts.clear()
         # What never fires now: timers and answers still pending, whose
@@ -286,7 +275,7 @@ class Run:
         )
         root.on_end = self._root_ended
         self.root = root
-        self.emit(root, "run_started", section_override=self.prompt.title)
+        self.observer.emit(root, "run_started", section_override=self.prompt.title)
         self.host.begin_root(root)
         if root.live:      # a shared library that fails in the H1 pass ends it at once
             self.scheduler.make_ready(root, None)
@@ -361,7 +350,7 @@ class Run:
             block = chain.blocks[chain.block_index]
             chain.current_block = block
             self.host.reset_prose(chain)
-            self.emit(chain, "lua_chunk_started")
+            self.observer.emit(chain, "lua_chunk_started")
             chain.co = self.lua.block_coroutine(block.chunk, block.chunkname, chain.env)
             return
         self._section_finished(chain)
@@ -390,15 +379,15 @@ class Run:
         chain.log_events = chain.log_bytes = 0
         self.models.enter_section(chain)
         if section is not None:
-            self.emit(chain, "section_started")
+            self.observer.emit(chain, "section_started")
         self._load_library(chain)
 
     def _load_library(self, chain: Chain) -> None:
         """Every section VM replays the shared library first (an empty one too)."""
-        self.emit(chain, "lua_shared_load_started")
+        self.observer.emit(chain, "lua_shared_load_started")
         shared = self.prompt.shared
         if shared is None:
-            self.emit(chain, "lua_shared_load_succeeded")
+            self.observer.emit(chain, "lua_shared_load_succeeded")
             return
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
@@ -413,9 +402,9 @@ class Run:
         elif len(result) > 1 and result[1] is not None and self.scalar(result[1]) is None:
             failure = self.lua_failure(f"cannot return a {typename(result[1])} as a result")
         if failure is None:
-            self.emit(chain, "lua_shared_load_succeeded")
+            self.observer.emit(chain, "lua_shared_load_succeeded")
             return
-        self.emit(chain, "lua_shared_load_failed")
+        self.observer.emit(chain, "lua_shared_load_failed")
         # A library that fails to load ends the run as Lua, even in the H1 pass.
         self.fail_chain(chain, attrs.evolve(failure, fatal_kind=failure.fatal_kind or "Lua"))
 
@@ -423,8 +412,8 @@ class Run:
         """The section VM goes away: one teardown pair per VM, however it ends."""
         if chain.vm_open:
             chain.vm_open = False
-            self.emit(chain, "lua_teardown_started")
-            self.emit(chain, "lua_teardown_succeeded")
+            self.observer.emit(chain, "lua_teardown_started")
+            self.observer.emit(chain, "lua_teardown_succeeded")
 
     def _section_finished(self, chain: Chain) -> None:
         if not self.host.read_back_var(chain):
@@ -439,7 +428,7 @@ class Run:
             if not chain.frames:
                 self.end_chain(chain, True, None)
             return
-        self.emit(chain, "section_finished")
+        self.observer.emit(chain, "section_finished")
         chain.section = None
         self._advance_walk(chain)
 
@@ -462,16 +451,16 @@ class Run:
         if chain.pending_jump is not None:
             target = chain.pending_jump
             chain.pending_jump = None
-            self.emit(chain, "lua_chunk_succeeded")
+            self.observer.emit(chain, "lua_chunk_succeeded")
             self._apply_jump(chain, target)
             return
         ok = bool(result[0])
         if not ok:
-            self.emit(chain, "lua_chunk_failed")
+            self.observer.emit(chain, "lua_chunk_failed")
             self._teardown(chain)
             self.fail_chain(chain, self.failure_of(result[1] if len(result) > 1 else None))
             return
-        self.emit(chain, "lua_chunk_succeeded")
+        self.observer.emit(chain, "lua_chunk_succeeded")
         value = result[1] if len(result) > 1 else None
         if value is not None:
             over = isinstance(value, bytes) and self.kept_failure(
@@ -490,7 +479,7 @@ class Run:
                 return
             self._teardown(chain)
             if chain.section is not None:
-                self.emit(chain, "section_finished")
+                self.observer.emit(chain, "section_finished")
             self.end_chain(chain, True, returned)
             return
         chain.block_index += 1
@@ -506,7 +495,7 @@ class Run:
             return
         self._teardown(chain)
         if chain.section is not None:
-            self.emit(chain, "section_finished")
+            self.observer.emit(chain, "section_finished")
         was_h1 = chain.in_h1
         chain.section = None
         chain.in_h1 = False
@@ -694,7 +683,7 @@ class Run:
         self.result = result
         self.error = error
         if self.root is not None:
-            self.emit(self.root, "run_succeeded" if outcome == "ok" else "run_failed",
+            self.observer.emit(self.root, "run_succeeded" if outcome == "ok" else "run_failed",
                       section_override=self.prompt.title)
         self.trace.emit(self.clock.now, "run_end", outcome=outcome,
                         error=error.kind if error else None)
@@ -713,146 +702,14 @@ class Run:
                 chains.append(task.chain)
         return chains
 
-    # --------------------------------------------------------- harness ops
-    def harness_op(self, chain: Chain, kind: str, request: Request, finish,
-                   pinned: float | None = None, detail: dict | None = None) -> Any:
-        """Park `chain` on a harness operation that completes after a drawn duration.
-
-        `finish()` runs at completion time, while the chain is still parked
-        on `request`, and must make the chain ready (with its answer) or fail it.
-        """
-        delay = self.harness.latency.draw(self.chooser, kind, pinned)
-        effect = self._issue(chain, kind, request, detail)
-        effect["due"] = ns_to_seconds(self.clock.now + delay)
-
-        def answered() -> None:
-            done = self._effect_of.pop(request)
-            done["answer"] = "answered"
-            # In orders mode a completion may fire before or after its due instant.
-            done["due"] = ns_to_seconds(self.clock.now)
-            del self._timer_of[request]
-            finish()
-
-        path = (detail or {}).get("path")
-        free = None if pinned is not None else (
-            f"{chain.id}#{chain.suspends} {kind}" + (f" {path}" if path is not None else ""),
-            frozenset({f"chain:{chain.id}", f"task:{chain.task.id}",
-                       f"path:{path}" if kind == "store" and path is not None else
-                       ("path:*" if kind == "store" else "*")}))
-        self._timer_of[request] = self.clock.schedule(delay, COMPLETE,
-                                                      ("complete", chain, request, answered), free)
-        self.trace.emit(self.clock.now, "harness", chain=chain.id, op=kind,
-                        duration=delay, **(detail or {}))
-        return self.scheduler.park(chain, request)
-
-    def never_answered_op(self, chain: Chain, kind: str, request: Request,
-                          detail: dict | None = None) -> Any:
-        """Park `chain` on a harness operation the host never answers."""
-        self._issue(chain, kind, request, detail)["answer"] = "never"
-        self._effect_of.pop(request)
-        self.trace.emit(self.clock.now, "harness_unanswered", chain=chain.id, op=kind,
-                        **(detail or {}))
-        return self.scheduler.park(chain, request)
-
-    def _issue(self, chain: Chain, kind: str, request: Request, detail: dict | None) -> dict:
-        effect = {"op": kind, "chain": chain.id, "task": chain.task.id,
-                  "issued": ns_to_seconds(self.clock.now), "answer": "pending", **(detail or {})}
-        self.effects.append(effect)
-        self._effect_of[request] = effect
-        return effect
-
-    def drop_op(self, request: Request) -> bool:
-        """The harness drops an operation in flight: its answer never comes
-        (its completion timer is cancelled) and its effect reads `dropped`.
-        False when it is no longer in flight."""
-        timer = self._timer_of.pop(request, None)
-        if timer is None:
-            return False
-        self.clock.cancel(timer)
-        effect = self._effect_of.pop(request)
-        effect["answer"] = "dropped"
-        effect["dropped_at"] = ns_to_seconds(self.clock.now)
-        return True
-
+    # --------------------------------------------------------- effects
     def stop_rounds(self) -> None:
         """The model script's round stop (`forge.scripts`, `stop_at`)."""
         self.models.stop_rounds()
 
     def answer_dropped(self, request: Request) -> None:
         """A harness answer arrived for a chain that no longer waits on it."""
-        self._timer_of.pop(request, None)
-        effect = self._effect_of.pop(request, None)
-        if effect is not None:
-            effect["answer"] = "dropped"
-
-    def store_call(self, chain: Chain, op: str, path: str | None, run_op, direct: bool = False) -> Any:
-        """Issue a store operation through the harness, with claims.
-
-        `direct` performs it at once and returns the answer: the shared
-        library's top level runs store calls directly, outside any wait.
-        """
-        if direct:
-            return self._store_now(chain, op, path, run_op)
-        if WRITES_LAND_LATE.on and op in ("write", "append"):
-            delay = self.harness.latency.draw(self.chooser, "store") + 1
-            self.clock.schedule(delay, COMPLETE, ("late", run_op))
-            return (True,)
-
-        def finish() -> None:
-            answer = self._store_now(chain, op, path, run_op)
-            if answer is not PARK:
-                self.scheduler.make_ready(chain, answer)
-
-        return self.harness_op(chain, "store", StoreOp(op, path), finish,
-                               detail={"store": op, "path": path})
-
-    def _store_now(self, chain: Chain, op: str, path: str | None, run_op) -> Any:
-        """Perform a store operation: the resume tuple, or PARK when a claims
-        conflict ended the run."""
-        identity = chain.claim_identity
-        claim = "write" if op in WRITES else "read"
-        if path is not None:
-            conflict = self.claims.conflict(identity, claim, path, self._exempt(chain))
-            if conflict is not None:
-                other, other_claim = conflict
-                self.abort("Determinism", (
-                    f"store determinism violation: {claim} on /_promptforge/store/{path} "
-                    f"by ExecId({identity}) conflicts with a {other_claim} claim by "
-                    f"ExecId({other})"))
-                return PARK
-        try:
-            if self.harness.refuses(op, path):
-                raise StoreFailure("store operation failed", "refused", path)
-            value = run_op()
-        except StoreQuota as q:
-            self.abort("Budget", str(q))
-            return PARK
-        except StoreFailure as f:
-            self.emit(chain, f"store_{_event_op(op)}_failed")
-            return (False, self.error_value("store", f.message, chain, **f.fields()))
-        if path is not None:
-            self.claims.take(identity, claim, path)
-        if op == "glob":
-            for p in value:
-                self.claims.take(identity, "read", p)
-        if op != "exists":
-            self.emit(chain, f"store_{_event_op(op)}_succeeded")
-        if value is None:
-            return (True,)
-        if not self.room_for(data_size(value, LUA_ENTRY_BYTES), f"the store's answer to {op}"):
-            return PARK
-        return (True, self.lua.to_lua(value))
-
-    def _exempt(self, chain: Chain):
-        """Claims by a chain's owners taken before it was spawned are visible to it."""
-        since: dict[str, int] = {}
-        t = chain.task
-        while t is not None and not t.is_main:
-            owner = t.owner
-            since.setdefault(owner.claim_identity, t.spawned_at_claim)
-            t = owner.task
-        # The walk sees the H1 pass's work: the H1 pass has ended.
-        return lambda other, when: other in since and when <= since[other]
+        self.harness_ops.answer_dropped(request)
 
     @property
     def nonce(self) -> str:
@@ -872,75 +729,22 @@ class Run:
             self._random_untouched = bool(self.lua.fn.random_untouched())
         return self._nonce is None and self._random_untouched
 
-    # --------------------------------------------------------- events
-    def emit(self, chain: Chain, kind: str, section_override: str | None = None,
-             **fields: Any) -> None:
-        task = chain.task
-        self._events.append((kind, section_override or chain.section_name, task.id, task.seq,
-                             fields))
-        task.seq += 1
-
+    # --------------------------------------------------------- observation
     @property
     def events(self) -> list[dict]:
         """Every event so far, as the observation shows it."""
-        built, execution = self._event_dicts, self.execution
-        for kind, section, task, seq, fields in self._events[len(built):]:
-            built.append({"kind": kind, "execution": execution, "section": section,
-                          "provenance": {"task": task, "seq": seq}, **fields})
-        return built
+        return self.observer.events
 
-    def log(self, chain: Chain, message: str, nbytes: int) -> bool:
-        """Record a checkpoint; False (the run ended as Budget) past the
-        run-wide log budget."""
-        self.log_bytes += nbytes
-        if len(self.logs) >= self.config.max_logs or self.log_bytes > self.config.max_log_bytes:
-            self.abort("Budget", f"log budget exhausted: the run logged more than "
-                                 f"{self.config.max_logs:,} checkpoints or "
-                                 f"{self.config.max_log_bytes:,} bytes")
-            return False
-        self.logs.append(message)
-        self.emit(chain, "lua", message=message)
-        return True
-
-    # --------------------------------------------------------- observation
     def observation(self) -> dict:
-        # Built from the run's live graph: a full pass of the collector now
-        # would find nothing to free (`collection`).
-        with collection.deferred():
-            return self._observation()
-
-    def _observation(self) -> dict:
-        tasks = {
-            t.id: t.status_json()
-            for t in sorted(self.tasks.values(), key=lambda t: ids.id_key(t.id))
-        }
-        return {
-            "outcome": self.outcome,
-            "result": self.result,
-            "error": self.error.to_json() if self.error else None,
-            "logs": list(self.logs),
-            "events": list(self.events),
-            "tasks": tasks,
-            "messages": self.models.messages_json(),
-            "rounds": self.models.rounds_json(),
-            "effects": [dict(e) for e in self.effects],
-            "store": self.harness.store.snapshot(),
-            "virtual_time": ns_to_seconds(self.clock.now),
-            "trace_sha256": self.trace.sha256(),
-        }
-
-
-def _event_op(op: str) -> str:
-    return "replace" if op == "str_replace" else op
+        return observation.observation(
+            outcome=self.outcome, result=self.result, error=self.error, observer=self.observer,
+            tasks=self.tasks, models=self.models, effects=self.harness_ops.records,
+            store=self.harness.store, now_ns=self.clock.now, trace=self.trace)
 
 
 def run_prompt(prompt: Prompt, harness: Harness | None = None, chooser: Chooser | None = None,
                config: RunConfig | None = None) -> Run:
     return Run(prompt, harness, chooser, config).execute()
-
-
-def observation_json(obs: dict) -> str:
-    return json.dumps(obs, sort_keys=True, ensure_ascii=False, indent=None, separators=(",", ":"))
 
 
 __all__ = ["Run", "RunConfig", "observation_json", "run_prompt"]
