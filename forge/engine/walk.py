@@ -478,6 +478,8 @@ class Walk:
     def settle_owned(self, chain: Chain, end: OwnerEnd, failure_kind: str | None = None) -> None:
         """Abandon every live task a chain owns, nested ones first, with the
         reason its way of ending gives (`endings.abandon_reason`)."""
+        if not chain.owned:
+            return
         reason = endings.abandon_reason(end, failure_kind)
         for task in list(chain.owned):
             if task.live:
