@@ -19,6 +19,7 @@ import stat
 
 from forge.errors import InputError
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
+from forge.run.options import MAX_PCT_DEPTH
 
 
 def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
@@ -76,8 +77,6 @@ def _check_store_folder(root: str) -> None:
                                  file=root)
 
 
-#: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.
-MAX_PCT_DEPTH = 1000
 _STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20}){0,2}|replay:.+",
                        re.ASCII | re.DOTALL)
 

@@ -29,7 +29,7 @@ import click
 from forge.assembly import build_harness, make_chooser
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
 #: Set to show the Python traceback of a kit bug instead of the one-line report.

@@ -11,17 +11,12 @@ the whole spec and needs nothing else; `forge run --strategy replay:FILE`
 (`FileReplay`) refuses to run a spec the file does not record.  User checks
 hold and fail by one rule (`UserCheck`), named or handed over as callables.
 
-It also holds the rule of every value the command line and the Python API
-both take (`RULES`: a seed, the concurrency, the cancel instant, the
-instruction budget, the fault budget, the runs, the PCT depth, the
-deviation bound, the workers, a timeout): its Python type and its bounds,
-worded once.  `forge.commands.params` wraps a rule in a click type (the
-flag's text converted first); `forge.api` and its pytest plugin apply it
-to a keyword's value (`check_value`).  A refusal reads the same both ways,
-the flag or the keyword naming it (`--seed must be at most ...`, `seed
-must be at most ...`).
+Its plain fields are the options table's plain run options
+(`forge.run.options.PLAIN`, each by its row's name), and `Runner` hands
+each to the engine where its row says it goes.
 
-What does not live here: the flags (`forge.commands.params`), the replay file's
+What does not live here: the options table and the values' rules
+(`forge.run.options`, `forge.run.values`), the flags (`forge.commands.params`), the replay file's
 syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
 core, below the command line and the API: it imports neither.
 """
@@ -34,228 +29,15 @@ from typing import Any
 
 import attrs
 
-from forge.assembly import MAX_PCT_DEPTH
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
-from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
+from forge.run.options import PLAIN, engine_keywords
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
 MAX_CANCEL_STEPS = 1024
 
-
-# -- the values a run, a search and a suite take ---------------------------------------------
-
-#: The most schedules one exploration tries (each is a whole run), and the
-#: most runs shrinking a failure may take.
-MAX_RUNS = 10_000_000
-#: The most worker processes one exploration or one conformance run starts.
-MAX_WORKERS = 256
-#: The longest wall-clock timeout an implementation gets per answer (one day).
-MAX_TIMEOUT = 86400.0
-#: The most tasks a harness lets run at once, and the most faults one run draws.
-MAX_CONCURRENCY = MAX_FAULT_BUDGET = 1_000_000
-#: The smallest instruction budget a run may be given, and the widest bound
-#: on an exhaustive walk's deviations.
-MIN_INSTRUCTIONS, MAX_DEVIATIONS = 1000, 1_000_000
-#: How schedules are drawn in an exploration.
-EXPLORE_STRATEGIES = ("random", "pct", "exhaustive")
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A refused value as a refusal shows it: its Python type and its repr,
-    cut at `limit` characters."""
-    if value is None:
-        return "None"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a user's object whose repr breaks is still named
-        text = "..."
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _brief_text(value: Any) -> str:
-    text = repr(str(value))
-    return text if len(text) <= 60 else text[:57] + "...'"
-
-
-@attrs.frozen
-class Whole:
-    """A whole number in [low, high]: a 64-bit integer unless narrower."""
-
-    low: int = I64_MIN
-    high: int = I64_MAX
-    kind = "a whole number (an int)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    def problem(self, number: int) -> str | None:
-        if number < self.low:
-            return f"must be at least {self.low}, got {number}"
-        if number > self.high:
-            return f"must be at most {self.high}, got {number}"
-        return None
-
-
-@attrs.frozen
-class Seconds:
-    """A finite number of seconds in [0, high] (`positive`: above 0)."""
-
-    high: float = MAX_SECONDS
-    positive: bool = False
-    kind = "a number of seconds (an int or a float)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    def problem(self, number: float) -> str | None:
-        import math
-
-        if not math.isfinite(number):
-            return f"must be a finite number of seconds, got {_brief_text(number)}"
-        if self.positive and number <= 0:
-            return f"must be a positive number of seconds, got {number:g}"
-        if number < 0:
-            return f"must be a non-negative number of seconds, got {number:g}"
-        if number > self.high:
-            return f"must be at most {self.high:g} seconds, got {number:g}"
-        return None
-
-
-@attrs.frozen
-class Text:
-    """A string that is valid Unicode (no lone surrogates, which a command
-    line in another encoding brings, and no run can carry)."""
-
-    kind = "a string"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, text: str) -> str | None:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            return f"must be valid UTF-8 text (a stray byte at character {e.start})"
-        return None
-
-
-@attrs.frozen
-class Choice:
-    """One of a few names."""
-
-    choices: tuple[str, ...]
-    kind = "a string"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, name: str) -> str | None:
-        if name in self.choices:
-            return None
-        return f"must be one of {', '.join(self.choices)}, got {_brief_text(name)}"
-
-
-@attrs.frozen
-class Switch:
-    """True or False."""
-
-    kind = "True or False"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, bool)
-
-    def problem(self, value: bool) -> str | None:
-        return None
-
-
-@attrs.frozen
-class FilePath:
-    """A path the OS can look up (a file's or a folder's; whether it is
-    there is for its reader to say)."""
-
-    kind = "a path (a str or an os.PathLike)"
-
-    def accepts(self, value: Any) -> bool:
-        import os
-
-        return isinstance(value, str | os.PathLike)
-
-    def problem(self, value: Any) -> str | None:
-        import os
-
-        path = os.fsdecode(os.fspath(value))
-        problem = path_problem(path)
-        return None if problem is None else f"cannot read {_brief_text(path)}: {problem}"
-
-
-def path_problem(path: str) -> str | None:
-    """Why the OS cannot look `path` up at all (None if it can)."""
-    import os
-
-    if not path or "\0" in path:
-        return "not a usable path"
-    try:
-        if len(os.fsencode(path)) > 4096:
-            return "the path is longer than 4096 bytes"
-    except UnicodeEncodeError:
-        return "not a usable path"
-    return None
-
-
-@attrs.frozen
-class Pattern:
-    """A `-k` selection pattern: a regular expression within
-    `forge.limits.compile_pattern`'s rule."""
-
-    kind = "a regular expression (a str)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, value: str) -> str | None:
-        from forge.limits import compile_pattern
-
-        try:
-            compile_pattern(value)
-        except ValueError as e:
-            return str(e)
-        return None
-
-
-Rule = Whole | Seconds | Text | Choice | Switch | FilePath | Pattern
-
-#: The rule of each value the flags and the API both take, by the API's name
-#: for it (the flag is the name in kebab case: `--max-instructions`).
-RULES: dict[str, Rule] = {
-    "seed": Whole(), "start_seed": Whole(),
-    "concurrency": Whole(1, MAX_CONCURRENCY), "cancel_at": Seconds(),
-    "max_instructions": Whole(MIN_INSTRUCTIONS), "fault_budget": Whole(0, MAX_FAULT_BUDGET),
-    "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
-    "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
-    "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
-    "strategy": Choice(EXPLORE_STRATEGIES),
-}
-
-
-def check_value(rule: Rule, value: Any, name: str, where: str | None = None) -> Any:
-    """`value`, given to the Python API as `name`, checked by `rule`: its
-    Python type first (the API converts no text: `"5"` is not a whole
-    number there), then the rule.  Returns `value`.
-
-    Raises:
-        InputError: naming `where` (the function) and `name`, worded as the
-            command line words the same refusal with `name` for the flag.
-    """
-    if not rule.accepts(value):
-        raise InputError(f"{name} must be {rule.kind}, got {shown(value)}", file=where)
-    problem = rule.problem(value)
-    if problem is not None:
-        raise InputError(f"{name} {problem}", file=where)
-    return value
 
 
 @attrs.frozen
@@ -266,29 +48,36 @@ class Script:
     data: Any = attrs.field(eq=False)
 
 
-@attrs.frozen
-class RunSpec:
-    prompt_path: str
-    prompt_sha256: str
-    #: The prompt's text (what the sha256 is of), so a run needs no file.
-    prompt_text: str = attrs.field(eq=False, repr=False)
-    args: str = ""
-    concurrency: int = 8
-    cancel_at: float | None = None
-    max_instructions: int | None = None
-    store_files: dict = attrs.field(factory=dict)
-    model: Script | None = None
-    operator: Script | None = None
-    faults: FaultPlan = FaultPlan()
-    latency_base: dict = attrs.field(factory=lambda: dict(DEFAULT_LATENCY))
-    latency_menu: tuple[float, ...] = LATENCY_MENU
-    #: The tool script (`forge.toolscript`): the run's tool catalogue.
-    tool: Script | None = None
-    #: Store operations the host refuses: operation (or `*`) -> paths (or `*`).
-    refuse: dict = attrs.field(factory=dict)
-    #: Orders mode (`forge.sim.orders`): durations stay canonical and the
-    #: chooser picks which completion fires next (exhaustive search's mode).
-    orders: bool = False
+def _spec_fields() -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "prompt_path": attrs.field(), "prompt_sha256": attrs.field(),
+        # The prompt's text (what the sha256 is of), so a run needs no file.
+        "prompt_text": attrs.field(eq=False, repr=False)}
+    # The plain run options, each a field by its row's name and default.
+    fields.update((o.name, attrs.field(default=o.default)) for o in PLAIN)
+    fields.update(
+        store_files=attrs.field(factory=dict),
+        model=attrs.field(default=None), operator=attrs.field(default=None),
+        faults=attrs.field(default=FaultPlan()),
+        latency_base=attrs.field(factory=lambda: dict(DEFAULT_LATENCY)),
+        latency_menu=attrs.field(default=LATENCY_MENU),
+        # The tool script (`forge.toolscript`): the run's tool catalogue.
+        tool=attrs.field(default=None),
+        # Store operations the host refuses: operation (or `*`) -> paths (or `*`).
+        refuse=attrs.field(factory=dict),
+        # Orders mode (`forge.sim.orders`): durations stay canonical and the
+        # chooser picks which completion fires next (exhaustive search's mode).
+        orders=attrs.field(default=False))
+    return fields
+
+
+#: A run's whole definition but its choices (frozen): the prompt (path,
+#: sha256, text), each plain run option of the options table
+#: (`forge.run.options.PLAIN`) by its name, the store's files, the model,
+#: operator and tool scripts (`Script`), the fault plan, the latencies, the
+#: refusals and the orders mode.  Built by keyword.
+RunSpec = attrs.make_class("RunSpec", _spec_fields(), frozen=True, kw_only=True)
+RunSpec.__module__ = __name__
 
 
 #: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
@@ -385,36 +174,34 @@ def read_store_folder(path: str | None) -> dict:
     return build_harness(path).store.snapshot()
 
 
-def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None,
-                    concurrency: int = 8, model_script: str | None = None,
-                    operator_script: str | None = None, cancel_at: float | None = None,
-                    max_instructions: int | None = None, faults: str | None = None,
-                    fault_budget: int = 1, tool_script: str | None = None,
-                    latency=(), refuse=()) -> RunSpec:
-    """The spec the harness flags describe; files are read (and checked) now.
+def spec_from_flags(prompt: str, *, store: str | None = None, model_script: str | None = None,
+                    operator_script: str | None = None, tool_script: str | None = None,
+                    faults: str | None = None, fault_budget: int = 1, latency=(), refuse=(),
+                    **plain: Any) -> RunSpec:
+    """The spec the harness flags describe (the options table's names:
+    `plain` holds the plain options); files are read (and checked) now.
 
     Raises:
         InputError, PromptError: an unreadable or invalid prompt, folder or script.
     """
     text = read_prompt_file(prompt)   # refuse a bad prompt before anything else
-    return spec_from_values(prompt, text, args=args, store_files=read_store_folder(store_dir),
-                            concurrency=concurrency, model=read_script_file(model_script),
-                            operator=read_script_file(operator_script), cancel_at=cancel_at,
-                            max_instructions=max_instructions, faults=faults,
+    return spec_from_values(prompt, text, store_files=read_store_folder(store),
+                            model=read_script_file(model_script),
+                            operator=read_script_file(operator_script), faults=faults,
                             fault_budget=fault_budget, tool=read_script_file(tool_script),
-                            latency_base=dict(latency), refuse=parse_refuse(refuse))
+                            latency_base=dict(latency), refuse=parse_refuse(refuse), **plain)
 
 
-def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
-                     store_files: dict | None = None, concurrency: int = 8,
+def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | None = None,
                      model: Script | None = None, operator: Script | None = None,
-                     cancel_at: float | None = None, max_instructions: int | None = None,
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
                      latency_menu: tuple[float, ...] | None = None,
-                     tool: Script | None = None, refuse: dict | None = None) -> RunSpec:
+                     tool: Script | None = None, refuse: dict | None = None,
+                     **plain: Any) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
+    `plain` holds the plain run options (`forge.run.options.PLAIN`) given.
     `latency_base` overrides some operations' base seconds; `latency_menu`
     replaces the multipliers a schedule may pick (the first is canonical).
 
@@ -425,9 +212,11 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
     base = {**DEFAULT_LATENCY, **(latency_base or {})}
     menu = LATENCY_MENU if latency_menu is None else tuple(latency_menu)
     _check_latency(base, menu)
-    spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
-                   cancel_at, max_instructions, dict(store_files or {}), model, operator,
-                   parse_faults(faults, fault_budget), base, menu, tool, dict(refuse or {}))
+    spec = RunSpec(prompt_path=prompt_path, prompt_sha256=text_sha256(prompt_text),
+                   prompt_text=prompt_text, store_files=dict(store_files or {}), model=model,
+                   operator=operator, faults=parse_faults(faults, fault_budget),
+                   latency_base=base, latency_menu=menu, tool=tool, refuse=dict(refuse or {}),
+                   **plain)
     return with_cancel_instants(spec)
 
 
@@ -499,19 +288,17 @@ class Runner:
     def _harness(self, chooser: Chooser):
         from forge.engine.run import RunConfig
         from forge.harness import Harness, LatencyModel
-        from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
         from forge.store import MemoryStore
 
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
                                                spec.orders),
-                          ceiling=spec.concurrency, cancel_at=spec.cancel_at,
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
+                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
+                          **engine_keywords(spec, "harness"))
         harness.attach_faults(spec.faults, chooser)
-        config = RunConfig(args=spec.args, seed=chooser.seed,
-                           max_instructions=spec.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
+        config = RunConfig(seed=chooser.seed, **engine_keywords(spec, "config"))
         return harness, config
 
     def run(self, chooser: Chooser):
@@ -759,13 +546,19 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
     return out
 
 
+def recorded_options(spec: RunSpec) -> dict:
+    """The plain run options a record's `run` section holds: every `always`
+    row, and a `when_set` row when it is not its default."""
+    return {o.name: getattr(spec, o.name) for o in PLAIN
+            if o.recorded == "always" or getattr(spec, o.name) != o.default}
+
+
 def _run_sections(spec: RunSpec, seed: int) -> dict:
     """The record's sections that define the run of `spec` at `seed`."""
     return {
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
                    "text": spec.prompt_text},
-        "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
-                "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
+        "run": {**recorded_options(spec), "seed": seed,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
                             **({"orders": True} if spec.orders else {})},
@@ -880,11 +673,13 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
         s = scripts.get(name)    # `tool` is absent from files written before tool scripts
         return None if s is None else Script(s["path"], s["data"])
 
-    return RunSpec(path, sha, text, run["args"], run["concurrency"], run["cancel_at"],
-                   run["max_instructions"], dict(data["store"]), script("model"),
-                   script("operator"),
-                   FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
-                             faults.get("cancel_steps", 0)),
-                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
-                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   bool(run["latency"].get("orders", False)))
+    return RunSpec(prompt_path=path, prompt_sha256=sha, prompt_text=text,
+                   store_files=dict(data["store"]), model=script("model"),
+                   operator=script("operator"),
+                   faults=FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
+                                    faults.get("cancel_steps", 0)),
+                   latency_base=dict(run["latency"]["base"]),
+                   latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
+                   refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
+                   orders=bool(run["latency"].get("orders", False)),
+                   **{o.name: run.get(o.name, o.default) for o in PLAIN})

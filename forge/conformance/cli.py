@@ -43,7 +43,7 @@ from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
