@@ -701,7 +701,8 @@ def _checked_overrides(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
 def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
     """A script (`forge.runspec.Script`) from a file's path or from its JSON data."""
-    from forge.runspec import Script, read_script_file
+    from forge.run.spec import Script
+    from forge.runspec import read_script_file
 
     if value is None:
         return None
@@ -831,7 +832,8 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             the flag that sets it refuses it (`seed` past 64 bits, a ceiling
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
-    from forge.runspec import Expectation, Runner, record, run_chooser
+    from forge.run.record import record
+    from forge.runspec import Expectation, Runner, run_chooser
     from forge.sim.replayfile import write_record
 
     spec = _spec(prompt, source, latency_menu, options, where="run_prompt")

@@ -145,7 +145,8 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
     2 bad input (the prompt, a script or a flag).
     """
     from forge.engine.run import observation_json
-    from forge.runspec import Expectation, Runner, record, run_chooser, spec_from_flags
+    from forge.run.record import record
+    from forge.runspec import Expectation, Runner, run_chooser, spec_from_flags
     from forge.sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))

@@ -26,9 +26,10 @@ import attrs
 
 from forge.errors import InputError
 from forge.run.options import PLAIN
-from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
-                                    observation_sha256, record, spec_from_flags,
-                                    spec_from_record, with_violations)
+from forge.run.record import (kit_version, observation_sha256, read_replay, record,
+                               spec_from_record)
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 
@@ -203,8 +204,6 @@ def replay_file(path: str, *, prompt: str | None = None,
     Raises:
         InputError: an unusable file, or a prompt that does not match its hash.
     """
-    from forge.assembly import read_replay
-
     data = read_replay(path)
     rec = data["record"]
     if rec is None:

@@ -1,29 +1,27 @@
-"""A run's whole definition (`RunSpec`), the runs it makes, and its replay record.
+"""Building a run and running it: from flags, files or data to a `RunSpec`, and a `Runner`.
 
-A `RunSpec` holds everything but the choice sequence that decides a run:
-the prompt (path and sha256), arguments, concurrency, cancel instant,
-instruction budget, latencies, the store's files, each script's content (the
-model, operator and tool scripts) and the fault plan.  `run`, `explore` and `replay` all build their runs from one
-(`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
+A `RunSpec` (`forge.run.spec`) holds everything but the choice sequence
+that decides a run.  `run`, `explore` and `replay` all build their runs
+from one (`spec_from_flags`; a replay file's through
+`forge.run.record.spec_from_record`; the Python API's prompt text and
 script data through `spec_from_values`), so `forge explore` seed N and
-`forge run --seed N` are the same run, and a replay file (`record`) carries
-the whole spec and needs nothing else; `forge run --strategy replay:FILE`
-(`FileReplay`) refuses to run a spec the file does not record.  User checks
-hold and fail by one rule (`UserCheck`), named or handed over as callables.
-
-Its plain fields are the options table's plain run options
-(`forge.run.options.PLAIN`, each by its row's name), and `Runner` hands
-each to the engine where its row says it goes.
+`forge run --seed N` are the same run, and a replay file carries the whole
+spec and needs nothing else; `forge run --strategy replay:FILE`
+(`run_chooser`, `forge.run.record.FileReplay`) refuses to run a spec the
+file does not record.  `Runner` hands each plain run option to the engine
+where its row of the options table says it goes.  What every schedule must
+satisfy is an `Expectation`; user checks hold and fail by one rule
+(`UserCheck`), named or handed over as callables.
 
 What does not live here: the options table and the values' rules
-(`forge.run.options`, `forge.run.values`), the flags (`forge.commands.params`), the replay file's
-syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
+(`forge.run.options`, `forge.run.values`), the run's frozen definition
+(`forge.run.spec`) and its replay record (`forge.run.record`), the flags
+(`forge.commands.params`), exploring and replaying (`forge.repro`).  It is
 core, below the command line and the API: it imports neither.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,53 +29,15 @@ import attrs
 
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
-from forge.run.options import PLAIN, engine_keywords
+from forge.run.options import engine_keywords
+from forge.run.record import FileReplay, observation_sha256, read_replay
+from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
 MAX_CANCEL_STEPS = 1024
 
-
-
-@attrs.frozen
-class Script:
-    """A script's path (for messages) and its decoded JSON content."""
-
-    path: str
-    data: Any = attrs.field(eq=False)
-
-
-def _spec_fields() -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "prompt_path": attrs.field(), "prompt_sha256": attrs.field(),
-        # The prompt's text (what the sha256 is of), so a run needs no file.
-        "prompt_text": attrs.field(eq=False, repr=False)}
-    # The plain run options, each a field by its row's name and default.
-    fields.update((o.name, attrs.field(default=o.default)) for o in PLAIN)
-    fields.update(
-        store_files=attrs.field(factory=dict),
-        model=attrs.field(default=None), operator=attrs.field(default=None),
-        faults=attrs.field(default=FaultPlan()),
-        latency_base=attrs.field(factory=lambda: dict(DEFAULT_LATENCY)),
-        latency_menu=attrs.field(default=LATENCY_MENU),
-        # The tool script (`forge.toolscript`): the run's tool catalogue.
-        tool=attrs.field(default=None),
-        # Store operations the host refuses: operation (or `*`) -> paths (or `*`).
-        refuse=attrs.field(factory=dict),
-        # Orders mode (`forge.sim.orders`): durations stay canonical and the
-        # chooser picks which completion fires next (exhaustive search's mode).
-        orders=attrs.field(default=False))
-    return fields
-
-
-#: A run's whole definition but its choices (frozen): the prompt (path,
-#: sha256, text), each plain run option of the options table
-#: (`forge.run.options.PLAIN`) by its name, the store's files, the model,
-#: operator and tool scripts (`Script`), the fault plan, the latencies, the
-#: refusals and the orders mode.  Built by keyword.
-RunSpec = attrs.make_class("RunSpec", _spec_fields(), frozen=True, kw_only=True)
-RunSpec.__module__ = __name__
 
 
 #: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
@@ -134,10 +94,6 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
     if len(set(kinds)) != len(kinds):
         raise InputError("a fault kind is named twice", file="--faults")
     return FaultPlan(tuple(k for k in FAULT_KINDS if k in kinds), budget)
-
-
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def read_prompt_file(path: str) -> str:
@@ -252,7 +208,7 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
-    from forge.assembly import make_chooser, read_replay
+    from forge.assembly import make_chooser
 
     name, _, path = (strategy or "").partition(":")
     if name == "replay" and path:
@@ -357,16 +313,6 @@ def with_violations(obs: dict, run) -> dict:
 
 #: Violations reported per run: the first shows the step; the rest are echoes.
 MAX_VIOLATIONS = 10
-
-
-def observation_sha256(obs: dict) -> str:
-    """The sha256 of the whole observation (`forge run --json`'s bytes): what a
-    replay must reproduce.  The trace alone is not enough: it records when
-    each store operation completes, not what it answered, so a refused write
-    and a written one can leave the same trace."""
-    from forge.engine.run import observation_json
-
-    return hashlib.sha256(observation_json(obs).encode("utf-8")).hexdigest()
 
 
 #: The outcome of a run on which the engine raised: a kit bug.
@@ -518,168 +464,3 @@ class UserCheck:
         return [f"check {name} returned {type(verdict).__name__} {str(verdict)[:40]!r}: a "
                 "check returns None, True or [] when it holds, and False, a string or a list "
                 "of strings when it does not"]
-
-
-def kit_version() -> str:
-    from forge.version import __version__
-
-    return f"forge-kit {__version__}"
-
-
-def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
-           failure: dict | None = None, strategy: dict | None = None) -> dict:
-    """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
-    whose observation was `obs`."""
-    out = {
-        "kit": kit_version(),
-        **_run_sections(spec, seed),
-        "expect": expect.to_json(),
-        # None (null) when the engine reported no trace (an engine under test).
-        "trace_sha256": obs.get("trace_sha256") or None,
-        "observation_sha256": observation_sha256(obs),
-        "choices": [[c.kind, c.n, c.value] for c in choices],
-    }
-    if failure is not None:
-        out["failure"] = failure
-    if strategy is not None:
-        out["strategy"] = strategy
-    return out
-
-
-def recorded_options(spec: RunSpec) -> dict:
-    """The plain run options a record's `run` section holds: every `always`
-    row, and a `when_set` row when it is not its default."""
-    return {o.name: getattr(spec, o.name) for o in PLAIN
-            if o.recorded == "always" or getattr(spec, o.name) != o.default}
-
-
-def _run_sections(spec: RunSpec, seed: int) -> dict:
-    """The record's sections that define the run of `spec` at `seed`."""
-    return {
-        "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
-                   "text": spec.prompt_text},
-        "run": {**recorded_options(spec), "seed": seed,
-                "latency": {"base": dict(sorted(spec.latency_base.items())),
-                            "menu": list(spec.latency_menu),
-                            **({"orders": True} if spec.orders else {})},
-                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
-        "store": dict(sorted(spec.store_files.items())),
-        "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
-                    for name, s in (("model", spec.model), ("operator", spec.operator),
-                                    ("tool", spec.tool))},
-        "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
-                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
-                   **({"cancel_steps": spec.faults.cancel_steps}
-                      if spec.faults.cancel_steps else {})},
-    }
-
-
-class FileReplay(ReplayProvider):
-    """`forge run --strategy replay:FILE` of a format-1 file: the file's choice
-    values as a prefix (`ReplayProvider`), and the run the file records,
-    which a run under them must be (`Runner.run` calls `check`)."""
-
-    def __init__(self, path: str, rec: dict, choices: list[int]) -> None:
-        super().__init__(choices)
-        self.path, self.record = path, rec
-
-    def check(self, spec: RunSpec, seed: int) -> None:
-        """Refuse to run `spec` at `seed` under these choices unless the file
-        records that very run: the choices of another prompt, other flags
-        or another mode would silently make another run.
-
-        Raises:
-            InputError: naming the file and the first field that differs.
-        """
-        path, rec = self.path, self.record
-        how = f"replay the run it records with `forge replay {path}`"
-        if rec["prompt"]["sha256"] != spec.prompt_sha256:
-            raise InputError(f"$.prompt.sha256: the file records a run of another prompt "
-                             f"(sha256 {rec['prompt']['sha256'][:12]}...) than "
-                             f"{spec.prompt_path} (sha256 {spec.prompt_sha256[:12]}...)",
-                             file=path, kind="replay")
-        recorded = spec_from_record(rec, path)
-        if recorded.orders != spec.orders:
-            raise InputError("$.run.latency.orders: the file records a run in orders mode "
-                             "(exhaustive search), whose choices pick completions, not "
-                             f"durations: {how}", file=path, kind="replay")
-        differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
-                                    _comparable(spec, seed))
-        if differs is not None:
-            where, theirs, ours = differs
-            raise InputError(f"{where}: the file records {_brief(theirs)}, this run has "
-                             f"{_brief(ours)}; give the recorded flags (and seed), or {how}",
-                             file=path, kind="replay")
-
-
-def _comparable(spec: RunSpec, seed: int) -> dict:
-    """What two runs must share for one's choices to replay the other: the
-    run's sections but the prompt (compared by hash) and where scripts were
-    read from."""
-    sections = _run_sections(spec, seed)
-    del sections["prompt"]
-    sections["scripts"] = {name: None if s is None else s["data"]
-                           for name, s in sections["scripts"].items()}
-    return sections
-
-
-def _first_difference(a: Any, b: Any, where: str = "$") -> tuple[str, Any, Any] | None:
-    """The first place (a JSON path, keys in sorted order) where `a` and `b` differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            if key not in a or key not in b:
-                return f"{where}.{key}", a.get(key), b.get(key)
-            found = _first_difference(a[key], b[key], f"{where}.{key}")
-            if found is not None:
-                return found
-        return None
-    return None if a == b else (where, a, b)
-
-
-def _brief(value: Any) -> str:
-    import json
-
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunSpec:
-    """The spec a format-1 record holds.  The prompt is the recorded text, or
-    the file `prompt` when given; either must hash to the recorded sha256.
-
-    Raises:
-        InputError: naming the replay file, for a prompt that does not match.
-    """
-    recorded = data["prompt"]
-    if prompt is not None:
-        path, text = prompt, read_prompt_file(prompt)
-        whose = f"the prompt {prompt}"
-    else:
-        path, text = recorded["path"], recorded["text"]
-        whose = "the prompt text in the file"
-    sha = text_sha256(text)
-    if sha != recorded["sha256"]:
-        raise InputError(f"$.prompt.sha256: {whose} has sha256 {sha[:12]}..., the replay was "
-                         f"recorded on {recorded['sha256'][:12]}... (the prompt changed since?)",
-                         file=source, kind="replay")
-    run, faults, scripts = data["run"], data["faults"], data["scripts"]
-    kinds = tuple(faults["kinds"])
-    for kind in kinds:
-        if kind not in FAULT_KINDS:
-            raise InputError(f"$.faults.kinds: unknown fault kind {kind[:40]!r}", file=source,
-                             kind="replay")
-
-    def script(name: str) -> Script | None:
-        s = scripts.get(name)    # `tool` is absent from files written before tool scripts
-        return None if s is None else Script(s["path"], s["data"])
-
-    return RunSpec(prompt_path=path, prompt_sha256=sha, prompt_text=text,
-                   store_files=dict(data["store"]), model=script("model"),
-                   operator=script("operator"),
-                   faults=FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
-                                    faults.get("cancel_steps", 0)),
-                   latency_base=dict(run["latency"]["base"]),
-                   latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
-                   refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   orders=bool(run["latency"].get("orders", False)),
-                   **{o.name: run.get(o.name, o.default) for o in PLAIN})

@@ -354,12 +354,13 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         replay_impl,
         where,
     )
-    from forge.runspec import Expectation, spec_from_flags, spec_from_record
+    from forge.run.record import spec_from_record
+    from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
     argv = _impl_argv(impl)
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
-        from forge.assembly import read_replay
+        from forge.run.record import read_replay
 
         data = read_replay(prompt)["record"]
         if data is None:

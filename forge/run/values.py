@@ -50,6 +50,11 @@ class Whole:
     high: int = I64_MAX
     kind = "a whole number (an int)"
 
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        high = "2^63-1" if self.high == I64_MAX else str(self.high)
+        return f"a whole number from {self.low} to {high}"
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool)
 
@@ -68,6 +73,11 @@ class Seconds:
     high: float = MAX_SECONDS
     positive: bool = False
     kind = "a number of seconds (an int or a float)"
+
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        low = "above 0" if self.positive else "from 0"
+        return f"a number of seconds {low} to {self.high:g}"
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, int | float) and not isinstance(value, bool)
@@ -91,6 +101,10 @@ class Text:
 
     kind = "a string"
 
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        return "a string"
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str)
 
@@ -109,6 +123,10 @@ class Choice:
     choices: tuple[str, ...]
     kind = "a string"
 
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        return "one of " + ", ".join(self.choices)
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str)
 
@@ -124,6 +142,10 @@ class Switch:
 
     kind = "True or False"
 
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        return "true or false"
+
     def accepts(self, value: Any) -> bool:
         return isinstance(value, bool)
 
@@ -137,6 +159,10 @@ class FilePath:
     there is for its reader to say)."""
 
     kind = "a path (a str or an os.PathLike)"
+
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        return "a path"
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str | os.PathLike)
@@ -165,6 +191,10 @@ class Pattern:
     `forge.limits.compile_pattern`'s rule."""
 
     kind = "a regular expression (a str)"
+
+    def describe(self) -> str:
+        """The rule in a few words, as a record's checks word it."""
+        return "a regular expression"
 
     def accepts(self, value: Any) -> bool:
         return isinstance(value, str)
