@@ -31,7 +31,7 @@ from forge.commands.explore_report import report_json, show
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 
 class _ExploreCommand(click.Command):

@@ -28,7 +28,8 @@ from forge.commands.explore_report import report_json
 from forge.conformance import adapters
 from forge.conformance.case import HarnessSpec
 from forge.conformance.impl_explore import case_of, explore_impl
-from forge.runspec import Expectation, Script, spec_from_values
+from forge.run.spec import Script
+from forge.runspec import Expectation, spec_from_values
 
 PROMPT = pathlib.Path(__file__).parent / "first-in-set-order.md"
 TOOLS = {"tools": {"promptforge/web/fetch": {"description": "Fetch a page",
