@@ -186,7 +186,8 @@ def _register_commands() -> None:
     main.add_command(explore)
     main.add_command(replay)
     main.add_command(trace)
-    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli"):
+    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli",
+                   "forge.lifecycle.command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:
