@@ -216,7 +216,7 @@ def _lua_side(L: Any) -> LuaSide:
         table = L.load_engine_chunk("models.lua")(L.E)
         RolesAPI.seal(table, L.keeper)
         side = L.engine_tables["models"] = LuaSide(*(
-            table[f.name.encode()] for f in attrs.fields(LuaSide)))
+            table[f.name.encode()] for f in attrs.fields(LuaSide)))  # lua: own table
     return side
 
 
@@ -349,8 +349,8 @@ class ModelsAPI:
 
     def _command(self, fn: Any, arg: Any) -> tuple:
         cmd = self.lua.lua.table()
-        cmd[b"fn"] = fn
-        cmd[b"arg"] = arg
+        cmd[b"fn"] = fn  # lua: own table
+        cmd[b"arg"] = arg  # lua: own table
         return (True, b"run", cmd)
 
     def _take_entry(self, chain: Chain, state: SectionState,
@@ -576,9 +576,10 @@ class ModelsAPI:
     def _latest_user(self, msgs) -> str:
         """The text of the list's last user record ("" when it has none)."""
         for i in range(len(msgs), 0, -1):
-            record = msgs[i]
-            if record[b"role"] == b"user":
-                content = record[b"content"]
+            # The prompt's list and records: their metamethods run under the budget.
+            record = self.lua.index(msgs, i)
+            if self.lua.index(record, b"role") == b"user":
+                content = self.lua.index(record, b"content")
                 return _t(content) if isinstance(content, bytes) else ""
         return ""
 
