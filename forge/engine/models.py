@@ -363,7 +363,7 @@ class ModelsAPI:
         return entry
 
     def _compactors_fail(self, tag=None, *rest):
-        text = _t(tag) if isinstance(tag, bytes) else str(tag)
+        text = _t(tag) if isinstance(tag, bytes) else self.lua.tostring(tag)
         if text not in CONTEXT_MESSAGES or not isinstance(tag, bytes):
             return self.err(f'unknown overflow reason "{text}"; expected "precheck" or "provider"')
         return self.err(CONTEXT_MESSAGES[text], "context_exhausted", reason=text)

@@ -418,6 +418,10 @@ class LuaRuntime:
         """`function(*args)` (a Lua function) under the budget."""
         return self.fn.guarded(function, *args)
 
+    def tostring(self, value) -> str:
+        """The sandbox's `tostring(value)` (a `__tostring` included), under the budget."""
+        return text(self.fn.guarded(self.fn.tostring, value))
+
     def index(self, table, key):
         """`table[key]` as Lua reads it (metamethods included), under the budget."""
         return self.fn.index(table, key)

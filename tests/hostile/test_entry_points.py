@@ -42,6 +42,8 @@ ENTRIES = {
     "join-timeout": section(
         "Main", f"tasks.join({{ tasks.spawn('## W') }}, setmetatable({{}}, {{ __index = {LOOP} }}))")
         + section("W", "return 1"),
+    "overflow-reason-tostring": section(
+        "Main", f"compactors.fail(setmetatable({{}}, {{ __tostring = {LOOP} }}))"),
     "pending-filter": section(
         "Main", f"tasks.pending(setmetatable({{}}, {{ __index = {LOOP} }}))"),
 }
@@ -74,6 +76,14 @@ def test_the_guarded_read_gives_what_lua_reads():
             "local h = tasks.spawn('## W', opts) return tasks.join({ h })[1].result")
     obs = run_text(prompt_text(section("Main", code) + section("W", "return args")))
     assert obs["result"] == "from index"
+
+
+def test_a_table_named_in_a_message_shows_no_address():
+    """A table a host call names in its message reads as the sandbox's `tostring` does,
+    never as a process address (kit: budget.instructions)."""
+    obs = run_text(prompt_text(section("Main", "compactors.fail({})")))
+    assert obs["error"]["message"] == ('unknown overflow reason "table: 0x00000001"; '
+                                       'expected "precheck" or "provider"')
 
 
 def _raw_lua_accesses(path: pathlib.Path) -> list[str]:
