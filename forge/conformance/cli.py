@@ -43,7 +43,7 @@ from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
-from forge.conformance.limit_flags import impl_limit_options
+from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.runspec import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
@@ -53,10 +53,10 @@ MUTANT_VAR = "FORGE_MUTANT"
 MAX_FUZZ = 1_000_000
 
 #: The flags `--fuzz` takes; it refuses every other flag of `forge conformance`.
-FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout", "--max-run-seconds",
-              "--max-decisions")
+FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--known-differences", "--timeout",
+              "--max-run-seconds", "--max-decisions")
 #: The flags only `--fuzz` takes; the suite refuses them.
-FUZZ_ONLY = ("--seed", "--fuzz-case")
+FUZZ_ONLY = ("--seed", "--fuzz-case", "--known-differences")
 
 CONFORMANCE_HELP = """Run the conformance suite against an implementation.
 
@@ -156,10 +156,11 @@ Examples:
               help="--fuzz only: the seed of the programs and schedules.")
 @click.option("--fuzz-case", metavar="FILE", type=OutputPath(), default="forge-fuzz.case.toml",
               show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
+@known_differences_option
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
                 junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
-                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case):
+                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -173,7 +174,8 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         refuse_flags(ctx, FUZZ_FLAGS.__contains__,
                      f"not for --fuzz, which takes only {', '.join(FUZZ_FLAGS[1:])}")
         ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout,
-                              {"run_seconds": run_seconds, "max_decisions": max_decisions}))
+                              {"run_seconds": run_seconds, "max_decisions": max_decisions},
+                              known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
     outputs = {"--json": json_file, "--junit": junit_file,
@@ -441,7 +443,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
 
 
 def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
-                 timeout: float, limits: dict | None = None) -> int:
+                 timeout: float, limits: dict | None = None,
+                 known_path: str | None = None) -> int:
     """`forge conformance --impl CMD --fuzz N --seed S`; the exit code (1: a difference).
 
     Raises:
@@ -449,6 +452,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
             or no Hypothesis installed.
     """
     from forge.conformance.adapters import AdapterError, SubprocessAdapter
+    from forge.conformance.equivalence import KnownDifferences
     from forge.conformance.level2 import LEVEL
 
     if impl is None:
@@ -461,6 +465,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         raise InputError(str(e), file="--fuzz") from None
     from forge.progress import reporter
 
+    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     show = reporter(count, "programs")
     with SubprocessAdapter(_impl_argv(impl), timeout=timeout, **(limits or {})) as adapter:
         try:
@@ -470,7 +475,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         if level != LEVEL:
             raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
                              "cannot give it the reference's schedule", file="--impl")
-        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"))
+        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"), known=known)
     per = report.seconds_per_program * 1000
     click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
                f"{report.seconds:.1f} s ({per:.1f} ms a program, both engines)")
