@@ -402,6 +402,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
+    from forge.conformance.stream_watch import not_run as watchers_not_run
+
+    not_run = watchers_not_run() if expect.invariants else {}
     if outcome.record is not None:
         write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
@@ -409,6 +412,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # trace's (no divergence: the kit cannot see a foreign engine's trace).
     data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
             "story": list(outcome.story), "diff": list(outcome.diff),
+            "watchers_not_run": not_run,
             "replay": replay_out if found else None,
             "replay_command": again if found else None}
     if as_json:
@@ -419,6 +423,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
           False, strategy if outcome.explored else "canonical", ())
+    if not_run:
+        click.echo("watchers that cannot run on an engine's events: "
+                   + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
         click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))
         if outcome.explored:
