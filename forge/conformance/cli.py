@@ -386,14 +386,27 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
                                           Expectation.from_json(data["expect"]),
                                           differential, known)
+        verdict = replay_verdict(data, problems, drift)
         if as_json:
-            click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
+            click.echo(json.dumps({"problems": problems, "drift": drift, "verdict": verdict},
+                                  sort_keys=True))
         else:
-            click.echo(terminal_safe(f"drifted: {drift}") if drift
+            click.echo(terminal_safe(f"drifted: the engine now asks other decisions than the "
+                                     f"record holds: {drift}") if drift
                        else "replayed the recorded schedule")
-            click.echo(terminal_safe("FAILED: " + "; ".join(problems)) if problems
-                       else "passed")
-        return 1 if problems or drift else 0
+            if problems:
+                click.echo(terminal_safe("FAILED: " + "; ".join(problems)))
+            elif verdict == DRIFTED:
+                click.echo("no problem on the run as it went (answered canonically past the "
+                           "drift" + (", compared with the reference" if differential else "")
+                           + "): the recorded failure may be fixed, on another schedule")
+            elif verdict == FIXED:
+                click.echo("fixed: the recorded failure no longer shows ("
+                           + terminal_safe("; ".join(data["failure"].get("problems") or ())
+                                           or "recorded as failing") + ")")
+            else:
+                click.echo("passed")
+        return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
@@ -447,6 +460,24 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         click.echo(f"reproduce with: {again}")
         return 1
     return 0 if report.complete else 3
+
+
+#: `forge explore --impl CMD FILE.replay.json`'s verdicts and their exit
+#: codes: the record's failure shows again (1), it is gone on the very
+#: schedule recorded (FIXED, 4), the engine now asks other decisions (1: the
+#: schedule is not the one recorded, so neither can be said), or a record
+#: that held no failure replays and passes (0).
+FAILS, FIXED, DRIFTED, PASSES = "fails", "fixed", "drifted", "passes"
+REPLAY_EXIT = {FAILS: 1, FIXED: 4, DRIFTED: 1, PASSES: 0}
+
+
+def replay_verdict(record: dict, problems: list[str], drift: str | None) -> str:
+    """What replaying `record` through an engine found (`REPLAY_EXIT`)."""
+    if problems:
+        return FAILS
+    if drift:
+        return DRIFTED
+    return FIXED if record.get("failure") else PASSES
 
 
 def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
