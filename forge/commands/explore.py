@@ -117,7 +117,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
 
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
-    3 an exhaustive search stopped at --runs before covering the tree.
+    3 an exhaustive search stopped at --runs before covering the tree,
+    4 (--impl CMD FILE.replay.json) the recorded failure is fixed.
 
     \b
     Spread a campaign:  forge explore P.md --runs 2000 --workers 2

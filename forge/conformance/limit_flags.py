@@ -42,15 +42,20 @@ def impl_limit_options(command):
              "ended.")(command)
 
 
-def differential_options(command):
-    """`--differential/--no-differential` and `--known-differences FILE`;
-    the command receives `differential` and `known_differences`."""
-    command = click.option(
+def known_differences_option(command):
+    """`--known-differences FILE`; the command receives `known_differences`."""
+    return click.option(
         "--known-differences", "known_differences", metavar="FILE", default=None,
         type=InputPath(),
         help='With --impl: differences from the reference you accept, TOML or JSON in the '
              'expectations format: {PLACE = "fail"}, PLACE a pattern such as `tasks.*.note` '
              "or `events` (docs/observation.md, \"Equivalence\").")(command)
+
+
+def differential_options(command):
+    """`--differential/--no-differential` and `--known-differences FILE`;
+    the command receives `differential` and `known_differences`."""
+    command = known_differences_option(command)
     return click.option(
         "--differential/--no-differential", default=True, show_default=True,
         help="With --impl: run each schedule on the reference too, on the same decisions, "
