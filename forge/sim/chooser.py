@@ -48,6 +48,7 @@ import attrs
 
 MASK64 = (1 << 64) - 1
 
+
 class SplitMix64:
     """A tiny, fully specified PRNG, so a seed means the same thing everywhere."""
 
