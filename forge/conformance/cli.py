@@ -43,6 +43,7 @@ from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
+from forge.conformance.limit_flags import impl_limit_options
 from forge.runspec import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
@@ -52,7 +53,8 @@ MUTANT_VAR = "FORGE_MUTANT"
 MAX_FUZZ = 1_000_000
 
 #: The flags `--fuzz` takes; it refuses every other flag of `forge conformance`.
-FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout")
+FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout", "--max-run-seconds",
+              "--max-decisions")
 #: The flags only `--fuzz` takes; the suite refuses them.
 FUZZ_ONLY = ("--seed", "--fuzz-case")
 
@@ -138,6 +140,7 @@ Examples:
                    "failed or errored as \"fail\" (- for stdout).")
 @click.option("--timeout", type=Seconds.of(RULES["timeout"]), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
+@impl_limit_options
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None, type=InputPath(),
               help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "
                    "Default: the one shipped with the kit.")
@@ -148,15 +151,15 @@ Examples:
               help="Instead of the suite: run N random task programs on the reference and on "
                    "--impl (level 2) under one schedule each, and write the first difference, "
                    "shrunk, as a case file (needs Hypothesis, the test extra). Takes only "
-                   "--impl, --seed, --fuzz-case and --timeout.")
+                   "--impl, --seed, --fuzz-case, --timeout and the run bounds.")
 @click.option("--seed", "fuzz_seed", type=BoundedInt(), default=0, show_default=True,
               help="--fuzz only: the seed of the programs and schedules.")
 @click.option("--fuzz-case", metavar="FILE", type=OutputPath(), default="forge-fuzz.case.toml",
               show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose,
-                fuzz_count, fuzz_seed, fuzz_case):
+                junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
+                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -169,7 +172,8 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if fuzz_count is not None:
         refuse_flags(ctx, FUZZ_FLAGS.__contains__,
                      f"not for --fuzz, which takes only {', '.join(FUZZ_FLAGS[1:])}")
-        ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout))
+        ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout,
+                              {"run_seconds": run_seconds, "max_decisions": max_decisions}))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
     outputs = {"--json": json_file, "--junit": junit_file,
@@ -208,7 +212,10 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if impl is not None:
         argv = _impl_argv(impl)
         try:
-            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
+            report = run_suite(selected,
+                               lambda: SubprocessAdapter(argv, timeout=timeout,
+                                                         run_seconds=run_seconds,
+                                                         max_decisions=max_decisions),
                                workers=workers, expectations=expected, catalogue=catalogue,
                                progress=progress)
         except HelloError as e:
@@ -331,7 +338,9 @@ def refuse_all(errors: list[InputError]) -> None:
 
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
-            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0) -> int:
+            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0,
+            limits: dict | None = None, differential: bool = True,
+            known_path: str | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
     code: 0 every schedule passed, 1 one failed (an implementation that
     errors, crashes or breaks level 2 included, as under `forge
@@ -357,7 +366,11 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     from forge.runspec import Expectation, spec_from_flags, spec_from_record
     from forge.sim.replayfile import write_record
 
+    from forge.conformance.equivalence import KnownDifferences
+
     argv = _impl_argv(impl)
+    limits = limits or {}
+    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
         from forge.assembly import read_replay
 
@@ -367,9 +380,10 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                              "(what `forge explore` writes)", file=prompt)
         spec = spec_from_record(data, prompt)
         check_replayable(prompt, data, spec)
-        with SubprocessAdapter(argv, timeout=timeout) as adapter:
+        with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
             problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
-                                          Expectation.from_json(data["expect"]))
+                                          Expectation.from_json(data["expect"]),
+                                          differential, known)
         if as_json:
             click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
         else:
@@ -379,10 +393,11 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                        else "passed")
         return 1 if problems or drift else 0
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    with SubprocessAdapter(argv, timeout=timeout) as adapter:
+    with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
                                start_seed=start_seed, pct_depth=pct_depth,
-                               max_deviations=max_deviations, reduce=reduce)
+                               max_deviations=max_deviations, reduce=reduce,
+                               differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
     if outcome.record is not None:
@@ -391,7 +406,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # The reference's report, with the implementation's story in place of a
     # trace's (no divergence: the kit cannot see a foreign engine's trace).
     data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
-            "story": list(outcome.story), "replay": replay_out if found else None,
+            "story": list(outcome.story), "diff": list(outcome.diff),
+            "replay": replay_out if found else None,
             "replay_command": again if found else None}
     if as_json:
         click.echo(json.dumps(data, sort_keys=True))
@@ -417,13 +433,15 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                            "canonical schedule)")
         else:
             click.echo("no other schedule was tried: the implementation fails the canonical one")
+        for line in outcome.diff:
+            click.echo(terminal_safe(line))
         click.echo(f"reproduce with: {again}")
         return 1
     return 0 if report.complete else 3
 
 
 def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
-                 timeout: float) -> int:
+                 timeout: float, limits: dict | None = None) -> int:
     """`forge conformance --impl CMD --fuzz N --seed S`; the exit code (1: a difference).
 
     Raises:
@@ -444,7 +462,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
     from forge.progress import reporter
 
     show = reporter(count, "programs")
-    with SubprocessAdapter(_impl_argv(impl), timeout=timeout) as adapter:
+    with SubprocessAdapter(_impl_argv(impl), timeout=timeout, **(limits or {})) as adapter:
         try:
             level = adapter.level
         except AdapterError as e:

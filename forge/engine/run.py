@@ -25,7 +25,10 @@ from typing import Any
 
 import attrs
 
-from forge.engine import collection, fanout, host, models, tasks
+from forge.engine import collection, fanout, host, library, models, tasks
+from forge.engine.roles import RolesAPI
+from forge.engine.tools import ToolsAPI
+from forge.engine.context import Context
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.failures import Failure, RunError, classify
 from forge.engine.kernel import Scheduler
@@ -34,7 +37,7 @@ from forge.engine.quotas import DEFAULT_MAX_KEPT_BYTES, KeptQuota, data_size
 from forge.engine.requests import Request, StoreOp
 from forge.engine.rules import endings, ids
 from forge.engine.rules.admission import Admission
-from forge.engine.rules.endings import AbandonReason
+from forge.engine.rules.endings import OwnerEnd
 from forge.engine.claims import WRITES, Claims
 from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
@@ -98,11 +101,6 @@ class RunConfig:
 
 _DEFAULT_CONFIG = RunConfig()     # frozen: one serves every run given none
 
-#: The host library of a run, without and with the model side, and the
-#: handler of every suspending call in them (`forge.engine.host`).
-_LIBRARY = host.LIBRARY + tasks.LIBRARY
-_LIBRARY_WITH_MODELS = _LIBRARY + models.LIBRARY
-_SUSPENDING = {**host.SUSPENDING, **tasks.SUSPENDING, **models.SUSPENDING}
 
 
 class Run:
@@ -152,18 +150,39 @@ class Run:
         self.error: RunError | None = None
         self.entries = 0
         self._nonce: str | None = None
-        self.tasks_api = tasks.TasksAPI(self)
-        self.models = models.ModelsAPI(self)
-        self.fanout = fanout.Fanout(self)
-        self.host = host.Host(self, _LIBRARY_WITH_MODELS if self.models.needed() else _LIBRARY)
+        #: The parts by type, as the library's routes and the kernel find them.
+        self.parts: library.Parts = {}
+        self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
+                                   library.SUSPENDING, self.parts, self.config.max_steps)
+        self.scheduler.cancel_step = self.harness.cancel_step
+        self.admission = Admission(self.scheduler, self.harness.ceiling)
+        self.main_task = Task.main(prompt.title)
+        # What the parts may use; the run itself serves the five narrow
+        # services for now (its errors, budget, events, chain ends, effects).
+        self.ctx = Context(prompt=prompt, config=self.config, harness=self.harness, lua=self.lua,
+                           clock=self.clock, trace=self.trace, claims=self.claims,
+                           scheduler=self.scheduler, admission=self.admission, tasks=self.tasks,
+                           main_task=self.main_task, errors=self, budget=self, events=self,
+                           chains=self, effects=self, nonce=lambda: self.nonce)
+        self.tasks_api = tasks.TasksAPI(self.ctx)
+        self.models = models.ModelsAPI(self.ctx)
+        self.fanout = fanout.Fanout(self.ctx)
+        self.parts.update({tasks.TasksAPI: self.tasks_api, fanout.Fanout: self.fanout,
+                           models.ModelsAPI: self.models})
+        if self.models.needed():
+            self.parts[ToolsAPI] = self.models.tools
+            self.parts[RolesAPI] = self.models.roles
+        self.host = host.Host(self.ctx, library.LIBRARY_WITH_MODELS if self.models.needed()
+                              else library.LIBRARY, self.parts)
+        self.parts[host.Host] = self.host
+        # The parts that call one another, handed to each other.
+        self.tasks_api.host = self.fanout.host = self.models.host = self.host
+        self.tasks_api.fanout = self.fanout
+        self.fanout.tasks = self.models.tasks_api = self.tasks_api
+        self.host.models = self.models
         if self.harness.latency.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
                                                 lambda: not self.seed_independent())
-        self.scheduler = Scheduler(self, self.clock, self.chooser, self.trace,
-                                   _SUSPENDING, self.config.max_steps)
-        self.scheduler.cancel_step = self.harness.cancel_step
-        self.admission = Admission(self.scheduler, self.harness.ceiling)
-        self.main_task = Task.main(self)
         self.root: Chain | None = None
 
     # ------------------------------------------------------------------ API
@@ -209,8 +228,12 @@ class Run:
         data the parts hold, not reached through these back-references; a
         test holds every example and conformance case to this."""
         self.models.let_go()
-        self.tasks_api.run = self.fanout.run = self.host.run = None
+        self.tasks_api.let_go()
+        self.fanout.let_go()
+        self.host.ctx = self.host.models = None
+        self.ctx.let_go()
         self.scheduler.walk = None
+        self.parts.clear()
         # What never fires now: timers and answers still pending, whose
         # events hold the chains and the run.
         self.clock.drop_pending()
@@ -221,14 +244,14 @@ class Run:
         # reached as the owner, parent or callee of one of these.
         chains = [self.root]
         for task in (self.main_task, *self.tasks.values()):
-            task.run = task.model_owner = None
+            task.model_owner = None
             chains += (task.chain, task.owner)
         while chains:
             chain = chains.pop()
-            if chain is None or chain.run is None:
+            if chain is None or chain.task is None:     # none, or let go already
                 continue
             chains += (chain.parent, chain.callee)
-            chain.run = chain.on_end = chain.task = chain.section_state = None
+            chain.on_end = chain.task = chain.section_state = None
             chain.parked_on = None
             chain.owned = []
 
@@ -249,7 +272,7 @@ class Run:
         if self.harness.model is not None and self.harness.model.stop_at is not None:
             self.clock.schedule(seconds_to_ns(self.harness.model.stop_at), FAULT, ("round_stop",))
         root = Chain(
-            run=self,
+            title=self.prompt.title,
             id="0",
             kind="root",
             task=self.main_task,
@@ -359,9 +382,7 @@ class Run:
             return
         chain.section = section
         chain.in_h1 = index is None
-        ids.section_entered(chain)
-        entry = f"{chain.id}.{chain.entry_counter}"
-        chain.entry_counter += 1
+        entry = ids.enter_section(chain)
         chain.block_index = 0
         chain.blocks = self.prompt.h1_blocks if section is None else section.blocks
         chain.env = self.host.section_env(chain, entry)
@@ -594,7 +615,7 @@ class Run:
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
         if failure.fatal_kind and self.outcome is None and chain is not self.root:
             # Uncatchable: the run ends whoever would have caught it.
-            self.settle_owned(chain, endings.reason_for_failure(failure.kind))
+            self.settle_owned(chain, OwnerEnd.FAILED, failure.kind)
             self._finish_run("failed", None, RunError(failure.fatal_kind, failure.message,
                                                       dict(failure.fields)))
             return
@@ -606,16 +627,16 @@ class Run:
             leaked = endings.leaked(chain.owned)
             if leaked:
                 id_list, message = endings.tasks_live([t.id for t in leaked])
-                self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
+                self.settle_owned(chain, OwnerEnd.RETURNED)
                 self._close(chain)
                 failure = self.failure_of(
                     self.error_value("tasks_live", message, chain, tasks=id_list))
                 chain.failure = failure
                 chain.on_end(chain, False, failure)
                 return
-            self.settle_owned(chain, AbandonReason.OWNER_RETURNED)
+            self.settle_owned(chain, OwnerEnd.RETURNED)
         else:
-            self.settle_owned(chain, endings.reason_for_failure(value.kind))
+            self.settle_owned(chain, OwnerEnd.FAILED, value.kind)
         self._close(chain)
         if ok:
             chain.result = value
@@ -630,8 +651,10 @@ class Run:
         for task in chain.owned:
             self.tasks_api.joined(task)
 
-    def settle_owned(self, chain: Chain, reason: AbandonReason) -> None:
-        """Abandon every live task a chain owns, nested ones first."""
+    def settle_owned(self, chain: Chain, end: OwnerEnd, failure_kind: str | None = None) -> None:
+        """Abandon every live task a chain owns, nested ones first, with the
+        reason its way of ending gives (`endings.abandon_reason`)."""
+        reason = endings.abandon_reason(end, failure_kind)
         for task in list(chain.owned):
             if task.live:
                 self.tasks_api.abandon(task, reason)
@@ -644,7 +667,7 @@ class Run:
         if callee is not None:
             self.stop_chain(callee)
         self.tasks_api.unregister(chain)
-        self.settle_owned(chain, endings.reason_when_stopped())
+        self.settle_owned(chain, OwnerEnd.STOPPED)
         self._teardown(chain)
         self._close(chain)
 
@@ -663,9 +686,10 @@ class Run:
         # Parents sort before their children, and abandoning a parent
         # abandons its children first as owner_aborted, so each task is
         # recorded exactly once.
+        run_ended = endings.abandon_reason(OwnerEnd.RUN_ENDED)
         for task in sorted(self.tasks.values(), key=lambda t: ids.id_key(t.id)):
             if task.live:
-                self.tasks_api.abandon(task, AbandonReason.RUN_TERMINATED)
+                self.tasks_api.abandon(task, run_ended)
         self.outcome = outcome
         self.result = result
         self.error = error

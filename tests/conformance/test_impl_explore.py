@@ -42,7 +42,7 @@ class InProcessPipe:
     level = 2
     sent: list[dict] = []
 
-    def __init__(self, argv, timeout=10.0):
+    def __init__(self, argv, timeout=10.0, **limits):
         self.argv = argv
 
     def __enter__(self):
@@ -219,7 +219,7 @@ def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
     timeouts = []
     original = InProcessPipe.__init__
 
-    def init(self, argv, timeout=10.0):
+    def init(self, argv, timeout=10.0, **limits):
         timeouts.append(timeout)
         original(self, argv, timeout)
 
@@ -229,7 +229,7 @@ def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
     assert timeouts == [2.5]
     alone = forge("explore", str(PROMPT), "--runs", "1", "--timeout", "2.5")
     assert alone.exit_code == 2
-    assert "--timeout: how long an --impl program may take to answer" in alone.output
+    assert "--timeout: bounds what an --impl program may take" in alone.output
 
 
 def test_a_record_of_an_engine_under_test_replays_without_crying_bug(pipe, tmp_path):
