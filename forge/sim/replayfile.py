@@ -92,6 +92,15 @@ class _Reader:
             self.check(item(v), f"{where}[{i}]", rule)
 
 
+def _check_ending(r, ending: Any) -> None:
+    """`$.expect.ending`, how a run may end (`forge.verdict` checks its
+    values); a file from before that rule has none."""
+    if ending is not None:
+        ending = r.object(ending, "$.expect.ending", ("outcome", "error", "allow_failed"))
+        r.check(isinstance(ending["allow_failed"], bool), "$.expect.ending.allow_failed",
+                "true or false")
+
+
 def load_json(path: str) -> Any:
     """The JSON a replay file holds - any replay file, a lifecycle race's too -
     read within `MAX_REPLAY_BYTES`.
@@ -244,7 +253,8 @@ def _read_v1(r: _Reader, data: dict) -> dict:
            "each a whole number of nanoseconds, at most 1e18",
            lambda t: _is_int(t) and 0 <= t <= int(MAX_SECONDS) * 1_000_000_000)
     expect = r.object(data["expect"], "$.expect", ("invariants", "same_ids", "result"),
-                      optional=("schedule_independent", "checks"))
+                      optional=("schedule_independent", "checks", "ending"))
+    _check_ending(r, expect.get("ending"))
     r.check(isinstance(expect.get("schedule_independent", False), bool),
             "$.expect.schedule_independent", "true or false")
     r.each(expect.get("checks", []), "$.expect.checks", "each a check named module:function",
