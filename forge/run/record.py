@@ -274,7 +274,13 @@ def _check_sections(r: Reader, data: dict) -> None:
            "each a whole number of nanoseconds, at most 1e18",
            lambda t: is_int(t) and 0 <= t <= int(MAX_SECONDS) * 1_000_000_000)
     expect = r.object(data["expect"], "$.expect", ("invariants", "same_ids", "result"),
-                      optional=("schedule_independent", "checks"))
+                      optional=("schedule_independent", "checks", "ending"))
+    # `$.expect.ending`, how a run may end (`forge.verdict` checks its
+    # values); a file from before that rule has none.
+    if expect.get("ending") is not None:
+        ending = r.object(expect["ending"], "$.expect.ending", ("outcome", "error", "allow_failed"))
+        r.check(isinstance(ending["allow_failed"], bool), "$.expect.ending.allow_failed",
+                "true or false")
     r.check(isinstance(expect.get("schedule_independent", False), bool),
             "$.expect.schedule_independent", "true or false")
     r.each(expect.get("checks", []), "$.expect.checks", "each a check named module:function",

@@ -97,7 +97,8 @@ def test_refuse_and_tool_script_flags_reach_the_engine(pipe, tmp_path):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS))
     result = explore(str(PROMPT), "--refuse", "write:main", "--tool-script", str(tools),
-                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"))
+                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"),
+                     "--expect-outcome", "failed")
     assert pipe.sent[0]["refuse"] == {"write": ["main"]}
     assert pipe.sent[0]["tool_script"] == TOOLS
     assert result.exit_code == 0 and "outcomes: 2 failed" in result.stdout, result.output
