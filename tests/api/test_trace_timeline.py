@@ -259,7 +259,8 @@ def test_forge_replay_writes_the_trace_forge_trace_draws(tmp_path):
     assert ran.returncode in (0, 1), ran.stderr
     again = subprocess.run([sys.executable, "-m", "forge", "replay", "r.json", "--trace",
                             "again.jsonl", "--json"], capture_output=True, text=True, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
+    # The replay gives the recorded run's verdict: a failed run fails again.
+    assert again.returncode == ran.returncode, again.stderr
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "run.jsonl").read_bytes()
     (tmp_path / "again.json").write_text(again.stdout, encoding="utf-8")
     drawn = _trace_cli(str(tmp_path / "again.jsonl"), "--html", str(tmp_path / "p.html"),
