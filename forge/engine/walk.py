@@ -381,23 +381,23 @@ class Walk:
         abort = self.lua.fn.abort_value()
         if abort is not None:
             kind = "Internal" if self.lua.internal_error is not None else "Budget"
-            return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)
+            return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)  # lua: own table
         if value == b"not enough memory":
             # Lua's own memory error, raised where no pcall caught it (the
             # sandbox's pcall turns it into the abort above): the same Budget.
             return Failure("lua", "not enough memory: the run exceeded its Lua memory limit", (),
                            None, fatal_kind="Budget")
-        raw = value[b"message"] if self.lua.fn.is_host_error(value) else value
+        raw = value[b"message"] if self.lua.fn.is_host_error(value) else value  # lua: own table
         if isinstance(raw, bytes):
             over = self.kept_failure(len(raw), f"an error message of {len(raw):,} bytes")
             if over:
                 return over
         if self.lua.fn.is_host_error(value):
-            kind = text(value[b"kind"])
+            kind = text(value[b"kind"])  # lua: own table (a host error)
             message = text(raw)
             fields = []
             for key in ("task", "tasks", "name", "reason", "path", "finish_reason", "count"):
-                v = value[key.encode()]
+                v = value[key.encode()]  # lua: own table (a host error)
                 if isinstance(v, bytes):
                     fields.append((key, text(v)))
             stamp = self.lua.fn.stamp_of(value)
@@ -433,7 +433,7 @@ class Walk:
             return      # _step reports it as Internal
         abort = self.lua.fn.abort_value()
         if abort is not None and self.outcome is None:
-            self.abort("Budget", text(abort[b"message"]))
+            self.abort("Budget", text(abort[b"message"]))  # lua: own table
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
