@@ -44,7 +44,7 @@ from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
@@ -365,7 +365,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         replay_impl,
         where,
     )
-    from forge.runspec import Expectation, spec_from_flags, spec_from_record
+    from forge.run.record import spec_from_record
+    from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
     from forge.conformance.equivalence import KnownDifferences
@@ -374,7 +375,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     limits = limits or {}
     known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
-        from forge.assembly import read_replay
+        from forge.run.record import read_replay
 
         data = read_replay(prompt)["record"]
         if data is None:

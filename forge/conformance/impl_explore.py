@@ -55,7 +55,9 @@ from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import Difference, KnownDifferences, differences, render
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
-from forge.runspec import Expectation, FileReplay, RunSpec, record
+from forge.run.record import FileReplay, record
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report
 

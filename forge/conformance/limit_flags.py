@@ -15,7 +15,7 @@ import click
 
 from forge.commands.params import BoundedInt, InputPath, Seconds
 from forge.conformance.impl_process import RUN_DECISIONS, RUN_SECONDS
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 #: The flags that bound or judge the runs of an --impl engine: refused without --impl.
 LIMIT_FLAGS = ("--timeout", "--max-run-seconds", "--max-decisions", "--no-differential",

@@ -218,7 +218,7 @@ def lua_side(L: Any) -> LuaSide:
         table = L.load_engine_chunk("models.lua")(L.E)
         RolesAPI.seal(table, L.keeper)
         side = L.engine_tables["models"] = LuaSide(*(
-            table[f.name.encode()] for f in attrs.fields(LuaSide)))
+            table[f.name.encode()] for f in attrs.fields(LuaSide)))  # lua: own table
     return side
 
 
@@ -333,8 +333,8 @@ class ModelsAPI:
 
     def _command(self, fn: Any, arg: Any) -> tuple:
         cmd = self.lua.lua.table()
-        cmd[b"fn"] = fn
-        cmd[b"arg"] = arg
+        cmd[b"fn"] = fn  # lua: own table
+        cmd[b"arg"] = arg  # lua: own table
         return (True, b"run", cmd)
 
     def _take_entry(self, chain: Chain, state: SectionState,
@@ -347,7 +347,7 @@ class ModelsAPI:
         return entry
 
     def compactors_fail(self, tag=None, *rest):
-        text = _t(tag) if isinstance(tag, bytes) else str(tag)
+        text = _t(tag) if isinstance(tag, bytes) else self.lua.tostring(tag)
         if text not in CONTEXT_MESSAGES or not isinstance(tag, bytes):
             return self.err(f'unknown overflow reason "{text}"; expected "precheck" or "provider"')
         return self.err(CONTEXT_MESSAGES[text], "context_exhausted", reason=text)
@@ -560,9 +560,10 @@ class ModelsAPI:
     def _latest_user(self, msgs) -> str:
         """The text of the list's last user record ("" when it has none)."""
         for i in range(len(msgs), 0, -1):
-            record = msgs[i]
-            if record[b"role"] == b"user":
-                content = record[b"content"]
+            # The prompt's list and records: their metamethods run under the budget.
+            record = self.lua.index(msgs, i)
+            if self.lua.index(record, b"role") == b"user":
+                content = self.lua.index(record, b"content")
                 return _t(content) if isinstance(content, bytes) else ""
         return ""
 

@@ -214,7 +214,7 @@ class ModelTasks:
 
 
 def _message(value: Any) -> str:
-    text = value[b"message"]
+    text = value[b"message"]  # lua: own table (a host error value)
     return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
 
 

@@ -92,7 +92,7 @@ class ModelHandle:
         self._keeper.fault(TypeError, "'ModelHandle' object is not callable")
 
     def __str__(self) -> str:
-        return f"model handle: {_t(self._fields[b'name'])}"
+        return f"model handle: {_t(self._fields[b'name'])}"  # lua: own table
 
 
 class RolesAPI:
@@ -117,7 +117,7 @@ class RolesAPI:
     def install_globals(self, env: Any) -> None:
         """Each bound role is a global holding its handle."""
         for label in self.roles:
-            env[label.encode()] = self.handle(label)
+            env[label.encode()] = self.handle(label)  # lua: own table (a new section VM)
 
     def handle(self, label: str, selection: Selection | None = None) -> Any:
         role = self.roles[label]

@@ -305,8 +305,11 @@ class ToolsAPI:
                 self._views.append(state.calls)
                 if self._reader is None:
                     self._reader = self.lua.host(b"tools.calls", _read_calls)
-                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self._reader,
-                                                                         len(self._views))
+                # `tools` is a global the prompt may have replaced (or the
+                # environment's metatable): its metamethods run under the budget.
+                tools = self.lua.index(chain.env, b"tools")
+                self.lua.assign(tools, b"calls", self.models.L.calls_view(self._reader,
+                                                                          len(self._views)))
         state.calls[alias] = state.calls.get(alias, 0) + 1
 
     def read_calls(self, view: int, key=None, *rest):
