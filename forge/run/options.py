@@ -46,6 +46,7 @@ from typing import Any, Literal, TypedDict, Union
 import attrs
 
 from forge.run.values import Choice, FilePath, Rule, Seconds, Text, Whole
+from forge.sim.strategies import EXPLORING, pct
 
 #: The most tasks a harness lets run at once, and the most faults one run draws.
 MAX_CONCURRENCY = MAX_FAULT_BUDGET = 1_000_000
@@ -60,10 +61,8 @@ MAX_WORKERS = 256
 MAX_TIMEOUT = 86400.0
 #: The widest bound on an exhaustive walk's deviations.
 MAX_DEVIATIONS = 1_000_000
-#: The deepest PCT a search or a `pct:SEED:DEPTH` spelling may ask for.
-MAX_PCT_DEPTH = 1000
-#: How schedules are drawn in an exploration.
-EXPLORE_STRATEGIES = ("random", "pct", "exhaustive")
+#: The deepest PCT a search or a spelling may ask for (the strategy's own bound).
+MAX_PCT_DEPTH = pct.MAX_DEPTH
 
 Shape = Literal["value", "folder", "script", "latency", "refuse", "kinds"]
 
@@ -132,7 +131,7 @@ RULES: dict[str, Rule] = {
     "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
     "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
     "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
-    "strategy": Choice(EXPLORE_STRATEGIES),
+    "strategy": Choice(EXPLORING),
 }
 
 #: A file path: a `str` or an `os.PathLike` (a `pathlib.Path`).
