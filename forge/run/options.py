@@ -111,6 +111,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_instructions", Whole(MIN_INSTRUCTIONS),
            "Lua instruction budget for the whole run (ends runaway loops).",
            into=("config", "max_instructions")),
+    Option("max_steps", Whole(1), "The most scheduling steps the run may take (ends unbounded "
+                                  "spawning or waiting).", into=("config", "max_steps"),
+           recorded="when_set"),
     Option("faults", Text(), "Let the chooser inject faults: a comma-separated list of store, "
                              "model, tool, operator, cancel.", default="", shape="kinds",
            metavar="KINDS"),
@@ -157,6 +160,7 @@ class RunOptions(TypedDict, total=False):
     refuse: Refusals | None
     cancel_at: float | None
     max_instructions: int | None
+    max_steps: int | None
     faults: str | Iterable[str]
     fault_budget: int
 
