@@ -310,7 +310,7 @@ class _Rule:
     flag: str | None = None
 
 
-#: `_value`'s flag when not given: the value's name in kebab case (`--max-instructions`).
+#: `_value`'s flag when not given: the value's name in kebab case (`--pct-depth`).
 _KEBAB = "--"
 
 

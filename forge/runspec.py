@@ -33,6 +33,7 @@ from forge.run.options import engine_keywords
 from forge.run.record import FileReplay, observation_sha256, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
+from forge.sim.strategies import parse
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -200,7 +201,7 @@ def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
 
 def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """The chooser of `forge run --seed/--strategy`, its run seed set: the
-    seed given, else the strategy's own (`pct:N:...` is explore's seed N, a
+    seed given, else the strategy's own (a spelling's seed N is explore's seed N, a
     format-1 replay file's is the seed it records), else 0.  A format-1
     file's chooser (`FileReplay`) makes `Runner.run` refuse a run the file
     does not record.
@@ -211,8 +212,11 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """
     from forge.assembly import make_chooser
 
-    name, _, path = (strategy or "").partition(":")
-    if name == "replay" and path:
+    try:
+        chosen, path = parse(strategy) if strategy else (None, "")
+    except ValueError:
+        chosen = None           # `make_chooser` refuses it
+    if chosen is not None and chosen.reads_file:
         data = read_replay(path)
         rec = data["record"]        # None: the legacy shape, choice values alone
         chooser = Chooser(FileReplay(path, rec, data["choices"]) if rec is not None
