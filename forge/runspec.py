@@ -876,6 +876,12 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
             raise InputError(f"$.faults.kinds: unknown fault kind {kind[:40]!r}", file=source,
                              kind="replay")
 
+    for op in run["latency"]["base"]:
+        if op not in DEFAULT_LATENCY:
+            # The same rule `--latency` keeps (`_check_latency`).
+            raise InputError(f"$.run.latency.base: unknown operation {op[:40]!r}; the operations "
+                             "are " + ", ".join(DEFAULT_LATENCY), file=source, kind="replay")
+
     def script(name: str) -> Script | None:
         s = scripts.get(name)    # `tool` is absent from files written before tool scripts
         return None if s is None else Script(s["path"], s["data"])
