@@ -38,6 +38,7 @@ from forge.assembly import MAX_PCT_DEPTH
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
 from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
+from forge.lua.backstop import BACKSTOP_KIND
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -742,7 +743,17 @@ def kit_version() -> str:
 def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
            failure: dict | None = None, strategy: dict | None = None) -> dict:
     """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
-    whose observation was `obs`."""
+    whose observation was `obs`.
+
+    Raises:
+        InputError: the run ended at the CPU-time backstop (`forge.lua.backstop`):
+            where that stops a run depends on the machine, so no replay file
+            may claim to reproduce it.
+    """
+    if (obs.get("error") or {}).get("kind") == BACKSTOP_KIND:
+        raise InputError("no replay file written: the run ended at the CPU-time backstop, whose "
+                         "ending is not deterministic, so no replay can reproduce it",
+                         file="--replay-out")
     out = {
         "kit": kit_version(),
         **_run_sections(spec, seed),

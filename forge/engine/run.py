@@ -43,6 +43,7 @@ from forge.store import StoreFailure, StoreQuota
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua import runtime as lua_runtime
+from forge.lua.backstop import DEFAULT_MAX_CPU_SECONDS
 from forge.lua.runtime import (
     DEFAULT_MAX_INSTRUCTIONS,
     LuaError,
@@ -89,6 +90,8 @@ _POSITION = re.compile(r'\[string "(?P<loc>[^"]*)"\]:(?P<line>\d+):')
 class RunConfig:
     args: str = ""
     max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
+    #: CPU seconds before the backstop ends the run (`forge.lua.backstop`).
+    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS
     max_steps: int = DEFAULT_MAX_STEPS
     max_tasks: int = DEFAULT_MAX_TASKS
     max_entries: int = DEFAULT_MAX_ENTRIES
@@ -123,7 +126,8 @@ class Run:
         # A runtime reused across runs unless the prompt names weak tables
         # (`forge.lua.runtime` says why).
         reuse = lua_runtime.WEAK_MODE not in prompt.words
-        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse,
+                                       self.config.max_cpu_seconds)
         self._random_untouched: bool | None = None
         self._executed = False
         self.claims = Claims()
@@ -556,7 +560,8 @@ class Run:
         chain = self.current
         abort = self.lua.fn.abort_value()
         if abort is not None:
-            kind = "Internal" if self.lua.internal_error is not None else "Budget"
+            kind = ("Internal" if self.lua.internal_error is not None
+                    else lua_runtime.ending_kind(abort))
             return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)  # lua: own table
         if value == b"not enough memory":
             # Lua's own memory error, raised where no pcall caught it (the
@@ -609,7 +614,7 @@ class Run:
             return      # _step reports it as Internal
         abort = self.lua.fn.abort_value()
         if abort is not None and self.outcome is None:
-            self.abort("Budget", text(abort[b"message"]))  # lua: own table
+            self.abort(lua_runtime.ending_kind(abort), text(abort[b"message"]))  # lua: own table
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:
