@@ -31,7 +31,7 @@ from forge.commands.explore_report import report_json, show
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 
 class _ExploreCommand(click.Command):
@@ -66,6 +66,14 @@ class _ExploreCommand(click.Command):
 @harness_options()
 @click.option("--expect-result", default=None, type=TEXT,
               help="Also require this exact run result.")
+@click.option("--expect-outcome", type=click.Choice(["ok", "failed", "cancelled"]), default=None,
+              help="Require every schedule's run to end so (by default a run that ends "
+                   "failed or cancelled fails its schedule).")
+@click.option("--expect-error", default=None, metavar="KIND", type=TEXT,
+              help="Require every schedule's run to end failed with this error kind "
+                   "(Lua, Budget, Determinism, ...).")
+@click.option("--allow-failed", is_flag=True,
+              help="A schedule's run may end any way; only the checks judge it.")
 @click.option("--same-ids/--no-same-ids", default=True, show_default=True,
               help="Require every schedule to start the same task ids as the canonical one.")
 @click.option("--schedule-independent", is_flag=True,
@@ -100,13 +108,16 @@ class _ExploreCommand(click.Command):
 @impl_limit_options
 @differential_options
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
-            expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
-            workers, shard, backend, address, impl, timeout, run_seconds, max_decisions,
-            differential, known_differences, **harness):
+            expect_result, expect_outcome, expect_error, allow_failed, same_ids,
+            schedule_independent, checks, replay_out, as_json, workers, shard, backend,
+            address, impl, timeout, run_seconds, max_decisions, differential,
+            known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
-    Checks: each task ends exactly once; status tables agree with events;
+    Checks: the run ends ok (unless --expect-outcome, --expect-error or
+    --allow-failed says otherwise; under --faults it may end failed or
+    cancelled); each task ends exactly once; status tables agree with events;
     every abandon has one sound reason; task ids match the canonical
     schedule (--same-ids); the result equals --expect-result if given;
     the observation is the canonical one (--schedule-independent); each
@@ -117,7 +128,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
 
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
-    3 an exhaustive search stopped at --runs before covering the tree.
+    3 an exhaustive search stopped at --runs before covering the tree,
+    4 (--impl CMD FILE.replay.json) the recorded failure is fixed.
 
     \b
     Spread a campaign:  forge explore P.md --runs 2000 --workers 2
@@ -152,8 +164,10 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
+    from forge.verdict import Verdict
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
-                         schedule_independent=schedule_independent, checks_named=tuple(checks))
+                         schedule_independent=schedule_independent, checks_named=tuple(checks),
+                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
         if part is not None or workers > 1 or where.kind != "local":
             raise InputError("--impl explores in one process; --workers, --shard and --backend "
