@@ -37,6 +37,7 @@ from forge.engine.walk import Walk
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua import runtime as lua_runtime
+from forge.lua.backstop import DEFAULT_MAX_CPU_SECONDS
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError
 from forge.prompt.model import Prompt
 from forge.sim.chooser import Chooser
@@ -64,6 +65,8 @@ DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024
 class RunConfig:
     args: str = ""
     max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
+    #: CPU seconds before the backstop ends the run (`forge.lua.backstop`).
+    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS
     max_steps: int = DEFAULT_MAX_STEPS
     max_tasks: int = DEFAULT_MAX_TASKS
     max_entries: int = DEFAULT_MAX_ENTRIES
@@ -98,7 +101,8 @@ class Run:
         # A runtime reused across runs unless the prompt names weak tables
         # (`forge.lua.runtime` says why).
         reuse = lua_runtime.WEAK_MODE not in prompt.words
-        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse,
+                                       self.config.max_cpu_seconds)
         self._random_untouched: bool | None = None
         self._executed = False
         self.claims = Claims()

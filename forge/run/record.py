@@ -24,8 +24,9 @@ import json
 from typing import Any
 
 from forge.errors import InputError
-from forge.harness import FAULT_KINDS, FaultPlan
+from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
+from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
 from forge.run.options import BY_NAME, PLAIN, Option
 from forge.run.spec import RunSpec, Script, text_sha256
@@ -64,7 +65,17 @@ def record(spec: RunSpec, expect: Any, seed: int, choices, obs: dict, *,
            failure: dict | None = None, strategy: dict | None = None) -> dict:
     """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
     whose observation was `obs`; `expect` is what every schedule must
-    satisfy (a `forge.runspec.Expectation`, recorded by its `to_json`)."""
+    satisfy (a `forge.runspec.Expectation`, recorded by its `to_json`).
+
+    Raises:
+        InputError: the run ended at the CPU-time backstop (`forge.lua.backstop`):
+            where that stops a run depends on the machine, so no replay file
+            may claim to reproduce it.
+    """
+    if (obs.get("error") or {}).get("kind") == BACKSTOP_KIND:
+        raise InputError("no replay file written: the run ended at the CPU-time backstop, whose "
+                         "ending is not deterministic, so no replay can reproduce it",
+                         file="--replay-out")
     out = {
         "kit": kit_version(),
         **_run_sections(spec, seed),
@@ -250,6 +261,10 @@ def _check_sections(r: Reader, data: dict) -> None:
     r.check(isinstance(base, dict) and all(isinstance(k, str) and is_number(v)
                                            and 0 <= v <= MAX_SECONDS for k, v in base.items()),
             "$.run.latency.base", f"an object of operation: seconds from 0 to {MAX_SECONDS:g}")
+    for op in base:
+        # The operations `--latency` takes (`forge.runspec`'s check of the flag).
+        r.check(op in DEFAULT_LATENCY, "$.run.latency.base",
+                f"unknown operation {op[:40]!r}; the operations are " + ", ".join(DEFAULT_LATENCY))
     r.each(latency["menu"], "$.run.latency.menu",
            f"each multiplier a number from 0 to {MAX_MULTIPLIER:g}",
            lambda m: is_number(m) and 0 <= m <= MAX_MULTIPLIER)
