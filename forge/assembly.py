@@ -19,6 +19,8 @@ import stat
 
 from forge.errors import InputError
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
+from forge.run.options import MAX_PCT_DEPTH
+from forge.run.record import read_replay
 
 
 def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
@@ -76,8 +78,6 @@ def _check_store_folder(root: str) -> None:
                                  file=root)
 
 
-#: The deepest PCT a `--strategy pct:SEED:DEPTH` may ask for.
-MAX_PCT_DEPTH = 1000
 _STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20}){0,2}|replay:.+",
                        re.ASCII | re.DOTALL)
 
@@ -112,17 +112,6 @@ def make_chooser(seed: int | None, strategy: str | None):
     if seed is not None:
         return Chooser(RandomProvider(seed))
     return Chooser(Canonical())
-
-
-def read_replay(path: str) -> dict:
-    """A checked replay file (`forge.sim.chooser.read_replay`), refused as an `InputError`."""
-    from forge.sim.chooser import ReplayFileError
-    from forge.sim.chooser import read_replay as read
-
-    try:
-        return read(path)
-    except ReplayFileError as e:
-        raise InputError(e.detail, file=e.path, line=e.line, kind="replay") from None
 
 
 def load_prompt(path: str):

@@ -41,7 +41,9 @@ import attrs
 from forge.errors import InputError
 from forge.pool import LOCAL, Backend, Pool
 from forge.repro import ExploreOutcome, outcome_of, prepare
-from forge.runspec import Expectation, RunSpec, record
+from forge.run.record import record
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation
 from forge.sim.chooser import Chooser, RandomProvider
 from forge.sim.explore import Report, check_all, finding, tally
 from forge.sim.pct import PCTProvider

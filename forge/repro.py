@@ -25,9 +25,11 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from forge.errors import InputError
-from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
-                                    observation_sha256, record, spec_from_flags,
-                                    spec_from_record, with_violations)
+from forge.run.options import PLAIN
+from forge.run.record import (kit_version, observation_sha256, read_replay, record,
+                               spec_from_record)
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 
@@ -202,8 +204,6 @@ def replay_file(path: str, *, prompt: str | None = None,
     Raises:
         InputError: an unusable file, or a prompt that does not match its hash.
     """
-    from forge.assembly import read_replay
-
     data = read_replay(path)
     rec = data["record"]
     if rec is None:
@@ -265,23 +265,21 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
 
     given = overrides.get
     rebuilt = spec_from_values(
-        spec.prompt_path, spec.prompt_text, args=given("args", spec.args),
-        store_files=read_store_folder(overrides["store_dir"]) if "store_dir" in overrides
+        spec.prompt_path, spec.prompt_text,
+        store_files=read_store_folder(overrides["store"]) if "store" in overrides
         else spec.store_files,
-        concurrency=given("concurrency", spec.concurrency),
         model=read_script_file(overrides["model_script"]) if "model_script" in overrides
         else spec.model,
         operator=read_script_file(overrides["operator_script"])
         if "operator_script" in overrides else spec.operator,
-        cancel_at=given("cancel_at", spec.cancel_at),
-        max_instructions=given("max_instructions", spec.max_instructions),
         faults=given("faults", ",".join(spec.faults.kinds)),
         fault_budget=given("fault_budget", spec.faults.budget),
         latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
         latency_menu=spec.latency_menu,
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
-        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse)
+        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
+        **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
     rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt

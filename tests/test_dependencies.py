@@ -127,7 +127,8 @@ RULES = [
 #: pytest plugin, and the `forge` package, which re-exports the API.  Every
 #: other module is core.
 TOP = ("forge.cli", "forge.commands", "forge.__main__", "forge.api", "forge.pytest_plugin",
-       "forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli", "forge.lifecycle.command")
+       "forge.conformance.cli", "forge.conformance.limit_flags", "forge.conformance.mutants_cli",
+       "forge.spec.cli", "forge.lifecycle.command")
 
 
 def _is_top(module: str) -> bool:

@@ -30,7 +30,8 @@ from forge.errors import InputError
 from forge.commands.explore_report import report_json, show
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
-from forge.runspec import RULES
+from forge.conformance.limit_flags import differential_options, impl_limit_options
+from forge.run.options import RULES
 
 
 class _ExploreCommand(click.Command):
@@ -104,9 +105,13 @@ class _ExploreCommand(click.Command):
               show_default=True,
               help="With --impl: seconds the program gets to answer each request before the "
                    "schedule fails.")
+@impl_limit_options
+@differential_options
 def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
-            expect_result, expect_outcome, expect_error, allow_failed, same_ids, schedule_independent, checks, replay_out, as_json,
-            workers, shard, backend, address, impl, timeout, **harness):
+            expect_result, expect_outcome, expect_error, allow_failed, same_ids,
+            schedule_independent, checks, replay_out, as_json, workers, shard, backend,
+            address, impl, timeout, run_seconds, max_decisions, differential,
+            known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
@@ -123,7 +128,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
 
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
-    3 an exhaustive search stopped at --runs before covering the tree.
+    3 an exhaustive search stopped at --runs before covering the tree,
+    4 (--impl CMD FILE.replay.json) the recorded failure is fixed.
 
     \b
     Spread a campaign:  forge explore P.md --runs 2000 --workers 2
@@ -135,9 +141,11 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge.pool import backend as pick_backend
 
     from forge.commands.params import flags_given
-    if impl is None and "--timeout" in flags_given(click.get_current_context()):
-        raise InputError("how long an --impl program may take to answer; "
-                         "give --impl CMD, or leave it out", file="--timeout")
+    from forge.conformance.limit_flags import LIMIT_FLAGS
+    given = [f for f in LIMIT_FLAGS if f in flags_given(click.get_current_context())]
+    if impl is None and given:
+        raise InputError("bounds what an --impl program may take; "
+                         "give --impl CMD, or leave it out", file=given[0])
 
     from forge.repro import check_seeds
     check_seeds(start_seed, runs)
@@ -168,7 +176,9 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
                          reduce=not no_reduce, replay_out=replay_out, as_json=as_json,
-                         timeout=timeout))
+                         timeout=timeout, limits={"run_seconds": run_seconds,
+                                                  "max_decisions": max_decisions},
+                         differential=differential, known_path=known_differences))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 

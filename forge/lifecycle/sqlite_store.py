@@ -9,6 +9,9 @@ and what those rows owed, in one transaction). An owed wake-up (the ``debts``
 table) is written inside the same transaction as the Finalize,
 ReleaseRetryClaim or restart sweep that creates it, and dropped inside the
 RetryClaim that reopens the task (lifecycle.durable.*).
+Ids come from the database (``next_id``), so they never repeat across
+connections, processes or restarts. A busy database is waited for (SQLite's
+busy timeout, and ``patiently`` where SQLite answers busy without waiting).
 Does not live here: the rules shared with the memory store (``store``: which
 endings owe, the ceiling predicate, the tree walk), the contract both pass
 (``contract``).
@@ -21,10 +24,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forge.lifecycle.errors import Refused
 from forge.lifecycle.records import Debt, Task, TaskStatus
 from forge.lifecycle.sessions import Session, SessionNotFound
 from forge.lifecycle.store import (
@@ -34,9 +39,16 @@ from forge.lifecycle.store import (
     NotFound,
     check_create,
     check_final,
+    duplicate,
     owes,
     tree_of,
 )
+from forge.variation import declare
+
+# Variation site of the durable store (forge.variation): ids that repeat across
+# processes and restarts, as a per-connection counter would make them.
+IDS_FROM_PROCESS = declare("lifecycle.ids-from-process-counter", "lifecycle",
+                           "ids come from a counter of this connection, not the database")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -51,6 +63,8 @@ CREATE INDEX IF NOT EXISTS tasks_child ON tasks(child_session_id, seq);
 CREATE TABLE IF NOT EXISTS debts (
     task_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL,
     summary TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO ids (name, value) VALUES ('next', 0);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, title TEXT NOT NULL,
     hidden INTEGER NOT NULL, parent_id TEXT NOT NULL);
@@ -68,6 +82,29 @@ def _dump(value: Any) -> str | None:
 
 def _load(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def patiently(deadline_s: float, step: Any) -> Any:
+    """Run ``step`` until it stops answering "database is locked"/"busy", for up
+    to ``deadline_s`` seconds. SQLite's own busy timeout covers most waits, but
+    not all (opening a database another connection is switching to WAL, a
+    reader meeting a WAL being recovered after a killed writer): those answer
+    busy at once, and a lifecycle call waits here instead of failing."""
+    end = time.monotonic() + deadline_s
+    pause = 0.001
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= end:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _task(row: tuple) -> Task:
@@ -93,14 +130,16 @@ class SqliteStore:
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous is FULL or NORMAL, not {synchronous!r}")
         self.path = path
+        self.busy_timeout = busy_timeout
         self.lock = threading.RLock()
         self.db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
                                   check_same_thread=False)
         if path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
+            patiently(busy_timeout, lambda: self.db.execute("PRAGMA journal_mode=WAL"))
             self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.executescript(_SCHEMA)
+        patiently(busy_timeout, lambda: self.db.executescript(_SCHEMA))
         self._depth = 0  # nesting of ``transaction`` on this connection
+        self._process_ids = 0  # only under IDS_FROM_PROCESS
 
     def close(self) -> None:
         with self.lock:
@@ -117,21 +156,36 @@ class SqliteStore:
                 finally:
                     self._depth -= 1
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            patiently(self.busy_timeout, lambda: self.db.execute("BEGIN IMMEDIATE"))
             self._depth = 1
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
                 raise
             else:
-                self.db.execute("COMMIT")
+                patiently(self.busy_timeout, lambda: self.db.execute("COMMIT"))
             finally:
                 self._depth = 0
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.lock:
-            return self.db.execute(sql, args).fetchall()
+            return patiently(self.busy_timeout,
+                             lambda: self.db.execute(sql, args).fetchall())
+
+    # -- ids ---------------------------------------------------------------
+    def next_id(self, prefix: str) -> str:
+        """A fresh id from the database's own counter, bumped in its own
+        transaction: never repeated by another connection, process or restart
+        over the same file (task, run and session ids share it)."""
+        if IDS_FROM_PROCESS.on:
+            self._process_ids += 1
+            return f"{prefix}{self._process_ids}"
+        with self.transaction() as db:
+            db.execute("UPDATE ids SET value = value + 1 WHERE name = 'next'")
+            (n,) = db.execute("SELECT value FROM ids WHERE name = 'next'").fetchone()
+        return f"{prefix}{n}"
 
     # -- reads -------------------------------------------------------------
     def get(self, task_id: str) -> Task:
@@ -169,7 +223,7 @@ class SqliteStore:
         check_create(task)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task.id,)).fetchone():
-                raise ValueError(f"tasks: duplicate id {task.id}")
+                raise duplicate(task.id)
             if max_live > 0:
                 (live,) = db.execute(f"SELECT COUNT(*) FROM tasks WHERE parent_session_id = ? "
                                      f"AND status IN {_LIVE}",
@@ -309,7 +363,7 @@ class SqliteSessions:
     def create(self, session: Session) -> Session:
         with self.store.transaction() as db:
             if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone():
-                raise ValueError(f"sessions: duplicate session id {session.id}")
+                raise Refused(f"sessions: duplicate session id {session.id}")
             (seq,) = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions").fetchone()
             db.execute("INSERT INTO sessions (id, seq, title, hidden, parent_id) "
                        "VALUES (?, ?, ?, ?, ?)",

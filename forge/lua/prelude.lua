@@ -27,6 +27,7 @@ local mtype, sbyte, sformat = math.type, string.byte, string.format
 -- the sandbox's string library gets the bounded ones (patterns.lua).
 local sfind, smatch, sgsub = string.find, string.match, string.gsub
 local yield, isyieldable = coroutine.yield, coroutine.isyieldable
+local cocreate, coresume = coroutine.create, coroutine.resume
 local sethook = debug.sethook
 local utf8len = utf8 and utf8.len
 
@@ -433,11 +434,15 @@ end
 -- store's calls run directly.
 local loading_library = false
 
+-- How many guarded calls (`E.guarded`, below) are running: a suspending call
+-- inside one cannot wait, as in any call Python makes into Lua.
+local guard_depth = 0
+
 local function suspend(op, ...)
   if loading_library then
     error('attempt to yield from outside a coroutine', 0)
   end
-  if not isyieldable() then
+  if guard_depth > 0 or not isyieldable() then
     error(make_error('lua', op .. ' cannot wait here: a suspending call is not allowed inside a metamethod, a sort comparator or a gsub callback'), 0)
   end
   return check(yield(op, ...))
@@ -917,6 +922,52 @@ E.run_block = function(source, chunkname, mode, env)
   return pcall_raw(bound)
 end
 
+---------------------------------------------------------------------------
+-- Lua the engine runs from Python on the prompt's behalf: a global read
+-- for `{{ name }}` (the environment's `__index`), a field read or write on
+-- a table the prompt handed over, a `tostring`.  Each may run the prompt's
+-- own metamethods, so each runs here, on a thread of its own under the
+-- budget hook: lupa runs a call from Python on the main thread, where no
+-- count hook fires while a block's coroutine waits in a host function (the
+-- hook a host function sets there is gone by its next call).  One thread
+-- per nesting depth serves every call of the run and keeps its hook count
+-- from call to call, so many short calls are charged as one long one.
+-- `forge.lua.runtime.LuaRuntime.guarded` is the one entry from Python.
+---------------------------------------------------------------------------
+local guard_threads = {}
+local function guard_body(f, ...)
+  sethook(hook, '', HOOK_EVERY)
+  local call = tpack(f, ...)
+  while true do
+    call = tpack(yield(tpack(pcall_raw(tunpack(call, 1, call.n)))))
+  end
+end
+E.guarded = function(f, ...)
+  check_abort()
+  guard_depth = guard_depth + 1
+  local depth = guard_depth
+  local co = guard_threads[depth]
+  if co == nil then
+    co = cocreate(guard_body)
+    guard_threads[depth] = co
+  end
+  local ok, r = coresume(co, f, ...)
+  guard_depth = depth - 1
+  if not ok then
+    -- The thread itself died (the hook's abort between two calls): the
+    -- next call at this depth starts a new one.
+    guard_threads[depth] = nil
+    error(r, 0)
+  end
+  check_abort()
+  if r[1] then return tunpack(r, 2, r.n) end
+  error(r[2], 0)
+end
+local function index(t, k) return t[k] end
+local function assign(t, k, v) t[k] = v end
+E.index = function(t, k) return E.guarded(index, t, k) end
+E.assign = function(t, k, v) return E.guarded(assign, t, k, v) end
+
 E.pack = tpack
 E.table_from_list = function(...) return { ... } end
 -- An entry of a join's results: made here, in one call, rather than key by
@@ -938,6 +989,7 @@ local weak_keys = { __mode = 'k' }     -- one metatable for the weak sets below
 E.reset = function(max_instructions, message, seed)
   budget, budget_message, used, pending = max_instructions, message, 0, 0
   abort, loading_library = nil, false
+  guard_depth, guard_threads = 0, {}
   host_errors = setmetatable({}, weak_keys)
   serials, next_serial = setmetatable({}, weak_keys), 0
   guarded = setmetatable({}, weak_keys)

@@ -245,8 +245,8 @@ class LuaRuntime:
                 b"budget_message": budget_message(max_instructions),
             }
         )
-        host[b"patterns"] = self.load_engine_chunk("patterns.lua")
-        host[b"bulk"] = self.load_engine_chunk("bulk.lua")
+        host[b"patterns"] = self.load_engine_chunk("patterns.lua")  # lua: own table
+        host[b"bulk"] = self.load_engine_chunk("bulk.lua")  # lua: own table
         #: The prelude's table, handed to the engine's other Lua sides; and
         #: its functions as Python calls them, each looked up in Lua once.
         self.E = self.load_engine_chunk("prelude.lua")(host)
@@ -406,14 +406,38 @@ class LuaRuntime:
     def load_engine_chunk(self, name: str):
         return self.lua.globals().load(engine_chunk(name), f"=forge/{name}".encode(), b"b")
 
+    # -- the prompt's Lua, run from Python --------------------------------------
+    # Reading or writing a field of a table the prompt made (or of a section
+    # environment, whose metatable a prompt may replace) can run the
+    # prompt's metamethods: every such access from Python goes through these,
+    # which run it under the instruction budget (`E.guarded` in prelude.lua
+    # says how).  lupa's own `table[key]`, `table[key] = value` and `str()`
+    # would run it uncounted; `tests/engine/test_guarded_calls.py` keeps the
+    # engine's modules free of them on values a prompt can reach.
+    def guarded(self, function, *args):
+        """`function(*args)` (a Lua function) under the budget."""
+        return self.fn.guarded(function, *args)
+
+    def tostring(self, value) -> str:
+        """The sandbox's `tostring(value)` (a `__tostring` included), under the budget."""
+        return text(self.fn.guarded(self.fn.tostring, value))
+
+    def index(self, table, key):
+        """`table[key]` as Lua reads it (metamethods included), under the budget."""
+        return self.fn.index(table, key)
+
+    def assign(self, table, key, value) -> None:
+        """`table[key] = value` as Lua writes it, under the budget."""
+        self.fn.assign(table, key, value)
+
     # -- building Lua values -------------------------------------------------
     def table(self, mapping: dict | None = None, **kw: Any):
         t = self.lua.table()
         if mapping:
             for k, v in mapping.items():
-                t[to_lua_key(k)] = self.to_lua(v)
+                t[to_lua_key(k)] = self.to_lua(v)  # lua: own table
         for k, v in kw.items():
-            t[k.encode()] = self.to_lua(v)
+            t[k.encode()] = self.to_lua(v)  # lua: own table
         return t
 
     def seq(self, items) -> Any:
@@ -534,7 +558,7 @@ class Functions:
         self._table = table
 
     def __getattr__(self, name: str) -> Any:
-        value = self._table[name.encode()]
+        value = self._table[name.encode()]  # lua: own table
         if not isinstance(value, LuaFunction):
             raise AttributeError(f"the prelude has no function {name!r}")
         setattr(self, name, value)      # found on the instance from now on

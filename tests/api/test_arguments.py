@@ -223,7 +223,8 @@ def _flag_type(command, flag: str):
 def test_the_api_follows_the_core_rule(monkeypatch):
     """Narrow a value's core rule and the API follows it: api.py holds no copy
     of any bound (kit: api.arguments-one-rule)."""
-    from forge.runspec import RULES, Whole
+    from forge.run.options import RULES
+    from forge.run.values import Whole
 
     monkeypatch.setitem(RULES, "concurrency", Whole(1, 4))
     with pytest.raises(forge.InputError, match="^run_prompt: concurrency must be at most 4, "
@@ -246,9 +247,10 @@ def test_the_api_follows_the_core_rule(monkeypatch):
 ])
 def test_every_flag_applies_its_values_core_rule(function, flag, rule):
     """Each flag that sets a value the API takes too has the core rule's bounds
-    (`forge.runspec.RULES`; the harness flags are built from it), so the flag
+    (`forge.run.options.RULES`; the harness flags are built from it), so the flag
     and the keyword refuse alike (kit: api.arguments-one-rule)."""
-    from forge.runspec import RULES, Choice, Seconds, Whole
+    from forge.run.options import RULES
+    from forge.run.values import Choice, Seconds, Whole
 
     kind, core = _flag_type(_commands()[function], flag), RULES[rule]
     if isinstance(core, Whole):

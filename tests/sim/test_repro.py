@@ -120,7 +120,7 @@ def test_fault_exploration_finds_the_planted_bug_with_one_fault(files):
     """The ledger's bug needs one refused write: explore finds it, shrinks it
     to that single fault, and the story names it; without --faults every
     schedule passes."""
-    spec = spec_from_flags(str(files / "ledger.md"), store_dir=str(files / "seeded"),
+    spec = spec_from_flags(str(files / "ledger.md"), store=str(files / "seeded"),
                            faults="store")
     outcome = explore_prompt(spec, expect=Expectation(result="new"), runs=50)
     assert outcome.failure is not None
@@ -129,7 +129,7 @@ def test_fault_exploration_finds_the_planted_bug_with_one_fault(files):
     assert any("fault:store: refuse write ledger (canonical: none)" in line
                for line in outcome.failure.story)
     assert "'old' != 'new'" in outcome.failure.problems[0]
-    clean = spec_from_flags(str(files / "ledger.md"), store_dir=str(files / "seeded"))
+    clean = spec_from_flags(str(files / "ledger.md"), store=str(files / "seeded"))
     assert explore_prompt(clean, expect=Expectation(result="new"), runs=50).failure is None
 
 
