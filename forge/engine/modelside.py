@@ -30,8 +30,11 @@ if TYPE_CHECKING:
     from forge.scripts import ScriptEntry
 
 
-class TaskNotices(Protocol):
-    """Model tasks' ends, told to the section whose model started them."""
+class ModelTaskBuiltins(Protocol):
+    """The model's task built-ins (`modeltasks`): what a round offers, and
+    model tasks' ends told to the section whose model started them."""
+
+    def specs(self, allow: AllowTasks) -> tuple[Any, ...]: ...
 
     def task_ended(self, state: SectionState, task: Task) -> None: ...
 
@@ -39,23 +42,39 @@ class TaskNotices(Protocol):
 class ModelSide(Protocol):
     """What roles, tools and model tasks use of the model side (`ModelsAPI`)."""
 
-    ctx: Context
-    lua: LuaRuntime
-    #: The runtime's Lua side of the models (`models.LuaSide`).
-    L: Any
-    script: Any
-    known_tools: set[str]
-    tasks: TaskNotices
-    tasks_api: TasksAPI
-    host: Host
+    # Read-only members: the parts read them, the model side sets them.
+    @property
+    def ctx(self) -> Context: ...
+
+    @property
+    def lua(self) -> LuaRuntime: ...
+
+    @property
+    def L(self) -> Any:
+        """The runtime's Lua side of the models (`models.LuaSide`)."""
+
+    @property
+    def script(self) -> Any: ...
+
+    @property
+    def known_tools(self) -> set[str]: ...
+
+    @property
+    def tasks(self) -> ModelTaskBuiltins: ...
+
+    @property
+    def tasks_api(self) -> TasksAPI: ...
+
+    @property
+    def host(self) -> Host: ...
 
     def err(self, message: str, kind: str = "lua", **fields: str) -> Any: ...
 
-    def error_at(self, chain: Chain, kind: str, message: str, **fields: str) -> Any: ...
+    def error_at(self, chain: Chain, message: str, kind: str = "lua", **fields: str) -> Any: ...
 
     def harness_failure(self, chain: Chain, message: str) -> Any: ...
 
-    def start_script_call(self, chain: Chain, tool: LocalTool, args: Any) -> Any: ...
+    def start_script_call(self, chain: Chain, tool: LocalTool, arguments: dict) -> Any: ...
 
 
 @attrs.frozen

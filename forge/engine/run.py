@@ -108,14 +108,15 @@ class Run:
         self.claims = Claims()
         #: Events and `log` checkpoints (`observation`).
         self.observer = Observer(self.execution, self.config.max_logs, self.config.max_log_bytes,
-                                 abort=None)
+                                 abort=None)      # type: ignore[arg-type]  # the walk's, below
         #: The raw events, as the completion order and the oracles read them.
         self._events = self.observer.raw
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self._nonce: str | None = None
         #: The parts by type, as the library's routes and the kernel find them.
         self.parts: library.Parts = {}
-        self.scheduler = Scheduler(None, self.clock, self.chooser, self.trace,
+        self.scheduler = Scheduler(None, self.clock,  # type: ignore[arg-type]  # the walk, below
+                                   self.chooser, self.trace,
                                    library.SUSPENDING, self.parts, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
@@ -125,9 +126,10 @@ class Run:
         self.ctx = Context(prompt=prompt, config=self.config, harness=self.harness, lua=self.lua,
                            clock=self.clock, trace=self.trace, claims=self.claims,
                            scheduler=self.scheduler, admission=self.admission, tasks=self.tasks,
-                           main_task=self.main_task, errors=None, budget=None,
-                           events=self.observer, chains=None, effects=None,
-                           nonce=lambda: self.nonce)
+                           main_task=self.main_task,
+                           # The walk and the effects, once built below.
+                           errors=None, budget=None, chains=None, effects=None,  # type: ignore[arg-type]
+                           events=self.observer, nonce=lambda: self.nonce)
         self.walk = Walk(self.ctx, KeptQuota(self.config.max_kept_bytes))
         self.ctx.errors = self.ctx.budget = self.ctx.chains = self.walk
         self.scheduler.walk = self.walk
