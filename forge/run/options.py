@@ -112,6 +112,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_instructions", Whole(MIN_INSTRUCTIONS),
            "Lua instruction budget for the whole run (ends runaway loops).",
            into=("config", "max_instructions")),
+    Option("max_cpu_seconds", Seconds(MAX_TIMEOUT, positive=True),
+           "CPU seconds the run may use before the backstop ends it as `Backstop`, an ending "
+           "that is not deterministic (default 8).", into=("config", "max_cpu_seconds"),
+           recorded="when_set", metavar="SECONDS"),
     Option("faults", Text(), "Let the chooser inject faults: a comma-separated list of store, "
                              "model, tool, operator, cancel.", default="", shape="kinds",
            metavar="KINDS"),
@@ -158,6 +162,7 @@ class RunOptions(TypedDict, total=False):
     refuse: Refusals | None
     cancel_at: float | None
     max_instructions: int | None
+    max_cpu_seconds: float | None
     faults: str | Iterable[str]
     fault_budget: int
 
