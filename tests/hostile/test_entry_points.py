@@ -156,10 +156,30 @@ def test_a_run_the_backstop_ended_never_becomes_a_replay_record():
     """A replay record claims its run reproduces; a Backstop ending cannot, so no record is
     made of it (kit: budget.cpu-backstop)."""
     from forge.errors import InputError
-    from forge.runspec import Expectation, record, spec_from_flags
+    from forge.run.record import record
+    from forge.runspec import Expectation, spec_from_flags
 
     spec = spec_from_flags(str(ROOT / "examples" / "two-tasks.md"))
     obs = {"outcome": "failed", "error": {"kind": "Backstop", "message": "CPU time limit"}}
     with pytest.raises(InputError, match="not deterministic"):
         record(spec, Expectation(), 0, [], obs)
     assert record(spec, Expectation(), 0, [], {"outcome": "ok"})["run"]["seed"] == 0
+
+
+def test_the_cpu_limit_is_a_run_option_of_the_api_and_the_command_line(tmp_path):
+    """`max_cpu_seconds` (`--max-cpu-seconds`) sets the backstop's limit; a run the backstop
+    ended writes no replay file (kit: budget.cpu-backstop)."""
+    from click.testing import CliRunner
+
+    from forge.api import run_prompt
+    from forge.cli import main
+
+    prompt = tmp_path / "p.md"
+    prompt.write_text(prompt_text(section("Main", BACKSTOP["concat-100mb-loop"])))
+    assert run_prompt(prompt, max_cpu_seconds=0.5).error["kind"] == "Backstop"
+    replay = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["run", str(prompt), "--max-cpu-seconds", "0.5",
+                                       "--replay-out", str(replay)])
+    assert result.exit_code == 2
+    assert "--replay-out: no replay file written" in result.stderr
+    assert not replay.exists()
