@@ -23,7 +23,7 @@ Its row (`Option`) says everything the front ends and the run need to know:
 
 From the rows are built: the click options (`forge.commands.params.
 harness_options`), the API's argument checks and its keywords
-(`forge.api`), the run's frozen definition (`forge.runspec.RunSpec`'s plain
+(`forge.api`), the run's frozen definition (`forge.run.spec.RunSpec`'s plain
 fields and where they go) and the replay record's `run` section and its
 checks (`forge.run.record`).  Adding a run option is one row here and the
 one place the engine reads it (CONTRIBUTING.md, "Adding a run option").
