@@ -197,20 +197,28 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         show_saved(still, replay_out, as_json)
         sys.exit(1)
 
-    if part is not None or workers > 1 or where.kind != "local":
-        seeds = part.seeds(start_seed, runs) if part is not None else \
-            range(start_seed, start_seed + runs)
-        bar = Progress(len(seeds), "schedules")
-        done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
-                                       workers=workers, pct_depth=pct_depth, where=where,
-                                       progress=bar.update)
-        outcome = done.outcome
-    else:
-        bar = Progress(runs, "schedules")
-        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                 start_seed=start_seed, pct_depth=pct_depth,
-                                 max_deviations=max_deviations, reduce=not no_reduce,
-                                 progress=bar.update)
+    bar = None
+    try:
+        if part is not None or workers > 1 or where.kind != "local":
+            seeds = part.seeds(start_seed, runs) if part is not None else \
+                range(start_seed, start_seed + runs)
+            bar = Progress(len(seeds), "schedules")
+            done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
+                                           workers=workers, pct_depth=pct_depth, where=where,
+                                           progress=bar.update)
+            outcome = done.outcome
+        else:
+            bar = Progress(runs, "schedules")
+            outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                     start_seed=start_seed, pct_depth=pct_depth,
+                                     max_deviations=max_deviations, reduce=not no_reduce,
+                                     progress=bar.update)
+    except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
+        if bar is not None:
+            bar.close()
+            click.echo(f"interrupted after {bar.done} of {bar.total} schedules (from start "
+                       f"seed {start_seed}); no failure among those checked", err=True)
+        raise
     bar.close()
     report, failure = outcome.report, outcome.failure
     if failure is not None:

@@ -201,15 +201,25 @@ def test_any_well_formed_records_draw_without_a_crash(rows, observation):
     assert page.startswith("<!DOCTYPE html>")
 
 
-def test_the_page_option_is_required_in_one_line(tmp_path):
-    """Without --html the command says what it needs, exit 2."""
+def test_without_html_the_trace_prints_as_a_text_timeline(tmp_path):
+    """`forge trace FILE` prints the run in virtual time, a line a step, exit 0;
+    the page's own flags without --html are one line, exit 2."""
     trace = tmp_path / "run.jsonl"
     trace.write_text(forge.run_prompt(source=TIMELINE).trace, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace)],
                           capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 2
-    assert done.stderr == ("forge: --html: required: the file to write the page to "
-                           "(- for standard output)\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "0.000s  root chain 0 runs"
+    assert any(" spawns task 0.3 " in line for line in lines)
+    assert lines[-1].split("  ", 1)[1].startswith("the run ends ")
+    every = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace), "--every"],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert len(every.stdout.splitlines()) > len(lines)
+    titled = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace), "--title", "x"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert titled.returncode == 2
+    assert titled.stderr == "forge: --title: the page's heading; give --html FILE too\n"
 
 
 def _trace_cli(*args: str) -> subprocess.CompletedProcess:

@@ -86,3 +86,20 @@ def test_forge_start_seed_pins_it_and_a_bad_one_is_one_line():
     assert json.loads(pinned.output.splitlines()[-1])["failures"][0]["seed"] == 3
     bad = forge("explore", leaky, "--runs", "5", FORGE_START_SEED="soon")
     assert bad.exit_code == 2 and "FORGE_START_SEED" in bad.output
+
+
+def test_ctrl_c_exits_130_with_what_ran(monkeypatch):
+    """An interrupted campaign is not a failed one: exit 130, and how far it got
+    (kit: exit-codes)."""
+    from forge import repro
+
+    def interrupted(spec, *, progress, **_):
+        progress(7)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(repro, "explore_prompt", interrupted)
+    result = forge("explore", str(EXAMPLES / "two-tasks.md"), "--runs", "50")
+    assert result.exit_code == 130, result.output
+    assert "interrupted after 7 of 50 schedules (from start seed 0); no failure among those " \
+        "checked" in result.output
+    assert result.output.rstrip().endswith("forge: interrupted")
