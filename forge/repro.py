@@ -283,7 +283,7 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
         refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse)
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

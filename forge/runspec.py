@@ -289,6 +289,9 @@ class RunSpec:
     #: Orders mode (`forge.sim.orders`): durations stay canonical and the
     #: chooser picks which completion fires next (exhaustive search's mode).
     orders: bool = False
+    #: Tie-seeking durations (`forge.harness.LatencyModel.ties`); off for a
+    #: replay file written before them, which does not say `ties`.
+    latency_ties: bool = True
 
 
 #: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
@@ -505,7 +508,7 @@ class Runner:
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders),
+                                               spec.orders, _ties(spec, chooser)),
                           ceiling=spec.concurrency, cancel_at=spec.cancel_at,
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
@@ -759,6 +762,15 @@ def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
     return out
 
 
+def _ties(spec: RunSpec, chooser: Chooser) -> bool:
+    """Whether durations offer tie options: as the replayed file's run did
+    (no flag sets them; a file from before them says nothing), else as the
+    spec says."""
+    if isinstance(chooser.provider, FileReplay):
+        return bool(chooser.provider.record["run"]["latency"].get("ties", False))
+    return spec.latency_ties
+
+
 def _run_sections(spec: RunSpec, seed: int) -> dict:
     """The record's sections that define the run of `spec` at `seed`."""
     return {
@@ -768,7 +780,9 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
                 "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
-                            **({"orders": True} if spec.orders else {})},
+                            **({"orders": True} if spec.orders else {}),
+                            **({"ties": True} if spec.latency_ties and not spec.orders
+                               else {})},
                 "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
@@ -810,6 +824,8 @@ class FileReplay(ReplayProvider):
             raise InputError("$.run.latency.orders: the file records a run in orders mode "
                              "(exhaustive search), whose choices pick completions, not "
                              f"durations: {how}", file=path, kind="replay")
+        # No flag sets the tie options: the run takes the file's (`_ties`).
+        spec = attrs.evolve(spec, latency_ties=recorded.latency_ties)
         differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
                                     _comparable(spec, seed))
         if differs is not None:
@@ -887,4 +903,5 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                              faults.get("cancel_steps", 0)),
                    dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
                    {op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   bool(run["latency"].get("orders", False)))
+                   bool(run["latency"].get("orders", False)),
+                   bool(run["latency"].get("ties", False)))

@@ -721,7 +721,7 @@ class Run:
         `finish()` runs at completion time, while the chain is still parked
         on `request`, and must make the chain ready (with its answer) or fail it.
         """
-        delay = self.harness.latency.draw(self.chooser, kind, pinned)
+        delay = self.harness.latency.draw(self.chooser, kind, pinned, self.clock)
         effect = self._issue(chain, kind, request, detail)
         effect["due"] = ns_to_seconds(self.clock.now + delay)
 
@@ -794,7 +794,7 @@ class Run:
         if direct:
             return self._store_now(chain, op, path, run_op)
         if WRITES_LAND_LATE.on and op in ("write", "append"):
-            delay = self.harness.latency.draw(self.chooser, "store") + 1
+            delay = self.harness.latency.draw(self.chooser, "store", clock=self.clock) + 1
             self.clock.schedule(delay, COMPLETE, ("late", run_op))
             return (True,)
 

@@ -212,9 +212,11 @@ def _read_v1(r: _Reader, data: dict) -> dict:
     r.check(run["max_instructions"] is None or (_is_int(run["max_instructions"])
                                                 and 1000 <= run["max_instructions"] < 2**63),
             "$.run.max_instructions", "null or a whole number from 1000 to 2^63-1")
-    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"), optional=("orders",))
-    r.check(isinstance(latency.get("orders", False), bool), "$.run.latency.orders",
-            "true or false")
+    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"),
+                       optional=("orders", "ties"))
+    for flag in ("orders", "ties"):
+        r.check(isinstance(latency.get(flag, False), bool), f"$.run.latency.{flag}",
+                "true or false")
     base = latency["base"]
     r.check(isinstance(base, dict) and all(isinstance(k, str) and _is_number(v)
                                            and 0 <= v <= MAX_SECONDS for k, v in base.items()),
