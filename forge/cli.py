@@ -29,7 +29,8 @@ import click
 from forge.assembly import build_harness, make_chooser
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
-from forge.runspec import RULES
+from forge.run.options import RULES
+from forge.sim.strategies import SPELLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
 #: Set to show the Python traceback of a kit bug instead of the one-line report.
@@ -126,8 +127,7 @@ def main() -> None:
 @click.option("--seed", type=BoundedInt.of(RULES["seed"]), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
-              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "
-                   "replay:FILE.")
+              help=f"Scheduling strategy: {', '.join(SPELLINGS[:-1])} or {SPELLINGS[-1]}.")
 @harness_options()
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")
@@ -145,7 +145,8 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
     2 bad input (the prompt, a script or a flag).
     """
     from forge.engine.run import observation_json
-    from forge.runspec import Expectation, Runner, record, run_chooser, spec_from_flags
+    from forge.run.record import record
+    from forge.runspec import Expectation, Runner, run_chooser, spec_from_flags
     from forge.sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
@@ -185,7 +186,8 @@ def _register_commands() -> None:
     main.add_command(explore)
     main.add_command(replay)
     main.add_command(trace)
-    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli"):
+    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli",
+                   "forge.lifecycle.command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

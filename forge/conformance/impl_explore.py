@@ -55,7 +55,9 @@ from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import Difference, KnownDifferences, differences, render
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
-from forge.runspec import Expectation, FileReplay, RunSpec, record
+from forge.run.record import FileReplay, record
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report
 
@@ -178,8 +180,14 @@ def not_errored(obs: dict) -> list[str]:
 
 def pipe_checks(expect: Expectation, canonical: dict) -> list:
     """`expect`'s checks, as one that reports an errored run alone (the
-    invariants have nothing to read in it)."""
+    invariants have nothing to read in it); with the invariants, the
+    watchers that can run over the implementation's event stream too
+    (`stream_watch`)."""
+    from forge.conformance import stream_watch
+
     checks = expect.checks(canonical)
+    if expect.invariants:
+        checks.append(stream_watch.watch)
 
     def check(obs: dict) -> list[str]:
         return not_errored(obs) or [p for c in checks for p in c(obs)]

@@ -15,7 +15,7 @@ import click
 
 from forge.commands.params import BoundedInt, InputPath, Seconds
 from forge.conformance.impl_process import RUN_DECISIONS, RUN_SECONDS
-from forge.runspec import RULES
+from forge.run.options import RULES
 
 #: The flags that bound or judge the runs of an --impl engine: refused without --impl.
 LIMIT_FLAGS = ("--timeout", "--max-run-seconds", "--max-decisions", "--no-differential",
@@ -42,15 +42,20 @@ def impl_limit_options(command):
              "ended.")(command)
 
 
-def differential_options(command):
-    """`--differential/--no-differential` and `--known-differences FILE`;
-    the command receives `differential` and `known_differences`."""
-    command = click.option(
+def known_differences_option(command):
+    """`--known-differences FILE`; the command receives `known_differences`."""
+    return click.option(
         "--known-differences", "known_differences", metavar="FILE", default=None,
         type=InputPath(),
         help='With --impl: differences from the reference you accept, TOML or JSON in the '
              'expectations format: {PLACE = "fail"}, PLACE a pattern such as `tasks.*.note` '
              "or `events` (docs/observation.md, \"Equivalence\").")(command)
+
+
+def differential_options(command):
+    """`--differential/--no-differential` and `--known-differences FILE`;
+    the command receives `differential` and `known_differences`."""
+    command = known_differences_option(command)
     return click.option(
         "--differential/--no-differential", default=True, show_default=True,
         help="With --impl: run each schedule on the reference too, on the same decisions, "

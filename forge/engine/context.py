@@ -117,8 +117,10 @@ class Context:
 
     def let_go(self) -> None:
         """The run has ended: the context lets go of everything it named."""
-        for field in attrs.fields(Context):
-            setattr(self, field.name, None)
+        self.prompt = self.config = self.harness = self.lua = self.clock = None
+        self.trace = self.claims = self.scheduler = self.admission = None
+        self.tasks = self.main_task = self.errors = self.budget = self.events = None
+        self.chains = self.effects = self.nonce = None
 
 
 __all__ = ["Budget", "ChainEnds", "Context", "Effects", "Errors", "Events"]

@@ -68,8 +68,8 @@ class Fanout:
             if isinstance(key, float) and (math.isnan(key) or math.isinf(key)):
                 return None, err("fanout collection key is not a finite number")
             pair = self.lua.lua.table()
-            pair[b"key"] = key
-            pair[b"value"] = value
+            pair[b"key"] = key  # lua: own table
+            pair[b"value"] = value  # lua: own table
             out.append((pair, value))
         if not out:
             return None, err("fanout over an empty collection: no work is likely a bug")

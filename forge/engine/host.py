@@ -400,7 +400,8 @@ class _Resolver:
 
     def global_(self, name: str) -> tuple[bool, Any]:
         env = self.chain.env
-        value = env[name.encode()] if env is not None else None
+        # The environment's `__index` may be the prompt's own: read under the budget.
+        value = self.host.lua.index(env, name.encode()) if env is not None else None
         if value is None:
             return False, None
         return True, _lua_to_data(value, strict=True)

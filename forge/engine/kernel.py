@@ -327,7 +327,13 @@ class Scheduler:
                 f"a chain yielded unknown suspending call {call!r}; the Lua bridge and the "
                 "host table disagree about the set of suspending calls")
         part, method = handler
-        return method(self.parts[part], chain, *args)
+        try:
+            return method(self.parts[part], chain, *args)
+        except LuaError as e:
+            # The prompt's own Lua, which a handler ran under the budget
+            # (`LuaRuntime.guarded`: a metamethod of a table the call was
+            # handed), raised or spent the budget: the call fails with it.
+            return self.walk.lua.failure(e)
 
     def _deadlock(self) -> None:
         parked = [f"chain {c.id} waits on {c.blocked or 'nothing'}{self.walk.parked_detail(c)}"

@@ -24,14 +24,14 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import lupa
 
+from forge.engine.modelside import Selection
 from forge.engine.tasks import lua_number_text
 from forge.lua.runtime import LuaTable, typename
 
 if TYPE_CHECKING:
-    from forge.engine.models import ModelsAPI, SectionState
+    from forge.engine.modelside import ModelSide, SectionState
     from forge.lua.runtime import Keeper
 
 _LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
@@ -40,15 +40,6 @@ _MAX_TOKENS = 4294967295
 
 def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-@attrs.frozen
-class Selection:
-    """A role and the sampling options rounds on it send."""
-
-    label: str
-    temperature: float | None = None
-    max_tokens: int | None = None
 
 
 class ModelHandle:
@@ -92,11 +83,11 @@ class ModelHandle:
         self._keeper.fault(TypeError, "'ModelHandle' object is not callable")
 
     def __str__(self) -> str:
-        return f"model handle: {_t(self._fields[b'name'])}"
+        return f"model handle: {_t(self._fields[b'name'])}"  # lua: own table
 
 
 class RolesAPI:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         self.models = models
         self.lua = models.lua
         self.script = models.script
@@ -117,7 +108,7 @@ class RolesAPI:
     def install_globals(self, env: Any) -> None:
         """Each bound role is a global holding its handle."""
         for label in self.roles:
-            env[label.encode()] = self.handle(label)
+            env[label.encode()] = self.handle(label)  # lua: own table (a new section VM)
 
     def handle(self, label: str, selection: Selection | None = None) -> Any:
         role = self.roles[label]

@@ -131,7 +131,7 @@ class TasksAPI:
     def task_arg(self, call: str, value: Any) -> tuple[str | None, Any]:
         """A handle or bare id -> the id text, or an error tuple."""
         if isinstance(value, LuaTable):
-            inner = value[b"task"]
+            inner = self.lua.index(value, b"task")      # the prompt's table, maybe
             if isinstance(inner, bytes):
                 value = inner
             else:
@@ -181,14 +181,14 @@ class TasksAPI:
             return seeds, None
         if not isinstance(opts, LuaTable):
             return None, self.err(f"tasks.spawn opts must be a table, got {typename(opts)}")
-        input_ = opts[b"input"]
+        input_ = self.lua.index(opts, b"input")
         if input_ is not None:
             if not isinstance(input_, bytes):
                 return None, self.err(f"input must be a string, got {typename(input_)}")
             if decode(input_) is None:
                 return None, self.err("input must be a valid UTF-8 string")
             seeds["input"] = input_
-        item = opts[b"item"]
+        item = self.lua.index(opts, b"item")
         if item is not None:
             kind = typename(item)
             if kind in ("function", "userdata", "thread"):
@@ -200,7 +200,7 @@ class TasksAPI:
                 # gets the "got {type}" form; anything nested is "representable".
                 return None, self.err("item must be a JSON-representable value")
             seeds["item"] = self.lua.fn.deep_copy(item)
-        index = opts[b"index"]
+        index = self.lua.index(opts, b"index")
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):
                 return None, self.err(f"index must be a non-negative integer, got {typename(index)}")
@@ -368,7 +368,7 @@ class TasksAPI:
         status = t.status_json()
         status.pop("reason", None)
         table = self.lua.table({k: v for k, v in status.items() if k != "tasks"})
-        table[b"tasks"] = self.lua.seq(status["tasks"])
+        table[b"tasks"] = self.lua.seq(status["tasks"])  # lua: own table
         return (True, table)
 
     def pending(self, filt=None, *rest):
@@ -377,7 +377,7 @@ class TasksAPI:
         if filt is not None:
             if not isinstance(filt, LuaTable):
                 return self.err(f"tasks.pending filter must be a table, got {typename(filt)}")
-            raw = filt[b"origin"]
+            raw = self.lua.index(filt, b"origin")
             if raw is not None:
                 if not isinstance(raw, bytes):
                     return self.err(f"pending filter origin must be a string, got {typename(raw)}")
@@ -473,7 +473,7 @@ class TasksAPI:
             return None, None
         if not isinstance(opts, LuaTable):
             return None, self.err(f"{call} opts must be a table, got {typename(opts)}")
-        seconds = opts[b"timeout"]
+        seconds = self.lua.index(opts, b"timeout")
         if seconds is None:
             return None, None
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):

@@ -151,6 +151,7 @@ def _atomic(cls: type) -> type:
             with self.lock:
                 return _fn(self, *args, **kwargs)
         locked.__name__, locked.__doc__ = fn.__name__, fn.__doc__
+        locked.__wrapped__ = fn  # inspect.signature reads the method's own
         setattr(cls, name, locked)
     return cls
 
@@ -192,6 +193,11 @@ class MemoryStore:
     def list_by_parent(self, parent_session_id: str) -> list[Task]:
         """Newest first (lifecycle.status.listing)."""
         return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
+
+    def snapshot(self) -> tuple[tuple[Task, ...], tuple[Debt, ...], int]:
+        """Everything the store holds: rows in creation order, debts in owing
+        order, the id counter (``restore`` builds an equal store from it)."""
+        return tuple(self._rows.values()), tuple(self._debts.values()), self._ids
 
     def next_id(self, prefix: str) -> str:
         """A fresh id, ``prefix`` then a count never repeated by this store (task,
@@ -361,3 +367,16 @@ class MemoryStore:
         for tid in doomed:
             self._forget(tid)
         return doomed
+
+
+def restore(rows: tuple[Task, ...] = (), debts: tuple[Debt, ...] = (), ids: int = 0) -> MemoryStore:
+    """A ``MemoryStore`` holding ``rows`` (in this creation order, as they are),
+    ``debts`` (in this owing order) and the id counter at ``ids``: what the
+    history checker steps the sequential specification from."""
+    store = MemoryStore()
+    for row in rows:
+        store.create(row)
+    for debt in debts:
+        store._debts[debt.task_id] = debt
+    store._ids = ids
+    return store

@@ -86,7 +86,8 @@ def test_without_the_differential_the_bug_hides(tmp_path):
     check, finds it (kit: explore-impl.differential)."""
     code, out = explore("--impl", served("join-any-last-ended"),
                         str(HERE / "first-in-set-order.md"), "--runs", "200",
-                        "--no-differential", "--replay-out", str(tmp_path / "r.json"))
+                        "--no-differential", "--allow-failed", "--replay-out",
+                        str(tmp_path / "r.json"))
     assert code == 0, out
 
 
@@ -98,8 +99,8 @@ def test_a_known_difference_is_muted(tmp_path):
                      '"tasks.*" = "fail"\nevents = "fail"\nlogs = "fail"\n')
     code, out = explore("--impl", served("join-any-last-ended"),
                         str(HERE / "first-in-set-order.md"), "--runs", "200",
-                        "--known-differences", str(known), "--replay-out",
-                        str(tmp_path / "r.json"))
+                        "--known-differences", str(known), "--allow-failed",
+                        "--replay-out", str(tmp_path / "r.json"))
     assert code == 0, out
     known.write_text('result = "fail"\n')
     code, out = explore("--impl", served("join-any-last-ended"),
@@ -113,3 +114,34 @@ def test_a_known_difference_is_muted(tmp_path):
                         str(known))
     assert code == 2
     assert 'marked "fail"' in out
+
+
+def test_a_repro_of_a_fixed_bug_says_fixed_with_its_own_exit_code(tmp_path):
+    """Found on the mutant, replayed on the engine without it: the same
+    decisions, no difference - "fixed", exit 4; replayed on the mutant it
+    still fails, exit 1 (kit: explore-impl.replay-verdicts)."""
+    replay = tmp_path / "found.replay.json"
+    code, _ = explore("--impl", served("join-any-last-ended"),
+                      str(HERE / "first-in-set-order.md"), "--replay-out", str(replay))
+    assert code == 1
+    code, out = explore("--impl", served(), str(replay))
+    assert code == 4, out
+    assert out.splitlines()[1].startswith("fixed: the recorded failure no longer shows (")
+    code, out = explore("--impl", served("join-any-last-ended"), str(replay), "--json")
+    assert code == 1 and json.loads(out)["verdict"] == "fails"
+
+
+def test_a_repro_on_an_engine_asking_other_decisions_says_so_in_one_line(tmp_path):
+    """The tie mutant asks one more decision than the reference on its
+    schedule: replayed on the fixed engine, the drift is one line, and the
+    run is still compared as far as it goes (kit: explore-impl.replay-verdicts)."""
+    replay = tmp_path / "found.replay.json"
+    code, _ = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
+                      "--replay-out", str(replay))
+    assert code == 1
+    code, out = explore("--impl", served(), str(replay))
+    assert code == 1, out
+    first, second = out.splitlines()[:2]
+    assert first.startswith("drifted: the engine now asks other decisions than the record "
+                            "holds: choice ")
+    assert second.startswith("no problem on the run as it went")

@@ -28,7 +28,8 @@ from forge.commands.explore_report import report_json
 from forge.conformance import adapters
 from forge.conformance.case import HarnessSpec
 from forge.conformance.impl_explore import case_of, explore_impl
-from forge.runspec import Expectation, Script, spec_from_values
+from forge.run.spec import Script
+from forge.runspec import Expectation, spec_from_values
 
 PROMPT = pathlib.Path(__file__).parent / "first-in-set-order.md"
 TOOLS = {"tools": {"promptforge/web/fetch": {"description": "Fetch a page",
@@ -96,7 +97,8 @@ def test_refuse_and_tool_script_flags_reach_the_engine(pipe, tmp_path):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS))
     result = explore(str(PROMPT), "--refuse", "write:main", "--tool-script", str(tools),
-                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"))
+                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"),
+                     "--expect-outcome", "failed")
     assert pipe.sent[0]["refuse"] == {"write": ["main"]}
     assert pipe.sent[0]["tool_script"] == TOOLS
     assert result.exit_code == 0 and "outcomes: 2 failed" in result.stdout, result.output

@@ -15,7 +15,9 @@ from forge.engine.run import RunConfig, run_prompt
 from forge.errors import InputError
 from forge.harness import Harness
 from forge.prompt import parse_prompt
-from forge.runspec import Runner, Script, record, spec_from_record, spec_from_values
+from forge.run.record import record, spec_from_record
+from forge.run.spec import Script
+from forge.runspec import Runner, spec_from_values
 from forge.scripts import model_script_from_data
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider as Replay
 from forge.toolscript import TOOL_FAULT_MESSAGE, tool_script_from_data

@@ -68,10 +68,10 @@ class Admission:
 
     # ------------------------------------------------------------ the rule
     def _ceiling_reached(self) -> bool:
-        return not NO_LIMIT.on and self.running >= self.ceiling
+        return not NO_LIMIT.on and len(self._holding) >= self.ceiling
 
     def _slot_free(self, task: Any) -> bool:
-        return NO_LIMIT.on or (not self._ceiling_reached() and task.owner.busy < task.owner.limit)
+        return NO_LIMIT.on or (not self._ceiling_reached() and len(task.owner.holding) < task.owner.limit)
 
     def clamp(self, limit: int, parent_limit: int) -> int:
         """The limit `tasks.concurrency(limit)` sets: never above the parent's."""
@@ -108,7 +108,7 @@ class Admission:
 
     def _admit(self, task: Any) -> None:
         """`task` takes a free slot: it starts, or resumes from its wait."""
-        assert not task.holds_slot, f"task {task.id} is queued while holding a slot"
+        assert task.id not in self._holding, f"task {task.id} is queued while holding a slot"
         self._holding[task.id] = task.owner.holding[task.id] = task
         self.peak = max(self.peak, len(self._holding))
         self.scheduler.note("admit", task=task.id)
@@ -128,12 +128,12 @@ class Admission:
 
     def release(self, task: Any) -> None:
         """A task stops holding its slot (it ended, or it waits on others)."""
-        if task.holds_slot:
+        if task.id in self._holding:
             del self._holding[task.id], task.owner.holding[task.id]
 
     def waiting(self, task: Any) -> None:
         """`task`'s chain parks on a wait for other tasks: its slot goes back."""
-        if task.is_main or not task.holds_slot or WAITING_KEEPS_SLOT.on:
+        if task.is_main or task.id not in self._holding or WAITING_KEEPS_SLOT.on:
             return
         self.release(task)
         self.admit()
@@ -141,7 +141,7 @@ class Admission:
     def wake(self, chain: Any, value: Any) -> None:
         """Resume a chain parked on a wait, re-taking its task's slot first."""
         task = chain.task
-        if task.is_main or task.holds_slot:
+        if task.is_main or task.id in self._holding:
             self.scheduler.make_ready(chain, value)
             return
         assert task.waking is None, f"task {task.id} wakes twice"
