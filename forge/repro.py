@@ -281,7 +281,7 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         else spec.tool,
         refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
         **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

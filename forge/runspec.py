@@ -230,6 +230,15 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     return chooser
 
 
+def _ties(spec: RunSpec, chooser: Chooser) -> bool:
+    """Whether durations offer tie options: as the replayed file's run did
+    (no flag sets them; a file from before them says nothing), else as the
+    spec says."""
+    if isinstance(chooser.provider, FileReplay):
+        return bool(chooser.provider.record["run"]["latency"].get("ties", False))
+    return spec.latency_ties
+
+
 class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
@@ -254,7 +263,7 @@ class Runner:
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders),
+                                               spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
                           **engine_keywords(spec, "harness"))

@@ -107,7 +107,9 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "run": {**recorded_options(spec), "seed": seed,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
-                            **({"orders": True} if spec.orders else {})},
+                            **({"orders": True} if spec.orders else {}),
+                            **({"ties": True} if spec.latency_ties and not spec.orders
+                               else {})},
                 "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
@@ -149,6 +151,9 @@ class FileReplay(ReplayProvider):
             raise InputError("$.run.latency.orders: the file records a run in orders mode "
                              "(exhaustive search), whose choices pick completions, not "
                              f"durations: {how}", file=path, kind="replay")
+        # No flag sets the tie options: the run takes the file's
+        # (`forge.runspec.Runner` reads them from the file).
+        spec = attrs.evolve(spec, latency_ties=recorded.latency_ties)
         differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
                                     _comparable(spec, seed))
         if differs is not None:
@@ -226,6 +231,7 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
                    refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
                    orders=bool(run["latency"].get("orders", False)),
+                   latency_ties=bool(run["latency"].get("ties", False)),
                    **{o.name: run.get(o.name, o.default) for o in PLAIN})
 
 
@@ -254,9 +260,11 @@ def _check_sections(r: Reader, data: dict) -> None:
             _check_option(r, option, run[option.name])
     r.check(is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
-    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"), optional=("orders",))
-    r.check(isinstance(latency.get("orders", False), bool), "$.run.latency.orders",
-            "true or false")
+    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"),
+                       optional=("orders", "ties"))
+    for flag in ("orders", "ties"):
+        r.check(isinstance(latency.get(flag, False), bool), f"$.run.latency.{flag}",
+                "true or false")
     base = latency["base"]
     r.check(isinstance(base, dict) and all(isinstance(k, str) and is_number(v)
                                            and 0 <= v <= MAX_SECONDS for k, v in base.items()),
