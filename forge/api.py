@@ -19,15 +19,18 @@ the same mistake with the argument in its flag's place.
 
 Every argument is checked before anything runs (`_checked`, by the table
 `_rules`): an argument that a `forge` flag also sets follows the core's
-rule for that value (`forge.runspec.RULES`, which the flag's click type
-applies too), so each bound (`--concurrency`'s ceiling, a seed's 64 bits,
+rule for that value (`forge.run.options.RULES`, which the flag's click type
+applies too), so each bound (the concurrency ceiling, a seed's 64 bits,
 `--workers`' cap) is written once and the API cannot drift from the
-command line.  The rest are checked here for their shape; their content
+command line.  The run options' keywords are the options table's rows
+(`forge.run.options.OPTIONS`): `_signature` spells them out in each
+function's signature, and each is checked by its row's rule or shape.
+The rest are checked here for their shape; their content
 by the same core functions the commands call (`forge.runspec`,
 `forge.store.seed_problem`), whose errors name a flag and are renamed
 here to the argument.
 
-What does not live here: a run's definition (`forge.runspec.RunSpec`),
+What does not live here: a run's definition (`forge.run.spec.RunSpec`),
 exploring and replaying (`forge.repro`), the engine (`forge.engine`), the
 simulator (`sim`), the suite (`conformance`) - these functions wrap them
 thinly, the same core the command line (`forge.cli`, `forge.commands`)
@@ -42,13 +45,25 @@ import json as _json
 import os as _os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, Unpack
 from typing import ParamSpec as _ParamSpec
 from typing import TypeVar as _TypeVar
 
 import attrs as _attrs
 
 from forge.errors import InputError
+from forge.run.options import BY_NAME as _BY_NAME
+from forge.run.options import OPTIONS as _OPTIONS
+from forge.run.options import RULES as _RULES
+from forge.run.options import Option as _Option
+from forge.run.options import PathLike, RunOptions
+from forge.run.options import Refusals as _Refusals
+from forge.run.values import FilePath as _FilePath
+from forge.run.values import Pattern as _Pattern
+from forge.run.values import Switch as _Switch
+from forge.run.values import Text as _Text
+from forge.run.values import check_value as _check_value
+from forge.run.values import shown as _shown
 from forge.lifecycle.clock import ThreadClock, VirtualClock
 from forge.lifecycle.contract import run_contract as run_store_contract
 from forge.lifecycle.errors import TaskError
@@ -73,6 +88,7 @@ __all__ = [
     "Observation",
     "PathLike",
     "ReplayReport",
+    "RunOptions",
     "RunOutcome",
     "SqliteTaskStore",
     "StopOutcome",
@@ -87,8 +103,6 @@ __all__ = [
     "run_store_contract",
 ]
 
-#: A file path: a `str` or an `os.PathLike` (a `pathlib.Path`).
-PathLike = Union[str, "_os.PathLike[str]"]
 #: A user check: gets each schedule's observation and returns None, True or
 #: an empty list when it holds; False, a string or an iterable of strings
 #: (its problems) when it does not.  Raising fails it too: an
@@ -96,9 +110,6 @@ PathLike = Union[str, "_os.PathLike[str]"]
 #: rule (`forge.runspec.UserCheck`).
 Check = Callable[["Observation"], Union[Iterable[str], str, bool, None]]
 Strategy = Literal["random", "pct", "exhaustive"]
-#: Store refusals: `OP[:PATH]` strings as `--refuse` takes them, or a case's
-#: `{operation: [paths]}` (`*` for every operation or path).
-_Refusals = Union[str, Iterable[str], Mapping[str, Union[str, Iterable[str]]]]
 
 
 # -- frozen JSON -----------------------------------------------------------------------------
@@ -243,11 +254,9 @@ def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> N
         InputError: naming `Observation.from_dict`, the argument and the place.
     """
     from forge.limits import data_problem, render_path
-    from forge.runspec import shown
-
     where = "Observation.from_dict"
     if not isinstance(obs, Mapping):
-        raise InputError(f"obs must be an observation, a JSON object (a dict), got {shown(obs)}",
+        raise InputError(f"obs must be an observation, a JSON object (a dict), got {_shown(obs)}",
                          file=where)
     data = _thaw(obs)
     found = data_problem(data)
@@ -260,16 +269,16 @@ def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> N
     if broken:
         raise InputError(f"obs breaks observation.schema.json at {broken[0]}", file=where)
     if not isinstance(trace, str):
-        raise InputError(f"trace must be the trace's JSON lines (a str), got {shown(trace)}",
+        raise InputError(f"trace must be the trace's JSON lines (a str), got {_shown(trace)}",
                          file=where)
     if isinstance(choices, str | bytes) or not isinstance(choices, Sequence) or not all(
             isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in choices):
         raise InputError(f"choices must be a list of choice values (whole numbers from 0), "
-                         f"got {shown(choices)}", file=where)
+                         f"got {_shown(choices)}", file=where)
     if drifted_at is not None and (not isinstance(drifted_at, int) or isinstance(drifted_at, bool)
                                    or drifted_at < 0):
         raise InputError(f"drifted_at must be None or a choice's index (a whole number from 0), "
-                         f"got {shown(drifted_at)}", file=where)
+                         f"got {_shown(drifted_at)}", file=where)
 
 
 def _place(path: str) -> str:
@@ -281,7 +290,7 @@ def _place(path: str) -> str:
 #
 # Every keyword of `run_prompt`, `explore`, `replay` and `run_conformance` is checked,
 # before anything runs, by one rule in `_rules`.  A value that a `forge` flag also sets
-# follows the core's rule for it (`forge.runspec.RULES`: the one place its bounds and
+# follows the core's rule for it (`forge.run.options.RULES`: the one place its bounds and
 # words live, which the flag's click type applies too), so the API refuses what the
 # command line refuses, in its words with the keyword for the flag.  The others are
 # checked here for their shape (a list, a mapping, a path or data), their entries by a
@@ -304,17 +313,15 @@ class _Rule:
     flag: str | None = None
 
 
-#: `_value`'s flag when not given: the value's name in kebab case (`--max-instructions`).
+#: `_value`'s flag when not given: the value's name in kebab case (`--pct-depth`).
 _KEBAB = "--"
 
 
 def _value(rule: str | Any, flag: str | None = _KEBAB) -> _Rule:
-    """The keyword follows a core rule: `forge.runspec.RULES[rule]` (set by
+    """The keyword follows a core rule: `forge.run.options.RULES[rule]` (set by
     the flag `flag`), or the rule object itself (`Text()`, ...)."""
     def check(value: Any, name: str, where: str) -> Any:
-        from forge.runspec import RULES, check_value
-
-        return check_value(RULES[rule] if isinstance(rule, str) else rule, value, name, where)
+        return _check_value(_RULES[rule] if isinstance(rule, str) else rule, value, name, where)
 
     if flag == _KEBAB:
         flag = "--" + rule.replace("_", "-") if isinstance(rule, str) else None
@@ -322,21 +329,15 @@ def _value(rule: str | Any, flag: str | None = _KEBAB) -> _Rule:
 
 
 def _text(flag: str | None = None) -> _Rule:
-    from forge.runspec import Text
-
-    return _value(Text(), flag)
+    return _value(_Text(), flag)
 
 
 def _path(flag: str | None = None) -> _Rule:
-    from forge.runspec import FilePath
-
-    return _value(FilePath(), flag)
+    return _value(_FilePath(), flag)
 
 
 def _refusal(name: str, what: str, value: Any, where: str) -> InputError:
-    from forge.runspec import shown
-
-    return InputError(f"{name} must be {what}, got {shown(value)}", file=where)
+    return InputError(f"{name} must be {what}, got {_shown(value)}", file=where)
 
 
 def _is_list(value: Any) -> bool:
@@ -463,15 +464,13 @@ def _checks(argument: str, fits: Callable[[Any], bool], what: str) -> _Rule:
     """`checks` or `named_checks`: a list, each entry a check (`Check`) or
     a `module:function` name (loaded by `forge.runspec.load_check`)."""
     def check(value: Any, name: str, where: str) -> Any:
-        from forge.runspec import shown
-
         if not _is_list(value):
-            raise InputError(f"{argument}: a list of checks, each {what}; got {shown(value)}",
+            raise InputError(f"{argument}: a list of checks, each {what}; got {_shown(value)}",
                              file=where)
         items = tuple(value)
         for i, entry in enumerate(items):
             if not fits(entry):
-                raise InputError(f"{argument}[{i}]: a check is {what}, got {shown(entry)}",
+                raise InputError(f"{argument}[{i}]: a check is {what}, got {_shown(entry)}",
                                  file=where)
         return items
 
@@ -530,26 +529,34 @@ def _expectations() -> _Rule:
     return _Rule(check, "--expectations")
 
 
+#: What a script's JSON data may be, by the option's name, and how its refusal says it.
+_SCRIPT_DATA = {"operator_script": ((Mapping, list, tuple), "{...} or [...]")}
+
+
+def _option_rule(option: _Option, data: bool) -> _Rule:
+    """The rule of one run option's keyword (`forge.run.options.OPTIONS`),
+    by its shape: scripts and the store as data too with `data`
+    (run_prompt, explore), as paths alone without (replay, as its flags)."""
+    flag = option.flag
+    if option.shape == "script":
+        kinds, what = _SCRIPT_DATA.get(option.name, ((Mapping,), "{...}"))
+        return _path_or_data(flag, kinds, f"a file's path (a str or an os.PathLike) or its "
+                                          f"JSON data, {what}") if data else _path(flag)
+    if option.shape == "folder":
+        return _store() if data else _path(flag)
+    if option.shape == "latency":
+        return _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}", flag)
+    if option.shape == "refuse":
+        return _refusals()
+    if option.shape == "kinds":
+        return _faults()
+    return _value(option.name)
+
+
 def _harness(data: bool = True) -> dict[str, _Rule]:
-    """The harness keywords (the flags `forge run`, `explore` and `replay`
-    share): scripts and the store as data too with `data` (run_prompt,
-    explore), as paths alone without (replay, as its flags)."""
-    rules = {
-        "args": _text("--args"), "concurrency": _value("concurrency"),
-        "cancel_at": _value("cancel_at"), "max_instructions": _value("max_instructions"),
-        "faults": _faults(), "fault_budget": _value("fault_budget"),
-        "latency": _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}",
-                          "--latency"),
-        "refuse": _refusals(), "store": _store() if data else _path("--store"),
-    }
-    for script, kinds, what in (("model_script", (Mapping,), "{...}"),
-                                ("operator_script", (Mapping, list, tuple), "{...} or [...]"),
-                                ("tool_script", (Mapping,), "{...}")):
-        flag = "--" + script.replace("_", "-")
-        rules[script] = (_path_or_data(flag, kinds, f"a file's path (a str or an os.PathLike) "
-                                                    f"or its JSON data, {what}")
-                         if data else _path(flag))
-    return rules
+    """The run options' keywords (the flags `forge run`, `explore` and
+    `replay` share) and the rule of each."""
+    return {o.name: _option_rule(o, data) for o in _OPTIONS}
 
 
 @_functools.cache
@@ -559,7 +566,7 @@ def _rules() -> dict[str, dict[str, _Rule]]:
               "latency_menu": _shape(_is_list, "a list of multipliers")}
     run = {**_harness(), **prompt, "seed": _value("seed"), "strategy": _text("--strategy"),
            "replay_out": _path("--replay-out")}
-    switch = _value(_switch())
+    switch = _value(_Switch())
     explore = {
         **_harness(), **prompt,
         **{name: _value(name) for name in ("strategy", "runs", "start_seed", "pct_depth",
@@ -570,6 +577,8 @@ def _rules() -> dict[str, dict[str, _Rule]]:
         "named_checks": _checks("named_checks", lambda c: isinstance(c, str),
                                 "a string module:function"),
         "expect_result": _text("--expect-result"), "same_ids": switch, "invariants": switch,
+        "expect_outcome": _text("--expect-outcome"), "expect_error": _text("--expect-error"),
+        "allow_failed": switch,
         "schedule_independent": switch, "reduce": switch,
         "progress": _shape(callable, "None or a callable taking the count of schedules run"),
         "replay_out": _path("--replay-out"), "backend": _text("--backend"),
@@ -579,25 +588,13 @@ def _rules() -> dict[str, dict[str, _Rule]]:
               "prompt": _path("PROMPT")}
     conformance = {
         "impl": _impl(), "cases": _path("--cases"), "features": _features(),
-        "patterns": _entries(_value(_pattern(), flag="-k"), "patterns: a str or a list of str",
+        "patterns": _entries(_value(_Pattern(), flag="-k"), "patterns: a str or a list of str",
                              one=True),
         "expectations": _expectations(), "workers": _value("workers"),
         "timeout": _value("timeout"),
     }
     return {"run_prompt": run, "explore": explore, "replay": replay,
             "run_conformance": conformance}
-
-
-def _switch() -> Any:
-    from forge.runspec import Switch
-
-    return Switch()
-
-
-def _pattern() -> Any:
-    from forge.runspec import Pattern
-
-    return Pattern()
 
 
 #: Each checked function's signature, by name (`_checked` fills it).
@@ -656,11 +653,26 @@ def _renamed(function: str, error: InputError) -> InputError | None:
     return None
 
 
-def _checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+def _signature(fn: Callable[..., Any], recorded: bool) -> _inspect.Signature:
+    """`fn`'s signature with its `**options` spelled out: one keyword per run
+    option (`forge.run.options.OPTIONS`), its default the option's, or None
+    (`recorded`: left out, the replay file's value holds)."""
+    signature = _inspect.signature(fn)
+    params = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    if len(params) == len(signature.parameters):
+        return signature
+    hints = RunOptions.__annotations__
+    params += [_inspect.Parameter(o.name, _inspect.Parameter.KEYWORD_ONLY,
+                                  default=None if recorded else o.default,
+                                  annotation=hints[o.name]) for o in _OPTIONS]
+    return signature.replace(parameters=params)
+
+
+def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
     """`fn` with every keyword given checked by its rule before it runs, and
     core refusals naming a flag renamed to the keyword."""
     function = fn.__name__
-    signature = _SIGNATURES[function] = _inspect.signature(fn)
+    signature = _SIGNATURES[function] = _signature(fn, recorded)
     call: Callable[..., _R] = fn
 
     @_functools.wraps(fn)
@@ -676,14 +688,26 @@ def _checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
                 raise
             raise renamed from None
 
+    checked.__signature__ = signature  # type: ignore[attr-defined]
     return checked
+
+
+def _checked(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn` checked (`_checking`); its run options default to the table's."""
+    return _checking(fn, recorded=False)
+
+
+def _checked_overrides(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """`fn` checked (`_checking`); a run option it is not given is left out."""
+    return _checking(fn, recorded=True)
 
 
 # -- building runs ---------------------------------------------------------------------------
 
 def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
-    """A script (`forge.runspec.Script`) from a file's path or from its JSON data."""
-    from forge.runspec import Script, read_script_file
+    """A script (`forge.run.spec.Script`) from a file's path or from its JSON data."""
+    from forge.run.spec import Script
+    from forge.runspec import read_script_file
 
     if value is None:
         return None
@@ -692,15 +716,10 @@ def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: st
     return Script(f"<{name} script>", _thaw(_freeze(value)))
 
 
-def _spec(prompt: PathLike | None, source: str | None, *, args: str, concurrency: int,
-          model_script: PathLike | Mapping[str, Any] | None,
-          operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None,
-          store: PathLike | Mapping[str, str] | None, cancel_at: float | None,
-          max_instructions: int | None, faults: str | Iterable[str], fault_budget: int,
-          latency: Mapping[str, float] | None, latency_menu: Sequence[float] | None,
-          tool_script: PathLike | Mapping[str, Any] | None, refuse: _Refusals | None,
-          where: str) -> Any:
-    """The `forge.runspec.RunSpec` of the keywords `run_prompt` and `explore` share."""
+def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
+          options: Mapping[str, Any], where: str) -> Any:
+    """The `forge.run.spec.RunSpec` of the keywords `run_prompt` and `explore`
+    share: the prompt, the latency menu and the run options given."""
     from forge.runspec import (parse_refuse, read_prompt_file, read_store_folder,
                                spec_from_values)
 
@@ -712,16 +731,50 @@ def _spec(prompt: PathLike | None, source: str | None, *, args: str, concurrency
         text = read_prompt_file(path)
     else:
         path, text = "<source>", str(source)
-    store_files = dict(store) if isinstance(store, Mapping) else \
-        read_store_folder(_os.fspath(store) if store is not None else None)
+    given: dict[str, Any] = dict(options)
+    made: dict[str, Any] = {}
+    for option in _OPTIONS:
+        if option.shape == "value" or option.name not in given:
+            continue
+        value = given.pop(option.name)
+        if option.shape == "folder":
+            made["store_files"] = dict(value) if isinstance(value, Mapping) else \
+                read_store_folder(_os.fspath(value) if value is not None else None)
+        elif option.shape == "script":
+            made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
+        elif option.shape == "kinds":
+            made["faults"] = value if isinstance(value, str) else ",".join(value)
+        elif option.shape == "latency":
+            made["latency_base"] = dict(value) if value is not None else None
+        elif option.shape == "refuse":
+            made["refuse"] = parse_refuse(_refuse_pairs(value))
     return spec_from_values(
-        path, text, args=args, store_files=store_files, concurrency=concurrency,
-        model=_script(model_script, "model"), operator=_script(operator_script, "operator"),
-        cancel_at=cancel_at, max_instructions=max_instructions,
-        faults=faults if isinstance(faults, str) else ",".join(faults),
-        fault_budget=fault_budget, latency_base=dict(latency) if latency is not None else None,
-        latency_menu=tuple(latency_menu) if latency_menu is not None else None,
-        tool=_script(tool_script, "tool"), refuse=parse_refuse(_refuse_pairs(refuse)))
+        path, text, latency_menu=tuple(latency_menu) if latency_menu is not None else None,
+        **made, **given)
+
+
+#: The role a script option gives its script (`forge.run.spec.RunSpec`'s field).
+_SCRIPT_ROLE = {o.name: o.name.removesuffix("_script") for o in _OPTIONS if o.shape == "script"}
+
+
+def _overrides(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The run options given to `replay` as `forge.runspec.spec_from_flags`
+    keywords, as `forge replay`'s flags give them (None: not given)."""
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        shape = _BY_NAME[name].shape
+        if value is None:
+            continue
+        if shape in ("folder", "script"):
+            value = _os.fspath(value)
+        elif shape == "latency":
+            value = tuple(value.items())
+        elif shape == "refuse":
+            value = _refuse_pairs(value)
+        elif shape == "kinds" and not isinstance(value, str):
+            value = ",".join(value)
+        out[name] = value
+    return out
 
 
 def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
@@ -752,42 +805,26 @@ def _write(path: PathLike, text: str) -> str:
 
 
 @_checked
-def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, args: str = "",
+def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
                seed: int | None = None, strategy: str | None = None,
-               model_script: PathLike | Mapping[str, Any] | None = None,
-               operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None = None,
-               concurrency: int = 8, store: PathLike | Mapping[str, str] | None = None,
-               cancel_at: float | None = None, max_instructions: int | None = None,
-               faults: str | Iterable[str] = (), fault_budget: int = 1,
-               latency: Mapping[str, float] | None = None,
-               latency_menu: Sequence[float] | None = None,
-               tool_script: PathLike | Mapping[str, Any] | None = None,
-               refuse: _Refusals | None = None,
-               replay_out: PathLike | None = None) -> Observation:
+               latency_menu: Sequence[float] | None = None, replay_out: PathLike | None = None,
+               **options: Unpack[RunOptions]) -> Observation:
     """Run one prompt on the reference engine, on a virtual clock: `forge run`.
 
     Args:
         prompt: the prompt file's path (or give `source`).
         source: the prompt's text, instead of a path.
-        args: the run's argument string (`args` in Lua).
         seed: draw a random schedule from this seed (default: the canonical one).
         strategy: a strategy spelling as `forge run --strategy` takes it:
             `canonical`, `random:SEED`, `pct:SEED[:DEPTH[:HORIZON]]` or `replay:FILE`.
-        model_script, operator_script, tool_script: a script file's path, or
-            its JSON data (docs/scripts.md).
-        concurrency: the harness's ceiling on tasks running at once.
-        store: a folder to seed the store from, or `{path: text}`.
-        cancel_at: have the host cancel the run at this virtual instant (seconds).
-        max_instructions: the Lua instruction budget for the whole run.
-        faults: fault kinds the schedule may inject (`store`, `model`,
-            `tool`, `operator`, `cancel`; a list or `"store,model"`), as `--faults`.
-        fault_budget: at most this many faults a run, as `--fault-budget`.
-        latency: base seconds of some operations (`store`, `model`,
-            `operator`, `tool`), over the defaults.
         latency_menu: the multipliers a schedule picks durations from (the
             first is the canonical schedule's).
-        refuse: store operations the host refuses, as `--refuse`: `OP[:PATH]`
-            strings (`"write"`, `"write:notes.md"`), or `{op: [paths]}`.
+        options: the run options (`RunOptions`; one keyword per `forge run`
+            flag that defines the run, named as the flag in snake case, its
+            default the flag's): scripts and the store are a file's path or
+            its JSON data (docs/scripts.md), `faults` a list or
+            `"store,model"`, `latency` `{operation: seconds}`, `refuse`
+            `OP[:PATH]` strings or `{op: [paths]}`.  docs/api.md lists them.
         replay_out: also write this run's replay file here (`forge replay FILE`).
 
     Returns:
@@ -797,17 +834,14 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None, arg
         InputError: the prompt, a script, the store, a fault, a refusal or the
             strategy is refused (a `replay:FILE` that records another run,
             too), or an argument is of the wrong type or out of range, as
-            the flag that sets it refuses it (`seed` past 64 bits,
-            `concurrency` 0, `cancel_at` NaN, a store path with `..`).
+            the flag that sets it refuses it (`seed` past 64 bits, a ceiling
+            of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
-    from forge.runspec import Expectation, Runner, record, run_chooser
+    from forge.run.record import record
+    from forge.runspec import Expectation, Runner, run_chooser
     from forge.sim.replayfile import write_record
 
-    spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
-                 operator_script=operator_script, store=store, cancel_at=cancel_at,
-                 max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
-                 latency=latency, latency_menu=latency_menu, tool_script=tool_script,
-                 refuse=refuse, where="run_prompt")
+    spec = _spec(prompt, source, latency_menu, options, where="run_prompt")
     runner = Runner(spec)
     chooser = run_chooser(seed, strategy)
     done = runner.run(chooser)
@@ -903,7 +937,8 @@ class ExploreReport:
         if self.failures:
             first = self.failures[0]
             where = "on an exhaustive schedule" if first.seed is None else f"at seed {first.seed}"
-            line += f"; FAILED {where}: " + "; ".join(first.problems)
+            # One line: each problem's first (its difference follows on the next lines).
+            line += f"; FAILED {where}: " + "; ".join(p.split("\n")[0] for p in first.problems)
         return line
 
     def to_json(self) -> str:
@@ -934,22 +969,15 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
             strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
             pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
-            expect_result: str | None = None, same_ids: bool = True, invariants: bool = True,
-            schedule_independent: bool = False, args: str = "",
-            model_script: PathLike | Mapping[str, Any] | None = None,
-            operator_script: PathLike | Mapping[str, Any] | Sequence[Any] | None = None,
-            concurrency: int = 8, store: PathLike | Mapping[str, str] | None = None,
-            cancel_at: float | None = None, max_instructions: int | None = None,
-            faults: str | Iterable[str] = (), fault_budget: int = 1,
-            latency: Mapping[str, float] | None = None,
-            latency_menu: Sequence[float] | None = None,
-            tool_script: PathLike | Mapping[str, Any] | None = None,
-            refuse: _Refusals | None = None, max_deviations: int | None = None,
-            reduce: bool = True, shrink_budget: int = 3000,
+            expect_result: str | None = None, expect_outcome: str | None = None,
+            expect_error: str | None = None, allow_failed: bool = False,
+            same_ids: bool = True, invariants: bool = True,
+            schedule_independent: bool = False, latency_menu: Sequence[float] | None = None,
+            max_deviations: int | None = None, reduce: bool = True, shrink_budget: int = 3000,
             progress: Callable[[int], None] | None = None,
             replay_out: PathLike | None = None, workers: int = 1,
             backend: Literal["local", "dask"] = "local",
-            address: str | None = None) -> ExploreReport:
+            address: str | None = None, **options: Unpack[RunOptions]) -> ExploreReport:
     """Run a prompt under many schedules, check each one, shrink the first failure:
     `forge explore`.
 
@@ -967,13 +995,18 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             in the replay file, so `forge replay` re-checks them.  Both kinds
             hold and fail by one rule (`forge.runspec.UserCheck`).
         expect_result: also require this exact result.
+        expect_outcome, expect_error, allow_failed: how a schedule's run may
+            end (`forge.verdict`): by default a run that ends failed or
+            cancelled fails its schedule; say `expect_outcome="failed"`,
+            `expect_error="Lua"` (ends failed with that error kind) or
+            `allow_failed=True` (any ending) when that is the point.
         same_ids: require the canonical schedule's task ids on every schedule.
         invariants: run the kit's invariants (each task ends once, status
             tables agree with events, abandon reasons are sound).
         schedule_independent: require the canonical observation on every
             schedule (apart from what a schedule may change).
-        args, model_script, ..., refuse: the run, as `run_prompt` has them;
-            `faults` makes the schedules inject faults too.
+        latency_menu, options: the run, as `run_prompt` has them; `faults`
+            makes the schedules inject faults too.
         shrink_budget: the most runs shrinking the failure may take.
         progress: called with the number of schedules run so far.
         replay_out: write the shrunk failing run's replay file here (for
@@ -1003,15 +1036,13 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     where = _backend(backend, address)
     check_spread(strategy, workers, None, where)
     check_bound(strategy, max_deviations)
-    spec = _spec(prompt, source, args=args, concurrency=concurrency, model_script=model_script,
-                 operator_script=operator_script, store=store, cancel_at=cancel_at,
-                 max_instructions=max_instructions, faults=faults, fault_budget=fault_budget,
-                 latency=latency, latency_menu=latency_menu, tool_script=tool_script,
-                 refuse=refuse, where="explore")
+    spec = _spec(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
+    from forge.verdict import Verdict
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
-                         checks_named=tuple(named_checks))
+                         checks_named=tuple(named_checks),
+                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
     if workers > 1 or where.kind != "local":
         outcome = explore_campaign(spec, expect=expect, strategy=strategy,
                                    seeds=range(start_seed, start_seed + runs), workers=workers,
@@ -1089,15 +1120,9 @@ class ReplayReport:
                        "story": list(self.story)})
 
 
-@_checked
-def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str | None = None,
-           concurrency: int | None = None, store: PathLike | None = None,
-           model_script: PathLike | None = None, operator_script: PathLike | None = None,
-           cancel_at: float | None = None, max_instructions: int | None = None,
-           faults: str | Iterable[str] | None = None,
-           fault_budget: int | None = None, tool_script: PathLike | None = None,
-           latency: Mapping[str, float] | None = None,
-           refuse: _Refusals | None = None) -> ReplayReport:
+@_checked_overrides
+def replay(replay_file: PathLike, *, prompt: PathLike | None = None,
+           **options: Unpack[RunOptions]) -> ReplayReport:
     """Run the run a replay file records again and re-check what it expects:
     `forge replay`.
 
@@ -1107,7 +1132,8 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
             whole run (prompt text, harness, scripts, faults, seed, choices).
         prompt: use this prompt file instead of the recorded text (its
             sha256 must match the recorded one).
-        args, ..., refuse: override what the file records, as `forge replay`'s
+        options: the run options (`RunOptions`), overriding what the file
+            records as `forge replay`'s
             flags do (a what-if run: its choices will likely drift, and
             `identical` is None); scripts and the store are paths, `latency`
             and `refuse` as `run_prompt` takes them.
@@ -1122,17 +1148,7 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None, args: str |
     """
     from forge.repro import replay_file as run_again
 
-    given = {"args": args, "concurrency": concurrency, "cancel_at": cancel_at,
-             "max_instructions": max_instructions, "fault_budget": fault_budget,
-             "store_dir": _os.fspath(store) if store is not None else None,
-             "model_script": _os.fspath(model_script) if model_script is not None else None,
-             "operator_script": _os.fspath(operator_script) if operator_script is not None
-             else None,
-             "tool_script": _os.fspath(tool_script) if tool_script is not None else None,
-             "latency": tuple(latency.items()) if latency is not None else None,
-             "refuse": _refuse_pairs(refuse) if refuse is not None else None,
-             "faults": faults if faults is None or isinstance(faults, str) else ",".join(faults)}
-    overrides = {k: v for k, v in given.items() if v is not None}
+    overrides = _overrides(options)
     done = run_again(_os.fspath(replay_file),
                      prompt=_os.fspath(prompt) if prompt is not None else None,
                      overrides=overrides or None)

@@ -30,7 +30,7 @@ or your own `register_profile(...)`, picked by `--forge-profile` or
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
 unknown profile stops the session with one usage error naming it, before
 any test runs.  A setting follows the rule the same value has everywhere
-(`forge.runspec.RULES`, which `forge explore`'s flags and `forge.explore`
+(`forge.run.options.RULES`, which `forge explore`'s flags and `forge.explore`
 apply too), and every other keyword the rule of `forge.explore`'s
 argument; a marker or a call that breaks one fails its test in one line
 naming the marker (or the call) and the keyword, with no traceback.
@@ -96,7 +96,7 @@ def register_profile(name: str, parent: str = "default", **settings: Any) -> Set
 
     Raises:
         pytest.UsageError: naming the profile and the setting, for a setting
-            that is not one or a value its rule (`forge.runspec.RULES`) refuses.
+            that is not one or a value its rule (`forge.run.options.RULES`) refuses.
     """
     problem = _settings_problem(settings, f"profile {name!r}")
     if problem is not None:
@@ -119,7 +119,7 @@ def get_profile(name: str) -> Settings:
                                 f"{', '.join(sorted(_PROFILES))}") from None
 
 
-#: Each setting and the value of `forge.runspec.RULES` (`forge.explore`'s
+#: Each setting and the value of `forge.run.options.RULES` (`forge.explore`'s
 #: keyword, `forge explore`'s flag) whose rule it follows.
 _SETTING_RULES = {"runs": "runs", "strategy": "strategy", "seed": "start_seed",
                   "pct_depth": "pct_depth"}
@@ -130,7 +130,8 @@ def _setting_problem(name: str, value: Any, where: str | None, label: str | None
     """What the setting's rule says of `value` (one line naming `where` and
     the setting, or `label` for it), else None."""
     from forge.errors import InputError
-    from forge.runspec import RULES, check_value
+    from forge.run.options import RULES
+    from forge.run.values import check_value
 
     try:
         check_value(RULES[_SETTING_RULES[name]], value, label or name, where)
@@ -376,7 +377,7 @@ _OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir"}
 def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
     """Fail the test in one line naming `where` (the marker or the call) and
     the keyword, for a keyword `forge.explore` does not take or a value
-    whose rule (a setting's in `forge.runspec.RULES`, else the one
+    whose rule (a setting's in `forge.run.options.RULES`, else the one
     `forge.explore` checks its argument by) refuses it."""
     from forge.api import _check_arguments
     from forge.errors import InputError
@@ -464,6 +465,9 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
              f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
+    from forge import verdict
+    if any(map(verdict.is_ending_problem, failure.problems)):
+        lines.append(_indented("  ", verdict.why(failure.observation.to_dict(), api=True)))
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
     drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"

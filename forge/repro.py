@@ -25,11 +25,14 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from forge.errors import InputError
-from forge.runspec import (Expectation, Runner, RunSpec, crashed, kit_version,
-                                    observation_sha256, record, spec_from_flags,
-                                    spec_from_record, with_violations)
+from forge.run.options import PLAIN
+from forge.run.record import (kit_version, observation_sha256, read_replay, record,
+                               spec_from_record)
+from forge.run.spec import RunSpec
+from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
+from forge.sim.strategies import STRATEGIES, lookup
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -106,11 +109,12 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     from forge.sim.explore import explore
 
     check_bound(strategy, max_deviations)
-    if strategy == "exhaustive":
-        # Exhaustive search explores orderings of completions, not durations.
+    walks = lookup(strategy).walks
+    if walks:
+        # A walk of the tree explores orderings of completions, not durations.
         spec = attrs.evolve(spec, orders=True)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
-    if strategy == "exhaustive":
+    if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:
@@ -120,21 +124,20 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     return outcome_of(runner, canonical, checks, expect, report)
 
 
-#: The strategies `--max-deviations` bounds (it counts a walk's deviations).
-BOUNDED_STRATEGIES = ("exhaustive",)
-
-
 def check_bound(strategy: str, max_deviations: int | None) -> None:
-    """Refuse a deviation bound for a strategy that does not walk a tree:
-    random and pct draw each schedule whole, so a bound would be ignored.
+    """Refuse a deviation bound for a strategy that does not read one (it
+    counts a walk's deviations; a strategy that draws each schedule whole
+    would ignore it).
 
     Raises:
         InputError: naming `--max-deviations`.
     """
-    if max_deviations is not None and strategy not in BOUNDED_STRATEGIES:
-        raise InputError(f"bounds only the {' and '.join(BOUNDED_STRATEGIES)} strategy's walk "
+    bounded = [s.name for s in STRATEGIES if "max_deviations" in s.parameters]
+    if max_deviations is not None and "max_deviations" not in lookup(strategy).parameters:
+        raise InputError(f"bounds only the {' and '.join(bounded)} strategy's walk "
                          f"of the choice tree; {strategy} draws each schedule whole, so leave "
-                         "it out or use --strategy exhaustive", file="--max-deviations")
+                         f"it out or use --strategy {' or '.join(bounded)}",
+                         file="--max-deviations")
 
 
 def check_seeds(start_seed: int, runs: int) -> None:
@@ -178,7 +181,7 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults,
-                       run.trace.violations, obs.get("effects", ())))
+                       run.trace.violations, obs.get("effects", ()), obs.get("error")))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
                "deviations": found.deviations, "proven_minimal": found.proven,
                "faults": [list(f) for f in faults]}
@@ -202,8 +205,6 @@ def replay_file(path: str, *, prompt: str | None = None,
     Raises:
         InputError: an unusable file, or a prompt that does not match its hash.
     """
-    from forge.assembly import read_replay
-
     data = read_replay(path)
     rec = data["record"]
     if rec is None:
@@ -213,6 +214,7 @@ def replay_file(path: str, *, prompt: str | None = None,
             raise InputError("this legacy replay file names no prompt: give PROMPT before the "
                              "file", file=path, kind="replay")
         spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
+        # It held a run that did not end ok to have failed: the default verdict.
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
         other_kit, recorded_problems = None, ()
     else:
@@ -236,11 +238,9 @@ def replay_file(path: str, *, prompt: str | None = None,
     obs = crashed(run, crash) if crash is not None else run.observation()
     checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
-    if rec is None and obs["outcome"] != "ok":
-        problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
     story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,
-                       obs.get("effects", ())))
+                       obs.get("effects", ()), obs.get("error")))
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit, story,
                          recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
@@ -266,24 +266,22 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
 
     given = overrides.get
     rebuilt = spec_from_values(
-        spec.prompt_path, spec.prompt_text, args=given("args", spec.args),
-        store_files=read_store_folder(overrides["store_dir"]) if "store_dir" in overrides
+        spec.prompt_path, spec.prompt_text,
+        store_files=read_store_folder(overrides["store"]) if "store" in overrides
         else spec.store_files,
-        concurrency=given("concurrency", spec.concurrency),
         model=read_script_file(overrides["model_script"]) if "model_script" in overrides
         else spec.model,
         operator=read_script_file(overrides["operator_script"])
         if "operator_script" in overrides else spec.operator,
-        cancel_at=given("cancel_at", spec.cancel_at),
-        max_instructions=given("max_instructions", spec.max_instructions),
         faults=given("faults", ",".join(spec.faults.kinds)),
         fault_budget=given("fault_budget", spec.faults.budget),
         latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
         latency_menu=spec.latency_menu,
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
-        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse)
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
+        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
+        **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
@@ -345,14 +343,15 @@ def _ending(rec: dict, effect: dict | None) -> str:
 
 
 def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
-         effects=()) -> list[str]:
+         effects=(), error: dict | None = None) -> list[str]:
     """The run as a short story in virtual time, each fired fault in its place
     (`faults`: the run's `forge.harness.Faults`) and each violation a watcher
     found right after the step that showed it (`violations`: the trace's),
     then its non-canonical choices, each with the option canonical would have
     taken.  `effects` (the observation's, one per harness operation in the
     order issued, as the trace's `harness` and `harness_unanswered` records
-    are) say how each operation ended."""
+    are) say how each operation ended.  `error` (the observation's) gives
+    the run's ending its message: the trace records only the error's kind."""
     marks: dict[int, list[str]] = {}
     if faults is not None:
         for (kind, label), at in zip(faults.fired, faults.at):
@@ -370,6 +369,9 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
             effect = effects[issued] if issued < len(effects) else None
             issued += 1
         line = describe(rec, effect=effect)
+        if line is not None and rec.get("what") == "run_end" and isinstance(error, dict) \
+                and error.get("message"):
+            line += ": " + " ".join(str(error["message"]).split())[:300]
         if line is not None:
             lines.append(line)
         lines.extend(after.pop(index, ()))

@@ -1,294 +1,45 @@
-"""A run's whole definition (`RunSpec`), the runs it makes, and its replay record.
+"""Building a run and running it: from flags, files or data to a `RunSpec`, and a `Runner`.
 
-A `RunSpec` holds everything but the choice sequence that decides a run:
-the prompt (path and sha256), arguments, concurrency, cancel instant,
-instruction budget, latencies, the store's files, each script's content (the
-model, operator and tool scripts) and the fault plan.  `run`, `explore` and `replay` all build their runs from one
-(`spec_from_flags`, `spec_from_record`; the Python API's prompt text and
+A `RunSpec` (`forge.run.spec`) holds everything but the choice sequence
+that decides a run.  `run`, `explore` and `replay` all build their runs
+from one (`spec_from_flags`; a replay file's through
+`forge.run.record.spec_from_record`; the Python API's prompt text and
 script data through `spec_from_values`), so `forge explore` seed N and
-`forge run --seed N` are the same run, and a replay file (`record`) carries
-the whole spec and needs nothing else; `forge run --strategy replay:FILE`
-(`FileReplay`) refuses to run a spec the file does not record.  User checks
-hold and fail by one rule (`UserCheck`), named or handed over as callables.
+`forge run --seed N` are the same run, and a replay file carries the whole
+spec and needs nothing else; `forge run --strategy replay:FILE`
+(`run_chooser`, `forge.run.record.FileReplay`) refuses to run a spec the
+file does not record.  `Runner` hands each plain run option to the engine
+where its row of the options table says it goes.  What every schedule must
+satisfy is an `Expectation`; user checks hold and fail by one rule
+(`UserCheck`), named or handed over as callables.
 
-It also holds the rule of every value the command line and the Python API
-both take (`RULES`: a seed, the concurrency, the cancel instant, the
-instruction budget, the fault budget, the runs, the PCT depth, the
-deviation bound, the workers, a timeout): its Python type and its bounds,
-worded once.  `forge.commands.params` wraps a rule in a click type (the
-flag's text converted first); `forge.api` and its pytest plugin apply it
-to a keyword's value (`check_value`).  A refusal reads the same both ways,
-the flag or the keyword naming it (`--seed must be at most ...`, `seed
-must be at most ...`).
-
-What does not live here: the flags (`forge.commands.params`), the replay file's
-syntax (`forge.sim.replayfile`), exploring and replaying (`forge.repro`).  It is
+What does not live here: the options table and the values' rules
+(`forge.run.options`, `forge.run.values`), the run's frozen definition
+(`forge.run.spec`) and its replay record (`forge.run.record`), the flags
+(`forge.commands.params`), exploring and replaying (`forge.repro`).  It is
 core, below the command line and the API: it imports neither.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
-from forge.assembly import MAX_PCT_DEPTH
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
-from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS
+from forge.run.options import engine_keywords
+from forge.run.record import FileReplay, observation_sha256, read_replay
+from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
+from forge.sim.strategies import parse
+from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
 MAX_CANCEL_STEPS = 1024
 
-
-# -- the values a run, a search and a suite take ---------------------------------------------
-
-#: The most schedules one exploration tries (each is a whole run), and the
-#: most runs shrinking a failure may take.
-MAX_RUNS = 10_000_000
-#: The most worker processes one exploration or one conformance run starts.
-MAX_WORKERS = 256
-#: The longest wall-clock timeout an implementation gets per answer (one day).
-MAX_TIMEOUT = 86400.0
-#: The most tasks a harness lets run at once, and the most faults one run draws.
-MAX_CONCURRENCY = MAX_FAULT_BUDGET = 1_000_000
-#: The smallest instruction budget a run may be given, and the widest bound
-#: on an exhaustive walk's deviations.
-MIN_INSTRUCTIONS, MAX_DEVIATIONS = 1000, 1_000_000
-#: How schedules are drawn in an exploration.
-EXPLORE_STRATEGIES = ("random", "pct", "exhaustive")
-
-
-def shown(value: Any, limit: int = 60) -> str:
-    """A refused value as a refusal shows it: its Python type and its repr,
-    cut at `limit` characters."""
-    if value is None:
-        return "None"
-    try:
-        text = repr(value)
-    except Exception:  # noqa: BLE001 - a user's object whose repr breaks is still named
-        text = "..."
-    text = text if len(text) <= limit else text[: limit - 3] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _brief_text(value: Any) -> str:
-    text = repr(str(value))
-    return text if len(text) <= 60 else text[:57] + "...'"
-
-
-@attrs.frozen
-class Whole:
-    """A whole number in [low, high]: a 64-bit integer unless narrower."""
-
-    low: int = I64_MIN
-    high: int = I64_MAX
-    kind = "a whole number (an int)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool)
-
-    def problem(self, number: int) -> str | None:
-        if number < self.low:
-            return f"must be at least {self.low}, got {number}"
-        if number > self.high:
-            return f"must be at most {self.high}, got {number}"
-        return None
-
-
-@attrs.frozen
-class Seconds:
-    """A finite number of seconds in [0, high] (`positive`: above 0)."""
-
-    high: float = MAX_SECONDS
-    positive: bool = False
-    kind = "a number of seconds (an int or a float)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-
-    def problem(self, number: float) -> str | None:
-        import math
-
-        if not math.isfinite(number):
-            return f"must be a finite number of seconds, got {_brief_text(number)}"
-        if self.positive and number <= 0:
-            return f"must be a positive number of seconds, got {number:g}"
-        if number < 0:
-            return f"must be a non-negative number of seconds, got {number:g}"
-        if number > self.high:
-            return f"must be at most {self.high:g} seconds, got {number:g}"
-        return None
-
-
-@attrs.frozen
-class Text:
-    """A string that is valid Unicode (no lone surrogates, which a command
-    line in another encoding brings, and no run can carry)."""
-
-    kind = "a string"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, text: str) -> str | None:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            return f"must be valid UTF-8 text (a stray byte at character {e.start})"
-        return None
-
-
-@attrs.frozen
-class Choice:
-    """One of a few names."""
-
-    choices: tuple[str, ...]
-    kind = "a string"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, name: str) -> str | None:
-        if name in self.choices:
-            return None
-        return f"must be one of {', '.join(self.choices)}, got {_brief_text(name)}"
-
-
-@attrs.frozen
-class Switch:
-    """True or False."""
-
-    kind = "True or False"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, bool)
-
-    def problem(self, value: bool) -> str | None:
-        return None
-
-
-@attrs.frozen
-class FilePath:
-    """A path the OS can look up (a file's or a folder's; whether it is
-    there is for its reader to say)."""
-
-    kind = "a path (a str or an os.PathLike)"
-
-    def accepts(self, value: Any) -> bool:
-        import os
-
-        return isinstance(value, str | os.PathLike)
-
-    def problem(self, value: Any) -> str | None:
-        import os
-
-        path = os.fsdecode(os.fspath(value))
-        problem = path_problem(path)
-        return None if problem is None else f"cannot read {_brief_text(path)}: {problem}"
-
-
-def path_problem(path: str) -> str | None:
-    """Why the OS cannot look `path` up at all (None if it can)."""
-    import os
-
-    if not path or "\0" in path:
-        return "not a usable path"
-    try:
-        if len(os.fsencode(path)) > 4096:
-            return "the path is longer than 4096 bytes"
-    except UnicodeEncodeError:
-        return "not a usable path"
-    return None
-
-
-@attrs.frozen
-class Pattern:
-    """A `-k` selection pattern: a regular expression within
-    `forge.limits.compile_pattern`'s rule."""
-
-    kind = "a regular expression (a str)"
-
-    def accepts(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def problem(self, value: str) -> str | None:
-        from forge.limits import compile_pattern
-
-        try:
-            compile_pattern(value)
-        except ValueError as e:
-            return str(e)
-        return None
-
-
-Rule = Whole | Seconds | Text | Choice | Switch | FilePath | Pattern
-
-#: The rule of each value the flags and the API both take, by the API's name
-#: for it (the flag is the name in kebab case: `--max-instructions`).
-RULES: dict[str, Rule] = {
-    "seed": Whole(), "start_seed": Whole(),
-    "concurrency": Whole(1, MAX_CONCURRENCY), "cancel_at": Seconds(),
-    "max_instructions": Whole(MIN_INSTRUCTIONS), "fault_budget": Whole(0, MAX_FAULT_BUDGET),
-    "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
-    "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
-    "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
-    "strategy": Choice(EXPLORE_STRATEGIES),
-}
-
-
-def check_value(rule: Rule, value: Any, name: str, where: str | None = None) -> Any:
-    """`value`, given to the Python API as `name`, checked by `rule`: its
-    Python type first (the API converts no text: `"5"` is not a whole
-    number there), then the rule.  Returns `value`.
-
-    Raises:
-        InputError: naming `where` (the function) and `name`, worded as the
-            command line words the same refusal with `name` for the flag.
-    """
-    if not rule.accepts(value):
-        raise InputError(f"{name} must be {rule.kind}, got {shown(value)}", file=where)
-    problem = rule.problem(value)
-    if problem is not None:
-        raise InputError(f"{name} {problem}", file=where)
-    return value
-
-
-@attrs.frozen
-class Script:
-    """A script's path (for messages) and its decoded JSON content."""
-
-    path: str
-    data: Any = attrs.field(eq=False)
-
-
-@attrs.frozen
-class RunSpec:
-    prompt_path: str
-    prompt_sha256: str
-    #: The prompt's text (what the sha256 is of), so a run needs no file.
-    prompt_text: str = attrs.field(eq=False, repr=False)
-    args: str = ""
-    concurrency: int = 8
-    cancel_at: float | None = None
-    max_instructions: int | None = None
-    store_files: dict = attrs.field(factory=dict)
-    model: Script | None = None
-    operator: Script | None = None
-    faults: FaultPlan = FaultPlan()
-    latency_base: dict = attrs.field(factory=lambda: dict(DEFAULT_LATENCY))
-    latency_menu: tuple[float, ...] = LATENCY_MENU
-    #: The tool script (`forge.toolscript`): the run's tool catalogue.
-    tool: Script | None = None
-    #: Store operations the host refuses: operation (or `*`) -> paths (or `*`).
-    refuse: dict = attrs.field(factory=dict)
-    #: Orders mode (`forge.sim.orders`): durations stay canonical and the
-    #: chooser picks which completion fires next (exhaustive search's mode).
-    orders: bool = False
 
 
 #: What `--refuse OP[:PATH]` and a case's `refuse` may name besides the store
@@ -347,10 +98,6 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
     return FaultPlan(tuple(k for k in FAULT_KINDS if k in kinds), budget)
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def read_prompt_file(path: str) -> str:
     """The prompt file's text, once it parsed (a bad prompt is refused first);
     read once, so a pipe serves."""
@@ -385,36 +132,34 @@ def read_store_folder(path: str | None) -> dict:
     return build_harness(path).store.snapshot()
 
 
-def spec_from_flags(prompt: str, *, args: str = "", store_dir: str | None = None,
-                    concurrency: int = 8, model_script: str | None = None,
-                    operator_script: str | None = None, cancel_at: float | None = None,
-                    max_instructions: int | None = None, faults: str | None = None,
-                    fault_budget: int = 1, tool_script: str | None = None,
-                    latency=(), refuse=()) -> RunSpec:
-    """The spec the harness flags describe; files are read (and checked) now.
+def spec_from_flags(prompt: str, *, store: str | None = None, model_script: str | None = None,
+                    operator_script: str | None = None, tool_script: str | None = None,
+                    faults: str | None = None, fault_budget: int = 1, latency=(), refuse=(),
+                    **plain: Any) -> RunSpec:
+    """The spec the harness flags describe (the options table's names:
+    `plain` holds the plain options); files are read (and checked) now.
 
     Raises:
         InputError, PromptError: an unreadable or invalid prompt, folder or script.
     """
     text = read_prompt_file(prompt)   # refuse a bad prompt before anything else
-    return spec_from_values(prompt, text, args=args, store_files=read_store_folder(store_dir),
-                            concurrency=concurrency, model=read_script_file(model_script),
-                            operator=read_script_file(operator_script), cancel_at=cancel_at,
-                            max_instructions=max_instructions, faults=faults,
+    return spec_from_values(prompt, text, store_files=read_store_folder(store),
+                            model=read_script_file(model_script),
+                            operator=read_script_file(operator_script), faults=faults,
                             fault_budget=fault_budget, tool=read_script_file(tool_script),
-                            latency_base=dict(latency), refuse=parse_refuse(refuse))
+                            latency_base=dict(latency), refuse=parse_refuse(refuse), **plain)
 
 
-def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
-                     store_files: dict | None = None, concurrency: int = 8,
+def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | None = None,
                      model: Script | None = None, operator: Script | None = None,
-                     cancel_at: float | None = None, max_instructions: int | None = None,
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
                      latency_menu: tuple[float, ...] | None = None,
-                     tool: Script | None = None, refuse: dict | None = None) -> RunSpec:
+                     tool: Script | None = None, refuse: dict | None = None,
+                     **plain: Any) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
+    `plain` holds the plain run options (`forge.run.options.PLAIN`) given.
     `latency_base` overrides some operations' base seconds; `latency_menu`
     replaces the multipliers a schedule may pick (the first is canonical).
 
@@ -425,9 +170,11 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, args: str = "",
     base = {**DEFAULT_LATENCY, **(latency_base or {})}
     menu = LATENCY_MENU if latency_menu is None else tuple(latency_menu)
     _check_latency(base, menu)
-    spec = RunSpec(prompt_path, text_sha256(prompt_text), prompt_text, args, concurrency,
-                   cancel_at, max_instructions, dict(store_files or {}), model, operator,
-                   parse_faults(faults, fault_budget), base, menu, tool, dict(refuse or {}))
+    spec = RunSpec(prompt_path=prompt_path, prompt_sha256=text_sha256(prompt_text),
+                   prompt_text=prompt_text, store_files=dict(store_files or {}), model=model,
+                   operator=operator, faults=parse_faults(faults, fault_budget),
+                   latency_base=base, latency_menu=menu, tool=tool, refuse=dict(refuse or {}),
+                   **plain)
     return with_cancel_instants(spec)
 
 
@@ -454,7 +201,7 @@ def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
 
 def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """The chooser of `forge run --seed/--strategy`, its run seed set: the
-    seed given, else the strategy's own (`pct:N:...` is explore's seed N, a
+    seed given, else the strategy's own (a spelling's seed N is explore's seed N, a
     format-1 replay file's is the seed it records), else 0.  A format-1
     file's chooser (`FileReplay`) makes `Runner.run` refuse a run the file
     does not record.
@@ -463,10 +210,13 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
-    from forge.assembly import make_chooser, read_replay
+    from forge.assembly import make_chooser
 
-    name, _, path = (strategy or "").partition(":")
-    if name == "replay" and path:
+    try:
+        chosen, path = parse(strategy) if strategy else (None, "")
+    except ValueError:
+        chosen = None           # `make_chooser` refuses it
+    if chosen is not None and chosen.reads_file:
         data = read_replay(path)
         rec = data["record"]        # None: the legacy shape, choice values alone
         chooser = Chooser(FileReplay(path, rec, data["choices"]) if rec is not None
@@ -478,6 +228,15 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     drawn = chooser.provider.describe().get("seed")
     chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
     return chooser
+
+
+def _ties(spec: RunSpec, chooser: Chooser) -> bool:
+    """Whether durations offer tie options: as the replayed file's run did
+    (no flag sets them; a file from before them says nothing), else as the
+    spec says."""
+    if isinstance(chooser.provider, FileReplay):
+        return bool(chooser.provider.record["run"]["latency"].get("ties", False))
+    return spec.latency_ties
 
 
 class Runner:
@@ -499,19 +258,17 @@ class Runner:
     def _harness(self, chooser: Chooser):
         from forge.engine.run import RunConfig
         from forge.harness import Harness, LatencyModel
-        from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS
         from forge.store import MemoryStore
 
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders),
-                          ceiling=spec.concurrency, cancel_at=spec.cancel_at,
+                                               spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()})
+                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
+                          **engine_keywords(spec, "harness"))
         harness.attach_faults(spec.faults, chooser)
-        config = RunConfig(args=spec.args, seed=chooser.seed,
-                           max_instructions=spec.max_instructions or DEFAULT_MAX_INSTRUCTIONS)
+        config = RunConfig(seed=chooser.seed, **engine_keywords(spec, "config"))
         return harness, config
 
     def run(self, chooser: Chooser):
@@ -572,16 +329,6 @@ def with_violations(obs: dict, run) -> dict:
 MAX_VIOLATIONS = 10
 
 
-def observation_sha256(obs: dict) -> str:
-    """The sha256 of the whole observation (`forge run --json`'s bytes): what a
-    replay must reproduce.  The trace alone is not enough: it records when
-    each store operation completes, not what it answered, so a refused write
-    and a written one can leave the same trace."""
-    from forge.engine.run import observation_json
-
-    return hashlib.sha256(observation_json(obs).encode("utf-8")).hexdigest()
-
-
 #: The outcome of a run on which the engine raised: a kit bug.
 CRASHED = "crashed"
 
@@ -627,16 +374,19 @@ class Expectation:
     result: str | None = None
     schedule_independent: bool = False
     checks_named: tuple[str, ...] = ()
+    #: How a run may end (`forge.verdict`: by default, ok).
+    ending: Verdict = Verdict()
 
     def to_json(self) -> dict:
         return {"invariants": self.invariants, "same_ids": self.same_ids, "result": self.result,
                 "schedule_independent": self.schedule_independent,
-                "checks": list(self.checks_named)}
+                "checks": list(self.checks_named), "ending": self.ending.to_json()}
 
     @classmethod
     def from_json(cls, data: dict) -> Expectation:
         return cls(data["invariants"], data["same_ids"], data["result"],
-                   data.get("schedule_independent", False), tuple(data.get("checks", ())))
+                   data.get("schedule_independent", False), tuple(data.get("checks", ())),
+                   Verdict.from_json(data.get("ending")))
 
     def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
         """The checks, given the canonical run's observation.  Under faults the
@@ -644,14 +394,12 @@ class Expectation:
         the run before a task starts."""
         from forge.conformance import oracles
 
-        checks = [no_crash] + ([*oracles.DEFAULT_CHECKS, oracles.no_violations]
-                               if self.invariants else [])
+        checks = [no_crash, self.ending.check(faulty)] + (
+            [*oracles.DEFAULT_CHECKS, oracles.no_violations] if self.invariants else [])
         if self.same_ids:
             checks.append((oracles.consistent_ids if faulty else oracles.same_ids)(canonical))
         if self.result is not None:
-            expected = self.result
-            checks.append(lambda obs: [] if obs.get("result") == expected else
-                          [f"result {obs.get('result')!r} != {expected!r}"])
+            checks.append(result_check(self.result))
         if self.schedule_independent:
             checks.append(oracles.schedule_independent(canonical))
         checks.extend(load_check(name, where) for name in self.checks_named)
@@ -731,160 +479,3 @@ class UserCheck:
         return [f"check {name} returned {type(verdict).__name__} {str(verdict)[:40]!r}: a "
                 "check returns None, True or [] when it holds, and False, a string or a list "
                 "of strings when it does not"]
-
-
-def kit_version() -> str:
-    from forge.version import __version__
-
-    return f"forge-kit {__version__}"
-
-
-def record(spec: RunSpec, expect: Expectation, seed: int, choices, obs: dict, *,
-           failure: dict | None = None, strategy: dict | None = None) -> dict:
-    """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
-    whose observation was `obs`."""
-    out = {
-        "kit": kit_version(),
-        **_run_sections(spec, seed),
-        "expect": expect.to_json(),
-        # None (null) when the engine reported no trace (an engine under test).
-        "trace_sha256": obs.get("trace_sha256") or None,
-        "observation_sha256": observation_sha256(obs),
-        "choices": [[c.kind, c.n, c.value] for c in choices],
-    }
-    if failure is not None:
-        out["failure"] = failure
-    if strategy is not None:
-        out["strategy"] = strategy
-    return out
-
-
-def _run_sections(spec: RunSpec, seed: int) -> dict:
-    """The record's sections that define the run of `spec` at `seed`."""
-    return {
-        "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
-                   "text": spec.prompt_text},
-        "run": {"args": spec.args, "seed": seed, "concurrency": spec.concurrency,
-                "cancel_at": spec.cancel_at, "max_instructions": spec.max_instructions,
-                "latency": {"base": dict(sorted(spec.latency_base.items())),
-                            "menu": list(spec.latency_menu),
-                            **({"orders": True} if spec.orders else {})},
-                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
-        "store": dict(sorted(spec.store_files.items())),
-        "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
-                    for name, s in (("model", spec.model), ("operator", spec.operator),
-                                    ("tool", spec.tool))},
-        "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
-                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
-                   **({"cancel_steps": spec.faults.cancel_steps}
-                      if spec.faults.cancel_steps else {})},
-    }
-
-
-class FileReplay(ReplayProvider):
-    """`forge run --strategy replay:FILE` of a format-1 file: the file's choice
-    values as a prefix (`ReplayProvider`), and the run the file records,
-    which a run under them must be (`Runner.run` calls `check`)."""
-
-    def __init__(self, path: str, rec: dict, choices: list[int]) -> None:
-        super().__init__(choices)
-        self.path, self.record = path, rec
-
-    def check(self, spec: RunSpec, seed: int) -> None:
-        """Refuse to run `spec` at `seed` under these choices unless the file
-        records that very run: the choices of another prompt, other flags
-        or another mode would silently make another run.
-
-        Raises:
-            InputError: naming the file and the first field that differs.
-        """
-        path, rec = self.path, self.record
-        how = f"replay the run it records with `forge replay {path}`"
-        if rec["prompt"]["sha256"] != spec.prompt_sha256:
-            raise InputError(f"$.prompt.sha256: the file records a run of another prompt "
-                             f"(sha256 {rec['prompt']['sha256'][:12]}...) than "
-                             f"{spec.prompt_path} (sha256 {spec.prompt_sha256[:12]}...)",
-                             file=path, kind="replay")
-        recorded = spec_from_record(rec, path)
-        if recorded.orders != spec.orders:
-            raise InputError("$.run.latency.orders: the file records a run in orders mode "
-                             "(exhaustive search), whose choices pick completions, not "
-                             f"durations: {how}", file=path, kind="replay")
-        differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
-                                    _comparable(spec, seed))
-        if differs is not None:
-            where, theirs, ours = differs
-            raise InputError(f"{where}: the file records {_brief(theirs)}, this run has "
-                             f"{_brief(ours)}; give the recorded flags (and seed), or {how}",
-                             file=path, kind="replay")
-
-
-def _comparable(spec: RunSpec, seed: int) -> dict:
-    """What two runs must share for one's choices to replay the other: the
-    run's sections but the prompt (compared by hash) and where scripts were
-    read from."""
-    sections = _run_sections(spec, seed)
-    del sections["prompt"]
-    sections["scripts"] = {name: None if s is None else s["data"]
-                           for name, s in sections["scripts"].items()}
-    return sections
-
-
-def _first_difference(a: Any, b: Any, where: str = "$") -> tuple[str, Any, Any] | None:
-    """The first place (a JSON path, keys in sorted order) where `a` and `b` differ."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(set(a) | set(b)):
-            if key not in a or key not in b:
-                return f"{where}.{key}", a.get(key), b.get(key)
-            found = _first_difference(a[key], b[key], f"{where}.{key}")
-            if found is not None:
-                return found
-        return None
-    return None if a == b else (where, a, b)
-
-
-def _brief(value: Any) -> str:
-    import json
-
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunSpec:
-    """The spec a format-1 record holds.  The prompt is the recorded text, or
-    the file `prompt` when given; either must hash to the recorded sha256.
-
-    Raises:
-        InputError: naming the replay file, for a prompt that does not match.
-    """
-    recorded = data["prompt"]
-    if prompt is not None:
-        path, text = prompt, read_prompt_file(prompt)
-        whose = f"the prompt {prompt}"
-    else:
-        path, text = recorded["path"], recorded["text"]
-        whose = "the prompt text in the file"
-    sha = text_sha256(text)
-    if sha != recorded["sha256"]:
-        raise InputError(f"$.prompt.sha256: {whose} has sha256 {sha[:12]}..., the replay was "
-                         f"recorded on {recorded['sha256'][:12]}... (the prompt changed since?)",
-                         file=source, kind="replay")
-    run, faults, scripts = data["run"], data["faults"], data["scripts"]
-    kinds = tuple(faults["kinds"])
-    for kind in kinds:
-        if kind not in FAULT_KINDS:
-            raise InputError(f"$.faults.kinds: unknown fault kind {kind[:40]!r}", file=source,
-                             kind="replay")
-
-    def script(name: str) -> Script | None:
-        s = scripts.get(name)    # `tool` is absent from files written before tool scripts
-        return None if s is None else Script(s["path"], s["data"])
-
-    return RunSpec(path, sha, text, run["args"], run["concurrency"], run["cancel_at"],
-                   run["max_instructions"], dict(data["store"]), script("model"),
-                   script("operator"),
-                   FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
-                             faults.get("cancel_steps", 0)),
-                   dict(run["latency"]["base"]), tuple(run["latency"]["menu"]), script("tool"),
-                   {op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   bool(run["latency"].get("orders", False)))

@@ -11,21 +11,19 @@ render DIR`) are checked when the flag is read - before any work - and
 written with `write_output`, which turns an OS error into an `InputError`
 naming the file.
 
-`harness_options` is the one list of flags that define a run's harness
-(`--args`, `--store`, `--concurrency`, the model, operator and tool
-scripts, `--cancel-at`,
-`--max-instructions`, `--faults`, `--fault-budget`), shared by `run`,
-`explore` and `replay`; `harness_kwargs` turns their values into
-`forge.runspec.spec_from_flags` keywords.
+`harness_options` builds the run options' flags from the options table
+(`forge.run.options.OPTIONS`: each row's flag, help, default and rule),
+shared by `run`, `explore` and `replay`; `harness_kwargs` gives the values
+given, by the options' names, as `forge.runspec.spec_from_flags` takes them.
 
 The rules themselves - the bounds and the words of each refusal - are the
-core's (`forge.runspec.RULES` and its rule classes), which the Python API
-applies to its keywords too: a type here converts the flag's text and
-hands the value to its rule (`BoundedInt.of(RULES["concurrency"])`), so a
+core's (`forge.run.values`, by value in `forge.run.options.RULES`), which
+the Python API applies to its keywords too: a type here converts the
+flag's text and hands the value to its rule (`BoundedInt.of(rule)`), so a
 flag and a keyword are refused alike and each bound is written once.
 
 What does not live here: the commands themselves, the error mechanism
-(`forge.cli.ForgeGroup`), and the rules (`forge.runspec`).
+(`forge.cli.ForgeGroup`), and the rules (`forge.run`).
 """
 
 from __future__ import annotations
@@ -39,10 +37,13 @@ import click
 
 from forge.errors import InputError
 from forge.limits import I64_MAX, I64_MIN, MAX_SECONDS, compile_pattern
-from forge.runspec import RULES, FilePath
-from forge.runspec import Seconds as _SecondsRule
-from forge.runspec import Text as _TextRule
-from forge.runspec import Whole, path_problem
+from forge.harness import DEFAULT_LATENCY
+from forge.run.options import OPTIONS, Option
+from forge.run.values import FilePath
+from forge.run.values import Seconds as _SecondsRule
+from forge.run.values import Text as _TextRule
+from forge.run.values import Whole, path_problem
+from forge.runspec import refuse_pair
 
 
 class BoundedInt(click.IntRange):
@@ -57,7 +58,7 @@ class BoundedInt(click.IntRange):
 
     @classmethod
     def of(cls, rule: Whole) -> BoundedInt:
-        """The flag type of a core rule (`forge.runspec.RULES`)."""
+        """The flag type of a core rule (`forge.run.options.RULES`)."""
         return cls(rule.low, rule.high)
 
     def _describe_range(self) -> str:
@@ -87,7 +88,7 @@ class Seconds(click.ParamType):
 
     @classmethod
     def of(cls, rule: _SecondsRule) -> Seconds:
-        """The flag type of a core rule (`forge.runspec.RULES`)."""
+        """The flag type of a core rule (`forge.run.options.RULES`)."""
         return cls(rule.high, rule.positive)
 
     def convert(self, value, param, ctx):
@@ -175,7 +176,16 @@ def output_problem(path: str, directory: bool = False) -> str | None:
     problem = path_problem(path)
     if problem:
         return problem
-    target = Path(path)
+    try:
+        return _output_problem(Path(path), directory)
+    except OSError as e:
+        # Asking about the path itself failed: a name longer than the file
+        # system allows (ENAMETOOLONG), a loop of links, ...
+        return e.strerror or str(e)
+
+
+def _output_problem(target: Path, directory: bool) -> str | None:
+    path = str(target)
     if target.exists():
         if directory:
             if not target.is_dir():
@@ -232,16 +242,6 @@ def write_output(path: str, text: str) -> None:
                          file=path) from None
 
 
-#: The harness flags' parameter names and the `spec_from_flags` keyword each sets.
-HARNESS_KEYWORDS = {
-    "args_text": "args", "store_dir": "store_dir", "concurrency": "concurrency",
-    "model_script": "model_script", "operator_script": "operator_script",
-    "cancel_at": "cancel_at", "max_instructions": "max_instructions", "faults": "faults",
-    "fault_budget": "fault_budget", "tool_script": "tool_script", "latency": "latency",
-    "refuse": "refuse",
-}
-
-
 class LatencyPair(click.ParamType):
     """`OP=SECONDS`: one operation kind's canonical virtual duration."""
 
@@ -250,8 +250,6 @@ class LatencyPair(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
-        from forge.harness import DEFAULT_LATENCY
-
         op, sep, seconds = str(value).partition("=")
         if not sep or op not in DEFAULT_LATENCY:
             self.fail(f"must be OP=SECONDS with OP one of {', '.join(DEFAULT_LATENCY)}, got "
@@ -268,70 +266,56 @@ class RefusePair(click.ParamType):
     def convert(self, value, param, ctx):
         if isinstance(value, tuple):
             return value
-        from forge.runspec import refuse_pair
-
         try:
             return refuse_pair(str(value))
         except InputError as e:
             self.fail(e.message, param, ctx)
 
 
+def _flag_type(option: Option) -> click.ParamType:
+    """The click type of a run option's flag: its shape's, else its rule's."""
+    shapes = {"folder": lambda: InputPath(file_okay=False, exists=True),
+              "script": lambda: InputPath(dir_okay=False), "latency": LatencyPair,
+              "refuse": RefusePair, "kinds": lambda: TEXT}
+    if option.shape in shapes:
+        return shapes[option.shape]()
+    rule = option.rule
+    if isinstance(rule, Whole):
+        return BoundedInt.of(rule)
+    if isinstance(rule, _SecondsRule):
+        return Seconds.of(rule)
+    return TEXT
+
+
 def harness_options(recorded: bool = False):
-    """Decorate a command with the harness flags.
+    """Decorate a command with the run options' flags (`forge.run.options.
+    OPTIONS`, in its order), each flag's value under its option's name.
 
     With `recorded` (for `forge replay`) no flag has a default: a flag given
     overrides what the replay file records, one left out keeps it.
     """
-    def default(value):
-        return None if recorded else value
-
-    options = [
-        click.option("--args", "args_text", default=default(""), type=TEXT,
-                     help="The run's argument string (read as `args`)."),
-        click.option("--store", "store_dir", type=InputPath(file_okay=False, exists=True),
-                     default=None, help="Seed the in-memory store from the files in this folder."),
-        click.option("--concurrency", type=BoundedInt.of(RULES["concurrency"]), default=default(8),
-                     show_default=not recorded,
-                     help="The harness's ceiling on tasks running at once."),
-        click.option("--model-script", type=InputPath(dir_okay=False), default=None,
-                     help="A JSON model script that answers model rounds."),
-        click.option("--operator-script", type=InputPath(dir_okay=False), default=None,
-                     help="A JSON operator script that answers input.ask()."),
-        click.option("--tool-script", type=InputPath(dir_okay=False), default=None,
-                     help="A JSON tool script: the tools a `tools:` slot binds and their replies."),
-        click.option("--latency", "latency", multiple=True, type=LatencyPair(),
-                     help="The canonical virtual duration of one operation kind "
-                          "(store, model, operator, tool); repeatable."),
-        click.option("--refuse", "refuse", multiple=True, type=RefusePair(),
-                     help="Have the host refuse a store operation (read, write, ..., or *) on "
-                          "PATH, or on every path; repeatable."),
-        click.option("--cancel-at", type=Seconds.of(RULES["cancel_at"]), default=None,
-                     metavar="SECONDS",
-                     help="Have the host cancel the run at this virtual instant."),
-        click.option("--max-instructions", type=BoundedInt.of(RULES["max_instructions"]),
-                     default=None,
-                     help="Lua instruction budget for the whole run (ends runaway loops)."),
-        click.option("--faults", default=None, metavar="KINDS", type=TEXT,
-                     help="Let the chooser inject faults: a comma-separated list of store, "
-                          "model, tool, operator, cancel."),
-        click.option("--fault-budget", type=BoundedInt.of(RULES["fault_budget"]),
-                     default=default(1),
-                     show_default=not recorded, help="The most faults one run may draw."),
-    ]
+    def flag(option: Option):
+        repeatable = option.shape in ("latency", "refuse")
+        default = None if recorded or repeatable else option.default
+        counted = isinstance(option.rule, Whole) and default is not None
+        return click.option(option.flag, option.name, type=_flag_type(option), default=default,
+                            multiple=repeatable, metavar=option.metavar, show_default=counted,
+                            help=option.help)
 
     def decorate(f):
-        for option in reversed(options):
-            f = option(f)
+        for option in reversed(OPTIONS):
+            f = flag(option)(f)
         return f
 
     return decorate
 
 
 def harness_kwargs(values: dict) -> dict:
-    """The `spec_from_flags` keywords of the harness flags given (None left out)."""
+    """The run options given among a command's values (None left out), as
+    `forge.runspec.spec_from_flags` keywords (the options' names)."""
     # A repeatable flag given no value is `()`: left out, like a None.
-    return {HARNESS_KEYWORDS[k]: v for k, v in values.items()
-            if k in HARNESS_KEYWORDS and v is not None and v != ()}
+    return {o.name: values[o.name] for o in OPTIONS
+            if values.get(o.name) is not None and values[o.name] != ()}
 
 
 def _show(value) -> str:

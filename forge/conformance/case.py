@@ -59,9 +59,7 @@ from forge.conformance._toml import line_of, read_toml
 from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
-
-#: The most tasks a case's harness may run at once.
-MAX_CONCURRENCY = 1_000_000
+from forge.run.options import MAX_CONCURRENCY
 
 SCHEMA_PATH = schemas.path_of(schemas.CASE)
 #: The suite shipped with the package.
@@ -112,7 +110,7 @@ class HarnessSpec:
 
     @classmethod
     def from_run(cls, spec: Any) -> HarnessSpec:
-        """The harness of a run spec (`forge.runspec.RunSpec`: what `forge
+        """The harness of a run spec (`forge.run.spec.RunSpec`: what `forge
         explore --impl` sends), every field the protocol carries filled from
         it, so a run sent from flags and one sent from a case reach the
         implementation alike.  What the protocol does not carry (faults, the

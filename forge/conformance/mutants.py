@@ -34,7 +34,7 @@ import attrs
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
 import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its durability sites
-from forge import variation
+from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
 
@@ -170,7 +170,7 @@ def find(mutant_id: str, source: str) -> Mutant:
 
 # -- the kill matrix ---------------------------------------------------------------
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = shipped.examples_dir() or pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def with_fewer_schedules(cases, seeds: int):
@@ -185,12 +185,10 @@ def explore_prompts() -> list:
     from forge.prompt import load_prompt
 
     if not EXAMPLES.is_dir():
-        # A wheel install has no examples/ (it is the source checkout's, not
-        # package data); scoring without them would let mutants only the
-        # invariants kill survive, so say so instead of scoring wrong.
-        raise InputError(f"forge mutants explores the example prompts of a source checkout "
-                         f"and cannot find {EXAMPLES}; run it from a clone of the kit "
-                         "(pip install -e .)")
+        # An install that dropped its data files; scoring without them would
+        # let mutants only the invariants kill survive, so say so instead.
+        raise InputError(f"forge mutants explores the kit's example prompts and cannot find "
+                         f"{EXAMPLES}; reinstall the kit (pip install .) or run it from a clone")
     return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
             if not (EXAMPLES / (p.stem + ".model.json")).exists()]
 

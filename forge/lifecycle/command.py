@@ -110,7 +110,7 @@ def replay_file(path: str | None, replay: str, as_json: bool,
         InputError: a bad replay or scenario file, a prompt's flag, a scenario
             other than the recorded one, or a run that drifted from the record.
     """
-    from forge.runspec import kit_version
+    from forge.run.record import kit_version
 
     check_flags(replay, given, REPLAY_FLAGS, "a lifecycle replay")
     recorded = replayfile.read(replay)

@@ -59,7 +59,8 @@ class Recorded:
 def write(path: str, text: str, outcome: Any) -> str:
     """The replay file of ``outcome``'s failure (a ``campaign.Outcome``) on the
     scenario whose file at ``path`` holds ``text``: sorted keys, one choice a line."""
-    from forge.runspec import kit_version, text_sha256
+    from forge.run.record import kit_version
+    from forge.run.spec import text_sha256
 
     f = outcome.failure
     assert f is not None  # only a failure is recorded
@@ -210,7 +211,7 @@ def scenario_of(recorded: Recorded, replay: str, given: str | None) -> Scenario:
             the recorded one or a recorded scenario this kit refuses; an older
             file given no scenario; or naming ``given``, for a bad scenario file.
     """
-    from forge.runspec import text_sha256
+    from forge.run.spec import text_sha256
 
     if recorded.text is None:  # the older shape: only the path was recorded
         if given is None:

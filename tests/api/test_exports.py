@@ -36,7 +36,7 @@ def test_every_public_name_of_the_module_is_listed():
               and n not in ("annotations",)}
     # `Strategy` is the Literal of strategy names, used in signatures only.
     assert public - {"Strategy", "Any", "Callable", "Iterable", "Literal", "Mapping",
-                     "Sequence", "Union"} == set(api.__all__)
+                     "Sequence", "Union", "Unpack"} == set(api.__all__)
 
 
 def test_every_name_is_documented():

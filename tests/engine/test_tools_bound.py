@@ -15,7 +15,9 @@ from forge.engine.run import RunConfig, run_prompt
 from forge.errors import InputError
 from forge.harness import Harness
 from forge.prompt import parse_prompt
-from forge.runspec import Runner, Script, record, spec_from_record, spec_from_values
+from forge.run.record import record, spec_from_record
+from forge.run.spec import Script
+from forge.runspec import Runner, spec_from_values
 from forge.scripts import model_script_from_data
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider as Replay
 from forge.toolscript import TOOL_FAULT_MESSAGE, tool_script_from_data
@@ -148,7 +150,7 @@ def test_description_overrides():
     r = run("return 'x'")
     tools = r.models.tools
     state = SectionState(r.models, None, "Go", False)
-    tools.always["search"] = "run text"
+    tools.run_wide["search"] = "run text"
     state.added.update({"fetch": None, "search": "section text"})
     specs = {s.name: s.description for s in tools.offered(state)}
     assert specs == {"search": "section text", "fetch": "Fetch a page"}
@@ -201,7 +203,7 @@ return tostring(e1) .. '|' .. tostring(e2) .. '|' .. tostring(e3)
     assert result(r) == ('tools.add alias "nope" is not a bound tool slot|'
                          'tools.always alias "nope" is not a bound tool slot|'
                          'tools.add_local alias "fetch" duplicates a bound tool slot')
-    assert r.models.tools.always == {}
+    assert r.models.tools.run_wide == {}
 
 
 def test_no_bound_tool_shadows_a_builtin():

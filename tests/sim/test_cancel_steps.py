@@ -62,7 +62,7 @@ def test_a_cancel_bug_shrinks_to_the_earliest_cancel():
 
 
 def test_a_replay_record_keeps_the_steps_and_an_old_plan_keeps_its_instants():
-    from forge.runspec import record, spec_from_record
+    from forge.run.record import record, spec_from_record
 
     spec = cancel_spec()
     run = Runner(spec).run(Chooser(ReplayProvider([1, 2])))
