@@ -34,8 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from tests.hostile.catalogue import ENTRIES, MAX_CPU_SECONDS, MAX_RSS_MB  # noqa: E402
 
-#: A child still running after this is killed and reported as a hang.
-KILL_AFTER = 60.0
+#: A child still running after this many wall seconds is killed and reported as a
+#: hang (generous: on a loaded machine the backstop's 8 s of CPU took over a minute).
+KILL_AFTER = 300.0
 
 
 def entries() -> dict[str, str]:
