@@ -1,13 +1,19 @@
 """Exploration benchmarks: does each strategy earn its name?  Counts first,
 CPU time beside them, baselines measured in the same run.
 
-    python benchmarks/explore.py [--campaigns N] [--shrink-cases K] [--full] [--json]
+    python benchmarks/explore.py [--campaigns N] [--shrink-cases K] [--full] [--json] [--only S]
 
-- **pct vs random** on `examples/explore/slowest-first.md`, whose planted
-  bug (Gamma, the slowest of three tasks, ends first) is an ordering bug of
-  depth 2: campaigns of 100 runs, seeds drawn from SplitMix64(campaign);
-  the share of campaigns that find it, per strategy, and the median runs
-  to the first find.
+- **pct vs random** on two planted ordering bugs of depth 2, campaigns of
+  100 runs, seeds drawn from SplitMix64(campaign): the share of campaigns
+  that find each, per strategy, and the median runs to the first find.
+  `examples/explore/slowest-first.md` (Gamma, the slowest of three tasks,
+  ends first) runs under the duration menu, where the order of completions
+  comes from durations PCT draws as random does;
+  `examples/explore/between-writes.md` (all of Beta's writes between
+  Alpha's first two) runs in orders mode, where PCT schedules completions.
+  On the latter also the per-run rate over 2,000 runs, beside PCT's bound
+  1 / (n k) for the chains and steps it saw.  `--only pct` runs this
+  section alone.
 - **shrink** the first K failing random schedules of that prompt with
   today's shrinker and with the previous one (kept below as the baseline),
   and the first finds of K pct campaigns (shrunk by `explore` itself):
@@ -77,14 +83,27 @@ def deviations(values) -> int:
 
 
 # --------------------------------------------------------------- pct vs random
-def campaigns(strategy: str, count: int, runs: int) -> dict:
-    subject = subject_for("slowest-first.md")
+def between_writes(obs: dict) -> list[str]:
+    """The planted depth-2 bug of `between-writes.md`: Alpha's first write
+    lands, then all three of Beta's, then Alpha's other two."""
+    order = "".join(e["section"][0] for e in obs["events"] if e["kind"] == "store_write_succeeded")
+    return ["Beta's writes fell between Alpha's first two"] if order == "ABBBAA" else []
+
+
+#: The planted bugs PCT is measured on: (prompt, orders mode, check).
+BUGS = {"slowest-first": ("slowest-first.md", False, gamma_first),
+        "between-writes": ("between-writes.md", True, between_writes)}
+
+
+def campaigns(strategy: str, count: int, runs: int, bug: str = "slowest-first") -> dict:
+    name, orders, check = BUGS[bug]
+    subject = subject_for(name, orders=orders)
     found, to_find = 0, []
     start = time.process_time()
     for campaign in range(count):
         rng = SplitMix64(campaign)
         seeds = [rng.next_u64() for _ in range(runs)]
-        report = explore(subject, seeds, [gamma_first], strategy=strategy, pct_depth=2,
+        report = explore(subject, seeds, [check], strategy=strategy, pct_depth=2,
                          shrink_budget=0)
         if report.findings:
             found += 1
@@ -92,6 +111,28 @@ def campaigns(strategy: str, count: int, runs: int) -> dict:
     return {"campaigns": count, "found": found, "rate": found / count,
             "median_runs_to_find": statistics.median(to_find) if to_find else None,
             "cpu_s": round(time.process_time() - start, 2)}
+
+
+def per_run_rate(runs: int) -> dict:
+    """PCT of depth 2 (one campaign learning its horizon) and random on
+    `between-writes.md` in orders mode: the share of runs that hit the bug,
+    beside PCT's bound 1 / (n k) for the n chains and k steps it saw."""
+    from forge.sim.pct import PCTCampaign
+
+    subject = subject_for("between-writes.md", orders=True)
+    campaign, chains = PCTCampaign(depth=2), set()
+    pct_hits = random_hits = 0
+    for seed in range(runs):
+        provider = campaign.provider(seed)
+        obs, _ = subject(Chooser(provider, seed=seed))
+        campaign.learn(provider)
+        chains.update(provider.ranking)
+        pct_hits += bool(between_writes(obs))
+        obs, _ = subject(Chooser(RandomProvider(seed), seed=seed))
+        random_hits += bool(between_writes(obs))
+    n, k = len(chains), campaign.horizon
+    return {"runs": runs, "chains": n, "steps": k, "bound": 1 / (n * k),
+            "pct": pct_hits / runs, "random": random_hits / runs}
 
 
 # ---------------------------------------------------------------------- shrink
@@ -405,7 +446,7 @@ def main() -> None:
     parser.add_argument("--shrink-cases", type=int, default=10)
     parser.add_argument("--full", action="store_true", help="also the 93,750-schedule tree")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--only", choices=["faults", "oracles", "exhaustive"], default=None,
+    parser.add_argument("--only", choices=["faults", "oracles", "exhaustive", "pct"], default=None,
                         help="run only this section")
     parser.add_argument("--oracle-seeds", type=int, default=5,
                         help="random schedules per prompt and mutant in the oracles section")
@@ -418,14 +459,17 @@ def main() -> None:
         o = oracle_kills(opts.oracle_seeds)
         print(json.dumps(o, sort_keys=True) if opts.json else _oracles_text(o))
         return
+    if opts.only == "pct":
+        p = pct_section(opts.campaigns, opts.runs)
+        print(json.dumps(p, sort_keys=True) if opts.json else _pct_text(p, opts.runs))
+        return
     faults = {s: fault_campaigns(s, opts.campaigns, opts.runs) for s in ("random", "pct")}
     if opts.only == "faults":
         print(json.dumps(faults, sort_keys=True) if opts.json else _faults_text(faults, opts.runs))
         return
 
     results = {
-        "pct": campaigns("pct", opts.campaigns, opts.runs),
-        "random": campaigns("random", opts.campaigns, opts.runs),
+        "pct_vs_random": pct_section(opts.campaigns, opts.runs),
         "shrink": shrink_cases(opts.shrink_cases),
         "exhaustive": [exhaustive_counts(1)] + ([exhaustive_counts(2)] if opts.full else []),
         "faults": faults,
@@ -434,11 +478,7 @@ def main() -> None:
     if opts.json:
         print(json.dumps(results, sort_keys=True))
         return
-    for strategy in ("pct", "random"):
-        r = results[strategy]
-        print(f"{strategy:7} found the depth-2 bug in {r['found']}/{r['campaigns']} campaigns "
-              f"of {opts.runs} runs; median runs to find {r['median_runs_to_find']} "
-              f"({r['cpu_s']} s CPU)")
+    print(_pct_text(results["pct_vs_random"], opts.runs))
     s = results["shrink"]
     print(f"shrink  legacy deviations {s['legacy_deviations']}; now {s['shrunk_deviations']} "
           f"(from pct finds {s['pct_shrunk_deviations']}); "
@@ -447,6 +487,26 @@ def main() -> None:
     print(_exhaustive_text(results["exhaustive"]))
     print(_faults_text(faults, opts.runs))
     print(_oracles_text(results["oracles"]))
+
+
+def pct_section(count: int, runs: int) -> dict:
+    return {"campaigns": {bug: {s: campaigns(s, count, runs, bug) for s in ("pct", "random")}
+                          for bug in BUGS},
+            "per_run": per_run_rate(2000)}
+
+
+def _pct_text(p: dict, runs: int) -> str:
+    lines = []
+    for bug, by in p["campaigns"].items():
+        for strategy, r in by.items():
+            lines.append(f"{strategy:7} found {bug} in {r['found']}/{r['campaigns']} campaigns "
+                         f"of {runs} runs; median runs to find {r['median_runs_to_find']} "
+                         f"({r['cpu_s']} s CPU)")
+    r = p["per_run"]
+    lines.append(f"per run on between-writes (orders mode, n={r['chains']}, k={r['steps']}): "
+                 f"pct depth 2 {r['pct']:.1%}, bound 1/(n k) {r['bound']:.1%}, "
+                 f"random {r['random']:.1%} ({r['runs']} runs)")
+    return "\n".join(lines)
 
 
 def _exhaustive_text(rows: list) -> str:

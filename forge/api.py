@@ -577,6 +577,8 @@ def _rules() -> dict[str, dict[str, _Rule]]:
         "named_checks": _checks("named_checks", lambda c: isinstance(c, str),
                                 "a string module:function"),
         "expect_result": _text("--expect-result"), "same_ids": switch, "invariants": switch,
+        "expect_outcome": _text("--expect-outcome"), "expect_error": _text("--expect-error"),
+        "allow_failed": switch,
         "schedule_independent": switch, "reduce": switch,
         "progress": _shape(callable, "None or a callable taking the count of schedules run"),
         "replay_out": _path("--replay-out"), "backend": _text("--backend"),
@@ -935,7 +937,8 @@ class ExploreReport:
         if self.failures:
             first = self.failures[0]
             where = "on an exhaustive schedule" if first.seed is None else f"at seed {first.seed}"
-            line += f"; FAILED {where}: " + "; ".join(first.problems)
+            # One line: each problem's first (its difference follows on the next lines).
+            line += f"; FAILED {where}: " + "; ".join(p.split("\n")[0] for p in first.problems)
         return line
 
     def to_json(self) -> str:
@@ -966,7 +969,9 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
             strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
             pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
-            expect_result: str | None = None, same_ids: bool = True, invariants: bool = True,
+            expect_result: str | None = None, expect_outcome: str | None = None,
+            expect_error: str | None = None, allow_failed: bool = False,
+            same_ids: bool = True, invariants: bool = True,
             schedule_independent: bool = False, latency_menu: Sequence[float] | None = None,
             max_deviations: int | None = None, reduce: bool = True, shrink_budget: int = 3000,
             progress: Callable[[int], None] | None = None,
@@ -990,6 +995,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             in the replay file, so `forge replay` re-checks them.  Both kinds
             hold and fail by one rule (`forge.runspec.UserCheck`).
         expect_result: also require this exact result.
+        expect_outcome, expect_error, allow_failed: how a schedule's run may
+            end (`forge.verdict`): by default a run that ends failed or
+            cancelled fails its schedule; say `expect_outcome="failed"`,
+            `expect_error="Lua"` (ends failed with that error kind) or
+            `allow_failed=True` (any ending) when that is the point.
         same_ids: require the canonical schedule's task ids on every schedule.
         invariants: run the kit's invariants (each task ends once, status
             tables agree with events, abandon reasons are sound).
@@ -1028,9 +1038,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     check_bound(strategy, max_deviations)
     spec = _spec(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
+    from forge.verdict import Verdict
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
-                         checks_named=tuple(named_checks))
+                         checks_named=tuple(named_checks),
+                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
     if workers > 1 or where.kind != "local":
         outcome = explore_campaign(spec, expect=expect, strategy=strategy,
                                    seeds=range(start_seed, start_seed + runs), workers=workers,

@@ -61,6 +61,13 @@ def _check_store_folder(root: str) -> None:
     `MAX_STORE_FILES` of them and `MAX_STORE_BYTES` in all."""
     count = total = 0
     for dirpath, dirnames, filenames in os.walk(root):
+        # A link to a folder is in `dirnames` (the walk does not follow it):
+        # refused as a link to a file is, never skipped without a word.
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                raise InputError("a store folder holds regular files only (not links, devices "
+                                 "or pipes)", file=full)
         for name in filenames:
             full = os.path.join(dirpath, name)
             try:

@@ -33,6 +33,8 @@ from forge.run.options import RULES
 from forge.sim.strategies import SPELLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
+#: Ctrl-C, as a shell reports a process SIGINT ended (128 + 2), not "a schedule failed".
+EXIT_INTERRUPTED = 130
 #: Set to show the Python traceback of a kit bug instead of the one-line report.
 DEBUG_ENV = "FORGE_DEBUG"
 
@@ -74,7 +76,7 @@ class ForgeGroup(click.Group):
             see = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
             code = _refuse(e.format_message() + see, e.exit_code)
         except click.Abort:
-            code = _refuse("aborted", EXIT_FAILED)
+            code = _refuse("interrupted", EXIT_INTERRUPTED)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # noqa: BLE001 - the last guard: a kit bug, reported in one line
@@ -186,7 +188,8 @@ def _register_commands() -> None:
     main.add_command(explore)
     main.add_command(replay)
     main.add_command(trace)
-    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli"):
+    for module in ("forge.conformance.cli", "forge.conformance.mutants_cli", "forge.spec.cli",
+                   "forge.lifecycle.command"):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -465,6 +465,9 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
              f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
+    from forge import verdict
+    if any(map(verdict.is_ending_problem, failure.problems)):
+        lines.append(_indented("  ", verdict.why(failure.observation.to_dict(), api=True)))
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
     drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"

@@ -181,7 +181,7 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults,
-                       run.trace.violations, obs.get("effects", ())))
+                       run.trace.violations, obs.get("effects", ()), obs.get("error")))
     failure = {"problems": list(problems), "outcome": obs["outcome"],
                "deviations": found.deviations, "proven_minimal": found.proven,
                "faults": [list(f) for f in faults]}
@@ -214,6 +214,7 @@ def replay_file(path: str, *, prompt: str | None = None,
             raise InputError("this legacy replay file names no prompt: give PROMPT before the "
                              "file", file=path, kind="replay")
         spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
+        # It held a run that did not end ok to have failed: the default verdict.
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
         other_kit, recorded_problems = None, ()
     else:
@@ -237,11 +238,9 @@ def replay_file(path: str, *, prompt: str | None = None,
     obs = crashed(run, crash) if crash is not None else run.observation()
     checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
-    if rec is None and obs["outcome"] != "ok":
-        problems += (f"the run ended {obs['outcome']}",)
     drift = getattr(provider, "drift", None)
     story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,
-                       obs.get("effects", ())))
+                       obs.get("effects", ()), obs.get("error")))
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit, story,
                          recorded_problems, run.trace.lines(), tuple(chooser.values()))
 
@@ -282,7 +281,7 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         else spec.tool,
         refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
         **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
@@ -344,14 +343,15 @@ def _ending(rec: dict, effect: dict | None) -> str:
 
 
 def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
-         effects=()) -> list[str]:
+         effects=(), error: dict | None = None) -> list[str]:
     """The run as a short story in virtual time, each fired fault in its place
     (`faults`: the run's `forge.harness.Faults`) and each violation a watcher
     found right after the step that showed it (`violations`: the trace's),
     then its non-canonical choices, each with the option canonical would have
     taken.  `effects` (the observation's, one per harness operation in the
     order issued, as the trace's `harness` and `harness_unanswered` records
-    are) say how each operation ended."""
+    are) say how each operation ended.  `error` (the observation's) gives
+    the run's ending its message: the trace records only the error's kind."""
     marks: dict[int, list[str]] = {}
     if faults is not None:
         for (kind, label), at in zip(faults.fired, faults.at):
@@ -369,6 +369,9 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
             effect = effects[issued] if issued < len(effects) else None
             issued += 1
         line = describe(rec, effect=effect)
+        if line is not None and rec.get("what") == "run_end" and isinstance(error, dict) \
+                and error.get("message"):
+            line += ": " + " ".join(str(error["message"]).split())[:300]
         if line is not None:
             lines.append(line)
         lines.extend(after.pop(index, ()))

@@ -34,6 +34,7 @@ from forge.run.record import FileReplay, observation_sha256, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 from forge.sim.strategies import parse
+from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
 #: a longer run: a schedule longer than this is cancelled early or not at all).
@@ -229,6 +230,15 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     return chooser
 
 
+def _ties(spec: RunSpec, chooser: Chooser) -> bool:
+    """Whether durations offer tie options: as the replayed file's run did
+    (no flag sets them; a file from before them says nothing), else as the
+    spec says."""
+    if isinstance(chooser.provider, FileReplay):
+        return bool(chooser.provider.record["run"]["latency"].get("ties", False))
+    return spec.latency_ties
+
+
 class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
@@ -253,7 +263,7 @@ class Runner:
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders),
+                                               spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
                           **engine_keywords(spec, "harness"))
@@ -364,16 +374,19 @@ class Expectation:
     result: str | None = None
     schedule_independent: bool = False
     checks_named: tuple[str, ...] = ()
+    #: How a run may end (`forge.verdict`: by default, ok).
+    ending: Verdict = Verdict()
 
     def to_json(self) -> dict:
         return {"invariants": self.invariants, "same_ids": self.same_ids, "result": self.result,
                 "schedule_independent": self.schedule_independent,
-                "checks": list(self.checks_named)}
+                "checks": list(self.checks_named), "ending": self.ending.to_json()}
 
     @classmethod
     def from_json(cls, data: dict) -> Expectation:
         return cls(data["invariants"], data["same_ids"], data["result"],
-                   data.get("schedule_independent", False), tuple(data.get("checks", ())))
+                   data.get("schedule_independent", False), tuple(data.get("checks", ())),
+                   Verdict.from_json(data.get("ending")))
 
     def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
         """The checks, given the canonical run's observation.  Under faults the
@@ -381,14 +394,12 @@ class Expectation:
         the run before a task starts."""
         from forge.conformance import oracles
 
-        checks = [no_crash] + ([*oracles.DEFAULT_CHECKS, oracles.no_violations]
-                               if self.invariants else [])
+        checks = [no_crash, self.ending.check(faulty)] + (
+            [*oracles.DEFAULT_CHECKS, oracles.no_violations] if self.invariants else [])
         if self.same_ids:
             checks.append((oracles.consistent_ids if faulty else oracles.same_ids)(canonical))
         if self.result is not None:
-            expected = self.result
-            checks.append(lambda obs: [] if obs.get("result") == expected else
-                          [f"result {obs.get('result')!r} != {expected!r}"])
+            checks.append(result_check(self.result))
         if self.schedule_independent:
             checks.append(oracles.schedule_independent(canonical))
         checks.extend(load_check(name, where) for name in self.checks_named)

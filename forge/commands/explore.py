@@ -27,9 +27,10 @@ import click
 
 from forge.errors import InputError
 
-from forge.commands.explore_report import report_json, show
+from forge.commands.explore_report import report_json, show, show_saved
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
+from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
 
 
@@ -53,7 +54,11 @@ class _ExploreCommand(click.Command):
 @click.argument("prompt", type=InputPath(dir_okay=False))
 @click.option("--runs", type=BoundedInt.of(RULES["runs"]), default=200, show_default=True,
               help="How many schedules to try.")
-@click.option("--start-seed", type=BoundedInt.of(RULES["start_seed"]), default=0, show_default=True)
+@click.option("--start-seed", type=BoundedInt.of(RULES["start_seed"]), default=None,
+              help="The first seed (default: a fresh one, printed; FORGE_START_SEED pins it).")
+@click.option("--database", default=None, metavar="DIR", type=TEXT,
+              help="Where failing schedules are kept and replayed first next time "
+                   "(default .forge, or FORGE_DATABASE; none keeps none).")
 @click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
@@ -65,6 +70,14 @@ class _ExploreCommand(click.Command):
 @harness_options()
 @click.option("--expect-result", default=None, type=TEXT,
               help="Also require this exact run result.")
+@click.option("--expect-outcome", type=click.Choice(["ok", "failed", "cancelled"]), default=None,
+              help="Require every schedule's run to end so (by default a run that ends "
+                   "failed or cancelled fails its schedule).")
+@click.option("--expect-error", default=None, metavar="KIND", type=TEXT,
+              help="Require every schedule's run to end failed with this error kind "
+                   "(Lua, Budget, Determinism, ...).")
+@click.option("--allow-failed", is_flag=True,
+              help="A schedule's run may end any way; only the checks judge it.")
 @click.option("--same-ids/--no-same-ids", default=True, show_default=True,
               help="Require every schedule to start the same task ids as the canonical one.")
 @click.option("--schedule-independent", is_flag=True,
@@ -96,13 +109,19 @@ class _ExploreCommand(click.Command):
               show_default=True,
               help="With --impl: seconds the program gets to answer each request before the "
                    "schedule fails.")
-def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
-            expect_result, same_ids, schedule_independent, checks, replay_out, as_json,
-            workers, shard, backend, address, impl, timeout, **harness):
+@impl_limit_options
+@differential_options
+def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviations, no_reduce,
+            expect_result, expect_outcome, expect_error, allow_failed, same_ids,
+            schedule_independent, checks, replay_out, as_json, workers, shard, backend,
+            address, impl, timeout, run_seconds, max_decisions, differential,
+            known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
 
     \b
-    Checks: each task ends exactly once; status tables agree with events;
+    Checks: the run ends ok (unless --expect-outcome, --expect-error or
+    --allow-failed says otherwise; under --faults it may end failed or
+    cancelled); each task ends exactly once; status tables agree with events;
     every abandon has one sound reason; task ids match the canonical
     schedule (--same-ids); the result equals --expect-result if given;
     the observation is the canonical one (--schedule-independent); each
@@ -113,7 +132,8 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
 
     \b
     Exit codes: 0 every schedule passed, 1 a schedule failed, 2 bad input,
-    3 an exhaustive search stopped at --runs before covering the tree.
+    3 an exhaustive search stopped at --runs before covering the tree,
+    4 (--impl CMD FILE.replay.json) the recorded failure is fixed.
 
     \b
     Spread a campaign:  forge explore P.md --runs 2000 --workers 2
@@ -125,18 +145,23 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge.pool import backend as pick_backend
 
     from forge.commands.params import flags_given
-    if impl is None and "--timeout" in flags_given(click.get_current_context()):
-        raise InputError("how long an --impl program may take to answer; "
-                         "give --impl CMD, or leave it out", file="--timeout")
+    from forge.conformance.limit_flags import LIMIT_FLAGS
+    given = [f for f in LIMIT_FLAGS if f in flags_given(click.get_current_context())]
+    if impl is None and given:
+        raise InputError("bounds what an --impl program may take; "
+                         "give --impl CMD, or leave it out", file=given[0])
 
+    from forge import failuredb
     from forge.repro import check_seeds
-    check_seeds(start_seed, runs)
-    where = pick_backend(backend, address)
+    from forge.lifecycle.scenario import is_scenario
     part = spread.parse_shard(shard) if shard is not None else None
+    where = pick_backend(backend, address)
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound
     check_bound(strategy, max_deviations)
-    from forge.lifecycle.scenario import is_scenario
+    fixed = part is not None or impl is not None or strategy == "exhaustive" or is_scenario(prompt)
+    start_seed = failuredb.start_seed(start_seed, fixed)
+    check_seeds(start_seed, runs)
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
@@ -146,8 +171,10 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
+    from forge.verdict import Verdict
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
-                         schedule_independent=schedule_independent, checks_named=tuple(checks))
+                         schedule_independent=schedule_independent, checks_named=tuple(checks),
+                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
         if part is not None or workers > 1 or where.kind != "local":
             raise InputError("--impl explores in one process; --workers, --shard and --backend "
@@ -156,28 +183,48 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
                          reduce=not no_reduce, replay_out=replay_out, as_json=as_json,
-                         timeout=timeout))
+                         timeout=timeout, limits={"run_seconds": run_seconds,
+                                                  "max_decisions": max_decisions},
+                         differential=differential, known_path=known_differences))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 
-    if part is not None or workers > 1 or where.kind != "local":
-        seeds = part.seeds(start_seed, runs) if part is not None else \
-            range(start_seed, start_seed + runs)
-        bar = Progress(len(seeds), "schedules")
-        done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
-                                       workers=workers, pct_depth=pct_depth, where=where,
-                                       progress=bar.update)
-        outcome = done.outcome
-    else:
-        bar = Progress(runs, "schedules")
-        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                 start_seed=start_seed, pct_depth=pct_depth,
-                                 max_deviations=max_deviations, reduce=not no_reduce,
-                                 progress=bar.update)
+    db = failuredb.database(database) if part is None else None
+    key = failuredb.campaign_key(spec, expect, strategy, pct_depth)
+    still = failuredb.replay_saved(db, key, spec, expect) if db is not None else None
+    if still is not None:       # a failure saved by an earlier campaign fails again
+        write_output(replay_out, still.text)
+        show_saved(still, replay_out, as_json)
+        sys.exit(1)
+
+    bar = None
+    try:
+        if part is not None or workers > 1 or where.kind != "local":
+            seeds = part.seeds(start_seed, runs) if part is not None else \
+                range(start_seed, start_seed + runs)
+            bar = Progress(len(seeds), "schedules")
+            done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
+                                           workers=workers, pct_depth=pct_depth, where=where,
+                                           progress=bar.update)
+            outcome = done.outcome
+        else:
+            bar = Progress(runs, "schedules")
+            outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                     start_seed=start_seed, pct_depth=pct_depth,
+                                     max_deviations=max_deviations, reduce=not no_reduce,
+                                     progress=bar.update)
+    except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
+        if bar is not None:
+            bar.close()
+            click.echo(f"interrupted after {bar.done} of {bar.total} schedules (from start "
+                       f"seed {start_seed}); no failure among those checked", err=True)
+        raise
     bar.close()
     report, failure = outcome.report, outcome.failure
     if failure is not None:
         write_output(replay_out, write_record(failure.record))
+        if db is not None:
+            db.save(key, write_record(failure.record))
     data = report_json(report, failure, replay_out)
     if part is not None:
         data[spread.SHARD_KEY] = spread.shard_section(

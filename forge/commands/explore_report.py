@@ -15,6 +15,8 @@ import shlex
 
 import click
 
+from forge.difference import differences_of
+
 
 def report_json(report, failure, replay_out: str) -> dict:
     """The report as `--json` prints it (and `merge` re-assembles it)."""
@@ -37,7 +39,20 @@ def report_json(report, failure, replay_out: str) -> dict:
         "divergence": list(failure.divergence) if failure else None,
         "faults_fired": [list(f) for f in failure.faults] if failure else None,
         "faults": report.faults,
+        "accept": _accept(failure),
+        # Each shrunk-run problem's structured difference (None: it has none).
+        "differences": differences_of(failure.problems) if failure else None,
     }
+
+
+def _accept(failure) -> str | None:
+    """Why the run's ending failed the schedule and the flag that accepts it
+    (`forge.verdict`), when that is what failed it."""
+    from forge import verdict
+
+    if failure is None or not any(map(verdict.is_ending_problem, failure.problems)):
+        return None
+    return verdict.why(failure.observation)
 
 
 def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
@@ -61,11 +76,14 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
         found = data["failures"][0]
         where = "on an exhaustive schedule" if found["seed"] is None else \
             f"at seed {found['seed']}"
-        click.echo(f"FAILED {where}: " + "; ".join(found["problems"]))
+        # The first line of each: the shrunk run's problems below show their differences.
+        click.echo(f"FAILED {where}: " + "; ".join(p.split("\n")[0] for p in found["problems"]))
         minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
         click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
                    f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
-                   "run: " + "; ".join(shrunk_problems))
+                   "run:")
+        for p in shrunk_problems:
+            click.echo("  " + p.replace("\n", "\n  "))
         click.echo("the shrunk schedule, in virtual time:")
         for line in data["story"]:
             click.echo("  " + line)
@@ -73,4 +91,23 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
             click.echo("first divergence from the canonical run:")
             for line in data["divergence"]:
                 click.echo("  " + line)
+        if data.get("accept"):
+            click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+
+
+def show_saved(still, replay_out: str, as_json: bool) -> None:
+    """A failure the database kept (`forge.failuredb`) that fails again: it
+    is the campaign's failure, found before any new schedule ran."""
+    command = f"forge replay {shlex.quote(replay_out)}"
+    if as_json:
+        click.echo(json.dumps({"runs": 0, "saved_failure": str(still.path),
+                               "problems": list(still.problems), "replay": replay_out,
+                               "replay_command": command}, sort_keys=True))
+        return
+    click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "
+               "of this prompt and settings still fails (it is replayed before new schedules; "
+               "it is dropped once it passes):")
+    for p in still.problems:
+        click.echo("  " + p.replace("\n", "\n  "))
+    click.echo(f"reproduce with: {command}")

@@ -40,7 +40,16 @@ from forge.conformance import schemas
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
-from forge.conformance.impl_process import EXIT_GRACE, ImplProcess, Overflow, cut, exit_code, write_to
+from forge.conformance.impl_process import (
+    EXIT_GRACE,
+    RUN_DECISIONS,
+    RUN_SECONDS,
+    ImplProcess,
+    Overflow,
+    cut,
+    exit_code,
+    write_to,
+)
 from forge.conformance.level2 import LEVEL, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
@@ -402,14 +411,25 @@ class SubprocessAdapter(Adapter):
     Args:
         cmd: the command, as a shell-style string or an argv list.
         timeout: seconds of wall time the implementation gets to answer the
-            handshake and each run.
+            handshake and each message of a run.
+        run_seconds: seconds of wall time one run may take in all, however
+            quickly each message comes (`--max-run-seconds`).
+        max_decisions: the `choose` messages one level-2 run may send
+            (`--max-decisions`).
+    Hitting either bound fails the run with a message naming its flag, and
+    the implementation's process tree is ended (`ImplProcess.stop`).
     """
 
-    def __init__(self, cmd: str | Sequence[str], timeout: float = 10.0) -> None:
+    def __init__(self, cmd: str | Sequence[str], timeout: float = 10.0,
+                 run_seconds: float = RUN_SECONDS, max_decisions: int = RUN_DECISIONS) -> None:
         self.argv = shlex.split(cmd) if isinstance(cmd, str) else list(cmd)
         if not self.argv:
             raise ValueError("the implementation command is empty")
         self.timeout = timeout
+        self.run_seconds = run_seconds
+        self.max_decisions = max_decisions
+        #: When the current run must end (time.monotonic), or None between runs.
+        self._run_deadline: float | None = None
         self._proc: ImplProcess | None = None
         self._hello: dict | None = None
 
@@ -487,12 +507,16 @@ class SubprocessAdapter(Adapter):
             message["prompt"] = case.prompt
         else:
             message["operations"] = case.operations
-        self._send(message)
-        if chooser is not None and self.level == LEVEL:
-            reply = drive(lambda: self._receive(f"case {case.id}"), self._send, case.id,
-                          chooser, self._fail)
-        else:
-            reply = self._receive(f"case {case.id}")
+        self._run_deadline = time.monotonic() + self.run_seconds
+        try:
+            self._send(message)
+            if chooser is not None and self.level == LEVEL:
+                reply = drive(lambda: self._receive(f"case {case.id}"), self._send, case.id,
+                              chooser, self._fail, self.max_decisions)
+            else:
+                reply = self._receive(f"case {case.id}")
+        finally:
+            self._run_deadline = None
         if reply.get("type") == "error" and reply.get("id") == case.id:
             # The implementation declined this run cleanly; it stays up.
             message = reply.get("message")
@@ -526,10 +550,26 @@ class SubprocessAdapter(Adapter):
             return self.start()
         return self._hello
 
+    def _wait(self) -> tuple[float, bool]:
+        """How long the next read or write may take, and whether that is the
+        run's limit rather than the per-message timeout."""
+        if self._run_deadline is not None:
+            left = self._run_deadline - time.monotonic()
+            if left < self.timeout:
+                return max(left, 0.0), True
+        return self.timeout, False
+
+    def _over_run(self) -> None:
+        self._fail(f"ran past the limit of {self.run_seconds:g} s for one run "
+                   "(--max-run-seconds)")
+
     def _send(self, message: dict) -> None:
         # A write blocks when the implementation does not read its stdin and
         # the pipe is full, so it gets the same timeout as an answer.
-        written = write_to(self._proc, _line(message), self.timeout)
+        wait, run_limit = self._wait()
+        written = write_to(self._proc, _line(message), wait)
+        if written is None and run_limit:
+            self._over_run()
         if written is None:
             self._fail(f"timed out after {self.timeout:g} s reading its input "
                        f"(a {message.get('type')} message)")
@@ -539,7 +579,8 @@ class SubprocessAdapter(Adapter):
     def _receive(self, what: str) -> dict:
         # The deadline is checked on every line, so no stream of lines - blank,
         # or arriving faster than they are read - can hold the timeout off.
-        deadline = time.monotonic() + self.timeout
+        wait, run_limit = self._wait()
+        deadline = time.monotonic() + wait
         exit_seen = False
         while True:
             left = deadline - time.monotonic()
@@ -548,6 +589,8 @@ class SubprocessAdapter(Adapter):
                     raise queue.Empty
                 raw = self._proc.take(timeout=min(left, POLL))
             except queue.Empty:
+                if left <= 0 and run_limit:
+                    self._over_run()
                 if left <= 0:
                     self._fail(f"timed out after {self.timeout:g} s waiting for the answer "
                                f"to {what}")

@@ -43,6 +43,7 @@ from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
 from forge.conformance.report import terminal_safe
 from forge.errors import InputError
+from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.run.options import RULES
 
 #: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
@@ -52,9 +53,10 @@ MUTANT_VAR = "FORGE_MUTANT"
 MAX_FUZZ = 1_000_000
 
 #: The flags `--fuzz` takes; it refuses every other flag of `forge conformance`.
-FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--timeout")
+FUZZ_FLAGS = ("--fuzz", "--impl", "--seed", "--fuzz-case", "--known-differences", "--timeout",
+              "--max-run-seconds", "--max-decisions")
 #: The flags only `--fuzz` takes; the suite refuses them.
-FUZZ_ONLY = ("--seed", "--fuzz-case")
+FUZZ_ONLY = ("--seed", "--fuzz-case", "--known-differences")
 
 CONFORMANCE_HELP = """Run the conformance suite against an implementation.
 
@@ -138,6 +140,7 @@ Examples:
                    "failed or errored as \"fail\" (- for stdout).")
 @click.option("--timeout", type=Seconds.of(RULES["timeout"]), default=10.0, show_default=True,
               help="Seconds an --impl program gets to answer each run before the case errors.")
+@impl_limit_options
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None, type=InputPath(),
               help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "
                    "Default: the one shipped with the kit.")
@@ -148,15 +151,16 @@ Examples:
               help="Instead of the suite: run N random task programs on the reference and on "
                    "--impl (level 2) under one schedule each, and write the first difference, "
                    "shrunk, as a case file (needs Hypothesis, the test extra). Takes only "
-                   "--impl, --seed, --fuzz-case and --timeout.")
+                   "--impl, --seed, --fuzz-case, --timeout and the run bounds.")
 @click.option("--seed", "fuzz_seed", type=BoundedInt(), default=0, show_default=True,
               help="--fuzz only: the seed of the programs and schedules.")
 @click.option("--fuzz-case", metavar="FILE", type=OutputPath(), default="forge-fuzz.case.toml",
               show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
+@known_differences_option
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, expectations_out, timeout, catalogue_dir, dump_cases, verbose,
-                fuzz_count, fuzz_seed, fuzz_case):
+                junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
+                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -169,7 +173,9 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if fuzz_count is not None:
         refuse_flags(ctx, FUZZ_FLAGS.__contains__,
                      f"not for --fuzz, which takes only {', '.join(FUZZ_FLAGS[1:])}")
-        ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout))
+        ctx.exit(fuzz_command(impl, fuzz_count, fuzz_seed, fuzz_case, timeout,
+                              {"run_seconds": run_seconds, "max_decisions": max_decisions},
+                              known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
     outputs = {"--json": json_file, "--junit": junit_file,
@@ -208,7 +214,10 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if impl is not None:
         argv = _impl_argv(impl)
         try:
-            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
+            report = run_suite(selected,
+                               lambda: SubprocessAdapter(argv, timeout=timeout,
+                                                         run_seconds=run_seconds,
+                                                         max_decisions=max_decisions),
                                workers=workers, expectations=expected, catalogue=catalogue,
                                progress=progress)
         except HelloError as e:
@@ -331,7 +340,9 @@ def refuse_all(errors: list[InputError]) -> None:
 
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
-            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0) -> int:
+            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0,
+            limits: dict | None = None, differential: bool = True,
+            known_path: str | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
     code: 0 every schedule passed, 1 one failed (an implementation that
     errors, crashes or breaks level 2 included, as under `forge
@@ -358,7 +369,11 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record
 
+    from forge.conformance.equivalence import KnownDifferences
+
     argv = _impl_argv(impl)
+    limits = limits or {}
+    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
         from forge.run.record import read_replay
 
@@ -368,31 +383,51 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                              "(what `forge explore` writes)", file=prompt)
         spec = spec_from_record(data, prompt)
         check_replayable(prompt, data, spec)
-        with SubprocessAdapter(argv, timeout=timeout) as adapter:
+        with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
             problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
-                                          Expectation.from_json(data["expect"]))
+                                          Expectation.from_json(data["expect"]),
+                                          differential, known)
+        verdict = replay_verdict(data, problems, drift)
         if as_json:
-            click.echo(json.dumps({"problems": problems, "drift": drift}, sort_keys=True))
+            click.echo(json.dumps({"problems": problems, "drift": drift, "verdict": verdict},
+                                  sort_keys=True))
         else:
-            click.echo(terminal_safe(f"drifted: {drift}") if drift
+            click.echo(terminal_safe(f"drifted: the engine now asks other decisions than the "
+                                     f"record holds: {drift}") if drift
                        else "replayed the recorded schedule")
-            click.echo(terminal_safe("FAILED: " + "; ".join(problems)) if problems
-                       else "passed")
-        return 1 if problems or drift else 0
+            if problems:
+                click.echo(terminal_safe("FAILED: " + "; ".join(problems)))
+            elif verdict == DRIFTED:
+                click.echo("no problem on the run as it went (answered canonically past the "
+                           "drift" + (", compared with the reference" if differential else "")
+                           + "): the recorded failure may be fixed, on another schedule")
+            elif verdict == FIXED:
+                click.echo("fixed: the recorded failure no longer shows ("
+                           + terminal_safe("; ".join(data["failure"].get("problems") or ())
+                                           or "recorded as failing") + ")")
+            else:
+                click.echo("passed")
+        return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    with SubprocessAdapter(argv, timeout=timeout) as adapter:
+    with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
                                start_seed=start_seed, pct_depth=pct_depth,
-                               max_deviations=max_deviations, reduce=reduce)
+                               max_deviations=max_deviations, reduce=reduce,
+                               differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
+    from forge.conformance.stream_watch import not_run as watchers_not_run
+
+    not_run = watchers_not_run() if expect.invariants else {}
     if outcome.record is not None:
         write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
     # The reference's report, with the implementation's story in place of a
     # trace's (no divergence: the kit cannot see a foreign engine's trace).
     data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
-            "story": list(outcome.story), "replay": replay_out if found else None,
+            "story": list(outcome.story), "diff": list(outcome.diff),
+            "watchers_not_run": not_run,
+            "replay": replay_out if found else None,
             "replay_command": again if found else None}
     if as_json:
         click.echo(json.dumps(data, sort_keys=True))
@@ -402,6 +437,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
           False, strategy if outcome.explored else "canonical", ())
+    if not_run:
+        click.echo("watchers that cannot run on an engine's events: "
+                   + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
         click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))
         if outcome.explored:
@@ -418,13 +456,34 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                            "canonical schedule)")
         else:
             click.echo("no other schedule was tried: the implementation fails the canonical one")
+        for line in outcome.diff:
+            click.echo(terminal_safe(line))
         click.echo(f"reproduce with: {again}")
         return 1
     return 0 if report.complete else 3
 
 
+#: `forge explore --impl CMD FILE.replay.json`'s verdicts and their exit
+#: codes: the record's failure shows again (1), it is gone on the very
+#: schedule recorded (FIXED, 4), the engine now asks other decisions (1: the
+#: schedule is not the one recorded, so neither can be said), or a record
+#: that held no failure replays and passes (0).
+FAILS, FIXED, DRIFTED, PASSES = "fails", "fixed", "drifted", "passes"
+REPLAY_EXIT = {FAILS: 1, FIXED: 4, DRIFTED: 1, PASSES: 0}
+
+
+def replay_verdict(record: dict, problems: list[str], drift: str | None) -> str:
+    """What replaying `record` through an engine found (`REPLAY_EXIT`)."""
+    if problems:
+        return FAILS
+    if drift:
+        return DRIFTED
+    return FIXED if record.get("failure") else PASSES
+
+
 def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
-                 timeout: float) -> int:
+                 timeout: float, limits: dict | None = None,
+                 known_path: str | None = None) -> int:
     """`forge conformance --impl CMD --fuzz N --seed S`; the exit code (1: a difference).
 
     Raises:
@@ -432,6 +491,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
             or no Hypothesis installed.
     """
     from forge.conformance.adapters import AdapterError, SubprocessAdapter
+    from forge.conformance.equivalence import KnownDifferences
     from forge.conformance.level2 import LEVEL
 
     if impl is None:
@@ -444,8 +504,9 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         raise InputError(str(e), file="--fuzz") from None
     from forge.progress import reporter
 
+    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     show = reporter(count, "programs")
-    with SubprocessAdapter(_impl_argv(impl), timeout=timeout) as adapter:
+    with SubprocessAdapter(_impl_argv(impl), timeout=timeout, **(limits or {})) as adapter:
         try:
             level = adapter.level
         except AdapterError as e:
@@ -453,7 +514,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         if level != LEVEL:
             raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
                              "cannot give it the reference's schedule", file="--impl")
-        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"))
+        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"), known=known)
     per = report.seconds_per_program * 1000
     click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
                f"{report.seconds:.1f} s ({per:.1f} ms a program, both engines)")

@@ -6,10 +6,12 @@ the run's real decisions, `forge.sim.hypothesis.ListProvider`) with
 Hypothesis, seeded, so `--fuzz N --seed S` is the same N programs on every
 machine.  Each program runs on the reference in this process and on the
 implementation through level 2 of the protocol with the same answers; the
-first pair of observations that differ (the trace hash aside: it is the
-reference's own) is shrunk by Hypothesis - program and schedule together,
+first pair of observations that differ by the spec's equivalence
+(`equivalence`: what is implementation-defined is never compared, and a
+known-differences file mutes what a porter accepts) is shrunk by Hypothesis - program and schedule together,
 towards fewer tasks and the canonical schedule - and written as a case
-file (`case_text`).
+file (`case_text`).  The features the implementation's hello declares
+are honoured: an engine without `models` gets no model programs.
 
 Hypothesis is a test extra: it is imported when a fuzz run starts, and
 without it the command says so (`programs`).  What does not live here: the
@@ -26,10 +28,8 @@ import attrs
 
 from forge.conformance.adapters import AdapterError, SubprocessAdapter, reference_observation
 from forge.conformance.case import Case, HarnessSpec
-
-#: Observation fields that differ between engines without a difference in
-#: behaviour: the trace hash is the reference's own trace.
-IGNORED = ("trace_sha256",)
+from forge.conformance.equivalence import KnownDifferences
+from forge.conformance.equivalence import differences as equivalence_differences
 #: The longest answer list a schedule draws (decisions past it are canonical).
 MAX_ANSWERS = 64
 #: How the fuzzed runs are named over the pipe.
@@ -67,31 +67,16 @@ class FuzzReport:
         return self.seconds / runs if runs else 0.0
 
 
-def differences(reference: dict, implementation: dict) -> list[str]:
-    """`where: reference ... != implementation ...` for each field that differs
-    (a list at its first differing entry, a table at each differing key)."""
-    out = []
-    for key in sorted(set(reference) | set(implementation)):
-        if key in IGNORED:
-            continue
-        a, b = reference.get(key), implementation.get(key)
-        if a == b:
-            continue
-        if isinstance(a, list) and isinstance(b, list):
-            i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            x = a[i] if i < len(a) else "(none)"
-            y = b[i] if i < len(b) else "(none)"
-            out.append(f"{key}[{i}]: reference {_brief(x)} != implementation {_brief(y)}")
-        elif isinstance(a, dict) and isinstance(b, dict):
-            out += [f"{key}.{k}: reference {_brief(a.get(k))} != implementation "
-                    f"{_brief(b.get(k))}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-        else:
-            out.append(f"{key}: reference {_brief(a)} != implementation {_brief(b)}")
-    return out
+def differences(reference: dict, implementation: dict,
+                known: KnownDifferences = KnownDifferences()) -> list[str]:
+    """`where: reference ... != implementation ...` for each normative
+    difference (`equivalence.compare`) that `known` does not mute."""
+    return [d.line() for d in equivalence_differences(reference, implementation, known)]
 
 
 def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
-         progress: Callable[[int], None] | None = None, shrink: bool = True) -> FuzzReport:
+         progress: Callable[[int], None] | None = None, shrink: bool = True,
+         known: KnownDifferences = KnownDifferences()) -> FuzzReport:
     """Run `count` random programs on both engines; the first difference,
     shrunk unless `shrink` is false (then as found)."""
     from hypothesis import HealthCheck, Phase, given, settings
@@ -103,13 +88,14 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
     from forge.sim.hypothesis import ListProvider
 
     state = {"programs": 0, "shrinking": False, "shrink_runs": 0, "last": None}
+    models = "models" in adapter.features()
 
     @hypothesis_seed(seed)
     @settings(max_examples=count, database=None, deadline=None, derandomize=False,
               phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
               suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, print_blob=False)
-    @given(fuzz_inputs(), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
+    @given(fuzz_inputs(models), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
     def one(drawn: tuple[str, dict | None], answers: list[int]) -> None:
         program, model_script = drawn
         if state["shrinking"]:
@@ -128,7 +114,7 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
             fields = (f"the implementation gave no observation: {e.render()}",)
             theirs = None
         else:
-            fields = tuple(differences(ours, theirs))
+            fields = tuple(differences(ours, theirs, known))
         if fields:
             state["shrinking"] = True
             state["last"] = Difference(program, tuple(answers), ours, theirs, fields,
@@ -146,12 +132,13 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
         # Hypothesis shrinks towards the canonical schedule but may stop short
         # of it; one more pair of runs says whether it differs there too.
         state["shrink_runs"] += 1
-        found = _on_canonical(adapter, found)
+        found = _on_canonical(adapter, found, known)
     seconds = time.perf_counter() - started
     return FuzzReport(state["programs"], state["shrink_runs"], seconds, found)
 
 
-def _on_canonical(adapter: SubprocessAdapter, found: Difference) -> Difference:
+def _on_canonical(adapter: SubprocessAdapter, found: Difference,
+                  known: KnownDifferences) -> Difference:
     """The difference on the canonical schedule if the program shows one there,
     else `found` with the reference's canonical observation beside it."""
     from forge.sim.chooser import Chooser
@@ -167,7 +154,7 @@ def _on_canonical(adapter: SubprocessAdapter, found: Difference) -> Difference:
     except AdapterError as e:
         return attrs.evolve(found, answers=(), reference=ours, implementation=None,
                             fields=(f"the implementation gave no observation: {e.render()}",))
-    fields = tuple(differences(ours, theirs))
+    fields = tuple(differences(ours, theirs, known))
     if fields:
         return attrs.evolve(found, answers=(), reference=ours, implementation=theirs,
                             fields=fields)
@@ -244,8 +231,3 @@ def _features(program: str, model_script: dict | None = None) -> list[str]:
     except ImportError:
         return ["tasks"]
     return sorted(needs(program, {}))
-
-
-def _brief(value) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 300 else text[:299] + "…"

@@ -22,9 +22,18 @@ timeout); only a hello that breaks the protocol, or a level-1 one, is bad
 input, naming `--impl`.  The run sent is `case.HarnessSpec.from_run` of the
 flags: the harness a case would send.
 
+Differential by default: every schedule the implementation runs is run
+again on the reference engine, in this process, on the very decisions the
+implementation asked (`DifferentialSubject`), and the two observations are
+compared by the spec's equivalence (`equivalence`).  A difference is a
+failure like any other - shrunk, recorded, replayed - told as a readable
+diff naming the first differing event and the clauses it touches; an
+implementation that asks other decisions than the reference would is told
+so.  A known-differences file mutes differences a porter accepts.
+
 What does not live here: the pipe (`adapters.SubprocessAdapter`, `level2`),
-the search and the shrinker (`forge.sim`), the command's flags
-(`forge.commands.explore`).
+the search and the shrinker (`forge.sim`), the equivalence itself
+(`equivalence`), the command's flags (`forge.commands.explore`).
 """
 
 from __future__ import annotations
@@ -36,8 +45,14 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from forge.conformance.adapters import AdapterError, HelloError, SubprocessAdapter
+from forge.conformance.adapters import (
+    AdapterError,
+    HelloError,
+    SubprocessAdapter,
+    reference_observation,
+)
 from forge.conformance.case import Case, HarnessSpec
+from forge.conformance.equivalence import Difference, KnownDifferences, differences, render
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
 from forge.run.record import FileReplay, record
@@ -106,6 +121,57 @@ class PipeSubject:
         return obs, hashlib.sha256(body.encode("utf-8")).hexdigest()
 
 
+class DifferentialSubject:
+    """A `PipeSubject` whose every run is also run on the reference engine,
+    on the decisions the implementation asked; `check` reports the
+    difference (the search calls it right after the run it judges).
+
+    `last` holds the latest comparison: (the implementation's observation,
+    the reference's, the differences, the problems).
+    """
+
+    def __init__(self, pipe: PipeSubject, known: KnownDifferences) -> None:
+        self.pipe, self.case, self.known = pipe, pipe.case, known
+        self.last: tuple[dict, dict | None, list[Difference], list[str]] | None = None
+
+    def __call__(self, chooser: Chooser) -> tuple[dict, str]:
+        obs, sha = self.pipe(chooser)
+        self.last = (obs, *self._compare(obs, chooser))
+        return obs, sha
+
+    def _compare(self, obs: dict, chooser: Chooser) -> tuple[dict | None, list[Difference],
+                                                              list[str]]:
+        if obs.get("outcome") == "errored":     # `not_errored` tells it
+            return None, [], []
+        provider = RecordedProvider([(c.kind, c.n, c.value) for c in chooser.choices])
+        try:
+            ours = reference_observation(self.case.prompt, self.case.harness, chooser.seed,
+                                         self.case.path, Chooser(provider, seed=chooser.seed))
+        except AdapterError as e:
+            return None, [], [f"the reference could not run this schedule: {e.render()}"]
+        problems = []
+        if provider.drift is not None:
+            problems.append("the implementation asked other decisions than the reference "
+                            "does: the reference, given the implementation's answers, "
+                            f"left them at {provider.drift.describe()}")
+        found = differences(ours, obs, self.known)
+        if found:
+            problems.append("differs from the reference: " + found[0].line())
+        return ours, found, problems
+
+    def check(self, obs: dict) -> list[str]:
+        if self.last is not None and self.last[0] is obs:
+            return self.last[3]
+        return []
+
+    def diff(self) -> list[str]:
+        """The latest run's readable diff (empty without a difference)."""
+        if self.last is None or self.last[1] is None:
+            return []
+        obs, ours, found, _ = self.last
+        return render(found, ours, obs)
+
+
 def not_errored(obs: dict) -> list[str]:
     if obs.get("outcome") == "errored":
         return [f"the implementation errored: {obs['error']['message']}"]
@@ -114,8 +180,14 @@ def not_errored(obs: dict) -> list[str]:
 
 def pipe_checks(expect: Expectation, canonical: dict) -> list:
     """`expect`'s checks, as one that reports an errored run alone (the
-    invariants have nothing to read in it)."""
+    invariants have nothing to read in it); with the invariants, the
+    watchers that can run over the implementation's event stream too
+    (`stream_watch`)."""
+    from forge.conformance import stream_watch
+
     checks = expect.checks(canonical)
+    if expect.invariants:
+        checks.append(stream_watch.watch)
 
     def check(obs: dict) -> list[str]:
         return not_errored(obs) or [p for c in checks for p in c(obs)]
@@ -138,6 +210,8 @@ class ImplExploreOutcome:
     story: tuple[str, ...] = ()
     #: False when the canonical run errored and no other schedule was tried.
     explored: bool = True
+    #: The shrunk run's readable diff from the reference (differential runs).
+    diff: tuple[str, ...] = ()
 
 
 def where(found: Finding) -> str:
@@ -152,8 +226,11 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
                  strategy: str = "random", runs: int = 200, start_seed: int = 0,
                  pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                  shrink_budget: int = 3000,
-                 progress: Callable[[int], None] | None = None) -> ImplExploreOutcome:
-    """`forge.repro.explore_prompt`, through the pipe.
+                 progress: Callable[[int], None] | None = None, differential: bool = True,
+                 known: KnownDifferences = KnownDifferences()) -> ImplExploreOutcome:
+    """`forge.repro.explore_prompt`, through the pipe; with `differential`,
+    every schedule is also compared with the reference's on the same
+    decisions (`DifferentialSubject`), `known` muting accepted differences.
 
     Raises:
         InputError: a run the protocol cannot carry (faults), or an
@@ -162,17 +239,24 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
-    subject = PipeSubject(adapter, case_of(spec))
+    pipe = PipeSubject(adapter, case_of(spec))
+    subject = DifferentialSubject(pipe, known) if differential else pipe
     first = Chooser(Canonical())
     canonical, _ = subject(first)
     errored = tuple(not_errored(canonical))
+    if not errored and differential:
+        errored = tuple(subject.check(canonical))
     if errored:
         values = tuple(first.values())
         found = Finding(None, errored, values, values, canonical, 0, True, ON_CANONICAL)
-        report = Report(1, 1, (found,), {"errored": 1}, complete=strategy != "exhaustive")
+        outcomes = {str(canonical.get("outcome")): 1}
+        report = Report(1, 1, (found,), outcomes, complete=strategy != "exhaustive")
+        diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
-                                  errored, (), explored=False)
+                                  errored, (), explored=False, diff=diff)
     checks = pipe_checks(expect, canonical)
+    if differential:
+        checks.append(subject.check)
     if strategy == "exhaustive":
         report = exhaustive(subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -187,8 +271,9 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
     obs, _ = subject(chooser)
     problems = tuple(p for check in checks for p in check(obs))
+    diff = tuple(subject.diff()) if differential else ()
     return ImplExploreOutcome(report, _record(spec, expect, found, chooser, obs, problems),
-                              problems, tuple(story(chooser)))
+                              problems, tuple(story(chooser)), diff=diff)
 
 
 def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser, obs: dict,
@@ -212,18 +297,24 @@ def story(chooser: Chooser) -> list[str]:
 
 
 def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
-                choices: Sequence[tuple[str, int, int]], expect: Expectation) -> tuple[
-                    list[str], str | None]:
+                choices: Sequence[tuple[str, int, int]], expect: Expectation,
+                differential: bool = True,
+                known: KnownDifferences = KnownDifferences()) -> tuple[list[str], str | None]:
     """Run a recorded schedule through the pipe: (its problems, the first drift or None).
+    With `differential`, the run is compared with the reference's on the
+    decisions the implementation asked.
 
     Raises:
         InputError: as `explore_impl`.
     """
-    subject = PipeSubject(adapter, case_of(spec))
-    canonical, _ = subject(Chooser(Canonical()))
+    pipe = PipeSubject(adapter, case_of(spec))
+    subject = DifferentialSubject(pipe, known) if differential else pipe
+    canonical, _ = pipe(Chooser(Canonical()))
     provider = RecordedProvider(choices)
     obs, _ = subject(Chooser(provider, seed=seed))
     checks = pipe_checks(expect, canonical)
+    if differential:
+        checks.append(subject.check)
     drift = provider.drift.describe() if provider.drift is not None else None
     if drift is None and provider.pos < len(provider.record):
         drift = (f"the run asked for {provider.pos} choices, the record holds "

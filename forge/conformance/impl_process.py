@@ -1,6 +1,12 @@
 """One running implementation process, as the subprocess adapter sees it:
 its pipes, the threads that drain them, the limits on what it may write, and
-how it is ended (its process group and every marked descendant).
+how it is ended with every process it started.
+
+Containment: on Linux the implementation runs under the shepherd
+(`shepherd.py`, a child subreaper), which ends every descendant whatever it
+did to its session or environment; elsewhere, or where prctl is refused,
+the kit kills the process group and every process still marked with
+`TOKEN_VAR` (`containment` says which one a process got).
 
 What does not live here: the protocol (`adapters.SubprocessAdapter`), and
 choosing or judging cases (`runner`).
@@ -11,9 +17,12 @@ from __future__ import annotations
 import collections
 import itertools
 import os
+import pathlib
 import queue
+import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -28,10 +37,45 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_PENDING_BYTES = 64 * 1024 * 1024
 #: One pipe read; the pipes are read in chunks, never a byte at a time.
 CHUNK = 64 * 1024
+#: The wall time one run (one case on one schedule) may take in all, in
+#: seconds: far past any honest run of a case, which takes milliseconds even
+#: with a round trip per decision, yet it stops an engine that keeps
+#: answering just within the per-message timeout (`--max-run-seconds`).
+RUN_SECONDS = 120.0
+#: The decisions one level-2 run may ask for: a case asks tens, a long
+#: exploration prompt thousands (`--max-decisions`).
+RUN_DECISIONS = 100_000
 #: The environment variable that marks every process an implementation starts.
 TOKEN_VAR = "FORGE_IMPL_TOKEN"
 
+#: The shepherd script: run by path, with the standard library only.
+SHEPHERD = pathlib.Path(__file__).with_name("shepherd.py")
+#: How long the shepherd gets to end the tree and exit when the kit stops it
+#: (its own bound, `shepherd.END_WITHIN`, and a margin).
+SHEPHERD_GRACE = 4.0
+#: `ImplProcess.containment`: the shepherd (a child subreaper) holds every
+#: descendant, or only the process group and the token scan do.
+SUBREAPER, GROUP = "subreaper", "group"
+
 _tokens = itertools.count(1)
+#: The lifeline: a pipe whose write end only this process holds, so every
+#: shepherd sees end of file when the kit dies, however it dies.
+_lifeline: tuple[int, int] | None = None
+_lifeline_lock = threading.Lock()
+
+
+def lifeline() -> int:
+    """The read end of the kit's lifeline (made on first use, kept for good)."""
+    global _lifeline
+    with _lifeline_lock:
+        if _lifeline is None:
+            _lifeline = os.pipe()
+        return _lifeline[0]
+
+
+def shepherded() -> bool:
+    """Whether implementations run under the shepherd: Linux, with /proc."""
+    return sys.platform.startswith("linux") and os.path.isdir("/proc/self")
 
 
 class Overflow:
@@ -54,19 +98,24 @@ class ImplProcess:
     `STDERR_LINE` characters, so an endless line costs no memory.
 
     The process leads a session of its own, and its environment carries a
-    token (`TOKEN_VAR`) every descendant inherits.  `stop` kills the process
-    group, then every process whose environment holds the token - which
-    catches a grandchild that called setsid() (on Linux, through /proc).  A
-    descendant that clears its environment and leaves the group escapes; that
-    limit is documented in docs/protocol.md.
+    token (`TOKEN_VAR`) every descendant inherits.  On Linux it runs under
+    the shepherd (`popen` is then the shepherd, whose exit mirrors the
+    implementation's): `stop` asks it to end the whole tree, which catches
+    a descendant that left the session and cleared its environment.  Then,
+    everywhere, `stop` kills the process group and every process whose
+    environment still holds the token.
     """
 
     def __init__(self, argv: list[str]) -> None:
         self.token = f"{os.getpid()}-{next(_tokens)}"
         env = {**os.environ, TOKEN_VAR: self.token}
-        self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
-                                      env=env)
+        self.containment = GROUP
+        if shepherded():
+            self.popen = self._shepherd(argv, env)
+        else:
+            self.popen = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, bufsize=0,
+                                          start_new_session=True, env=env)
         self.lines: queue.Queue[bytes | Overflow | None] = queue.Queue()
         self._pending = 0
         self._pending_lock = threading.Lock()
@@ -77,6 +126,33 @@ class ImplProcess:
         self._err = threading.Thread(target=self._drain_stderr, daemon=True)
         self._out.start()
         self._err.start()
+
+    def _shepherd(self, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        """Start `argv` under the shepherd; raises OSError as Popen would when
+        the command cannot be started."""
+        life = lifeline()
+        status_r, status_w = os.pipe()
+        try:
+            popen = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(SHEPHERD), str(life), str(status_w), *argv],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                bufsize=0, start_new_session=True, env=env, pass_fds=(life, status_w))
+        finally:
+            os.close(status_w)
+        try:
+            words = _read_status(status_r).split()
+        finally:
+            os.close(status_r)
+        if words[:1] == [SUBREAPER]:
+            self.containment = SUBREAPER
+        failed = [w for w in words if w.startswith("E") and w[1:].isdigit()]
+        if failed:
+            popen.wait()
+            for pipe in (popen.stdin, popen.stdout, popen.stderr):
+                pipe.close()
+            code = int(failed[0][1:])
+            raise OSError(code, os.strerror(code), argv[0])
+        return popen
 
     # -- stdout
     def _drain_stdout(self) -> None:
@@ -153,7 +229,15 @@ class ImplProcess:
         """Kill the process, its group and every marked descendant, reap it;
         the last lines of its stderr."""
         if self.popen.returncode is None:
-            # Not reaped yet, so the group id cannot have been reused.
+            # Not reaped yet, so neither its pid nor its group id can have
+            # been reused.  The shepherd ends the tree and exits; then the
+            # group and the token scan, which are all there is without it.
+            if self.containment == SUBREAPER:
+                try:
+                    self.popen.send_signal(signal.SIGTERM)
+                    exit_code(self.popen, SHEPHERD_GRACE)
+                except OSError:
+                    pass
             _kill_group(self.popen.pid)
         kill_marked(self.token)
         try:
@@ -171,6 +255,22 @@ class ImplProcess:
             except OSError:
                 pass
         return tail[-STDERR_TAIL:]
+
+
+def _read_status(fd: int, timeout: float = 30.0) -> str:
+    """The shepherd's status words, read to end of file (its copies close at
+    the engine's exec, or when it fails)."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            break
+        chunk = os.read(fd, 256)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", "replace")
 
 
 def _kill_group(pgid: int) -> None:

@@ -38,8 +38,6 @@ LEVEL = 2
 #: The most options one decision may offer (a run with more ready chains is
 #: far past any case; the bound keeps a hostile message small).
 MAX_OPTIONS = 100_000
-#: The most decisions one run may ask for before the kit calls it a fault.
-MAX_DECISIONS = 1_000_000
 
 
 def hello_level(hello: dict) -> int:
@@ -76,11 +74,11 @@ def choose_problem(message: dict, case_id: str) -> str | None:
 
 
 def drive(receive: Callable[[], dict], send: Callable[[dict], None], case_id: str,
-          chooser: Chooser, fail: Callable[[str], Any]) -> dict:
+          chooser: Chooser, fail: Callable[[str], Any], max_decisions: int) -> dict:
     """The kit's side of one level-2 run, after its `run` message went out:
     answer each `choose` from `chooser`, and return the first other message
     (the observation, or an error).  `fail(reason)` raises; it is called on a
-    malformed `choose` or past `MAX_DECISIONS`."""
+    malformed `choose` or past `max_decisions` (`--max-decisions`)."""
     asked = 0
     while True:
         message = receive()
@@ -90,8 +88,8 @@ def drive(receive: Callable[[], dict], send: Callable[[dict], None], case_id: st
         if problem is not None:
             fail(problem)
         asked += 1
-        if asked > MAX_DECISIONS:
-            fail(f"asked more than {MAX_DECISIONS:,} choices in one run")
+        if asked > max_decisions:
+            fail(f"asked more than {max_decisions:,} choices in one run (--max-decisions)")
         pick = chooser.choose(message["kind"], message["options"])
         send({"type": "chosen", "id": case_id, "pick": pick})
 

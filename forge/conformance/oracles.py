@@ -149,19 +149,17 @@ def schedule_independent(reference: dict) -> Callable[[dict], list[str]]:
     expected = _fixed(reference)
 
     def check(obs: dict) -> list[str]:
+        from forge.difference import first_difference, problem
+
         got = _fixed(obs)
         for key in sorted(set(expected) | set(got)):
             if expected.get(key) != got.get(key):
-                return [f"schedule-dependent {key}: {_short(got.get(key))} here, "
-                        f"{_short(expected.get(key))} on the canonical schedule"]
+                found = first_difference(expected.get(key), got.get(key), f"$.{key}")
+                return [problem(f"schedule-dependent {key}: this schedule differs from the "
+                                "canonical one", found, "canonical", "this run")]
         return []
 
     return check
-
-
-def _short(value, limit: int = 160) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- during the run ------------------------------------------------------------------

@@ -470,9 +470,10 @@ def model_programs(draw) -> tuple[str, dict]:
 
 
 @st.composite
-def fuzz_inputs(draw) -> tuple[str, dict | None]:
+def fuzz_inputs(draw, models: bool = True) -> tuple[str, dict | None]:
     """What the differential fuzzer runs: a program and its model script (or
-    None); one in five lets the model start tasks."""
-    if draw(st.integers(0, 4)) == 4:
+    None); one in five lets the model start tasks, unless the implementation
+    lacks the `models` feature (`models` false)."""
+    if models and draw(st.integers(0, 4)) == 4:
         return draw(model_programs())
     return draw(programs()), None

@@ -176,7 +176,8 @@ def _check_record(index: int, record: Any, lua_list: LuaTable) -> tuple[str | No
 def _string_keys(lua_list: LuaTable, index: int, call: int) -> bool:
     """Whether the arguments table of record `index`'s call `call` has only
     string keys (read in Lua, raw: its conversion shows integer keys as text)."""
-    arguments = lua_list[index][b"tool_calls"][call][b"arguments"]
+    # lua: each key was found present by a raw read (`_check_record`), so no `__index` runs
+    arguments = lua_list[index][b"tool_calls"][call][b"arguments"]  # lua: present raw
     return all(isinstance(k, bytes) for k in arguments.keys())
 
 

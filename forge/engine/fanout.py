@@ -4,7 +4,7 @@ The Tasks chapter leans on fanout (each arm is a task), so the kit carries
 the part of the fanout chapter that concerns tasks: member order, arms as
 tasks with their ids and seeds, admission under the concurrency limit, the
 depth cap, and fail-fast.  What does not live here: store claims between
-arms (the store's rule, in `run`) and the generic wait machinery (`tasks`).
+arms (the store's rule, in `run`) and the generic wait machinery (`rules.waits`).
 
 Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
 cancels every live sibling, started or not - an arm that had not started
@@ -18,23 +18,31 @@ from typing import TYPE_CHECKING, Any
 
 
 from forge.engine.requests import FanoutArms
-from forge.engine.rules import ids
+from forge.engine.rules import ids, waits
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
 
 if TYPE_CHECKING:
-    from forge.engine.state import Chain
-    from forge.engine.run import Run
-    from forge.engine.state import Task
+    from forge.engine.context import Context
+    from forge.engine.host import Host
+    from forge.engine.state import Chain, Task
+    from forge.engine.tasks import TasksAPI
 
 
 class Fanout:
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lua = run.lua
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: Collaborators the composition root hands over once they exist.
+        self.tasks: TasksAPI = None      # type: ignore[assignment]
+        self.host: Host = None      # type: ignore[assignment]
+
+    def let_go(self) -> None:
+        """The run has ended: let go of the context and the collaborators."""
+        self.ctx = self.tasks = self.host = None
 
     def members(self, collection: Any) -> tuple[list | None, Any]:
         """(member values, original items) in the chapter's member order."""
-        err = self.run.tasks_api._err
+        err = self.tasks.err
         if not isinstance(collection, LuaTable):
             return None, err("fanout's second parameter is a collection; "
                              "for a list section use list_from_section(heading)")
@@ -60,16 +68,16 @@ class Fanout:
             if isinstance(key, float) and (math.isnan(key) or math.isinf(key)):
                 return None, err("fanout collection key is not a finite number")
             pair = self.lua.lua.table()
-            pair[b"key"] = key
-            pair[b"value"] = value
+            pair[b"key"] = key  # lua: own table
+            pair[b"value"] = value  # lua: own table
             out.append((pair, value))
         if not out:
             return None, err("fanout over an empty collection: no work is likely a bug")
         return out, None
 
     def start(self, chain: Chain, target: Any = None, collection: Any = None, *rest):
-        run = self.run
-        index, error = run.host.check_worker(chain, target)
+        ctx = self.ctx
+        index, error = self.host.check_worker(chain, target)
         if error:
             return error
         members, error = self.members(collection)
@@ -79,41 +87,36 @@ class Fanout:
             try:
                 from_lua_json(value)
             except NotJSON:
-                return run.tasks_api._err("item must be a JSON-representable value")
+                return self.tasks.err("item must be a JSON-representable value")
         refusal = ids.depth_refusal(chain, "fanout")
         if refusal:
-            return run.tasks_api._err(refusal)
+            return self.tasks.err(refusal)
         arms: list[Task] = []
         for position, (item, original) in enumerate(members, 1):
             seeds = {"item": self.lua.fn.deep_copy(item), "item_data": from_lua_json(item),
                      "index": position}
-            task = run.tasks_api.start_task(chain, index, "author", seeds)
+            task = self.tasks.start_task(chain, index, "author", seeds)
             if isinstance(task, tuple):
                 for arm in arms:
-                    run.tasks_api.cancel(arm)
+                    self.tasks.cancel(arm)
                 return task
             arms.append(task)
         # No arm has run yet (admission only makes them ready), so none can
         # have ended before the chain waits on them.
         request = FanoutArms(tuple(arms), tuple(original for _, original in members))
-        for arm in arms:
-            arm.waiters.append(chain)
-        chain.join_left = len(arms)
-        # A chain waiting on its arms gives its slot back, so arms that fan
-        # out again cannot starve each other into a deadlock.
-        run.admission.waiting(chain.task)
-        return run.scheduler.park(chain, request)
+        # Its arms took their indexes when they started: the wait takes none.
+        return waits.park(ctx.scheduler, ctx.admission, chain, request, arms, counted=False)
 
     def arm_ended(self, chain: Chain, request: FanoutArms, task: Task) -> None:
-        run = self.run
+        ctx = self.ctx
         assert chain.live and chain.parked_on is request
         failure = task.failure if task.state == "done" and task.ok is False else None
         if failure is not None and failure.kind != "tool_loop_exhausted":
             self._unregister(chain, request)
             for arm in request.arms:
                 if arm.live:
-                    run.tasks_api.cancel(arm)
-            run.admission.wake(chain, (False, run.as_error_value(failure, chain)))
+                    self.tasks.cancel(arm)
+            ctx.admission.wake(chain, (False, ctx.errors.as_error_value(failure, chain)))
             return
         # Every arm is live when the chain parks and tells it of its end once:
         # a count, not a walk over the arms at each end.
@@ -122,7 +125,7 @@ class Fanout:
             return
         self._unregister(chain, request)
         size = sum(len(arm.result or "") for arm in request.arms)
-        if not run.room_for(size, "delivering the fanout's results"):
+        if not ctx.budget.room_for(size, "delivering the fanout's results"):
             return
         results = self.lua.lua.table()
         for position, (arm, original) in enumerate(zip(request.arms, request.items), 1):
@@ -131,13 +134,13 @@ class Fanout:
             entry = self.lua.fn.fanout_result(
                 (text or "").encode("utf-8"), bool(arm.ok), original, exhausted)
             results[position] = entry
-        run.admission.wake(chain, (True, results))
+        ctx.admission.wake(chain, (True, results))
 
     def _unregister(self, chain: Chain, request: FanoutArms) -> None:
         # The fanout's return joins every arm, whatever became of it.
         for arm in request.arms:
-            self.run.tasks_api.joined(arm)
-        self.run.tasks_api.unregister(chain)
+            self.tasks.joined(arm)
+        self.tasks.unregister(chain)
 
 
 def _tuple(value: Any) -> tuple:

@@ -9,18 +9,17 @@ task semantics and the `tasks` namespace (`tasks`), the model side
 (`models`).
 
 Every suspending call is a yield of `(op, args...)` from the block's
-coroutine; `SUSPENDING` maps each op to its handler.  Calls that answer at
-once are plain Python functions returning `(True, values...)` or
-`(False, error value)`; the Lua wrapper raises the error at the call site.
-Both are module-level routes called with the run (`LuaRuntime.host`), so a
-run binds its whole library in one assignment.
+coroutine, answered by a public method here; calls that answer at once are
+public methods returning `(True, values...)` or `(False, error value)`, and
+the Lua wrapper raises the error at the call site.  Which method answers
+which name is the one table in `forge.engine.library`.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forge.engine.state import Chain, Frame
 from forge.errors import ForgeInternalError
@@ -32,7 +31,13 @@ from forge.lua.runtime import LuaTable, decode, typename
 from forge.prompt.headings import HeadingError, resolve
 
 if TYPE_CHECKING:
-    from forge.engine.run import Run
+    from forge.engine.context import Context
+
+
+class JumpRule(Protocol):
+    """What the host asks of the model side before a jump (`models`)."""
+
+    def jump_refusal(self, chain: Chain) -> str | None: ...
 
 LOG_MAX_CHARS = 256
 #: Log quotas per section VM: events, and bytes (events x 256).
@@ -50,38 +55,17 @@ def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-#: The host library's own entries (`LuaRuntime.library`): each route is
-#: called with the run a call answers for.  The `tasks` namespace and the
-#: model side add theirs (`forge.engine.run` puts them together).
-LIBRARY: tuple = (
-    (b"host", b"log", lambda run, *a: run.host._log(*a)),
-    (b"host", b"list_from_section", lambda run, *a: run.host._list_from_section(*a)),
-    (b"host", b"jump", lambda run, *a: run.host._jump(*a)),
-    (b"suspend", b"call", None),
-    (b"suspend", b"fanout", None),
-) + tuple(
-    (b"store", f"store.{op}".encode(), lambda run, *a, _op=op: run.host._direct_store(_op, a))
-    for op in STORE_OPS)
-
-#: The handler of each suspending call of the library above, called with the
-#: run and the calling chain (`forge.engine.kernel`).
-SUSPENDING: dict = {
-    "call": lambda run, chain, *a: run.host._call(chain, *a),
-    "fanout": lambda run, chain, *a: run.fanout.start(chain, *a),
-    **{f"store.{op}": (lambda run, chain, *a, _op=op: run.host._store(chain, _op, a))
-       for op in STORE_OPS},
-}
-
-
-def _render(run: Run, key: int):
-    return run.host._render_entry(key)
+def _render(parts: Any, key: int):
+    return parts[Host].render_entry(key)
 
 
 class Host:
-    def __init__(self, run: Run, library: tuple) -> None:
-        self.run = run
-        self.lua = run.lua
-        self.lib = self.lua.library(library, run)
+    def __init__(self, ctx: Context, library: tuple, parts: Any) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: The model side's say on `jump` (handed over by the composition root).
+        self.models: JumpRule = None      # type: ignore[assignment]
+        self.lib = self.lua.library(library, parts)
         # A chain's section VMs name it to the run's one prose callback by a
         # number (`Chain.vm_key`), so Lua holds no Python object of the run;
         # the chain leaves this map when it ends.
@@ -91,11 +75,11 @@ class Host:
         self._section_vm = self.lua.fn.section_vm
 
     def err(self, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
     # ------------------------------------------------------------ argv
     def initial_argv(self, args: str):
-        decl = self.run.prompt.args_decl
+        decl = self.ctx.prompt.args_decl
         if decl is None:
             return self.lua.fn.prose_argv(args.encode("utf-8"))
         try:
@@ -106,13 +90,13 @@ class Host:
 
     # ------------------------------------------------------------ sections
     def begin_root(self, root: Chain) -> None:
-        prompt = self.run.prompt
+        prompt = self.ctx.prompt
         top = prompt.top_level
         root.frames = [Frame(top, 0)] if top else []
         if prompt.h1_has_pass:
-            self.run.enter_section(root, None)
+            self.ctx.chains.enter_section(root, None)
         else:
-            root.entry_counter = ids.first_walk_entry()
+            ids.skip_h1_entry(root)
             root.claim_identity = "0"
             if not top:
                 root.in_h1 = False
@@ -120,8 +104,8 @@ class Host:
     def section_env(self, chain: Chain, entry: str):
         """A fresh section VM environment for `chain`'s entry `entry`, built
         in one Lua call (`E.section_vm`)."""
-        run = self.run
-        first_entry = chain.entry_counter == 1 and chain.kind == "task"
+        ctx = self.ctx
+        first_entry = chain.kind == "task" and ids.in_first_entry(chain)
         index = chain.first_index if first_entry else None
         key = chain.vm_key
         if key == 0:
@@ -130,8 +114,8 @@ class Host:
             self._vms[key] = chain
         env, reset, argv, var = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
-            chain.section_name.encode("utf-8"), run.config.execution.encode("utf-8"),
-            len(run.prompt.top_level), _WHEN, index, chain.args, chain.var,
+            chain.section_name.encode("utf-8"), ctx.config.execution.encode("utf-8"),
+            len(ctx.prompt.top_level), _WHEN, index, chain.args, chain.var,
             first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
         chain.control = (reset, argv)
         chain.var_proxy = var
@@ -140,7 +124,7 @@ class Host:
     def reset_prose(self, chain: Chain) -> None:
         chain.control[0]()
 
-    def _render_entry(self, key: int):
+    def render_entry(self, key: int):
         chain = self._vms.get(key)
         if chain is None:
             raise ForgeInternalError("prose was read in a section VM whose chain has ended")
@@ -163,7 +147,7 @@ class Host:
     def read_back_var(self, chain: Chain) -> bool:
         """Check `var` is still the guarded global; fail the chain if not."""
         if not self.lua.fn.var_intact(chain.env, chain.var):
-            self.run.fail_chain(
+            self.ctx.chains.fail_chain(
                 chain,
                 Failure("lua", "the `var` global was reassigned; write `var.<field>` instead",
                         fatal_kind="Lua"),
@@ -179,16 +163,16 @@ class Host:
             if err is not None:
                 # The H1 freeze names only the type found, wherever it sits.
                 found = _t(err).rsplit(" ", 1)[-1]
-                self.run.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
+                self.ctx.chains.fail_chain(chain, Failure("lua", f"argv must be JSON data, got {found}",
                                                    fatal_kind="Lua"))
                 return
         chain.argv = self.lua.fn.deep_copy(argv)
-        self.run.claims.release("h1")
+        self.ctx.claims.release("h1")
         chain.claim_identity = "0"
 
     # ------------------------------------------------------------ log
-    def _log(self, *args):
-        chain = self.run.current
+    def log(self, *args):
+        chain = self.ctx.scheduler.current
         if len(args) != 1:
             return self.err("log expects exactly one argument")
         # The event unit is spent before the message is checked.
@@ -206,7 +190,7 @@ class Host:
         if chain.log_bytes + len(message) > LOG_BYTES_PER_VM:
             return self.err("lua log cumulative byte budget exceeded")
         chain.log_bytes += len(message)
-        if not self.run.log(chain, text, len(message)):
+        if not self.ctx.events.log(chain, text, len(message)):
             return self.err("log budget exhausted")     # the run has ended as Budget
         return (True,)
 
@@ -223,7 +207,7 @@ class Host:
             return None, self.err("section target must be a valid UTF-8 string")
         origin = None if chain.in_h1 or chain.section is None else chain.section.index
         try:
-            return resolve(self.run.prompt, origin, text), None
+            return resolve(self.ctx.prompt, origin, text), None
         except HeadingError as e:
             return None, self.err(e.message)
 
@@ -232,26 +216,26 @@ class Host:
         index, error = self.check_target(chain, target)
         if error:
             return None, error
-        section = self.run.prompt.sections[index]
+        section = self.ctx.prompt.sections[index]
         if section.is_list:
             return None, self.err(f"section `{section.name}` is a list section, not a worker template")
         return index, None
 
-    def _list_from_section(self, target=None, *rest):
-        chain = self.run.current
+    def list_from_section(self, target=None, *rest):
+        chain = self.ctx.scheduler.current
         index, error = self.check_target(chain, target)
         if error:
             return error
-        section = self.run.prompt.sections[index]
+        section = self.ctx.prompt.sections[index]
         if section.items is None:
             return self.err(f"section `{section.name}` has no pre-parsed items")
         return (True, self.lua.seq(list(section.items)))
 
-    def _jump(self, target=None, *rest):
-        chain = self.run.current
+    def jump(self, target=None, *rest):
+        chain = self.ctx.scheduler.current
         if chain.loading_library:
             return self.err("jump is not available during shared library load")
-        refusal = self.run.models.jump_refusal(chain)
+        refusal = self.models.jump_refusal(chain)
         if refusal:
             return self.err(refusal)
         if not isinstance(target, bytes):
@@ -262,8 +246,8 @@ class Host:
         return self.err("jump")
 
     # ------------------------------------------------------------ call
-    def _call(self, chain: Chain, target=None, input_=None, *rest):
-        run = self.run
+    def call(self, chain: Chain, target=None, input_=None, *rest):
+        ctx = self.ctx
         index, error = self.check_target(chain, target)
         if error:
             return error
@@ -279,9 +263,9 @@ class Host:
             return self.err(refusal)
         if not self.read_back_var(chain):
             return PARK
-        section = run.prompt.sections[index]
+        section = ctx.prompt.sections[index]
         child = Chain(
-            run=run,
+            title=ctx.prompt.title,
             id=ids.take_for_call(chain),
             kind="call",
             task=chain.task,
@@ -293,28 +277,28 @@ class Host:
             limit=chain.limit,
             claim_identity=chain.claim_identity,
         )
-        siblings = run.prompt.siblings(index)
+        siblings = ctx.prompt.siblings(index)
         child.frames = [Frame(siblings, siblings.index(section.index))]
 
         def ended(c: Chain, ok: bool, value: Any) -> None:
             if not chain.live:
                 return
             if ok:
-                if not run.room_for(len(value or ""), "returning the called chain's result"):
+                if not ctx.budget.room_for(len(value or ""), "returning the called chain's result"):
                     return
-                run.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
+                ctx.scheduler.make_ready(chain, (True, (value if value is not None else "").encode("utf-8")))
             else:
-                run.scheduler.make_ready(chain, (False, run.as_error_value(value, chain)))
+                ctx.scheduler.make_ready(chain, (False, ctx.errors.as_error_value(value, chain)))
 
         child.on_end = ended
-        run.trace.emit(run.clock.now, "call_start", chain=chain.id, callee=child.id)
-        run.scheduler.make_ready(child, None)
-        return run.scheduler.park(chain, CalledChain(child))
+        ctx.trace.emit(ctx.clock.now, "call_start", chain=chain.id, callee=child.id)
+        ctx.scheduler.make_ready(child, None)
+        return ctx.scheduler.park(chain, CalledChain(child))
 
     # ------------------------------------------------------------ store
-    def _direct_store(self, op: str, args: tuple):
+    def direct_store(self, op: str, *args):
         """A store call during the shared library's load: answered at once."""
-        answer = self._store(self.run.current, op, args, direct=True)
+        answer = self.store(self.ctx.scheduler.current, op, *args, direct=True)
         if isinstance(answer, tuple):
             return answer
         return self.err("store operation failed")      # a claims conflict ended the run
@@ -340,9 +324,9 @@ class Host:
             value = int(value)
         return value, None
 
-    def _store(self, chain: Chain, op: str, args: tuple, direct: bool = False):
-        store = self.run.harness.store
-        call = functools.partial(self.run.store_call, direct=direct)
+    def store(self, chain: Chain, op: str, *args, direct: bool = False):
+        store = self.ctx.harness.store
+        call = functools.partial(self.ctx.effects.store_call, direct=direct)
         args = args + (None,) * (3 - len(args))
         if op == "glob":
             pattern, error = self._string_arg("pattern", args[0])
@@ -395,28 +379,29 @@ class _Resolver:
         return _lua_to_data(self.chain.var)
 
     def sys(self) -> dict:
-        run, chain = self.host.run, self.chain
+        ctx, chain = self.host.ctx, self.chain
         out = {
             "taskid": ids.taskid(chain),
             "section_name": chain.section_name,
-            "execution": run.config.execution,
-            "section_count": len(run.prompt.top_level),
+            "execution": ctx.config.execution,
+            "section_count": len(ctx.prompt.top_level),
             "when": WHEN,
-            "id": f"{chain.id}.{chain.entry_counter - 1}",
+            "id": ids.current_entry(chain),
         }
-        if chain.kind == "task" and chain.entry_counter == 1 and chain.first_index is not None:
+        if chain.kind == "task" and ids.in_first_entry(chain) and chain.first_index is not None:
             out["index"] = chain.first_index
         return out
 
     def item(self) -> tuple[bool, Any]:
         chain = self.chain
-        if chain.kind == "task" and chain.entry_counter == 1 and chain.has_item:
+        if chain.kind == "task" and ids.in_first_entry(chain) and chain.has_item:
             return True, _lua_to_data(chain.first_item)
         return False, None
 
     def global_(self, name: str) -> tuple[bool, Any]:
         env = self.chain.env
-        value = env[name.encode()] if env is not None else None
+        # The environment's `__index` may be the prompt's own: read under the budget.
+        value = self.host.lua.index(env, name.encode()) if env is not None else None
         if value is None:
             return False, None
         return True, _lua_to_data(value, strict=True)

@@ -29,7 +29,7 @@ What lives here: the ready list, the transitions, stepping a chain's block
 coroutine and dispatching its suspending calls to their handlers, event
 handling, the step budget and deadlock detection.  What does not: what a
 block or a section does (the walk, in `run`), and what each suspending call
-means (the handlers, in `host`, `tasks`, `fanout`, `models`).
+means (the parts' methods the table in `library` names).
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ class Walk(Protocol):
     """What the kernel asks of the run while it steps a chain."""
 
     outcome: str | None
+    #: The run's Lua runtime (the kernel settles its keeper after a resume).
+    lua: Any
 
     def next_block(self, chain: Chain) -> None: ...
 
@@ -151,13 +153,17 @@ class ReadyLabels(Sequence):
 
 class Scheduler:
     def __init__(self, walk: Walk, events: EventQueue, chooser: Chooser, trace: Trace,
-                 handlers: dict[str, Callable[..., Any]], max_steps: int) -> None:
+                 handlers: dict[str, tuple[type, Callable[..., Any]]], parts: dict,
+                 max_steps: int) -> None:
         self.walk = walk
         self.events = events
         self.chooser = chooser
         self.trace = trace
-        #: Suspending call name -> handler(walk, chain, *args): a resume tuple or PARK.
+        #: Suspending call name -> (part type, method(part, chain, *args)):
+        #: a resume tuple or PARK (`forge.engine.library`).
         self.handlers = handlers
+        #: The run's parts by type, the methods' first argument.
+        self.parts = parts
         self.max_steps = max_steps
         #: Ready chains, in the order they became ready; a chain choice's
         #: options (their labels), in O(1).
@@ -322,7 +328,14 @@ class Scheduler:
             raise ForgeInternalError(
                 f"a chain yielded unknown suspending call {call!r}; the Lua bridge and the "
                 "host table disagree about the set of suspending calls")
-        return handler(self.walk, chain, *args)
+        part, method = handler
+        try:
+            return method(self.parts[part], chain, *args)
+        except LuaError as e:
+            # The prompt's own Lua, which a handler ran under the budget
+            # (`LuaRuntime.guarded`: a metamethod of a table the call was
+            # handed), raised or spent the budget: the call fails with it.
+            return self.walk.lua.failure(e)
 
     def _deadlock(self) -> None:
         parked = [f"chain {c.id} waits on {c.blocked or 'nothing'}{self.walk.parked_detail(c)}"

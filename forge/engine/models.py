@@ -53,19 +53,19 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
-from forge.engine.roles import LIBRARY as roles_library, RolesAPI, Selection
+from forge.engine.modelside import LocalTool, LoopOp, RoundCall, ScriptCallOp, SectionState
+from forge.engine.roles import RolesAPI
 from forge.engine.parking import PARK
 from forge.engine.requests import ModelRound, OperatorQuestion
-from forge.engine.rules.notices import NoticeQueue
-from forge.engine.tools import BUILTINS, JUMP_REFUSAL, LIBRARY as tools_library, ToolsAPI, debug_list
+from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.run import Run
-    from forge.engine.state import Task
-    from forge.engine.tools import AllowTasks, LocalTool
+    from forge.engine.context import Context
+    from forge.engine.host import Host
+    from forge.engine.tasks import TasksAPI
 
 
 #: The round cap when the prompt sets no `max_tool_iterations`.
@@ -114,81 +114,6 @@ class RoundRecord:
                 "entry": self.entry, "messages": self.sent}
 
 
-@attrs.frozen
-class RoundCall:
-    """One tool call of a round, with its id settled."""
-
-    id: str
-    name: str
-    arguments: dict = attrs.field(eq=False)
-
-
-@attrs.define(eq=False)
-class LoopOp:
-    msgs: Any
-    selection: Selection | None
-    compactor: Any
-    cap: int
-    phase: str = "send"
-    rounds: int = 0
-    #: Tool calls answered in this loop (the clean-exit rule needs one).
-    answered: int = 0
-    entry: ScriptEntry | None = None
-    offered: tuple[str, ...] = ()
-    allowed: bool = False
-    turn: int = 0
-    text: str = ""
-    calls: list[RoundCall] = attrs.field(factory=list)
-    index: int = 0
-    results: list[str] = attrs.field(factory=list)
-    await_text: str | None = None
-
-
-@attrs.define(eq=False)
-class ScriptCallOp:
-    """A script `tools.call` of a local tool whose handler is running."""
-
-    tool: LocalTool
-    turn: int
-
-
-@attrs.define(eq=False)
-class SectionState:
-    """What one section entry owns on the model side."""
-
-    api: ModelsAPI
-    chain: Chain
-    name: str
-    is_h1: bool
-    selection: Selection | None = None
-    local_tools: dict[str, LocalTool] = attrs.field(factory=dict)
-    #: The bound aliases `tools.add` put in scope, in order first added, each
-    #: with this section's description override (None: none).
-    added: dict[str, str | None] = attrs.field(factory=dict)
-    allow: AllowTasks | None = None
-    #: Tasks this section's model started, in start order.
-    model_tasks: list[Task] = attrs.field(factory=list)
-    #: Task notices waiting for the next round or await_tasks.
-    notices: NoticeQueue = attrs.field(factory=NoticeQueue)
-    #: The await_tasks this entry's chain is parked on, if any.
-    awaiting: Any = None
-    ops: list = attrs.field(factory=list)
-    #: Local tool handlers running now: jump refuses while any does.
-    handler_depth: int = 0
-    #: Numbers the tool calls a script leaves without an id.
-    call_ids: int = 0
-    rounds_made: int = 0
-    #: tools.calls counts, None until the section's first tool call.
-    calls: dict[str, int] | None = None
-
-    def task_ended(self, task: Task) -> None:
-        self.api.tasks.task_ended(self, task)
-
-    def next_call_id(self) -> str:
-        self.call_ids += 1
-        return f"call_{self.call_ids}"
-
-
 def model_side_needed(prompt) -> bool:
     """Whether a run of `prompt` needs the model side (`ModelsAPI.GLOBALS`)."""
     return bool(prompt.roles or prompt.tools or prompt.models
@@ -210,49 +135,27 @@ class LuaSide:
     list_serial: Any
 
 
-def _lua_side(L: Any) -> LuaSide:
+def lua_side(L: Any) -> LuaSide:
     side = L.engine_tables.get("models")
     if side is None:
         table = L.load_engine_chunk("models.lua")(L.E)
         RolesAPI.seal(table, L.keeper)
         side = L.engine_tables["models"] = LuaSide(*(
-            table[f.name.encode()] for f in attrs.fields(LuaSide)))
+            table[f.name.encode()] for f in attrs.fields(LuaSide)))  # lua: own table
     return side
-
-
-#: `models`, `messages`, `compactors`, `tools` and `input`: library entries
-#: (`forge.engine.host` says how they are called), in the library of a run
-#: that `needed` them.
-LIBRARY: tuple = roles_library + (
-    (b"value", b"models.infer", lambda runtime: _lua_side(runtime).infer),
-    (b"value", b"models.loop", lambda runtime: _lua_side(runtime).loop),
-    (b"value", b"messages.new", lambda runtime: _lua_side(runtime).new_list),
-    (b"host", b"compactors.fail", lambda run, *a: run.models._compactors_fail(*a)),
-) + tools_library + (
-    (b"value", b"tools.call", lambda runtime: _lua_side(runtime).call),
-    (b"suspend", b"input.ask", None),
-    (b"host", b"input.connected",
-     lambda run, *a: (True, run.models.cursor.operator is not None)),
-)
-
-#: The handlers of its suspending calls.
-SUSPENDING: dict = {
-    "models.loop": lambda run, chain, *a: run.models._loop(chain, *a),
-    "models.infer": lambda run, chain, *a: run.models._infer(chain, *a),
-    "models.continue": lambda run, chain, *a: run.models._continue(chain, *a),
-    "models.handler_done": lambda run, chain, *a: run.models._handler_done(chain, *a),
-    "tools.call": lambda run, chain, *a: run.models.tools.call(chain, *a),
-    "input.ask": lambda run, chain, *a: run.models._ask(chain, *a),
-}
 
 
 class ModelsAPI:
     """The run's model side: one per run, hooked in by `Run` and `Host`."""
 
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lua = run.lua
-        harness = run.harness
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: The parts model tasks start and check targets through (handed
+        #: over by the composition root).
+        self.tasks_api: TasksAPI = None      # type: ignore[assignment]
+        self.host: Host = None      # type: ignore[assignment]
+        harness = ctx.harness
         self.script = harness.model
         self.cursor = ScriptCursor(harness.model, harness.operator)
         self.known_tools: set[str] = set()
@@ -264,23 +167,23 @@ class ModelsAPI:
         self.in_flight: dict[ModelRound, tuple[Chain, Any]] | None = (
             {} if self.script is not None and self.script.stop_at is not None else None)
         self.asks = 0
-        self.cap = run.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
+        self.cap = ctx.prompt.max_tool_iterations or DEFAULT_ROUND_CAP
         #: Whether the prompt can reach the model side at all (`needed`);
         #: without it no code of a run reaches roles, tools or model tasks,
         #: so they are not built.
-        self._needed = model_side_needed(run.prompt)
+        self._needed = model_side_needed(ctx.prompt)
         if self._needed:
             self.roles = RolesAPI(self)
             self.tools = ToolsAPI(self)
             self.tasks = ModelTasks(self)
         #: The runtime's Lua side of the models (None: not `needed`).
-        self.L: Any = _lua_side(self.lua) if self._needed else None
+        self.L: Any = lua_side(self.lua) if self._needed else None
 
     def let_go(self) -> None:
         """The run has ended: the model side lets go of it (`Run._let_go`)."""
-        self.run = None
+        self.ctx = self.tasks_api = self.host = None
         if self._needed:
-            self.tools.run = self.tasks.run = None
+            self.tools.ctx = self.tasks.ctx = None
             self.roles.models = self.tools.models = self.tasks.models = None
 
     # ------------------------------------------------------------ hooks
@@ -289,6 +192,10 @@ class ModelsAPI:
     #: reachable by a computed name) and declares no roles or tools cannot
     #: observe whether the model side is installed.
     GLOBALS = frozenset({"models", "messages", "compactors", "tools", "input", "_G", "_ENV"})
+
+    def input_connected(self, *args):
+        """`input.connected()`: whether an operator script answers."""
+        return (True, self.cursor.operator is not None)
 
     def needed(self) -> bool:
         """Whether the run's host library needs the model side."""
@@ -333,24 +240,24 @@ class ModelsAPI:
 
     # ------------------------------------------------------------ helpers
     def err(self, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
-    def _error(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
-        return (False, self.run.error_value(kind, message, chain, **fields))
+    def error_at(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
+        return (False, self.ctx.errors.error_value(kind, message, chain, **fields))
 
     def emit(self, chain: Chain, kind: str, **fields: Any) -> None:
-        self.run.emit(chain, kind, **fields)
+        self.ctx.events.emit(chain, kind, **fields)
 
-    def _harness_failure(self, chain: Chain, message: str) -> tuple:
+    def harness_failure(self, chain: Chain, message: str) -> tuple:
         """End the run: the harness itself cannot go on (a script ran out)."""
-        self.run.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
+        self.ctx.chains.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
         # The run is over; this value is never sent to the chain.
         return (True, b"done", None)
 
     def _command(self, fn: Any, arg: Any) -> tuple:
         cmd = self.lua.lua.table()
-        cmd[b"fn"] = fn
-        cmd[b"arg"] = arg
+        cmd[b"fn"] = fn  # lua: own table
+        cmd[b"arg"] = arg  # lua: own table
         return (True, b"run", cmd)
 
     def _take_entry(self, chain: Chain, state: SectionState,
@@ -358,18 +265,18 @@ class ModelsAPI:
         state.rounds_made += 1
         entry = self.cursor.take_round(state.name, state.rounds_made, latest)
         if entry is None:
-            self._harness_failure(chain, self.cursor.no_round_message(
+            self.harness_failure(chain, self.cursor.no_round_message(
                 state.name, state.rounds_made, chain.task.id))
         return entry
 
-    def _compactors_fail(self, tag=None, *rest):
-        text = _t(tag) if isinstance(tag, bytes) else str(tag)
+    def compactors_fail(self, tag=None, *rest):
+        text = _t(tag) if isinstance(tag, bytes) else self.lua.tostring(tag)
         if text not in CONTEXT_MESSAGES or not isinstance(tag, bytes):
             return self.err(f'unknown overflow reason "{text}"; expected "precheck" or "provider"')
         return self.err(CONTEXT_MESSAGES[text], "context_exhausted", reason=text)
 
     # ------------------------------------------------------------ models.infer
-    def _infer(self, chain: Chain, count: int = 0, *args):
+    def infer(self, chain: Chain, count: int = 0, *args):
         args = args[:count]
         if count > 2:
             return self.err("models.infer takes (handle?, prompt)")
@@ -401,25 +308,25 @@ class ModelsAPI:
         request = ModelRound("infer", entry.where)
         if self.in_flight is not None:
             self.in_flight[request] = (chain, lambda: self._inferred(chain, _stopped(entry)))
-        return self.run.harness_op(chain, "model", request,
+        return self.ctx.effects.harness_op(chain, "model", request,
                                    lambda: self._answered(request, self._inferred, chain, entry),
-                                   pinned=entry.pinned(self.run.clock.now / 1e9),
+                                   pinned=entry.pinned(self.ctx.clock.now / 1e9),
                                    detail={"entry": entry.where})
 
     def _inferred(self, chain: Chain, entry: ScriptEntry) -> None:
         reply = entry.reply
         failed = self._round_failure(chain, reply)
         if failed is not None:
-            self.run.scheduler.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
+            self.ctx.scheduler.make_ready(chain, self.error_at(chain, *failed[0], **failed[1]))
             return
         turn = self._count_round(chain)
         if reply.tool_calls:
-            self.run.scheduler.make_ready(chain, self._error(
+            self.ctx.scheduler.make_ready(chain, self.error_at(
                 chain, "model inference received tool calls but no tools were advertised"))
             return
         text = reply.text or ""
         self._reply_events(chain, turn, text, reply.finish_reason, "infer")
-        self.run.scheduler.make_ready(chain, (True, text.encode("utf-8")))
+        self.ctx.scheduler.make_ready(chain, (True, text.encode("utf-8")))
 
     def _round_failure(self, chain: Chain, reply) -> tuple | None:
         """A failed round's error (message, kind) and fields, reported as failed."""
@@ -447,7 +354,7 @@ class ModelsAPI:
         self.emit(chain, "assistant_reply", **fields)
 
     # ------------------------------------------------------------ models.loop
-    def _loop(self, chain: Chain, count: int = 0, *args):
+    def loop(self, chain: Chain, count: int = 0, *args):
         args = args[:count]
         pinned = self.roles.handle_of(args[0]) if args else None
         if pinned is not None:
@@ -473,14 +380,14 @@ class ModelsAPI:
         state.ops.append(op)
         return self._advance(chain, state, op)
 
-    def _continue(self, chain: Chain, *rest):
+    def continue_loop(self, chain: Chain, *rest):
         state = chain.section_state
         return self._advance(chain, state, state.ops[-1])
 
     def _fail(self, chain: Chain, state: SectionState, op: Any, message: str, kind: str = "lua",
               **fields: str):
         state.ops.remove(op)
-        return self._error(chain, message, kind, **fields)
+        return self.error_at(chain, message, kind, **fields)
 
     def _advance(self, chain: Chain, state: SectionState, op: LoopOp):
         """Run the loop until it needs the harness, Lua, or a wait."""
@@ -541,16 +448,16 @@ class ModelsAPI:
         request = ModelRound("chat", entry.where)
         if self.in_flight is not None:
             self.in_flight[request] = (chain, lambda: self._reply_now(chain, op, _stopped(entry)))
-        return self.run.harness_op(
+        return self.ctx.effects.harness_op(
             chain, "model", request,
             lambda: self._answered(request, self._reply_now, chain, op, entry),
-            pinned=entry.pinned(self.run.clock.now / 1e9),
+            pinned=entry.pinned(self.ctx.clock.now / 1e9),
             detail={"entry": entry.where, "records": len(op.msgs)})
 
     def _reply_now(self, chain: Chain, op: LoopOp, entry: ScriptEntry) -> None:
         """A `models.loop` round's reply is in: the chain goes on with it."""
         op.entry = entry
-        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+        self.ctx.scheduler.make_ready(chain, (True, b"continue", None))
 
     def _answered(self, request: ModelRound, deliver, *args) -> None:
         if self.in_flight is not None:
@@ -563,22 +470,23 @@ class ModelsAPI:
         `dropped`), and a chain still waiting on one reads a backend failure."""
         stopping, self.in_flight = self.in_flight or {}, None
         for request, (chain, fail) in stopping.items():
-            if self.run.drop_op(request) and chain.live and chain.parked_on is request:
+            if self.ctx.effects.drop_op(request) and chain.live and chain.parked_on is request:
                 fail()
 
     def _record_round(self, chain: Chain, record: RoundRecord) -> None:
         """Keep a round as it goes out, for the observation's `rounds` and
         the trace's `round` record (just before the round's `harness` one)."""
         self.rounds.append(record)
-        self.run.trace.emit(self.run.clock.now, "round", chain=chain.id, origin=record.origin,
+        self.ctx.trace.emit(self.ctx.clock.now, "round", chain=chain.id, origin=record.origin,
                             tools=list(record.tools), messages=record.sent)
 
     def _latest_user(self, msgs) -> str:
         """The text of the list's last user record ("" when it has none)."""
         for i in range(len(msgs), 0, -1):
-            record = msgs[i]
-            if record[b"role"] == b"user":
-                content = record[b"content"]
+            # The prompt's list and records: their metamethods run under the budget.
+            record = self.lua.index(msgs, i)
+            if self.lua.index(record, b"role") == b"user":
+                content = self.lua.index(record, b"content")
                 return _t(content) if isinstance(content, bytes) else ""
         return ""
 
@@ -595,7 +503,7 @@ class ModelsAPI:
         calls, seen = [], set()
         for spec in reply.tool_calls:
             if spec.name not in BUILTINS and spec.name not in self.known_tools:
-                return self._harness_failure(chain, (
+                return self.harness_failure(chain, (
                     f"model script {self.script.source}: {spec.where}.name: `{spec.name}` is "
                     "neither a task built-in nor a bound or local tool of this prompt"))
             call_id = spec.id or state.next_call_id()
@@ -678,11 +586,11 @@ class ModelsAPI:
         """A bound tool's reply to a model call: its result, or its failure text
         wrapped as untrusted whatever the tool's trust marking."""
         if reply.error is not None:
-            self._served(chain, op, wrap(reply.error, self.run.nonce), False, trusted=False)
+            self._served(chain, op, wrap(reply.error, self.ctx.nonce()), False, trusted=False)
         else:
             self._served(chain, op, reply.result, True)
         op.phase = "calls"
-        self.run.scheduler.make_ready(chain, (True, b"continue", None))
+        self.ctx.scheduler.make_ready(chain, (True, b"continue", None))
 
     def _served(self, chain: Chain, op: LoopOp, text: str, ok: bool,
                 trusted: bool = True) -> None:
@@ -701,7 +609,7 @@ class ModelsAPI:
         state.handler_depth += 1
         return self._command(tool.handler, self.lua.to_lua(arguments))
 
-    def _handler_done(self, chain: Chain, ok: Any = None, value: Any = None, *rest):
+    def handler_done(self, chain: Chain, ok: Any = None, value: Any = None, *rest):
         state = chain.section_state
         op = state.ops[-1]
         if isinstance(op, LoopOp) and op.phase == "compactor":
@@ -711,7 +619,7 @@ class ModelsAPI:
             state.ops.remove(op)
             return (False, value)
         state.handler_depth -= 1
-        text = self.run.scalar(value) if value is not None else ""
+        text = self.ctx.chains.scalar(value) if value is not None else ""
         if not ok or text is None:
             self.emit(chain, "tool_call_failed")
             if not ok:
@@ -729,7 +637,7 @@ class ModelsAPI:
         return self._advance(chain, state, op)
 
     # ------------------------------------------------------------ input.ask
-    def _ask(self, chain: Chain, *args):
+    def ask(self, chain: Chain, *args):
         if any(a is not None for a in args):
             return self.err("input.ask takes no arguments")
         self.emit(chain, "user_input_wait_started")
@@ -739,13 +647,13 @@ class ModelsAPI:
         answer = self.cursor.take_answer()
         if answer is None:
             # Like an operator who never answers: the ask stays pending.
-            return self.run.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
+            return self.ctx.effects.never_answered_op(chain, "operator", OperatorQuestion(self.asks, None))
 
         def answered() -> None:
             self.emit(chain, "user_input", text=answer.text)
-            self.run.scheduler.make_ready(chain, (True, answer.text.encode("utf-8"), True))
+            self.ctx.scheduler.make_ready(chain, (True, answer.text.encode("utf-8"), True))
 
-        return self.run.harness_op(chain, "operator", OperatorQuestion(self.asks, answer.where),
+        return self.ctx.effects.harness_op(chain, "operator", OperatorQuestion(self.asks, answer.where),
                                    answered, pinned=answer.delay,
                                    detail={"answer": answer.where})
 

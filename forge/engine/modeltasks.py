@@ -25,16 +25,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 
-from forge.engine.rules import ids, notices
+from forge.engine.rules import ids, notices, waits
 from forge.engine.requests import AwaitTasks
 from forge.engine.state import Task
 from forge.engine.tasks import lua_number_text
-from forge.engine.tools import AllowTasks, ToolSpec
+from forge.engine.modelside import AllowTasks
+from forge.engine.tools import ToolSpec
 from forge.engine.rules import timeouts
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.models import LoopOp, ModelsAPI, SectionState
+    from forge.engine.modelside import LoopOp, ModelSide, SectionState
 
 ANY_TARGET = ("`target` must be any section of this prompt, named by its heading (for example "
               "`## Research`).")
@@ -48,9 +49,9 @@ def one_of_targets(targets: tuple[str, ...]) -> str:
 
 
 class ModelTasks:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         self.models = models
-        self.run = models.run
+        self.ctx = models.ctx
 
     # ------------------------------------------------------------ offered
     def specs(self, allow: AllowTasks) -> tuple[ToolSpec, ...]:
@@ -91,7 +92,7 @@ class ModelTasks:
         if name == "task_status":
             return status_line(task), True
         state.notices.silence(task.id)
-        self.run.tasks_api.cancel(task)
+        self.models.tasks_api.cancel(task)
         return f"Task id={task.id} cancelled", True
 
     def _task(self, chain: Chain, state: SectionState, arguments: dict) -> tuple[str, bool]:
@@ -107,14 +108,14 @@ class ModelTasks:
             return (f"task: target `{wanted}` is not allowed; allowed targets: "
                     f"{', '.join(allowed)}"), False
         # A start failure is the message tasks.spawn would raise, behind `task: `.
-        index, error = self.run.host.check_worker(chain, target.encode("utf-8"))
+        index, error = self.models.host.check_worker(chain, target.encode("utf-8"))
         if error:
             return f"task: {_message(error[1])}", False
         refusal = ids.depth_refusal(chain, "call")
         if refusal:
             return f"task: {refusal}", False
         seeds = {} if input_ is None else {"input": input_.encode("utf-8")}
-        task = self.run.tasks_api.start_task(chain, index, "model", seeds)
+        task = self.models.tasks_api.start_task(chain, index, "model", seeds)
         if isinstance(task, tuple):
             return f"task: {_message(task[1])}", False
         task.model_owner = state
@@ -147,17 +148,15 @@ class ModelTasks:
         live = [t for t in state.model_tasks if t.live]
         if not live and timeout_ns is None:
             return "nothing to wait for", True
-        run = self.run
+        ctx = self.ctx
         # Never registered on a task: no task end delivers into it and no
         # result is taken, so the prompt can still collect every task later.
         sleep_text = None if live else f"slept {lua_number_text(timeout)} seconds"
         wait = AwaitTasks(op, sleep_text, timed=timeout_ns is not None)
-        ids.wait_parks(chain, timed=wait.timed)
-        run.admission.waiting(chain.task)
         state.awaiting = wait
-        run.trace.emit(run.clock.now, "wait", chain=chain.id, call="await_tasks",
-                       members=[t.id for t in live], timeout=timeout_ns)
-        run.scheduler.park(chain, wait, timeout_ns, lambda: self._expired(state, chain, wait))
+        waits.park(ctx.scheduler, ctx.admission, chain, wait, call="await_tasks",
+                   shown=[t.id for t in live], timeout_ns=timeout_ns,
+                   expire=lambda: self._expired(state, chain, wait))
         return None
 
     def _expired(self, state: SectionState, chain: Chain, wait: AwaitTasks) -> None:
@@ -172,27 +171,27 @@ class ModelTasks:
 
     def _resume(self, chain: Chain, wait: AwaitTasks, text: str) -> None:
         wait.op.await_text = text
-        self.run.admission.wake(chain, (True, b"continue", None))
+        self.ctx.admission.wake(chain, (True, b"continue", None))
 
     # ------------------------------------------------------------ notices
     def task_ended(self, state: SectionState, task: Task) -> None:
         """A model task ended: queue its notice for the owner section."""
-        queued = state.notices.offer(task, lambda: self.run.nonce)
+        queued = state.notices.offer(task, lambda: self.ctx.nonce())
         if queued is None:
             return      # the model's own task_cancel: its confirmation was the word
         owner = state.chain
-        self.run.emit(owner, "task_notice", section_override=state.name, turn=owner.task.turns,
+        self.ctx.events.emit(owner, "task_notice", section_override=state.name, turn=owner.task.turns,
                       task=task.id, text=queued.text)
         wait = state.awaiting
         if (wait is not None and task.state == "done" and owner.live
                 and owner.parked_on is wait):
             state.awaiting = None
-            self.run.tasks_api.unregister(owner)
+            self.models.tasks_api.unregister(owner)
             self._resume(owner, wait, self.take_notices(state))
 
     def _take(self, state: SectionState) -> list[str]:
         """Take every waiting notice, joining their tasks."""
-        return state.notices.take(self.run.tasks_api.joined)
+        return state.notices.take(self.models.tasks_api.joined)
 
     def take_notices(self, state: SectionState) -> str:
         """Every notice waiting for the section, one per line, taken."""
@@ -216,7 +215,7 @@ class ModelTasks:
 
 
 def _message(value: Any) -> str:
-    text = value[b"message"]
+    text = value[b"message"]  # lua: own table (a host error value)
     return text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
 
 

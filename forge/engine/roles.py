@@ -24,14 +24,14 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import lupa
 
+from forge.engine.modelside import Selection
 from forge.engine.tasks import lua_number_text
 from forge.lua.runtime import LuaTable, typename
 
 if TYPE_CHECKING:
-    from forge.engine.models import ModelsAPI, SectionState
+    from forge.engine.modelside import ModelSide, SectionState
     from forge.lua.runtime import Keeper
 
 _LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
@@ -40,15 +40,6 @@ _MAX_TOKENS = 4294967295
 
 def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-@attrs.frozen
-class Selection:
-    """A role and the sampling options rounds on it send."""
-
-    label: str
-    temperature: float | None = None
-    max_tokens: int | None = None
 
 
 class ModelHandle:
@@ -92,25 +83,17 @@ class ModelHandle:
         self._keeper.fault(TypeError, "'ModelHandle' object is not callable")
 
     def __str__(self) -> str:
-        return f"model handle: {_t(self._fields[b'name'])}"
-
-
-#: `models.default`, `models.use` and `models.get`: library entries
-#: (`forge.engine.host` says how they are called).
-LIBRARY: tuple = tuple(
-    (b"host", f"models.{name}".encode(),
-     lambda run, *a, _n=name: getattr(run.models.roles, "_" + _n)(*a))
-    for name in ("default", "use", "get"))
+        return f"model handle: {_t(self._fields[b'name'])}"  # lua: own table
 
 
 class RolesAPI:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         self.models = models
         self.lua = models.lua
         self.script = models.script
         # Every declared role is bound to the host's one current model; with
         # no model script there is no current model and no role is bound.
-        roles = models.run.prompt.roles
+        roles = models.ctx.prompt.roles
         self.roles = {r.label: r for r in roles} if self.script is not None else {}
         self.default_label: str | None = None
 
@@ -125,7 +108,7 @@ class RolesAPI:
     def install_globals(self, env: Any) -> None:
         """Each bound role is a global holding its handle."""
         for label in self.roles:
-            env[label.encode()] = self.handle(label)
+            env[label.encode()] = self.handle(label)  # lua: own table (a new section VM)
 
     def handle(self, label: str, selection: Selection | None = None) -> Any:
         role = self.roles[label]
@@ -171,7 +154,7 @@ class RolesAPI:
             return None, f'{call} {noun} "{text}" is not a bound model role'
         return text, None
 
-    def _default(self, label=None, *rest):
+    def default(self, label=None, *rest):
         text, fault = self._label("models.default", label)
         if fault:
             return self.models.err(fault)
@@ -181,13 +164,13 @@ class RolesAPI:
         self.default_label = text
         return (True, self.handle(text))
 
-    def _get(self, label=None, *rest):
+    def get(self, label=None, *rest):
         text, fault = self._label("models.get", label)
         if fault:
             return self.models.err(fault)
         return (True, self.handle(text))
 
-    def _use(self, *args):
+    def use(self, *args):
         if len(args) > 2:
             return self.models.err(f"models.use takes at most 2 arguments, got {len(args)}")
         text, fault = self._label("models.use", args[0] if args else None)
@@ -195,7 +178,7 @@ class RolesAPI:
             selection, fault = self._options(text, args[1] if len(args) > 1 else None)
         if fault:
             return self.models.err(fault)
-        self.models.run.current.section_state.selection = selection
+        self.models.ctx.scheduler.current.section_state.selection = selection
         return (True, self.handle(text, selection))
 
     @staticmethod

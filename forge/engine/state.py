@@ -32,7 +32,6 @@ from forge.prompt.model import LuaBlock, Section
 from forge.variation import declare
 
 if TYPE_CHECKING:
-    from forge.engine.run import Run
     from forge.sim.kernel import Timer
 
 OK_FALSE_WHILE_RUNNING = declare("status.ok-false-while-running", "status",
@@ -51,7 +50,8 @@ class Frame:
 
 @attrs.define(eq=False)
 class Chain:
-    run: Run
+    #: The prompt's title (its H1): the section name of the H1 pass.
+    title: str
     #: Invariant: the root is "0"; any other chain's id is its parent's id
     #: plus the index it took from the parent's child counter.
     id: str
@@ -75,8 +75,10 @@ class Chain:
     entry_counter: int = 0
     #: Tasks this chain spawned, in spawn order (ascending ids).
     owned: list = attrs.field(factory=list)
-    #: Invariant: the number of `owned` tasks holding a slot (rules.admission).
-    busy: int = 0
+    #: The `owned` tasks holding a slot now, by id, in the order they took
+    #: it; kept only by `rules.admission`, and the one record of who holds
+    #: what: `busy`, `Task.holds_slot` and the run's count derive from it.
+    holding: dict = attrs.field(factory=dict)
     #: "new", "ready", "running", "parked" or "ended"; changed only by the kernel.
     state: str = "new"
     section: Section | None = None
@@ -136,7 +138,7 @@ class Chain:
     @property
     def section_name(self) -> str:
         if self.in_h1 or self.section is None:
-            return self.run.prompt.title
+            return self.title
         return self.section.name
 
     @property
@@ -154,10 +156,14 @@ class Chain:
     def live(self) -> bool:
         return self.state != "ended"
 
+    @property
+    def busy(self) -> int:
+        """How many of its tasks hold a slot (`rules.admission`)."""
+        return len(self.holding)
+
 
 @attrs.define(eq=False)
 class Task:
-    run: Run
     id: str
     target: str
     origin: str
@@ -182,8 +188,6 @@ class Task:
     delivered: bool = False
     #: Whether it ever got its first slot.
     admitted: bool = False
-    #: Invariant: only while admitted, live and not waiting on other tasks.
-    holds_slot: bool = False
     #: Provenance counter for events this task reports.
     seq: int = 0
     spawned_at_claim: int = 0
@@ -197,13 +201,21 @@ class Task:
     cancelled_value: Any = None
 
     @classmethod
-    def main(cls, run: Run) -> Task:
-        return cls(run=run, id="0", target=run.prompt.title, origin="author", depth=0,
+    def main(cls, title: str) -> Task:
+        """The main pseudo-task the walk runs inside; its target is the prompt's title."""
+        return cls(id="0", target=title, origin="author", depth=0,
                    owner=None, is_main=True)
 
     @property
     def live(self) -> bool:
         return self.state == "running"
+
+    @property
+    def holds_slot(self) -> bool:
+        """Whether it holds a concurrency slot (its owner's `holding` says).
+        Invariant: only while admitted, live and not waiting on other tasks."""
+        owner = self.owner
+        return owner is not None and self.id in owner.holding
 
     # ------------------------------------------------------------ status
     def _blocked(self) -> str | None:

@@ -22,10 +22,10 @@ Task lifecycle (the `state` field, with `ok` beside it):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 
-from forge.engine.rules import endings, ids, timeouts
+from forge.engine.rules import endings, ids, timeouts, waits
 from forge.engine.rules.endings import AbandonReason
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.requests import FanoutArms, Join
@@ -34,7 +34,14 @@ from forge.variation import declare
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
 
 if TYPE_CHECKING:
-    from forge.engine.run import Run
+    from forge.engine.context import Context
+    from forge.engine.host import Host
+
+
+class ArmWaits(Protocol):
+    """What a task's end tells a chain waiting on fanout arms (`fanout`)."""
+
+    def arm_ended(self, chain: Chain, request: FanoutArms, task: Task) -> None: ...
 
 
 
@@ -90,41 +97,32 @@ def lua_number_text(value: int | float) -> str:
     return text
 
 
-#: The `tasks` namespace's library entries (`forge.engine.host` says how
-#: they are called).
-LIBRARY: tuple = tuple(
-    (b"handle" if name == "spawn" else b"host", f"tasks.{name}".encode(),
-     lambda run, *a, _n=name: run.tasks_api.counted(_n, a))
-    for name in ("spawn", "concurrency", "ready", "status", "pending", "note", "cancel")
-) + ((b"suspend", b"tasks.join_any", None), (b"suspend", b"tasks.join", None))
-
-#: The handlers of its two waits.
-SUSPENDING: dict = {
-    "tasks.join_any": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join_any", a),
-    "tasks.join": lambda run, chain, *a: run.tasks_api._wait(chain, "tasks.join", a),
-}
-
-
 class TasksAPI:
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lua = run.lua
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.lua = ctx.lua
+        #: Collaborators the composition root hands over once they exist.
+        self.host: Host = None      # type: ignore[assignment]
+        self.fanout: ArmWaits = None     # type: ignore[assignment]
 
-    def counted(self, name: str, args: tuple):
-        """An immediate tasks function, counted as a suspending call.
+    def let_go(self) -> None:
+        """The run has ended: let go of the context and the collaborators."""
+        self.ctx = self.host = self.fanout = None
+
+    def count(self) -> None:
+        """An immediate tasks function is called: count it as a suspending call.
 
         "Every tasks function is a suspending call", even those answered at
         once: a caught error value raised again after one of them counts as
         raised again later, exactly as after a store call or a wait.
         """
         if not IMMEDIATE_NOT_SUSPENDING.on:
-            self.run.current.suspends += 1
-        return getattr(self, "_" + name)(*args)
+            self.ctx.scheduler.current.suspends += 1
 
-    def _err(self, message: str, kind: str = "lua", **fields: str):
+    def err(self, message: str, kind: str = "lua", **fields: str):
         if SPAWN_ERRORS_INTERNAL.on and kind == "lua":
             kind = "internal"
-        return (False, self.run.error_value(kind, message, self.run.current, **fields))
+        return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
     def handle(self, task_id: str):
         return self.lua.fn.task_handle(task_id.encode("utf-8"))
@@ -133,42 +131,42 @@ class TasksAPI:
     def task_arg(self, call: str, value: Any) -> tuple[str | None, Any]:
         """A handle or bare id -> the id text, or an error tuple."""
         if isinstance(value, LuaTable):
-            inner = value[b"task"]
+            inner = self.lua.index(value, b"task")      # the prompt's table, maybe
             if isinstance(inner, bytes):
                 value = inner
             else:
-                return None, self._err(f"{call} expects a Task handle or task id, got table")
+                return None, self.err(f"{call} expects a Task handle or task id, got table")
         if not isinstance(value, bytes):
-            return None, self._err(f"{call} expects a Task handle or task id, got {typename(value)}")
+            return None, self.err(f"{call} expects a Task handle or task id, got {typename(value)}")
         text = decode(value)
         if text is None or not ids.is_task_id(text):
-            return None, self._err(ids.not_an_id_message(value.decode("utf-8", "replace")))
+            return None, self.err(ids.not_an_id_message(value.decode("utf-8", "replace")))
         return text, None
 
     def owned(self, chain: Chain, task_id: str, allow_self: bool = False) -> tuple[Task | None, Any]:
-        task = self.run.tasks.get(task_id)
+        task = self.ctx.tasks.get(task_id)
         if task is not None and task.owner is chain:
             return task, None
         if allow_self and task is not None and task is chain.task and not task.is_main:
             return task, None
         if MAIN_WALK_HAS_STATUS.on and allow_self and task_id == "0":
-            return self.run.main_task, None
+            return self.ctx.main_task, None
         if UNKNOWN_ID_MESSAGE.on and task is None:
-            return None, self._err(f"task `{task_id}` does not exist", "task_not_owned",
+            return None, self.err(f"task `{task_id}` does not exist", "task_not_owned",
                                    task=task_id)
-        return None, self._err(f"task `{task_id}` is not a task this chain owns",
+        return None, self.err(f"task `{task_id}` is not a task this chain owns",
                                "task_not_owned", task=task_id)
 
     # ------------------------------------------------------------ spawn
-    def _spawn(self, target=None, opts=None, *rest):
-        run = self.run
-        chain = run.current
-        index, error = run.host.check_worker(chain, target)
+    def spawn(self, target=None, opts=None, *rest):
+        ctx = self.ctx
+        chain = ctx.scheduler.current
+        index, error = self.host.check_worker(chain, target)
         if error:
             return error
         refusal = ids.depth_refusal(chain, "call")
         if refusal:
-            return self._err(refusal)
+            return self.err(refusal)
         seeds, error = self.spawn_options(opts)
         if error:
             return error
@@ -182,32 +180,32 @@ class TasksAPI:
         if opts is None:
             return seeds, None
         if not isinstance(opts, LuaTable):
-            return None, self._err(f"tasks.spawn opts must be a table, got {typename(opts)}")
-        input_ = opts[b"input"]
+            return None, self.err(f"tasks.spawn opts must be a table, got {typename(opts)}")
+        input_ = self.lua.index(opts, b"input")
         if input_ is not None:
             if not isinstance(input_, bytes):
-                return None, self._err(f"input must be a string, got {typename(input_)}")
+                return None, self.err(f"input must be a string, got {typename(input_)}")
             if decode(input_) is None:
-                return None, self._err("input must be a valid UTF-8 string")
+                return None, self.err("input must be a valid UTF-8 string")
             seeds["input"] = input_
-        item = opts[b"item"]
+        item = self.lua.index(opts, b"item")
         if item is not None:
             kind = typename(item)
             if kind in ("function", "userdata", "thread"):
-                return None, self._err(f"item must be JSON data, got {kind}")
+                return None, self.err(f"item must be JSON data, got {kind}")
             try:
                 seeds["item_data"] = from_lua_json(item)
             except NotJSON:
                 # Only a value that is itself a function, userdata or thread
                 # gets the "got {type}" form; anything nested is "representable".
-                return None, self._err("item must be a JSON-representable value")
+                return None, self.err("item must be a JSON-representable value")
             seeds["item"] = self.lua.fn.deep_copy(item)
-        index = opts[b"index"]
+        index = self.lua.index(opts, b"index")
         if index is not None:
             if isinstance(index, bool) or not isinstance(index, int):
-                return None, self._err(f"index must be a non-negative integer, got {typename(index)}")
+                return None, self.err(f"index must be a non-negative integer, got {typename(index)}")
             if index < 0:
-                return None, self._err(f"index must be a non-negative integer, got {index}")
+                return None, self.err(f"index must be a non-negative integer, got {index}")
             seeds["index"] = index
         return seeds, None
 
@@ -216,51 +214,51 @@ class TasksAPI:
 
         Returns the Task, or an error tuple when set-up fails.
         """
-        run = self.run
-        if not run.host.read_back_var(owner):
-            return self._err("the `var` global was reassigned; write `var.<field>` instead")
-        if len(run.tasks) >= run.config.max_tasks:
-            run.abort("Budget", f"task budget exhausted: the run started more than "
-                                 f"{run.config.max_tasks:,} tasks (unbounded spawning?)")
-            return self._err("task budget exhausted")
+        ctx = self.ctx
+        if not self.host.read_back_var(owner):
+            return self.err("the `var` global was reassigned; write `var.<field>` instead")
+        if len(ctx.tasks) >= ctx.config.max_tasks:
+            ctx.budget.abort("Budget", f"task budget exhausted: the run started more than "
+                                 f"{ctx.config.max_tasks:,} tasks (unbounded spawning?)")
+            return self.err("task budget exhausted")
         if self.lua.memory_tight():
-            run.abort("Budget", "Lua memory exhausted: too much state for one run")
-            return self._err("Lua memory exhausted")
-        if run.harness.refuses("spawn", "*"):
-            return self._err("store operation failed", "store", reason="refused")
+            ctx.budget.abort("Budget", "Lua memory exhausted: too much state for one run")
+            return self.err("Lua memory exhausted")
+        if ctx.harness.refuses("spawn", "*"):
+            return self.err("store operation failed", "store", reason="refused")
         # The `task_started` event keeps a copy of the owner's `var`.
         var_data = from_lua_json(owner.var)
         input_ = seeds.get("input")
-        if not run.keep(data_size((input_, seeds.get("item_data"), var_data)),
+        if not ctx.budget.keep(data_size((input_, seeds.get("item_data"), var_data)),
                         "the input, item and var a task starts with"):
-            return self._err("result budget exhausted")     # the run has ended as Budget
-        section = run.prompt.sections[index]
+            return self.err("result budget exhausted")     # the run has ended as Budget
+        section = ctx.prompt.sections[index]
         task_id = ids.take(owner)
-        task = Task(run=run, id=task_id, target=section.name, origin=origin,
+        task = Task(id=task_id, target=section.name, origin=origin,
                     depth=owner.depth + 1, owner=owner)
         args = input_ if input_ is not None else owner.args
-        argv = run.host.initial_argv(decode(input_)) if input_ is not None else owner.argv
+        argv = self.host.initial_argv(decode(input_)) if input_ is not None else owner.argv
         chain = Chain(
-            run=run, id=task_id, kind="task", task=task, parent=owner, depth=owner.depth + 1,
+            title=ctx.prompt.title, id=task_id, kind="task", task=task, parent=owner, depth=owner.depth + 1,
             args=args, argv=argv, var=self.lua.fn.deep_copy(owner.var), limit=owner.limit,
             claim_identity=task_id,
         )
         chain.ceiling = owner.limit
-        siblings = run.prompt.siblings(index)
+        siblings = ctx.prompt.siblings(index)
         chain.frames = [Frame(siblings, siblings.index(index))]
         if "item" in seeds:
             chain.first_item, chain.has_item = seeds["item"], True
         chain.first_index = seeds.get("index")
         chain.on_end = self._chain_ended
         task.chain = chain
-        task.spawned_at_claim = run.claims.now()
+        task.spawned_at_claim = ctx.claims.now()
         owner.owned.append(task)
-        run.tasks[task_id] = task
-        run.emit(owner, "task_started", task=task_id, target=section.name, origin=origin,
+        ctx.tasks[task_id] = task
+        ctx.events.emit(owner, "task_started", task=task_id, target=section.name, origin=origin,
                  input=decode(input_) if input_ is not None else None,
                  item=seeds.get("item_data"), index=seeds.get("index"), var=var_data)
-        run.trace.emit(run.clock.now, "spawn", owner=owner.id, task=task_id, target=section.name)
-        run.admission.enqueue(task)
+        ctx.trace.emit(ctx.clock.now, "spawn", owner=owner.id, task=task_id, target=section.name)
+        ctx.admission.enqueue(task)
         return task
 
     # ------------------------------------------------------------ endings
@@ -277,39 +275,39 @@ class TasksAPI:
 
     def _terminal_event(self, task: Task, kind: str, **fields: Any) -> None:
         chain = task.chain
-        self.run.emit(chain, kind, section_override=task.target, task=task.id, **fields)
+        self.ctx.events.emit(chain, kind, section_override=task.target, task=task.id, **fields)
         # An abandon's reason goes in the trace too, so a trace alone tells
         # why each task ended (the timeline draws it).
         reason = {"reason": fields["reason"]} if "reason" in fields else {}
-        self.run.trace.emit(self.run.clock.now, "task_end", task=task.id, end=kind, **reason)
+        self.ctx.trace.emit(self.ctx.clock.now, "task_end", task=task.id, end=kind, **reason)
 
     def task_ended(self, task: Task) -> None:
-        run = self.run
-        run.admission.ended(task)
+        ctx = self.ctx
+        ctx.admission.ended(task)
         # The run's end strands its waiters too: a waiter is not handed a
         # member the end abandoned, since it never resumes.
-        for waiter in ([] if run.ending else list(task.waiters)):
+        for waiter in ([] if ctx.chains.ending else list(task.waiters)):
             request = waiter.parked_on
             if isinstance(request, Join):
                 self._maybe_wake(waiter, request)
             else:
-                run.fanout.arm_ended(waiter, request, task)
+                self.fanout.arm_ended(waiter, request, task)
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
-        run.admission.admit()
+        ctx.admission.admit()
 
     def joined(self, task: Task) -> None:
         """A delivery (or the owner's end) joins the task: its store work is
         now ordered before the joiner's next step, so its claims go."""
         if task.chain is not None and not NO_JOIN_BEFORE_DELIVERY.on:
-            self.run.claims.release(task.chain.claim_identity)
+            self.ctx.claims.release(task.chain.claim_identity)
 
     def cancel(self, task: Task) -> None:
         if not task.live:
             return
-        run = self.run
+        ctx = self.ctx
         if task.chain is not None:
-            run.stop_chain(task.chain)
+            ctx.chains.stop_chain(task.chain)
         assert task.result is None and task.failure is None
         task.state, task.ok = "cancelled", False
         for kind in endings.terminal_events("cancelled"):
@@ -319,9 +317,9 @@ class TasksAPI:
     def abandon(self, task: Task, reason: AbandonReason) -> None:
         if not task.live:
             return
-        run = self.run
+        ctx = self.ctx
         if task.chain is not None:
-            run.stop_chain(task.chain)
+            ctx.chains.stop_chain(task.chain)
         assert task.result is None and task.failure is None and task.reason is None
         task.state, task.ok, task.reason = endings.abandoned_state(), False, reason
         for kind in endings.terminal_events("abandoned"):
@@ -329,8 +327,8 @@ class TasksAPI:
         self.task_ended(task)
 
     # ------------------------------------------------------------ immediate calls
-    def _concurrency(self, n=None, *rest):
-        chain = self.run.current
+    def concurrency(self, n=None, *rest):
+        chain = self.ctx.scheduler.current
         ceiling = chain.ceiling or self._parent_limit(chain)
         if n is None:
             return (True, chain.limit)
@@ -338,17 +336,17 @@ class TasksAPI:
         if isinstance(n, float) and n.is_integer() and n >= 1:
             whole, n = True, int(n) if n < 2**62 else 2**62
         if not whole:
-            return self._err(f"tasks.concurrency limit must be a positive whole number, got {typename(n)}")
-        chain.limit = self.run.admission.clamp(n, ceiling)
-        self.run.admission.admit()
+            return self.err(f"tasks.concurrency limit must be a positive whole number, got {typename(n)}")
+        chain.limit = self.ctx.admission.clamp(n, ceiling)
+        self.ctx.admission.admit()
         return (True, chain.limit)
 
     def _parent_limit(self, chain: Chain) -> int:
         parent = chain.parent
-        return parent.limit if parent is not None else self.run.harness.ceiling
+        return parent.limit if parent is not None else self.ctx.harness.ceiling
 
-    def _ready(self, task=None, *rest):
-        chain = self.run.current
+    def ready(self, task=None, *rest):
+        chain = self.ctx.scheduler.current
         task_id, error = self.task_arg("tasks.ready", task)
         if error:
             return error
@@ -359,8 +357,8 @@ class TasksAPI:
             return (True, False)
         return (True, not t.live)
 
-    def _status(self, task=None, *rest):
-        chain = self.run.current
+    def status(self, task=None, *rest):
+        chain = self.ctx.scheduler.current
         task_id, error = self.task_arg("tasks.status", task)
         if error:
             return error
@@ -370,38 +368,38 @@ class TasksAPI:
         status = t.status_json()
         status.pop("reason", None)
         table = self.lua.table({k: v for k, v in status.items() if k != "tasks"})
-        table[b"tasks"] = self.lua.seq(status["tasks"])
+        table[b"tasks"] = self.lua.seq(status["tasks"])  # lua: own table
         return (True, table)
 
-    def _pending(self, filt=None, *rest):
-        chain = self.run.current
+    def pending(self, filt=None, *rest):
+        chain = self.ctx.scheduler.current
         origin = None
         if filt is not None:
             if not isinstance(filt, LuaTable):
-                return self._err(f"tasks.pending filter must be a table, got {typename(filt)}")
-            raw = filt[b"origin"]
+                return self.err(f"tasks.pending filter must be a table, got {typename(filt)}")
+            raw = self.lua.index(filt, b"origin")
             if raw is not None:
                 if not isinstance(raw, bytes):
-                    return self._err(f"pending filter origin must be a string, got {typename(raw)}")
+                    return self.err(f"pending filter origin must be a string, got {typename(raw)}")
                 origin = decode(raw)
                 if origin is None:
-                    return self._err("pending filter origin must be a valid UTF-8 string")
+                    return self.err("pending filter origin must be a valid UTF-8 string")
                 if origin not in ("author", "model"):
-                    return self._err(f"pending filter origin must be `author` or `model`, got `{origin}`")
+                    return self.err(f"pending filter origin must be `author` or `model`, got `{origin}`")
         live = sorted((t for t in chain.owned
                        if (t.live or PENDING_INCLUDES_ENDED.on) and (origin is None or t.origin == origin)),
                       key=lambda t: ids.id_key(t.id))
         return (True, self.lua.seq([{"task": t.id} for t in live]))
 
-    def _note(self, text=None, *rest):
-        chain = self.run.current
+    def note(self, text=None, *rest):
+        chain = self.ctx.scheduler.current
         if not isinstance(text, bytes):
-            return self._err(f"tasks.note text must be a string, got {typename(text)}")
-        if not self.run.keep(len(text), f"a note of {len(text):,} bytes"):
-            return self._err("result budget exhausted")     # the run has ended as Budget
+            return self.err(f"tasks.note text must be a string, got {typename(text)}")
+        if not self.ctx.budget.keep(len(text), f"a note of {len(text):,} bytes"):
+            return self.err("result budget exhausted")     # the run has ended as Budget
         value = decode(text)
         if value is None:
-            return self._err("text must be a valid UTF-8 string")
+            return self.err("text must be a valid UTF-8 string")
         noted = chain.task
         if NOTE_LANDS_ON_OWNER.on and not noted.is_main:
             noted = noted.owner.task
@@ -409,8 +407,8 @@ class TasksAPI:
             noted.note = value
         return (True,)
 
-    def _cancel(self, task=None, *rest):
-        chain = self.run.current
+    def cancel_by_id(self, task=None, *rest):
+        chain = self.ctx.scheduler.current
         task_id, error = self.task_arg("tasks.cancel", task)
         if error:
             return error
@@ -418,26 +416,34 @@ class TasksAPI:
         if error:
             return error
         if CANCEL_NOT_IDEMPOTENT.on and not t.live:
-            return self._err(f"task `{task_id}` already ended")
+            return self.err(f"task `{task_id}` already ended")
         self.cancel(t)
         return (True,)
 
     # ------------------------------------------------------------ waits
+    def join(self, chain: Chain, *args):
+        """`tasks.join(set, opts?)`: every member's outcome, in set order."""
+        return self._wait(chain, "tasks.join", args)
+
+    def join_any(self, chain: Chain, *args):
+        """`tasks.join_any(set, opts?)`: the first member to end."""
+        return self._wait(chain, "tasks.join_any", args)
+
     def _wait(self, chain: Chain, call: str, args: tuple):
         args = args + (None,) * (2 - len(args))
         members_arg, opts = args[0], args[1]
         if not isinstance(members_arg, LuaTable):
-            return self._err(f"{call} expects a set of tasks, got {typename(members_arg)}")
+            return self.err(f"{call} expects a set of tasks, got {typename(members_arg)}")
         count = len(members_arg)
         if count == 0:
-            return self._err(f"{call} requires at least one task")
+            return self.err(f"{call} requires at least one task")
         member_ids = []
         for i in range(1, count + 1):
             task_id, error = self.task_arg(call, members_arg[i])
             if error:
                 return error
             if JOIN_DUPLICATES_CONSUME.on and call == "tasks.join" and task_id in member_ids:
-                return self._err(f"task `{task_id}` was already delivered: a task's result "
+                return self.err(f"task `{task_id}` was already delivered: a task's result "
                                  "is taken by one wait", "task_consumed", task=task_id)
             member_ids.append(task_id)
         timeout_ns, error = self._timeout(call, opts)
@@ -449,7 +455,7 @@ class TasksAPI:
             if error:
                 return error
             if t.delivered:
-                return self._err(
+                return self.err(
                     f"task `{task_id}` was already delivered: a task's result is taken by one wait",
                     "task_consumed", task=task_id)
             members.append(t)
@@ -457,30 +463,24 @@ class TasksAPI:
                     timed=timeout_ns is not None)
         if self._satisfied(join):
             return self._deliver(chain, join, timed_out=False)
-        run = self.run
-        ids.wait_parks(chain, timed=join.timed)
-        live = [t for t in dict.fromkeys(members) if t.live]
-        for t in live:
-            t.waiters.append(chain)
-        chain.join_left = len(live)
-        run.admission.waiting(chain.task)
-        run.trace.emit(run.clock.now, "wait", chain=chain.id, call=call,
-                       members=[t.id for t in members], timeout=timeout_ns)
-        return run.scheduler.park(chain, join, timeout_ns, lambda: self.timeout_fired(chain, join))
+        ctx = self.ctx
+        return waits.park(ctx.scheduler, ctx.admission, chain, join, members, call=call,
+                          shown=[t.id for t in members], timeout_ns=timeout_ns,
+                          expire=lambda: self.timeout_fired(chain, join))
 
     def _timeout(self, call: str, opts: Any) -> tuple[int | None, Any]:
         if opts is None:
             return None, None
         if not isinstance(opts, LuaTable):
-            return None, self._err(f"{call} opts must be a table, got {typename(opts)}")
-        seconds = opts[b"timeout"]
+            return None, self.err(f"{call} opts must be a table, got {typename(opts)}")
+        seconds = self.lua.index(opts, b"timeout")
         if seconds is None:
             return None, None
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-            return None, self._err(f"{call} timeout must be a number, got {typename(seconds)}")
+            return None, self.err(f"{call} timeout must be a number, got {typename(seconds)}")
         ns = timeouts.duration(seconds)
         if ns is None:
-            return None, self._err(
+            return None, self.err(
                 f"timeout must be a non-negative finite number of seconds, got {lua_number_text(seconds)}")
         return ns, None
 
@@ -497,19 +497,14 @@ class TasksAPI:
         if join.every and chain.join_left > 0:
             return
         self.unregister(chain)
-        self.run.admission.wake(chain, self._deliver(chain, join, timed_out=False))
+        self.ctx.admission.wake(chain, self._deliver(chain, join, timed_out=False))
 
     def unregister(self, chain: Chain) -> None:
         """`chain` stops waiting on its request's members, and its timer goes."""
-        if chain.timer is not None:
-            self.run.clock.cancel(chain.timer)
-            chain.timer = None
         request = chain.parked_on
         members = (request.members if isinstance(request, Join)
                    else request.arms if isinstance(request, FanoutArms) else ())
-        for t in members:
-            if chain in t.waiters:
-                t.waiters.remove(chain)
+        waits.leave(chain, members, self.ctx.clock)
 
     def timeout_fired(self, chain: Chain, join: Join) -> None:
         if timeouts.EXPIRY_CANCELS_MEMBERS.on:
@@ -517,14 +512,14 @@ class TasksAPI:
                 self.cancel(t)
         chain.timer = None          # it fired
         self.unregister(chain)
-        self.run.trace.emit(self.run.clock.now, "timeout", chain=chain.id)
-        self.run.admission.wake(chain, self._deliver(chain, join, timed_out=True))
+        self.ctx.trace.emit(self.ctx.clock.now, "timeout", chain=chain.id)
+        self.ctx.admission.wake(chain, self._deliver(chain, join, timed_out=True))
 
     def _outcome(self, task: Task, waiter: Chain):
         """(ok, result-or-error) for an ended member, marking a result taken."""
         if task.state == "cancelled":
             if task.cancelled_value is None:
-                task.cancelled_value = self.run.error_value(
+                task.cancelled_value = self.ctx.errors.error_value(
                     "cancelled", f"task `{task.id}` was cancelled", None, task=task.id)
             # Re-raising the value right after this wait is the prompt's own
             # failure; after another suspending call it ends the run cancelled.
@@ -540,13 +535,13 @@ class TasksAPI:
         if task.ok:
             return True, (task.result or "").encode("utf-8")
         if task.failure is not None:
-            return False, self.run.as_error_value(task.failure, waiter)
-        return False, self.run.error_value("lua", f"task `{task.id}` was abandoned")
+            return False, self.ctx.errors.as_error_value(task.failure, waiter)
+        return False, self.ctx.errors.error_value("lua", f"task `{task.id}` was abandoned")
 
     def _deliver(self, chain: Chain, join: Join, timed_out: bool):
-        run = self.run
+        ctx = self.ctx
         size = sum(len(t.result or "") for t in join.members if not t.live)
-        if not run.room_for(size, "delivering the joined results"):
+        if not ctx.budget.room_for(size, "delivering the joined results"):
             return (True, None, None, None)       # the run has ended; nothing resumes
         if not join.every:
             if timed_out:
@@ -555,7 +550,7 @@ class TasksAPI:
             for t in members:
                 if not t.live:
                     ok, value = self._outcome(t, chain)
-                    run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
+                    ctx.trace.emit(ctx.clock.now, "deliver", chain=chain.id, task=t.id)
                     if WAIT_RAISES_CANCELLED.on and t.state == "cancelled":
                         return (False, value)
                     return (True, self.handle(t.id), ok, value)
@@ -567,7 +562,7 @@ class TasksAPI:
                 continue
             if t.id not in taken:
                 taken[t.id] = self._outcome(t, chain)
-                run.trace.emit(run.clock.now, "deliver", chain=chain.id, task=t.id)
+                ctx.trace.emit(ctx.clock.now, "deliver", chain=chain.id, task=t.id)
             ok, value = taken[t.id]
             results[position] = self.lua.fn.join_entry(t.id.encode("utf-8"), ok, value)
         return (True, results, timed_out)

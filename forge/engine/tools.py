@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.engine.modelside import AllowTasks, LocalTool
 from forge.lua.runtime import (
     LuaFunction,
     LuaTable,
@@ -38,7 +39,7 @@ from forge.lua.runtime import (
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.models import ModelsAPI, SectionState
+    from forge.engine.modelside import ModelSide, SectionState
     from forge.toolscript import ScriptedTool, ToolReply
 
 #: The model's task built-ins, in the fixed order a round offers them.
@@ -77,25 +78,6 @@ def debug_list(names) -> str:
 
 
 @attrs.frozen
-class LocalTool:
-    alias: str
-    description: str
-    #: (name, type, description or None), sorted bytewise by name.
-    params: tuple[tuple[str, str, str | None], ...]
-    handler: Any = attrs.field(eq=False, repr=False)
-
-    def schema(self) -> dict:
-        properties = {}
-        for name, kind, description in self.params:
-            prop = {"type": kind}
-            if description is not None:
-                prop["description"] = description
-            properties[name] = prop
-        return {"type": "object", "properties": properties,
-                "required": [name for name, _, _ in self.params]}
-
-
-@attrs.frozen
 class ToolSpec:
     """One tool as a round offers it to the model."""
 
@@ -113,42 +95,27 @@ class BoundTool:
     tool: ScriptedTool = attrs.field(eq=False, repr=False)
 
 
-@attrs.frozen
-class AllowTasks:
-    """A section's `tools.allow_tasks` grant; `targets` None allows any section."""
-
-    targets: tuple[str, ...] | None
-
-
-#: The `tools` namespace's functions: library entries (`forge.engine.host`
-#: says how they are called).  `tools.call` is the model side's Lua.
-LIBRARY: tuple = tuple(
-    (b"host", f"tools.{name}".encode(),
-     lambda run, *a, _n=name: getattr(run.models.tools, "_" + _n)(*a))
-    for name in ("always", "add", "add_local", "allow_tasks"))
-
-
-def _read_calls(run: Any, *args):
-    return run.models.tools._read_calls(*args)
+def _read_calls(parts: Any, *args):
+    return parts[ToolsAPI].read_calls(*args)
 
 
 class ToolsAPI:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         from forge.toolscript import ToolCursor
 
         self.models = models
-        self.run = models.run
-        self.lua = models.run.lua
-        script = models.run.harness.tool
+        self.ctx = models.ctx
+        self.lua = models.ctx.lua
+        script = models.ctx.harness.tool
         self.cursor = ToolCursor(script)
         catalogue = script.tools if script is not None else {}
         #: alias -> bound slot, in `tools:` order.
         self.bound: dict[str, BoundTool] = {
             alias: BoundTool(alias, path, catalogue[path])
-            for alias, path in models.run.prompt.tools if path in catalogue}
+            for alias, path in models.ctx.prompt.tools if path in catalogue}
         models.known_tools.update(self.bound)
         #: The run-wide `tools.always` aliases, in order, each with its override.
-        self.always: dict[str, str | None] = {}
+        self.run_wide: dict[str, str | None] = {}
         #: Each `tools.calls` view's counts, by its number less one, and the
         #: Lua function every view reads them through.
         self._views: list[dict[str, int]] = []
@@ -158,10 +125,10 @@ class ToolsAPI:
         return self.models.err(message, kind, **fields)
 
     def _state(self) -> SectionState:
-        return self.run.current.section_state
+        return self.ctx.scheduler.current.section_state
 
     # ------------------------------------------------------------ scope
-    def _always(self, alias=None, description=None, *rest):
+    def always(self, alias=None, description=None, *rest):
         fault = alias_fault(alias, "tools.always")
         if fault:
             return self._err(fault)
@@ -171,12 +138,12 @@ class ToolsAPI:
         name = _t(alias)
         if name not in self.bound:
             return self._err(f'tools.always alias "{name}" is not a bound tool slot')
-        if name not in self.always or description is not None:
-            self.always[name] = _t(description) if description is not None else \
-                self.always.get(name)
+        if name not in self.run_wide or description is not None:
+            self.run_wide[name] = _t(description) if description is not None else \
+                self.run_wide.get(name)
         return (True,)
 
-    def _add(self, *args):
+    def add(self, *args):
         if not args or args == (None,):
             return (True,)
         if len(args) > 2:
@@ -212,7 +179,7 @@ class ToolsAPI:
                 added.setdefault(name, None)
         return (True,)
 
-    def _add_local(self, alias=None, description=None, params=None, handler=None, *rest):
+    def add_local(self, alias=None, description=None, params=None, handler=None, *rest):
         fault = alias_fault(alias, "tools.add_local")
         if fault:
             return self._err(fault)
@@ -252,7 +219,7 @@ class ToolsAPI:
         self.models.known_tools.add(name)
         return (True,)
 
-    def _allow_tasks(self, targets=None, *rest):
+    def allow_tasks(self, targets=None, *rest):
         state = self._state()
         if targets is None:
             state.allow = AllowTasks(None)
@@ -280,7 +247,7 @@ class ToolsAPI:
     # ------------------------------------------------------------ offered
     def scope(self, state: SectionState) -> tuple[str, ...]:
         """The section's bound aliases in scope order: `tools.always`, then `tools.add`."""
-        return tuple(self.always) + tuple(a for a in state.added if a not in self.always)
+        return tuple(self.run_wide) + tuple(a for a in state.added if a not in self.run_wide)
 
     def offered(self, state: SectionState) -> tuple[ToolSpec, ...]:
         """What a round sent now offers: bound tools in scope order, local
@@ -289,7 +256,7 @@ class ToolsAPI:
         for alias in self.scope(state):
             tool = self.bound[alias].tool
             # The precedence is fixed: section override, run override, catalogue.
-            description = state.added.get(alias) or self.always.get(alias)
+            description = state.added.get(alias) or self.run_wide.get(alias)
             if description is None:
                 description = tool.description
             specs.append(ToolSpec(alias, description, tool.parameters))
@@ -313,11 +280,14 @@ class ToolsAPI:
                 self._views.append(state.calls)
                 if self._reader is None:
                     self._reader = self.lua.host(b"tools.calls", _read_calls)
-                chain.env[b"tools"][b"calls"] = self.models.L.calls_view(self._reader,
-                                                                         len(self._views))
+                # `tools` is a global the prompt may have replaced (or the
+                # environment's metatable): its metamethods run under the budget.
+                tools = self.lua.index(chain.env, b"tools")
+                self.lua.assign(tools, b"calls", self.models.L.calls_view(self._reader,
+                                                                          len(self._views)))
         state.calls[alias] = state.calls.get(alias, 0) + 1
 
-    def _read_calls(self, view: int, key=None, *rest):
+    def read_calls(self, view: int, key=None, *rest):
         """A read of `tools.calls[key]` in the section whose counts are view `view`."""
         calls = self._views[view - 1]
         name = self.lua.show(key)
@@ -348,7 +318,7 @@ class ToolsAPI:
         tool = state.local_tools.get(name)
         bound = self.bound.get(name)
         if name in ENGINE_NAMES or (tool is None and bound is None):
-            self.run.emit(chain, "tool_call_failed")
+            self.ctx.events.emit(chain, "tool_call_failed")
             return self._err(f'tool "{name}" is not bound in this run; bound aliases: '
                              f"{debug_list(self.bound)}", "unbound_tool", name=name)
         self.count(chain, name)
@@ -366,24 +336,24 @@ class ToolsAPI:
 
         reply = self.cursor.take(bound.tool, bound.alias, arguments)
         if reply is None:
-            return self.models._harness_failure(chain, self.cursor.no_reply_message(
+            return self.models.harness_failure(chain, self.cursor.no_reply_message(
                 bound.tool, bound.alias, chain.task.id))
         request = ToolCall(bound.alias, reply.where)
         if reply.never:
-            return self.run.never_answered_op(chain, "tool", request,
+            return self.ctx.effects.never_answered_op(chain, "tool", request,
                                               {"tool": bound.alias, "reply": reply.where})
-        return self.run.harness_op(chain, "tool", request, lambda: answered(reply),
+        return self.ctx.effects.harness_op(chain, "tool", request, lambda: answered(reply),
                                    pinned=reply.delay,
                                    detail={"tool": bound.alias, "reply": reply.where})
 
     def _script_answer(self, chain: Chain, alias: str, turn: int, reply: ToolReply) -> None:
         """A script call's reply: the result, or the tool's failure as kind `tool`."""
         if reply.error is not None:
-            self.run.emit(chain, "tool_call_failed")
-            self.run.scheduler.make_ready(chain, self.models._error(
+            self.ctx.events.emit(chain, "tool_call_failed")
+            self.ctx.scheduler.make_ready(chain, self.models.error_at(
                 chain, f"tool call failure: {reply.error}", "tool"))
             return
-        self.run.emit(chain, "tool_call_succeeded")
-        self.run.emit(chain, "tool_result", turn=turn, tool_call_id="", alias=alias,
+        self.ctx.events.emit(chain, "tool_call_succeeded")
+        self.ctx.events.emit(chain, "tool_result", turn=turn, tool_call_id="", alias=alias,
                       content=reply.result, trusted=True)
-        self.run.scheduler.make_ready(chain, (True, b"done", reply.result.encode("utf-8")))
+        self.ctx.scheduler.make_ready(chain, (True, b"done", reply.result.encode("utf-8")))

@@ -10,6 +10,11 @@ schedule passed, or the replayed one), 1 (one failed), 2 (bad input, raised as
 replay that drifted from its record), 3 (an exhaustive search stopped before
 covering the tree).
 
+It also holds ``forge lifecycle check HISTORY.jsonl`` (``register`` adds the
+``lifecycle`` group to ``forge``): a store history judged by
+``linearizability.check``; exit 0 linearizable, 1 not (the minimal
+sub-history printed, and drawn with ``--html``), 2 a bad history file.
+
 Lives here: printing and exit codes, and which of the commands' flags a
 scenario takes (``EXPLORE_FLAGS``, ``REPLAY_FLAGS``; ``forge.commands.params.flags_given`` reads
 them off a command's context). Does not live here: the flags themselves (the
@@ -128,3 +133,97 @@ def replay_file(path: str | None, replay: str, as_json: bool,
             click.echo(f"  {actor:>12}  {what}")
         click.echo("FAILED: " + "; ".join(got.problems) if got.problems else "ok")
     return 1 if got.problems else 0
+
+
+@click.group("lifecycle")
+def lifecycle() -> None:
+    """Tools for the task lifecycle manager's stores (docs/lifecycle-store.md)."""
+
+
+@lifecycle.command("check")
+@click.argument("history", metavar="HISTORY.jsonl")
+@click.option("--html", "html_out", default=None, metavar="FILE",
+              help="Write the minimal non-linearizable sub-history as an HTML page.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object.")
+def check_command(history: str, html_out: str | None, as_json: bool) -> None:
+    """Decide whether a store's concurrent HISTORY (JSON lines, one store
+    operation each) is linearizable against the memory store's semantics.
+
+    \b
+    Examples:
+      forge lifecycle check history.jsonl
+      forge lifecycle check history.jsonl --html why.html
+    """
+    import sys
+
+    from forge.commands.params import OutputPath, write_output
+    from forge.lifecycle import history as hist
+    from forge.lifecycle.history_html import render
+    from forge.lifecycle.linearizability import check
+
+    if html_out is not None:
+        html_out = OutputPath().convert(html_out, None, None)
+    verdict = check(hist.read(history))
+    if as_json:
+        click.echo(json.dumps({"linearizable": verdict.ok, "operations": verdict.operations,
+                               "parts": verdict.parts,
+                               "minimal": [json.loads(op.to_json()) for op in verdict.minimal]},
+                              sort_keys=True))
+    else:
+        click.echo(verdict.text())
+    if html_out is not None:
+        title = ("linearizable" if verdict.ok else
+                 f"not linearizable: {len(verdict.minimal)} operations with no legal order")
+        write_output(html_out, render(verdict.minimal, title))
+    sys.exit(0 if verdict.ok else 1)
+
+
+@lifecycle.command("contract")
+@click.argument("factory", metavar="MODULE:FACTORY")
+@click.option("-k", "names", multiple=True, metavar="CHECK",
+              help="Run only this check (repeatable); default every one.")
+def contract_command(factory: str, names: tuple[str, ...]) -> None:
+    """Run the store contract (with its recorded-history checks) against the
+    store FACTORY makes: a zero-argument callable importable as MODULE:NAME
+    (the current folder is on the import path) answering a fresh, empty store.
+
+    \b
+    Examples:
+      forge lifecycle contract forge.lifecycle.store:MemoryStore
+      forge lifecycle contract mystore:make_store -k connections_history_is_linearizable
+    """
+    import importlib
+    import os
+    import sys
+
+    from forge.lifecycle.contract import CHECKS, run_contract
+
+    module, _, name = factory.partition(":")
+    if not module or not name:
+        raise InputError(f"{factory!r} is not MODULE:FACTORY")
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise InputError(f"-k {unknown[0]}: no such check; one of " + ", ".join(sorted(CHECKS)),
+                         kind="argument")
+    sys.path.insert(0, os.getcwd())
+    try:
+        make = getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise InputError(f"cannot import {module}: {exc}") from None
+    except AttributeError:
+        raise InputError(f"{module} has no {name}") from None
+    chosen = list(names) or list(CHECKS)
+    failures = []
+    for check in chosen:
+        try:
+            failures.extend(run_contract(make, [check]))
+        except Exception as exc:  # noqa: BLE001 - the user's store failing is a finding
+            failures.append(f"{check}: raised {type(exc).__name__}: {exc}")
+    for line in failures:
+        click.echo(f"FAIL {line}")
+    click.echo(f"{len(chosen) - len(failures)} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
+def register(main: click.Group) -> None:
+    main.add_command(lifecycle)

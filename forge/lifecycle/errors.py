@@ -1,8 +1,9 @@
 """Refusals of the lifecycle Manager, with the exact texts callers see.
 
 Lives here: ``TaskError`` (a refused call, carrying the task as it stands when
-the refusal is about one) and ``LookupFailed``. ``NotFound`` lives with the
-store that raises it (``store``).
+the refusal is about one), ``LookupFailed`` and ``Refused`` (a store or
+session repository refusing a write that is wrong in itself). ``NotFound``
+lives with the store that raises it (``store``).
 """
 
 from __future__ import annotations
@@ -24,3 +25,10 @@ class TaskError(Exception):
 class LookupFailed(TaskError):
     """The store could not say whether a session is a task's: not "not a task"
     (lifecycle.depth.lookup-error-refuses)."""
+
+
+class Refused(ValueError):
+    """A store or session repository refused a write that is wrong in itself (an
+    empty or duplicate id, an ending that is not terminal); ``str`` is the
+    one-line reason. A ``ValueError``, so a store author's own refusals of the
+    same writes (plain ``ValueError``) pass the contract too."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import attrs
@@ -59,6 +59,17 @@ SUMMARY_LIMIT = 300
 STOPPED = "stopped"
 STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
+
+
+LABEL_LIMIT = 60
+NO_REASON = "no reason was recorded"
+ADVANCE_LOST = "the task was moved before the next run could start"
+
+
+def default_label(text: str) -> str:
+    """A spawn without a label is labelled by the first 60 characters (runes)
+    of its input (notes 2.10), not by the agent's name."""
+    return text[:LABEL_LIMIT]
 
 
 def summarize(text: str, limit: int = SUMMARY_LIMIT) -> str:
@@ -108,7 +119,10 @@ class Config:
     max_attempts_per_task: int = 3
     max_depth: int = 1
     max_concurrent_per_parent: int = 6
-    new_id: Callable[[str], str] = attrs.field(factory=CounterIds)
+    # None: the store's own ``next_id`` (ids that never repeat across processes
+    # and restarts over one database), or a counter of this Manager's for a
+    # store without one.
+    new_id: Callable[[str], str] | None = None
 
 
 class Manager:
@@ -116,6 +130,8 @@ class Manager:
         self.c = config
         self.store = config.store
         self.sessions = config.sessions if config.sessions is not None else MemorySessions()
+        self.new_id: Callable[[str], str] = (
+            config.new_id or getattr(self.store, "next_id", None) or CounterIds())
         self.recovered = False
         # Runs between their claim and the end of their launch: True once the run
         # reported its own ending (a fast finish, never to be stopped).
@@ -217,23 +233,31 @@ class Manager:
         with self._parent_lock(req.parent_session_id):
             self._check_slot(req.parent_session_id)
             spec = self.c.resolver(req.parent_session_id, req.agent_name)
-            label = req.label or spec.display_name or req.input[:60]
-            child = self.c.new_id("s")
-            self.sessions.create(Session(id=child, title=f"{req.kind or 'task'}: {label}",
-                                         hidden=True, parent_id=req.parent_session_id))
-            try:
-                row = self.store.create(Task(
-                    id=self.c.new_id("t"), run_id=self.c.new_id("r"),
-                    parent_session_id=req.parent_session_id, child_session_id=child,
-                    label=label, kind=req.kind, state=req.state,
-                    parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
-                    depth=depth, inherit=spec.inherit),
-                    max_live=self.c.max_concurrent_per_parent)
-            except BaseException as exc:
-                self.sessions.delete(child)
-                if isinstance(exc, CapReached):  # another process took the last slot
-                    raise self._cap_error() from None
-                raise
+            label = req.label or default_label(req.input)
+            # Minted before the transaction, each in its own: an id handed out is
+            # spent even if the spawn then dies (a gap, never a repeat).
+            child, tid, rid = self.new_id("s"), self.new_id("t"), self.new_id("r")
+            with self._together():  # no hidden session without its row, even on a crash
+                try:
+                    self.sessions.create(Session(id=child, title=f"{req.kind or 'task'}: {label}",
+                                                 hidden=True, parent_id=req.parent_session_id))
+                except Exception as exc:  # noqa: BLE001 - any repository failure, one text
+                    raise TaskError(f"tasks: creating task session: {exc}") from exc
+                try:
+                    row = self.store.create(Task(
+                        id=tid, run_id=rid,
+                        parent_session_id=req.parent_session_id, child_session_id=child,
+                        label=label, kind=req.kind, state=req.state,
+                        parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
+                        depth=depth, inherit=spec.inherit),
+                        max_live=self.c.max_concurrent_per_parent)
+                except BaseException as exc:
+                    self.sessions.delete(child)
+                    if isinstance(exc, CapReached):  # another process took the last slot
+                        raise self._cap_error() from None
+                    if isinstance(exc, Exception):
+                        raise TaskError(f"tasks: creating task: {exc}") from exc
+                    raise
             self._launching[row.run_id] = False
             try:
                 self.c.launcher(LaunchRequest(task_id=row.id, run_id=row.run_id,
@@ -244,12 +268,23 @@ class Manager:
                 # lifecycle.spawn.rollback-detached: whatever ended the launch - its
                 # own failure or the caller being cancelled - the half-made task goes.
                 self._launching.pop(row.run_id, None)
-                self.store.delete(row.id)
-                self.sessions.delete(child)
+                with self._together():
+                    self.store.delete(row.id)
+                    self.sessions.delete(child)
                 raise
             settled = self._reconcile(row.id, row.run_id)
         self._update(settled)
         return settled, spec
+
+    def _together(self) -> Any:
+        """One transaction over the store and the session repository when they
+        share a database (a repository whose ``store`` is this store and has
+        ``transaction``), so a crash cannot leave a session without its row;
+        otherwise no grouping, and ``recover`` sweeps what a crash left."""
+        under = getattr(self.store, "store", None)  # a wrapper's (a history Recorder's)
+        joint = getattr(self.sessions, "store", None) in (self.store, under)
+        begin = getattr(self.store, "transaction", None)
+        return begin() if joint and begin is not None else nullcontext()
 
     def _reconcile(self, task_id: str, run_id: str) -> Task:
         """After a launch: a terminator that landed in the claim->launch window
@@ -285,7 +320,7 @@ class Manager:
             self._update(snap)
             return snap
         if status is TaskStatus.WORKING:
-            raise ValueError("a run outcome must be an ending or a pause")
+            return None  # not an ending: ignored, as every non-terminal report but a pause
         if run_id in self._launching:
             self._launching[run_id] = True  # it ended on its own: never stop it
         if GRACEFUL_IGNORED_ON_FAILURE.on and status is TaskStatus.FAILED:
@@ -306,13 +341,16 @@ class Manager:
         return summarize(text, self.c.summary_limit)
 
     def _texts(self, status: TaskStatus, out: RunOutcome) -> tuple[str, str]:
-        if status is TaskStatus.CANCELLED:
-            text = out.text or STOPPED_AFTER_TURN
-        elif status is TaskStatus.FAILED:
-            text = out.err or out.text or "the run failed"
-        else:
-            text = out.text
-        return self._sum(text), text
+        """(summary, result) of a run's ending (notes 3.3 step 3-4): the result is
+        the trimmed text, a failure's error when the text is empty; a graceful
+        stop's summary says so when the run left no text."""
+        full = out.text.strip()
+        if status is TaskStatus.FAILED and not full:
+            full = out.err
+        summary = self._sum(full)
+        if status is TaskStatus.CANCELLED and not summary:
+            summary = STOPPED_AFTER_TURN
+        return summary, full
 
     def _continue(self, row: Task, out: RunOutcome, status: TaskStatus, summary: str,
                   result: str) -> Task | None:
@@ -332,7 +370,7 @@ class Manager:
             msg = (f"stopped after {row.continuations + 1} runs: the task's continuation "
                    f"ceiling ({self.c.max_continuations}) was reached")
             return self._finish(row.id, out.run_id, fail, msg, msg)
-        next_run = self.c.new_id("r")
+        next_run = self.new_id("r")
         state = KEEP if cont.state is None else cont.state
         try:
             moved = self.store.advance(row.id, out.run_id, next_run, state)
@@ -340,8 +378,8 @@ class Manager:
             msg = f"could not advance to the next run: {exc}"
             return self._finish(row.id, out.run_id, fail, msg, msg)
         if moved is None:  # lifecycle.continuation.advance-lost-fails
-            msg = "the task was moved before the next run could start"
-            return self._finish(row.id, out.run_id, fail, msg, msg)
+            msg = f"could not advance to the next run: {ADVANCE_LOST}"
+            return self._finish(row.id, out.run_id, fail, self._sum(msg), msg)
         self._launching[next_run] = False
         try:
             self.c.launcher(LaunchRequest(task_id=moved.id, run_id=next_run,
@@ -387,12 +425,12 @@ class Manager:
                 snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
                                            STOPPED)
                 if snap is not None:
-                    # Unless the host said it cancelled the run, the first ask may have
-                    # missed a run still being launched (lifecycle.stop.unknown-run); it
-                    # is reachable now, so ask again - with the launch's own check after
-                    # it starts a run, this closes the window from both sides.
-                    if answer is not StopOutcome.CANCELLED:
-                        self._ask_stopper(row.run_id, False)
+                    # The first ask may have missed a run still being launched
+                    # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
+                    # whatever the first answer was (notes 3.5: the Stopper must
+                    # tolerate it) - with the launch's own check after it starts a
+                    # run, this closes the window from both sides.
+                    self._ask_stopper(row.run_id, False)
                     self._announce(snap)
                     return snap
             row = self.store.get(task_id)
@@ -433,7 +471,7 @@ class Manager:
             self._retryable(row)
             self._check_slot(row.parent_session_id, row)
             prompt = self.retry_prompt(row)  # before the claim clears the failure
-            new_run = self.c.new_id("r")
+            new_run = self.new_id("r")
             claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task,
                                              max_live=self.c.max_concurrent_per_parent)
             if claimed is None:
@@ -467,7 +505,7 @@ class Manager:
 
     def retry_prompt(self, row: Task) -> str:
         """The retry run's input: why the last attempt failed, and to resume."""
-        reason = self._sum(row.result.strip() or row.summary.strip()) or "no reason was recorded"
+        reason = self._sum(row.result.strip() or row.summary.strip()) or NO_REASON
         return (f"A previous attempt at this task failed: {reason}. The conversation above is "
                 "the progress made so far. Review it and continue the task to completion; "
                 "avoid repeating work that already succeeded.")
@@ -552,5 +590,18 @@ class Manager:
             self._update(snap)
             if not SWEEP_REPORTS_NOTHING.on:
                 self.c.on_finished(snap)
+        self.sweep_sessions()
         self.recovered = True
         return failed
+
+    def sweep_sessions(self) -> list[str]:
+        """Delete every hidden child session no task row owns: what a spawn killed
+        between its session and its row, or between a failed launch's two
+        deletes, left behind (a repository without a shared transaction). Runs
+        in ``recover``, before this host spawns anything; the ids deleted."""
+        gone = []
+        for session in self.sessions.list(include_hidden=True):
+            if (session.hidden and session.parent_id
+                    and self.store.by_child_session(session.id) is None):
+                gone.extend(self.sessions.delete(session.id))
+        return gone

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import attrs
 
+from forge.lifecycle.errors import Refused
 from forge.lifecycle.store import MemoryStore
 
 
@@ -57,7 +58,7 @@ class MemorySessions:
 
     def create(self, session: Session) -> Session:
         if session.id in self._sessions:
-            raise ValueError(f"sessions: duplicate session id {session.id}")
+            raise Refused(f"sessions: duplicate session id {session.id}")
         self._sessions[session.id] = session
         return session
 

@@ -9,6 +9,9 @@ and what those rows owed, in one transaction). An owed wake-up (the ``debts``
 table) is written inside the same transaction as the Finalize,
 ReleaseRetryClaim or restart sweep that creates it, and dropped inside the
 RetryClaim that reopens the task (lifecycle.durable.*).
+Ids come from the database (``next_id``), so they never repeat across
+connections, processes or restarts. A busy database is waited for (SQLite's
+busy timeout, and ``patiently`` where SQLite answers busy without waiting).
 Does not live here: the rules shared with the memory store (``store``: which
 endings owe, the ceiling predicate, the tree walk), the contract both pass
 (``contract``).
@@ -21,10 +24,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from forge.lifecycle.errors import Refused
 from forge.lifecycle.records import Debt, Task, TaskStatus
 from forge.lifecycle.sessions import Session, SessionNotFound
 from forge.lifecycle.store import (
@@ -34,9 +39,25 @@ from forge.lifecycle.store import (
     NotFound,
     check_create,
     check_final,
+    duplicate,
     owes,
     tree_of,
+    under_ceiling,
 )
+from forge.variation import declare
+
+# Variation site of the durable store (forge.variation): ids that repeat across
+# processes and restarts, as a per-connection counter would make them.
+IDS_FROM_PROCESS = declare("lifecycle.ids-from-process-counter", "lifecycle",
+                           "ids come from a counter of this connection, not the database")
+# ... and two ways of stepping outside the one-transaction compare-and-set.
+FINALIZE_CHECK_THEN_WRITE = declare(
+    "lifecycle.sqlite-finalize-check-then-write", "lifecycle",
+    "finalize reads the row, decides in Python, then writes it unguarded in a transaction "
+    "of its own")
+CLAIM_READS_OUTSIDE = declare(
+    "lifecycle.sqlite-claim-reads-outside-lock", "lifecycle",
+    "a retry claim reads the row before taking the write lock, then writes it unguarded")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -51,6 +72,8 @@ CREATE INDEX IF NOT EXISTS tasks_child ON tasks(child_session_id, seq);
 CREATE TABLE IF NOT EXISTS debts (
     task_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, status TEXT NOT NULL,
     summary TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS ids (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO ids (name, value) VALUES ('next', 0);
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY, seq INTEGER NOT NULL, title TEXT NOT NULL,
     hidden INTEGER NOT NULL, parent_id TEXT NOT NULL);
@@ -68,6 +91,29 @@ def _dump(value: Any) -> str | None:
 
 def _load(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc)
+    return "locked" in text or "busy" in text
+
+
+def patiently(deadline_s: float, step: Any) -> Any:
+    """Run ``step`` until it stops answering "database is locked"/"busy", for up
+    to ``deadline_s`` seconds. SQLite's own busy timeout covers most waits, but
+    not all (opening a database another connection is switching to WAL, a
+    reader meeting a WAL being recovered after a killed writer): those answer
+    busy at once, and a lifecycle call waits here instead of failing."""
+    end = time.monotonic() + deadline_s
+    pause = 0.001
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or time.monotonic() >= end:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _task(row: tuple) -> Task:
@@ -93,14 +139,24 @@ class SqliteStore:
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError(f"synchronous is FULL or NORMAL, not {synchronous!r}")
         self.path = path
+        self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
         self.lock = threading.RLock()
         self.db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
                                   check_same_thread=False)
         if path != ":memory:":
-            self.db.execute("PRAGMA journal_mode=WAL")
+            patiently(busy_timeout, lambda: self.db.execute("PRAGMA journal_mode=WAL"))
             self.db.execute(f"PRAGMA synchronous={synchronous}")
-        self.db.executescript(_SCHEMA)
+        patiently(busy_timeout, lambda: self.db.executescript(_SCHEMA))
         self._depth = 0  # nesting of ``transaction`` on this connection
+        self._process_ids = 0  # only under IDS_FROM_PROCESS
+
+    def reopen(self) -> SqliteStore | None:
+        """Another connection to this database, as another process would open
+        it; None for ``":memory:"``, a database no other connection sees."""
+        if self.path == ":memory:":
+            return None
+        return SqliteStore(self.path, self.busy_timeout, self.synchronous)
 
     def close(self) -> None:
         with self.lock:
@@ -117,21 +173,36 @@ class SqliteStore:
                 finally:
                     self._depth -= 1
                 return
-            self.db.execute("BEGIN IMMEDIATE")
+            patiently(self.busy_timeout, lambda: self.db.execute("BEGIN IMMEDIATE"))
             self._depth = 1
             try:
                 yield self.db
             except BaseException:
-                self.db.execute("ROLLBACK")
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
                 raise
             else:
-                self.db.execute("COMMIT")
+                patiently(self.busy_timeout, lambda: self.db.execute("COMMIT"))
             finally:
                 self._depth = 0
 
     def _read(self, sql: str, args: tuple = ()) -> list[tuple]:
         with self.lock:
-            return self.db.execute(sql, args).fetchall()
+            return patiently(self.busy_timeout,
+                             lambda: self.db.execute(sql, args).fetchall())
+
+    # -- ids ---------------------------------------------------------------
+    def next_id(self, prefix: str) -> str:
+        """A fresh id from the database's own counter, bumped in its own
+        transaction: never repeated by another connection, process or restart
+        over the same file (task, run and session ids share it)."""
+        if IDS_FROM_PROCESS.on:
+            self._process_ids += 1
+            return f"{prefix}{self._process_ids}"
+        with self.transaction() as db:
+            db.execute("UPDATE ids SET value = value + 1 WHERE name = 'next'")
+            (n,) = db.execute("SELECT value FROM ids WHERE name = 'next'").fetchone()
+        return f"{prefix}{n}"
 
     # -- reads -------------------------------------------------------------
     def get(self, task_id: str) -> Task:
@@ -169,7 +240,7 @@ class SqliteStore:
         check_create(task)
         with self.transaction() as db:
             if db.execute("SELECT 1 FROM tasks WHERE id = ?", (task.id,)).fetchone():
-                raise ValueError(f"tasks: duplicate id {task.id}")
+                raise duplicate(task.id)
             if max_live > 0:
                 (live,) = db.execute(f"SELECT COUNT(*) FROM tasks WHERE parent_session_id = ? "
                                      f"AND status IN {_LIVE}",
@@ -211,13 +282,20 @@ class SqliteStore:
         if state is not KEEP:
             sets += ", state = ?"
             args.append(_dump(state))
+        where, params = f"run_id = ? AND status IN {_LIVE}", (*args, task_id, run_id)
+        if FINALIZE_CHECK_THEN_WRITE.on:
+            row = self.get(task_id)
+            if row.run_id != run_id or row.status.terminal:
+                return None
+            where, params = "1 = 1", (*args, task_id)  # the check is gone from the write
         with self.transaction() as db:
-            snap = self._cas(db, task_id, sets, f"run_id = ? AND status IN {_LIVE}",
-                             (*args, task_id, run_id))
+            snap = self._cas(db, task_id, sets, where, params)
             return self._owe(db, snap)
 
     def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int,
                     max_live: int = 0) -> Task | None:
+        if CLAIM_READS_OUTSIDE.on:
+            return self._claim_read_outside(task_id, new_run_id, max_attempts)
         with self.transaction() as db:
             snap = self._cas(
                 db, task_id,
@@ -230,6 +308,19 @@ class SqliteStore:
             if snap is not None:
                 db.execute("DELETE FROM debts WHERE task_id = ?", (task_id,))
             return snap
+
+    def _claim_read_outside(self, task_id: str, new_run_id: str,
+                            max_attempts: int) -> Task | None:
+        """The mutant claim: the decision is made on a read taken before the lock."""
+        row = self.get(task_id)
+        if row.status is not TaskStatus.FAILED or not under_ceiling(row.attempt, max_attempts):
+            return None
+        with self.transaction() as db:
+            db.execute("UPDATE tasks SET status = 'working', run_id = ?, attempt = ?, "
+                       "summary = '', result = '', continuations = 0 WHERE id = ?",
+                       (new_run_id, max(row.attempt, 1) + 1, task_id))
+            db.execute("DELETE FROM debts WHERE task_id = ?", (task_id,))
+            return self.get(task_id)
 
     def release_retry_claim(self, task_id: str, run_id: str, summary: str,
                             result: str) -> Task | None:
@@ -309,7 +400,7 @@ class SqliteSessions:
     def create(self, session: Session) -> Session:
         with self.store.transaction() as db:
             if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session.id,)).fetchone():
-                raise ValueError(f"sessions: duplicate session id {session.id}")
+                raise Refused(f"sessions: duplicate session id {session.id}")
             (seq,) = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM sessions").fetchone()
             db.execute("INSERT INTO sessions (id, seq, title, hidden, parent_id) "
                        "VALUES (?, ?, ?, ?, ?)",

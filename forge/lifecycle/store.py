@@ -5,7 +5,9 @@ retry claim and its release, advance, pause and its reclaim, the restart
 sweep), reads, deleting a row, and the task-tree cascade a session repository
 owes. ``MemoryStore`` holds one re-entrant lock over every method, so each
 transition is atomic under real threads as well as under interleaved calls.
-Does not live here: when to call them (``manager``), hooks, id generation,
+Ids: a store mints them (``next_id``), so two Managers over one store never
+mint the same one.
+Does not live here: when to call them (``manager``), hooks,
 the SQLite store (``sqlite_store``), the contract both pass (``contract``).
 """
 
@@ -16,6 +18,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from forge.lifecycle.errors import Refused
 from forge.lifecycle.records import Debt, Task, TaskStatus
 from forge.variation import declare
 
@@ -82,6 +85,8 @@ class Store(Protocol):
     def delete_session_tree(self, session_id: str) -> list[str]: ...
     def owed(self) -> list[Debt]: ...
     def settle(self, task_id: str, run_id: str) -> bool: ...
+    # Optional: ``next_id(prefix) -> str``, ids no other caller of the store gets
+    # (without it a Manager counts in its own process).
 
 
 def owes(status: TaskStatus) -> bool:
@@ -92,13 +97,21 @@ def owes(status: TaskStatus) -> bool:
 
 def check_create(task: Task) -> None:
     if not task.id:
-        raise ValueError("tasks: Create requires an ID")
+        raise Refused("tasks: Create requires an ID")
+
+
+def duplicate(task_id: str) -> Refused:
+    """The refusal of a create whose id is taken (the original's text)."""
+    return Refused(f"tasks: duplicate task id {task_id}")
 
 
 def check_final(status: Any) -> TaskStatus:
-    status = TaskStatus(status)
+    try:
+        status = TaskStatus(status)
+    except ValueError:
+        raise Refused(f"tasks: finalize needs a terminal status, got {status!r}") from None
     if not status.terminal:
-        raise ValueError(f"finalize needs a terminal status, got {status.value}")
+        raise Refused(f"tasks: finalize needs a terminal status, got {status.value}")
     return status
 
 
@@ -138,6 +151,7 @@ def _atomic(cls: type) -> type:
             with self.lock:
                 return _fn(self, *args, **kwargs)
         locked.__name__, locked.__doc__ = fn.__name__, fn.__doc__
+        locked.__wrapped__ = fn  # inspect.signature reads the method's own
         setattr(cls, name, locked)
     return cls
 
@@ -158,6 +172,7 @@ class MemoryStore:
         self._live: dict[str, dict[str, None]] = {}  # parent session -> live task ids
         self._debts: dict[str, Debt] = {}  # task id -> owed wake-up, in owing order
         self._seq = 0
+        self._ids = 0  # next_id's counter
         # Re-entrant: a session repository holds it across a whole cascade.
         self.lock = threading.RLock()
 
@@ -179,13 +194,24 @@ class MemoryStore:
         """Newest first (lifecycle.status.listing)."""
         return [self._rows[i] for i in reversed(self._by_parent.get(parent_session_id, []))]
 
+    def snapshot(self) -> tuple[tuple[Task, ...], tuple[Debt, ...], int]:
+        """Everything the store holds: rows in creation order, debts in owing
+        order, the id counter (``restore`` builds an equal store from it)."""
+        return tuple(self._rows.values()), tuple(self._debts.values()), self._ids
+
+    def next_id(self, prefix: str) -> str:
+        """A fresh id, ``prefix`` then a count never repeated by this store (task,
+        run and session ids share it: ``s1, t2, r3`` for a first spawn)."""
+        self._ids += 1
+        return f"{prefix}{self._ids}"
+
     # -- writes ----------------------------------------------------------
     def create(self, task: Task, max_live: int = 0) -> Task:
         """Insert a row; with ``max_live`` > 0, only while its parent has fewer live
         rows (the per-parent cap as one step, so it holds across processes too)."""
         check_create(task)
         if task.id in self._rows:
-            raise ValueError(f"tasks: duplicate id {task.id}")
+            raise duplicate(task.id)
         if self._full(task.parent_session_id, max_live):
             raise CapReached(task.parent_session_id)
         self._seq += 1
@@ -341,3 +367,16 @@ class MemoryStore:
         for tid in doomed:
             self._forget(tid)
         return doomed
+
+
+def restore(rows: tuple[Task, ...] = (), debts: tuple[Debt, ...] = (), ids: int = 0) -> MemoryStore:
+    """A ``MemoryStore`` holding ``rows`` (in this creation order, as they are),
+    ``debts`` (in this owing order) and the id counter at ``ids``: what the
+    history checker steps the sequential specification from."""
+    store = MemoryStore()
+    for row in rows:
+        store.create(row)
+    for debt in debts:
+        store._debts[debt.task_id] = debt
+    store._ids = ids
+    return store

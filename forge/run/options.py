@@ -114,6 +114,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_steps", Whole(1), "The most scheduling steps the run may take (ends unbounded "
                                   "spawning or waiting).", into=("config", "max_steps"),
            recorded="when_set"),
+    Option("max_cpu_seconds", Seconds(MAX_TIMEOUT, positive=True),
+           "CPU seconds the run may use before the backstop ends it as `Backstop`, an ending "
+           "that is not deterministic (default 8).", into=("config", "max_cpu_seconds"),
+           recorded="when_set", metavar="SECONDS"),
     Option("faults", Text(), "Let the chooser inject faults: a comma-separated list of store, "
                              "model, tool, operator, cancel.", default="", shape="kinds",
            metavar="KINDS"),
@@ -161,6 +165,7 @@ class RunOptions(TypedDict, total=False):
     cancel_at: float | None
     max_instructions: int | None
     max_steps: int | None
+    max_cpu_seconds: float | None
     faults: str | Iterable[str]
     fault_budget: int
 

@@ -48,19 +48,6 @@ import attrs
 
 MASK64 = (1 << 64) - 1
 
-#: Duration choices' kinds start with this; their labels are `x<multiplier>`.
-LATENCY_PREFIX = "latency:"
-
-
-def duration_multiplier(label: str) -> float | None:
-    """The multiplier a duration option's label `x<number>` names, or None."""
-    if not label.startswith("x"):
-        return None
-    try:
-        return float(label[1:])
-    except ValueError:
-        return None
-
 
 class SplitMix64:
     """A tiny, fully specified PRNG, so a seed means the same thing everywhere."""

@@ -1,10 +1,14 @@
 """Schedules as a Hypothesis strategy: `@given(schedules())` over any subject.
 
 `schedules()` draws a `Chooser` whose real decisions (more than one
-option) answer from a list of integers Hypothesis draws, one per decision,
-clamped to the options offered; past the list's end it answers canonically.
-Hypothesis shrinks lists towards short and small, which here is towards the
-canonical schedule, so a failing schedule is shrunk by Hypothesis's own
+option) answer from a list of integers Hypothesis draws, one per decision:
+an answer `v` picks option `v mod n` of the `n` offered.  The integers are
+drawn below `ANSWER_SPAN`, a multiple of every option count up to
+`EVEN_UP_TO`, so every option of such a decision is reached by as many
+integers as every other (clamping with `min(v, n - 1)` gave the last option
+of a two-way decision seven answers in eight).  Past the list's end it
+answers canonically.  Hypothesis shrinks lists towards short and small,
+which here is towards the canonical schedule (an answer of 0 is option 0), so a failing schedule is shrunk by Hypothesis's own
 shrinker and reproduced from its database or a `@reproduce_failure` blob.
 Inside a test body, `HypothesisProvider(data)` on `st.data()` draws each
 decision lazily instead.  The chooser records what it
@@ -32,6 +36,7 @@ live here: the other providers (`forge.sim.chooser`, `forge.sim.pct`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 try:
@@ -57,8 +62,21 @@ class HypothesisProvider(Provider):
         return self.data.draw(st.integers(0, len(options) - 1), label=kind)
 
 
+#: Every option count up to this one divides `ANSWER_SPAN`.
+EVEN_UP_TO = 16
+#: The least common multiple of 1..EVEN_UP_TO: answers are drawn in [0, ANSWER_SPAN).
+ANSWER_SPAN = math.lcm(*range(1, EVEN_UP_TO + 1))
+
+
+def option_of(answer: int, n: int) -> int:
+    """The option an answer picks among `n`: every option alike for `n` up
+    to `EVEN_UP_TO` when answers are uniform below `ANSWER_SPAN` (above it,
+    no option gets more than one answer in `ANSWER_SPAN // n` extra)."""
+    return answer % n
+
+
 class ListProvider(Provider):
-    """Answers real decisions from a drawn list, clamped; canonical after it."""
+    """Answers real decisions from a drawn list (`option_of`); canonical after it."""
 
     name = "hypothesis-list"
 
@@ -71,17 +89,17 @@ class ListProvider(Provider):
             return 0
         value = self.answers[self.pos]
         self.pos += 1
-        return min(value, len(options) - 1)
+        return option_of(value, len(options))
 
     def describe(self) -> dict:
         return {"strategy": self.name, "answers": list(self.answers)}
 
 
-def schedules(max_decisions: int = 200, max_option: int = 7) -> st.SearchStrategy[Chooser]:
+def schedules(max_decisions: int = 200) -> st.SearchStrategy[Chooser]:
     """A strategy of choosers whose real decisions Hypothesis makes (and shrinks).
 
     Use each drawn chooser for one run; `chooser.values()` afterwards is the
     schedule, replayable with `ReplayProvider` or `forge replay`.
     """
-    answers = st.lists(st.integers(0, max_option), max_size=max_decisions)
+    answers = st.lists(st.integers(0, ANSWER_SPAN - 1), max_size=max_decisions)
     return answers.map(lambda a: Chooser(ListProvider(a)))

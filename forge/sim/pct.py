@@ -1,27 +1,44 @@
-"""PCT: probabilistic concurrency testing over the chooser's decisions.
+"""PCT: probabilistic concurrency testing over the chooser's scheduling decisions.
 
 Burckhardt et al. (ASPLOS 2010), in the variant Shuttle and Coyote run:
 every chain gets a random priority when first seen (inserted at a random
 rank, so a new chain can land anywhere, lowest included); the
-highest-priority ready chain runs; at `depth - 1` change points the chain
-about to act drops to the lowest priority.  A bug that needs `depth`
-ordering constraints is hit with probability at least 1 / (n * k^(depth-1))
-for n chains and k steps.
+highest-priority chain acts; at `depth - 1` change points the chain about
+to act drops to the lowest priority.
 
-Three things make it earn its name here:
+*Scheduling decisions* are the steps PCT counts and places change points
+on, and only those:
 
-- Steps are *real* decisions only: a choice with one option moves nothing,
-  so it neither counts towards the horizon nor hosts a change point.
-- The horizon k is learned, as Shuttle does: `PCTCampaign` hands out one
-  provider per run and keeps the largest number of real decisions seen so
-  far; the first run has no change points and only measures.
-- Priorities also order completions.  A duration choice (kind
-  `latency:OP`, options labelled `x<multiplier>`, see `forge.sim.chooser`) is made
-  by the chain that just ran; PCT maps that chain's rank onto the menu of
-  durations, highest priority to the shortest.  Operations issued at one
-  instant thus complete in priority order, and a demoted chain's next
-  operation becomes the slowest.  A decision of another kind, or duration
-  labels that do not parse, is drawn uniformly.
+- `chain`: which ready chain runs (labels `KIND:ID`);
+- `complete` (orders mode, `forge.sim.orders`): which pending completion
+  fires next, which is which chain goes on next (labels `ID#N OP PATH`:
+  the chain's id before `#`).  An entry with no chain (a wait's `timeout`,
+  a host fault) is an actor of its own, named by its label.
+
+A decision with one option moves nothing, so it neither counts nor hosts a
+change point.  Every other draw - a duration (`latency:OP`), a fault, where
+a host cancel falls - keeps the distribution random gives it (uniform over
+its options), from a stream of its own, so how many of them a run makes
+never shifts a priority or a change point.
+
+The bound.  A bug of depth d - one that shows when d ordering constraints
+between steps hold - in a run of n chains (actors) and k scheduling
+decisions is found by one run of depth d with probability at least
+1 / (n * k^(d-1)): the chain that must go first gets the top priority
+(1/n), and each of the d-1 change points falls on the one step that must
+hand over (1/k each).  It holds where the order of steps is what the
+scheduling decisions decide: in orders mode, where durations do not exist.
+Under a duration menu (random's, the default for `forge explore --strategy
+pct`), durations are drawn as random draws them and PCT orders only the
+chains ready at one instant.
+
+The horizon k is learned, as Shuttle does: `PCTCampaign` hands out one
+provider per run and keeps the largest number of scheduling decisions any
+run made; the first run has no change points (a run of depth 1, which is a
+sample of the depth-1 bound, not a wasted run) and measures.  Each run
+places exactly `min(depth - 1, k - 1)` change points, uniformly among
+steps 1 .. k-1 (step 0 is covered by the random initial priorities): fewer
+would lower the bound for bugs of the full depth.
 
 What does not live here: the chooser protocol and the other providers
 (`forge.sim.chooser`), running many seeds (`forge.sim.explore`).
@@ -33,29 +50,32 @@ from collections.abc import Sequence
 
 from sortedcontainers import SortedList
 
-from forge.sim.chooser import LATENCY_PREFIX, Provider, SplitMix64, duration_multiplier
+from forge.sim.chooser import Provider, SplitMix64
 
+#: The kinds of the scheduling decisions PCT counts (see the module docstring).
+CHAIN_KIND, COMPLETE_KIND = "chain", "complete"
 
-def duration_order(options: Sequence[str]) -> list[int] | None:
-    """Option indexes from shortest to longest duration, or None if a label
-    is not `x<number>`.  Equal durations keep index order."""
-    values = [duration_multiplier(label) for label in options]
-    if any(v is None for v in values):
-        return None
-    return sorted(range(len(options)), key=lambda i: (values[i], i))
-
+#: Mixed into the seed for the stream the other draws come from.
+_DATA_SALT = 0xD1B54A32D192ED03
 
 #: The room left between two priorities when one is placed (renumbering
 #: makes it again when a gap has none).
 _GAP = 1 << 20
 
 
+def completion_chain(label: str) -> str | None:
+    """The chain id a `complete` option's label `ID#N OP PATH` names, or None
+    for an entry of no chain (`timeout`, a host fault)."""
+    head, sep, _ = label.partition("#")
+    return head if sep and head and " " not in head else None
+
+
 class PCTProvider(Provider):
     """One PCT run: random chain priorities plus `depth - 1` change points.
 
-    `horizon` is the number of real decisions to place change points in;
-    None (or 0) means "unknown yet": no change points, priorities only (the
-    measuring run of a campaign, and a lone `pct:SEED` run).
+    `horizon` is the number of scheduling decisions to place change points
+    in; None (or 0) means "unknown yet": no change points, priorities only
+    (the measuring run of a campaign, and a lone `pct:SEED` run).
     """
 
     name = "pct"
@@ -63,11 +83,17 @@ class PCTProvider(Provider):
     def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon
         self.rng = SplitMix64(seed)
-        #: Each known label's priority: higher runs first.
+        #: Durations, faults and every other draw that is not a scheduling
+        #: decision: uniform, from a stream of their own.
+        self.data = SplitMix64(seed ^ _DATA_SALT)
+        #: Each known actor's priority: higher acts first.  Actors are chain
+        #: labels (`KIND:ID`), or the label of a completion of no chain.
         self.priority: dict[str, int] = {}
-        #: Every known label as (-priority, label): the ranking, highest
-        #: priority first, where a label's rank is a bisection.
+        #: Every known actor as (-priority, actor): the ranking, highest
+        #: priority first, where an actor's rank is a bisection.
         self.known = SortedList()
+        #: Each chain label known, by chain id (what a completion names).
+        self._chain_of: dict[str, str] = {}
         #: The labels offered at the last chain choice, ordered the same way,
         #: and as a set; and the journal of the options that keep one
         #: (`forge.engine.kernel.ReadyLabels.follow`) with how much of it is
@@ -78,13 +104,12 @@ class PCTProvider(Provider):
         self._journal: list | None = None
         self._read = 0
         self.change_points = self._sample_change_points()
-        #: Real decisions (more than one option) made so far.
+        #: Scheduling decisions (more than one option) made so far.
         self.steps = 0
-        self.current: str | None = None
 
     @property
     def ranking(self) -> list[str]:
-        """Every known label, highest priority first."""
+        """Every known actor, highest priority first."""
         return [label for _, label in self.known]
 
     def _sample_change_points(self) -> frozenset[int]:
@@ -140,28 +165,35 @@ class PCTProvider(Provider):
             self.ready.add((-value, label))
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
-        if kind == "chain":
+        if kind == CHAIN_KIND:
             self._offered(options)
-            if len(options) > 1:
-                if self._change_point():
-                    self._demote(self._best())
-                label = self._best()
-                pick = options.index(label)
-            else:
-                pick, label = 0, options[0]
-            self.current = label
-            return pick
+            if len(options) <= 1:
+                return 0
+            if self._change_point():
+                self._demote(self._best())
+            return options.index(self._best())
         if len(options) <= 1:
             return 0
-        order = duration_order(options) if kind.startswith(LATENCY_PREFIX) else None
-        if order is None or self.current is None:
-            self._change_point()
-            return self.rng.below(len(options))
+        if kind == COMPLETE_KIND:
+            return self._complete(options)
+        return self.data.below(len(options))
+
+    def _complete(self, options: Sequence[str]) -> int:
+        """The completion of the highest-priority actor (the first in queue
+        order among one actor's)."""
+        actors = []
+        for label in options:
+            chain = completion_chain(label)
+            actor = self._chain_of.get(chain, label) if chain is not None else label
+            self._know(actor)
+            actors.append(actor)
+
+        def best() -> int:
+            return max(range(len(actors)), key=lambda i: (self.priority[actors[i]], -i))
+
         if self._change_point():
-            self._demote(self.current)
-        rank = self.known.index((-self.priority[self.current], self.current))
-        spread = max(len(self.known) - 1, 1)
-        return order[rank * (len(order) - 1) // spread]
+            self._demote(actors[best()])
+        return best()
 
     def _best(self) -> str:
         return self.ready[0][1]
@@ -195,6 +227,7 @@ class PCTProvider(Provider):
             if label in self.ready_set:
                 continue
             self._know(label)
+            self._chain_of.setdefault(label.partition(":")[2], label)
             self.ready_set.add(label)
             self.ready.add((-self.priority[label], label))
 
@@ -203,7 +236,7 @@ class PCTProvider(Provider):
         self.ready.remove((-self.priority[label], label))
 
     def _change_point(self) -> bool:
-        """Count one real decision; True when it is a change point."""
+        """Count one scheduling decision; True when it is a change point."""
         hit = self.steps in self.change_points
         self.steps += 1
         return hit
@@ -219,7 +252,7 @@ class PCTCampaign:
 
     def __init__(self, depth: int = 3, horizon: int | None = None) -> None:
         self.depth = depth
-        #: The most real decisions any run so far made (None before the first).
+        #: The most scheduling decisions any run so far made (None before the first).
         self.horizon = horizon
 
     def provider(self, seed: int) -> PCTProvider:

@@ -102,7 +102,10 @@ def test_explore_finds_shrinks_and_writes_a_replay_that_reproduces(tmp_path):
     assert not report.ok
     failure = report.failures[0]
     assert failure.observation.result != "alpha beta gamma"
-    assert failure.problems == (f"result {failure.observation.result!r} != 'alpha beta gamma'",)
+    # the problem's first line, then where the result differs (forge.difference)
+    assert [p.splitlines()[0] for p in failure.problems] == [
+        f"result {failure.observation.result!r} != 'alpha beta gamma'"]
+    assert failure.problems[0].splitlines()[2] == '    expected: "alpha beta gamma"'
     assert len(failure.shrunk) <= len(failure.choices)
     assert failure.story and failure.divergence[0].startswith("step ")
     assert failure.replay_command == f"forge replay {out}"

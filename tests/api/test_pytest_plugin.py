@@ -89,7 +89,9 @@ def test_the_marker_is_the_exploration_and_fails_with_a_replayable_report(pytest
                           text=True, cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
-        "ok: beta alpha gamma", "FAILED: result 'beta alpha gamma' != 'alpha beta gamma'"]
+        "ok: beta alpha gamma", "FAILED: result 'beta alpha gamma' != 'alpha beta gamma'",
+        "  at $: differs (first at character 0)", '    expected: "alpha beta gamma"',
+        '    result  : "beta alpha gamma"']
     assert "the recorded failure, reproduced byte for byte" in done.stderr
 
 

@@ -100,7 +100,7 @@ def test_a_fuzz_case_refused_at_write_time_names_its_flag(monkeypatch, tmp_path)
     class Level2:
         level = 2
 
-        def __init__(self, argv, timeout):
+        def __init__(self, argv, timeout, **limits):
             pass
 
         def __enter__(self):
@@ -141,9 +141,11 @@ def test_a_fuzz_case_refused_at_write_time_names_its_flag(monkeypatch, tmp_path)
     # flags the chosen mode would ignore
     (["--fuzz", "2", "--json", "out.json", "-k", "x", "--workers", "2"],
      "forge: -k, --workers, --json: not for --fuzz, which takes only --impl, --seed, "
-     "--fuzz-case, --timeout\n"),
+     "--fuzz-case, --known-differences, --timeout, --max-run-seconds, --max-decisions\n"),
     (["--fuzz", "2", "--dump-cases"], "forge: --dump-cases: not for --fuzz, which takes only "
-                                      "--impl, --seed, --fuzz-case, --timeout\n"),
+                                      "--impl, --seed, --fuzz-case, --known-differences, "
+                                      "--timeout, --max-run-seconds, "
+                                      "--max-decisions\n"),
     (["--seed", "3"], "forge: --seed: for --fuzz only, which is not given\n"),
     (["--fuzz-case", "f.toml", "-k", "two-tasks"],
      "forge: --fuzz-case: for --fuzz only, which is not given\n"),

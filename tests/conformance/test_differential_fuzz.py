@@ -6,6 +6,7 @@ over the pipe does, and the shrunk difference comes back as a case file that
 passes on the reference and kills the mutant.
 """
 
+import pathlib
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ import pytest
 
 from forge.conformance.adapters import InProcessAdapter, SubprocessAdapter
 from forge.conformance.case import load_cases
+from forge.conformance.equivalence import KnownDifferences
 from forge.conformance.fuzz import case_text, differences, fuzz
 from forge.conformance.mutants import by_id
 from forge.conformance.runner import run_suite
@@ -95,11 +97,21 @@ def test_a_model_program_difference_is_written_with_its_model_script(tmp_path):
 
 
 def test_differences_name_the_first_differing_entry():
-    """A list differs at its first unequal entry, a table at each unequal key."""
-    a = {"events": [1, 2, 3], "tasks": {"0.0": "x", "0.1": "y"}, "trace_sha256": "a"}
-    b = {"events": [1, 5], "tasks": {"0.0": "x", "0.1": "z"}, "trace_sha256": "b"}
-    assert differences(a, b) == ["events[1]: reference 2 != implementation 5",
-                                 'tasks.0.1: reference "y" != implementation "z"']
+    """Events differ at their first unequal normative event, tasks at each
+    unequal field; the trace hash and seq numbers are never compared."""
+    def started(task, seq):
+        return {"kind": "task_started", "execution": "r", "section": "Main",
+                "provenance": {"task": "0", "seq": seq}, "task": task, "target": "W",
+                "origin": "author"}
+    a = {"events": [started("0.0", 1), started("0.1", 2)],
+         "tasks": {"0.0": {"state": "done"}, "0.1": {"state": "done"}}, "trace_sha256": "a"}
+    b = {"events": [started("0.0", 4), started("0.2", 9)],
+         "tasks": {"0.0": {"state": "done"}, "0.1": {"state": "cancelled"}}, "trace_sha256": "b"}
+    lines = differences(a, b)
+    assert lines[0].startswith('events[1]: reference {"kind": "task_started", "origin": "author", '
+                               '"section": "Main", "target": "W", "task": "0.1"}')
+    assert lines[1] == 'tasks.0.1.state: reference "done" != implementation "cancelled"'
+    assert len(lines) == 2
 
 
 def test_fuzz_flags_refuse_what_cannot_be_compared():
@@ -110,3 +122,30 @@ def test_fuzz_flags_refuse_what_cannot_be_compared():
     level1 = subprocess.run([*forge, "--impl", "forge impl-serve", "--fuzz", "3"],
                             capture_output=True, text=True, timeout=60)
     assert level1.returncode == 2 and "speaks level 1" in level1.stderr
+
+
+PARTIAL = [sys.executable, str(pathlib.Path(__file__).parent / "partial_engine.py")]
+
+
+def test_a_partial_engine_is_fuzzed_with_its_known_differences_muted(tmp_path):
+    """A partial engine (no `models`, no `effects`/`rounds`/boundary events,
+    seq gaps, its own virtual times, no `depth`): the fuzzer sends it no
+    model program, calls only the missing `depth` a difference, and with
+    that muted the reference behind it passes; the same filter over a
+    mutant then shows the planted difference behind the muted one
+    (kit: differential-fuzz.partial; tasks.status.depth)."""
+    with SubprocessAdapter([*PARTIAL, *SERVE2], timeout=60) as remote:
+        unmuted = fuzz(remote, 30, seed=3, shrink=False)
+    assert unmuted.difference is not None
+    assert all(".depth:" in line for line in unmuted.difference.fields), unmuted.difference.fields
+    known = tmp_path / "known.toml"
+    known.write_text('"tasks.*.depth" = "fail"\n')
+    muted = KnownDifferences.load(str(known))
+    with SubprocessAdapter([*PARTIAL, *SERVE2], timeout=60) as remote:
+        report = fuzz(remote, 60, seed=3, known=muted)
+    assert report.difference is None and report.programs == 60
+    with SubprocessAdapter([*PARTIAL, "env", f"FORGE_MUTANT={MUTANT}", *SERVE2],
+                           timeout=60) as remote:
+        planted = fuzz(remote, 200, seed=1, known=muted)
+    assert planted.difference is not None
+    assert not any(".depth:" in line for line in planted.difference.fields)

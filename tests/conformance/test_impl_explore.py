@@ -43,7 +43,7 @@ class InProcessPipe:
     level = 2
     sent: list[dict] = []
 
-    def __init__(self, argv, timeout=10.0):
+    def __init__(self, argv, timeout=10.0, **limits):
         self.argv = argv
 
     def __enter__(self):
@@ -97,7 +97,8 @@ def test_refuse_and_tool_script_flags_reach_the_engine(pipe, tmp_path):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps(TOOLS))
     result = explore(str(PROMPT), "--refuse", "write:main", "--tool-script", str(tools),
-                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"))
+                     "--runs", "2", "--replay-out", str(tmp_path / "r.json"),
+                     "--expect-outcome", "failed")
     assert pipe.sent[0]["refuse"] == {"write": ["main"]}
     assert pipe.sent[0]["tool_script"] == TOOLS
     assert result.exit_code == 0 and "outcomes: 2 failed" in result.stdout, result.output
@@ -220,7 +221,7 @@ def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
     timeouts = []
     original = InProcessPipe.__init__
 
-    def init(self, argv, timeout=10.0):
+    def init(self, argv, timeout=10.0, **limits):
         timeouts.append(timeout)
         original(self, argv, timeout)
 
@@ -230,7 +231,7 @@ def test_the_timeout_reaches_the_pipe_and_needs_impl(pipe, monkeypatch):
     assert timeouts == [2.5]
     alone = forge("explore", str(PROMPT), "--runs", "1", "--timeout", "2.5")
     assert alone.exit_code == 2
-    assert "--timeout: how long an --impl program may take to answer" in alone.output
+    assert "--timeout: bounds what an --impl program may take" in alone.output
 
 
 def test_a_record_of_an_engine_under_test_replays_without_crying_bug(pipe, tmp_path):

@@ -91,9 +91,10 @@ def test_runs_in_several_threads_put_the_thresholds_back_once(thresholds):
 
 def test_full_passes_wait_while_the_observation_is_built(monkeypatch, thresholds):
     """Building the observation defers full passes too (kit: speed)."""
-    from forge.engine.run import Run
+    from forge.engine.models import ModelsAPI
 
-    seen = _seen_during(monkeypatch, Run, "_observation")
+    # Read while the observation is put together (`forge.engine.observation`).
+    seen = _seen_during(monkeypatch, ModelsAPI, "messages_json")
     assert run_prompt(PROMPT).observation()["result"] == "w"
     assert seen == [(collection.DEFERRED_YOUNGEST, 10, collection.DEFERRED_OLDEST)]
     assert gc.get_threshold() == (700, 10, 10)

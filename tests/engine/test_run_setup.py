@@ -129,7 +129,7 @@ def test_events_read_mid_run_and_at_the_end_agree():
     later gives one list, equal to a run never read early (kit: speed)."""
     prompt = parse_prompt(prompt_text(section("Main", "log('a') log('b') return 'x'")), "t.md")
     run = Run(prompt)
-    run._start()
+    run.walk.start()
     early = list(run.events)
     run.scheduler.loop()
     assert run.events[:len(early)] == early

@@ -462,7 +462,8 @@ def test_a_run_that_ends_in_an_engine_bug_or_the_budget_gives_its_runtime_up(mon
     def broken(self, *args):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(TasksAPI, "_note", broken)
+    # The bug: what every tasks function calls first (`TasksAPI.count`).
+    monkeypatch.setattr(TasksAPI, "count", broken)
     bug = _run(prompt_text(section("A", "pcall(tasks.note, 'x') return 'swallowed'")))
     assert bug.observation()["error"]["kind"] == "Internal"
     monkeypatch.undo()

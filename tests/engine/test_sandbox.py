@@ -423,7 +423,8 @@ def test_a_bug_in_a_host_function_ends_the_run_as_internal(monkeypatch):
     def broken(self, *args):
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(TasksAPI, "_note", broken)
+    # The bug: what every tasks function calls first (`TasksAPI.count`).
+    monkeypatch.setattr(TasksAPI, "count", broken)
     obs = run_text(prompt_text(section("Main", "pcall(tasks.note, 'x') return 'swallowed'")))
     assert obs["outcome"] == "failed"
     assert obs["error"]["kind"] == "Internal"
@@ -438,7 +439,8 @@ def test_a_bug_in_a_suspending_call_ends_the_run_as_internal(monkeypatch):
     def broken(self, chain, *args):
         raise KeyError("lost")
 
-    monkeypatch.setattr(Host, "_call", broken)
+    # The bug: what `call` asks first (`Host.check_target`).
+    monkeypatch.setattr(Host, "check_target", broken)
     obs = run_text(prompt_text(section("Main", "pcall(call, '## B') return 'swallowed'"),
                                section("B", "return 1")))
     assert obs["error"]["kind"] == "Internal"

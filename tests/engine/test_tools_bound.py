@@ -150,7 +150,7 @@ def test_description_overrides():
     r = run("return 'x'")
     tools = r.models.tools
     state = SectionState(r.models, None, "Go", False)
-    tools.always["search"] = "run text"
+    tools.run_wide["search"] = "run text"
     state.added.update({"fetch": None, "search": "section text"})
     specs = {s.name: s.description for s in tools.offered(state)}
     assert specs == {"search": "section text", "fetch": "Fetch a page"}
@@ -203,7 +203,7 @@ return tostring(e1) .. '|' .. tostring(e2) .. '|' .. tostring(e3)
     assert result(r) == ('tools.add alias "nope" is not a bound tool slot|'
                          'tools.always alias "nope" is not a bound tool slot|'
                          'tools.add_local alias "fetch" duplicates a bound tool slot')
-    assert r.models.tools.always == {}
+    assert r.models.tools.run_wide == {}
 
 
 def test_no_bound_tool_shadows_a_builtin():

@@ -62,7 +62,7 @@ def test_spawn_inherit_snapshot():
     h = FakeHost(resolver=lambda parent, name: Spec(display_name="Agent " + name,
                                                     inherit={"model": "m"}))
     t = spawn(h)
-    assert t.label == "Agent a" and t.inherit == {"model": "m"}
+    assert t.label == "go" and t.inherit == {"model": "m"}  # the input's, not the agent's
     assert h.launches[0].inherit == {"model": "m"}
 
 
@@ -163,10 +163,11 @@ def test_stop_unknown_run_claims(h):
     assert h.stops == [(t.run_id, False), (t.run_id, False)]
 
 
-def test_stop_that_was_told_cancelled_does_not_ask_again(h):
-    # lifecycle.stop.reports-what-it-did
+def test_stop_that_was_told_cancelled_asks_again_after_its_claim(h):
+    # lifecycle.stop.reports-what-it-did (notes 3.5: the Stopper is called twice)
     t = spawn(h)
-    assert h.mgr.stop(t.id).status is X and h.stops == [(t.run_id, False)]
+    assert h.mgr.stop(t.id).status is X
+    assert h.stops == [(t.run_id, False), (t.run_id, False)]
 
 
 def test_stop_already_finished_late_outcome_kept(h):
@@ -478,7 +479,8 @@ def test_pause_during_continue_advance_lost():
     holder["h"] = h
     t = spawn(h, state=0)
     snap = end(h, t, C)
-    assert snap.status is F and snap.result == "the task was moved before the next run could start"
+    assert snap.status is F and snap.result == (
+        "could not advance to the next run: the task was moved before the next run could start")
     assert snap.state == 0 and len(h.launches) == 1
 
 

@@ -9,15 +9,16 @@ gives its slot back while it waits on other tasks (a join, a fanout, an
 other into a deadlock, and takes a slot again before it resumes.  Nothing is
 ever preempted: a running task keeps its slot until it waits or ends.
 
-What lives here: the queue, the counters, admitting, giving a slot back while
+What lives here: the queue, the holder maps, admitting, giving a slot back while
 waiting and taking it again on wake-up, and the clamp of `tasks.concurrency`.
 What does not: when a chain parks or runs (the run loop), and the tasks
 namespace's argument checks (`tasks`).
 
-Invariants (checked at the transitions): a task holds a slot only while it
-is admitted, live and not waiting on other tasks; `running` equals the number
-of tasks holding a slot and never exceeds the ceiling; an owner's `busy`
-equals the number of its tasks holding a slot.
+Invariants: a task holds a slot only while it is admitted, live and not
+waiting on other tasks (checked at the transitions); `running` never exceeds
+the ceiling.  Who holds a slot is recorded once, in the holder maps (the
+run's and each owner's `Chain.holding`): `running`, an owner's `busy` and a
+task's `holds_slot` are read off them, so they are counts by construction.
 """
 
 from __future__ import annotations
@@ -55,16 +56,22 @@ class Admission:
         #: Tasks waiting for a slot, in spawn order (made when the first one
         #: waits: most runs never queue a task).
         self.queue: Any = ()
-        #: Tasks holding a slot now, and the most that ever did at once.
-        self.running = 0
+        #: Tasks holding a slot now, by id (each is in its owner's
+        #: `holding` too), and the most that ever did at once.
+        self._holding: dict[str, Any] = {}
         self.peak = 0
+
+    @property
+    def running(self) -> int:
+        """How many tasks hold a slot now."""
+        return len(self._holding)
 
     # ------------------------------------------------------------ the rule
     def _ceiling_reached(self) -> bool:
-        return not NO_LIMIT.on and self.running >= self.ceiling
+        return not NO_LIMIT.on and len(self._holding) >= self.ceiling
 
     def _slot_free(self, task: Any) -> bool:
-        return NO_LIMIT.on or (not self._ceiling_reached() and task.owner.busy < task.owner.limit)
+        return NO_LIMIT.on or (not self._ceiling_reached() and len(task.owner.holding) < task.owner.limit)
 
     def clamp(self, limit: int, parent_limit: int) -> int:
         """The limit `tasks.concurrency(limit)` sets: never above the parent's."""
@@ -101,11 +108,9 @@ class Admission:
 
     def _admit(self, task: Any) -> None:
         """`task` takes a free slot: it starts, or resumes from its wait."""
-        assert not task.holds_slot, f"task {task.id} is queued while holding a slot"
-        task.holds_slot = True
-        task.owner.busy += 1
-        self.running += 1
-        self.peak = max(self.peak, self.running)
+        assert task.id not in self._holding, f"task {task.id} is queued while holding a slot"
+        self._holding[task.id] = task.owner.holding[task.id] = task
+        self.peak = max(self.peak, len(self._holding))
         self.scheduler.note("admit", task=task.id)
         if not task.admitted:
             task.admitted = True
@@ -123,15 +128,12 @@ class Admission:
 
     def release(self, task: Any) -> None:
         """A task stops holding its slot (it ended, or it waits on others)."""
-        if task.holds_slot:
-            task.holds_slot = False
-            task.owner.busy -= 1
-            self.running -= 1
-            assert self.running >= 0 and task.owner.busy >= 0
+        if task.id in self._holding:
+            del self._holding[task.id], task.owner.holding[task.id]
 
     def waiting(self, task: Any) -> None:
         """`task`'s chain parks on a wait for other tasks: its slot goes back."""
-        if task.is_main or not task.holds_slot or WAITING_KEEPS_SLOT.on:
+        if task.is_main or task.id not in self._holding or WAITING_KEEPS_SLOT.on:
             return
         self.release(task)
         self.admit()
@@ -139,7 +141,7 @@ class Admission:
     def wake(self, chain: Any, value: Any) -> None:
         """Resume a chain parked on a wait, re-taking its task's slot first."""
         task = chain.task
-        if task.is_main or task.holds_slot:
+        if task.is_main or task.id in self._holding:
             self.scheduler.make_ready(chain, value)
             return
         assert task.waking is None, f"task {task.id} wakes twice"

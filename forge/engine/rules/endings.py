@@ -15,7 +15,8 @@ naming them in spawn order joined by ", "; those tasks are abandoned as
 `owner_returned`.  Model-started tasks are settled quietly instead.
 
 What lives here: the reasons with the phrases the model is told, which
-reason a chain's end gives, the leak check and its message.  What does not:
+reason each way an owner ends gives (`abandon_reason`: the one place that
+choice is made), the leak check and its message.  What does not:
 the state changes of ending a task and who is told (`tasks`, the run loop).
 """
 
@@ -74,18 +75,35 @@ _PHRASES = {
 REASONS = frozenset(r.value for r in AbandonReason)
 
 
-def reason_for_failure(failure_kind: str | None) -> AbandonReason:
-    """The reason a failing owner's live tasks are abandoned with."""
-    if failure_kind == "tool_loop_exhausted":
-        return AbandonReason.TOOL_LOOP_EXHAUSTED
-    if FAILED_OWNER_SAYS_RETURNED.on:
+class OwnerEnd(enum.Enum):
+    """How the chain that owns live tasks came to its end."""
+
+    #: It returned, or ran off the end of its walk.
+    RETURNED = "returned"
+    #: It failed (with the failure's kind beside it).
+    FAILED = "failed"
+    #: It was stopped from outside: cancelled, or abandoned itself.
+    STOPPED = "stopped"
+    #: The run ended around it.
+    RUN_ENDED = "run_ended"
+
+
+def abandon_reason(end: OwnerEnd, failure_kind: str | None = None) -> AbandonReason:
+    """The reason the live tasks of an owner that ended by `end` are abandoned
+    with; `failure_kind` is the kind of the failure that ended a FAILED owner.
+    Every place a chain's end settles what it owns asks here."""
+    if end is OwnerEnd.RETURNED:
         return AbandonReason.OWNER_RETURNED
-    return AbandonReason.OWNER_FAILED
-
-
-def reason_when_stopped() -> AbandonReason:
-    """The reason the tasks of a chain stopped from outside are abandoned with."""
-    return AbandonReason.RUN_TERMINATED if NESTED_RUN_TERMINATED.on else AbandonReason.OWNER_ABORTED
+    if end is OwnerEnd.FAILED:
+        if failure_kind == "tool_loop_exhausted":
+            return AbandonReason.TOOL_LOOP_EXHAUSTED
+        if FAILED_OWNER_SAYS_RETURNED.on:
+            return AbandonReason.OWNER_RETURNED
+        return AbandonReason.OWNER_FAILED
+    if end is OwnerEnd.STOPPED:
+        return (AbandonReason.RUN_TERMINATED if NESTED_RUN_TERMINATED.on
+                else AbandonReason.OWNER_ABORTED)
+    return AbandonReason.RUN_TERMINATED
 
 
 def abandoned_state() -> str:

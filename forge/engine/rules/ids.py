@@ -7,14 +7,20 @@ component as numbers, so `0.9` sorts before `0.10`.
 Every chain owns one child counter, starting at 0.  Everything that takes an
 index from it goes through `take`: a spawn (author or model), a fanout arm,
 a `call`, and a timed wait that really waits (a Lua `tasks.join`/`join_any`
-with a timeout, or a timed `await_tasks`), through `wait_parks`.  An untimed
-wait, a timed wait answered at once, and a section entry take nothing.
+with a timeout, or a timed `await_tasks`), through `wait_parks` (`waits.park`
+asks it for every wait).  An untimed wait, a timed wait answered at once, and
+a section entry take nothing.
 
 The depth cap (8) bounds call, spawn and fanout alike; `depth_refusal` is
 the one check, and names the call or fanout that would cross it.
 
-What lives here: id syntax and order, the counter, the cap.  What does not:
-section entry ids (`sys.id`), which count entries, not children.
+A section entry's id (`sys.id`) is the chain's id plus the number of the
+entry, from the chain's own entry counter: entries count sections entered,
+not children, so they never take from the child counter.  The H1 pass always
+takes entry 0, whether it runs or not (`skip_h1_entry`).
+
+What lives here: id syntax and order, the child counter, the entry counter
+and entry ids, the cap.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ class Counted(Protocol):
     kind: str
     depth: int
     child_counter: int
+    entry_counter: int
     task: Any
 
 MAX_COMPONENT = 4294967295
@@ -111,10 +118,19 @@ def wait_parks(chain: Counted, timed: bool) -> None:
         take(chain)
 
 
-def section_entered(chain: Counted) -> None:
-    """A chain entered a section; the counter belongs to the chain and goes on."""
+def enter_section(chain: Counted) -> str:
+    """A chain enters a section: the new entry's id.  The child counter
+    belongs to the chain and goes on."""
     if PER_SECTION.on:
         chain.child_counter = 0
+    entry = f"{chain.id}.{chain.entry_counter}"
+    chain.entry_counter += 1
+    return entry
+
+
+def current_entry(chain: Counted) -> str:
+    """The id of the section entry a chain is in (`sys.id`)."""
+    return f"{chain.id}.{chain.entry_counter - 1}"
 
 
 def taskid(chain: Counted) -> str:
@@ -125,10 +141,16 @@ def taskid(chain: Counted) -> str:
     return chain.task.id
 
 
-def first_walk_entry() -> int:
-    """The walk's first entry number when the prompt has no H1 pass: the H1
-    pass always takes entry 0, whether it runs or not."""
-    return 0 if H1_TAKES_NO_ENTRY.on else 1
+def skip_h1_entry(chain: Counted) -> None:
+    """The prompt has no H1 pass: its entry number is taken all the same, so
+    the walk starts at entry 1."""
+    chain.entry_counter = 0 if H1_TAKES_NO_ENTRY.on else 1
+
+
+def in_first_entry(chain: Counted) -> bool:
+    """Whether a chain is in its first section entry (where a task's seeds,
+    `item` and `sys.index`, show)."""
+    return chain.entry_counter == 1
 
 
 def depth_refusal(chain: Counted, what: str) -> str | None:
