@@ -1,21 +1,66 @@
-"""One jsonschema error worded so a person can act on it, at a JSON pointer.
+"""The kit's JSON Schemas as every reader uses them: a folder of them, and an error worded.
 
 Shared by every reader that checks its input against a shipped JSON Schema:
-the scripts (`forge.scriptschema`) and the conformance kit's cases,
-observations and reports (`forge.conformance.schemas`).  A value is shown as
-compact JSON, cut at `SHOW_LIMIT` characters.
+the scripts (`forge.scriptschema`, the folder `forge/schema/`) and the
+conformance kit's cases, observations and reports
+(`forge.conformance.schemas`, `forge/conformance/schema/`).  A `Shelf` is
+one folder of schemas (Draft 2020-12): each read once, each one's
+validator built once, `$ref`s between them resolved within the folder.
+`describe` words one jsonschema error so a person can act on it, at a JSON
+pointer; a value is shown as compact JSON, cut at `SHOW_LIMIT` characters.
 
-What does not live here: the schemas, and which error of several is shown.
+What does not live here: which schemas a folder holds and what a reader
+does with a violation (the two modules above), which error of several is
+shown.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import jsonschema
     from jsonschema.exceptions import ValidationError
+
+
+class Shelf:
+    """The JSON Schemas of one folder, `NAME.schema.json` each."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.schema = functools.cache(self._schema)
+        self.validator = functools.cache(self._validator)
+
+    def path_of(self, name: str) -> Path:
+        return self.folder / f"{name}.schema.json"
+
+    def _schema(self, name: str) -> dict:
+        return json.loads(self.path_of(name).read_text(encoding="utf-8"))
+
+    def _validator(self, name: str, definition: str | None = None
+                   ) -> jsonschema.Draft202012Validator:
+        """Schema `name`'s validator, or one for its definition `definition` (`$defs`)."""
+        # jsonschema is imported at the first check: loading it (and the
+        # metaschemas it reads from disk) is most of the kit's import time,
+        # and a run with no script never needs it.
+        import jsonschema
+        from referencing import Registry, Resource
+
+        resources = [(schema["$id"], Resource.from_contents(schema))
+                     for schema in (self.schema(p.name.removesuffix(".schema.json"))
+                                    for p in sorted(self.folder.glob("*.schema.json")))
+                     if "$id" in schema]
+        whole = jsonschema.Draft202012Validator(
+            self.schema(name), registry=Registry().with_resources(resources))
+        if definition is None:
+            return whole
+        root = self.schema(name)
+        return whole.evolve(schema={"$schema": root["$schema"], "$id": root["$id"],
+                                    "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
 
 #: `'key' was unexpected` / `'a', 'b' were unexpected` in jsonschema's message.
 _UNEXPECTED = re.compile(r"\('([^']*)'(?:, '[^']*')* (?:was|were) unexpected\)")

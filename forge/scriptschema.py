@@ -24,41 +24,21 @@ data (`forge.scripts`, `forge.toolscript`), the conformance kit's schemas
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from forge.errors import InputError
-from forge.schemawording import JSON_TYPE_NAMES, describe, pointer
-
-if TYPE_CHECKING:
-    import jsonschema
+from forge.schemawording import JSON_TYPE_NAMES, Shelf, describe, pointer
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+#: The script schemas, each read and compiled once (`forge.schemawording.Shelf`).
+SHELF = Shelf(SCHEMA_DIR)
+path_of, schema, validator = SHELF.path_of, SHELF.schema, SHELF.validator
 MODEL = "model-script"
 OPERATOR = "operator-script"
 TOOL = "tool-script"
 NAMES = (MODEL, OPERATOR, TOOL)
-
-
-def path_of(name: str) -> Path:
-    return SCHEMA_DIR / f"{name}.schema.json"
-
-
-@functools.cache
-def schema(name: str) -> dict:
-    return json.loads(path_of(name).read_text(encoding="utf-8"))
-
-
-@functools.cache
-def validator(name: str) -> jsonschema.Draft202012Validator:
-    # jsonschema is imported at the first script checked: loading it (and the
-    # metaschemas it reads from disk) is most of the kit's import time, and
-    # a run with no script never needs it.
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(schema(name))
 
 
 def problem(name: str, data: Any) -> tuple[str, str] | None:

@@ -26,11 +26,14 @@ from typing import Any
 
 import jsonschema
 from jsonschema.exceptions import ValidationError, relevance
-from referencing import Registry, Resource
 
-from forge.schemawording import describe, pointer
+from forge.schemawording import Shelf, describe, pointer
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
+#: The conformance kit's schemas, each read and compiled once, `$ref`s
+#: between them resolved (`forge.schemawording.Shelf`).
+SHELF = Shelf(SCHEMA_DIR)
+path_of, schema, validator = SHELF.path_of, SHELF.schema, SHELF.validator
 CASE = "case"
 OBSERVATION = "observation"
 LIFECYCLE_OBSERVATION = "lifecycle-observation"
@@ -38,35 +41,6 @@ PROTOCOL = "protocol"
 REPORT = "report"
 #: Violations listed per observation; the count of the rest is given.
 SHOW_VIOLATIONS = 10
-
-
-def path_of(name: str) -> Path:
-    return SCHEMA_DIR / f"{name}.schema.json"
-
-
-@functools.cache
-def schema(name: str) -> dict:
-    return json.loads(path_of(name).read_text(encoding="utf-8"))
-
-
-@functools.cache
-def _registry() -> Registry:
-    resources = []
-    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
-        contents = json.loads(path.read_text(encoding="utf-8"))
-        resources.append((contents["$id"], Resource.from_contents(contents)))
-    return Registry().with_resources(resources)
-
-
-@functools.cache
-def validator(name: str, definition: str | None = None) -> jsonschema.Draft202012Validator:
-    """Schema `name`'s validator, or one for its definition `definition` (`$defs`)."""
-    whole = jsonschema.Draft202012Validator(schema(name), registry=_registry())
-    if definition is None:
-        return whole
-    root = schema(name)
-    return whole.evolve(schema={"$schema": root["$schema"], "$id": root["$id"],
-                                "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
 
 
 def errors(name: str, instance: Any, definition: str | None = None) -> list[ValidationError]:
