@@ -1,13 +1,13 @@
-"""The README's measured figures, written from the benchmarks' JSON, never typed by hand.
+"""The measured figures of docs/benchmarks.md, written from the benchmarks' JSON, never typed by hand.
 
     python3 benchmarks/readme.py [--run-json FILE] [--scaling-json FILE] [--print]
 
 Runs `benchmarks/run.py --json` and `benchmarks/scaling.py --json` (or reads
 their saved output from the files given) and rewrites the block of
-README.md between `BEGIN` and `END` with the figures they measured: CPU
+docs/benchmarks.md between `BEGIN` and `END` with the figures they measured: CPU
 time, min and median, as ratios to baselines taken in the same process.
 `--print` prints the block instead of writing it.  tests/test_readme_figures.py
-checks that the README's block has the markers and the wording `render`
+checks that the page's block has the markers and the wording `render`
 gives (numbers aside, since they move from run to run).
 
 What does not live here: the measurements themselves (`run.py`, `scaling.py`).
@@ -23,7 +23,7 @@ import sys
 import textwrap
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+README = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- figures: benchmarks/readme.py writes this block -->"
 END = "<!-- /figures -->"
 WIDTH = 78
@@ -71,7 +71,7 @@ def render(run: dict, scaling: dict) -> str:
 def replace_block(readme: str, block: str) -> str:
     """`readme` with its one figures block replaced by `block`."""
     if readme.count(BEGIN) != 1 or readme.count(END) != 1:
-        raise ValueError(f"README.md needs exactly one `{BEGIN}` and one `{END}`")
+        raise ValueError(f"docs/benchmarks.md needs exactly one `{BEGIN}` and one `{END}`")
     start = readme.index(BEGIN)
     stop = readme.index(END, start) + len(END)
     return readme[:start] + block + readme[stop:]

@@ -30,8 +30,11 @@ from forge.assembly import build_harness, make_chooser
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
 from forge.run.options import RULES
+from forge.sim.strategies import SPELLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
+#: Ctrl-C, as a shell reports a process SIGINT ended (128 + 2), not "a schedule failed".
+EXIT_INTERRUPTED = 130
 #: Set to show the Python traceback of a kit bug instead of the one-line report.
 DEBUG_ENV = "FORGE_DEBUG"
 
@@ -73,7 +76,7 @@ class ForgeGroup(click.Group):
             see = f" (see '{ctx.command_path} -h')" if ctx is not None else ""
             code = _refuse(e.format_message() + see, e.exit_code)
         except click.Abort:
-            code = _refuse("aborted", EXIT_FAILED)
+            code = _refuse("interrupted", EXIT_INTERRUPTED)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:  # noqa: BLE001 - the last guard: a kit bug, reported in one line
@@ -126,8 +129,7 @@ def main() -> None:
 @click.option("--seed", type=BoundedInt.of(RULES["seed"]), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
-              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "
-                   "replay:FILE.")
+              help=f"Scheduling strategy: {', '.join(SPELLINGS[:-1])} or {SPELLINGS[-1]}.")
 @harness_options()
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")

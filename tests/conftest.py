@@ -1,8 +1,17 @@
-"""Shared fixtures: running a prompt text on the reference engine."""
+"""Shared fixtures: running a prompt text on the reference engine, and the
+headless Chromium the trace timeline's page tests need (`chromium`).
+
+A machine without Chromium skips those tests, and the run ends with one line
+saying how to run them.  CI must run them: `.ci/run` installs Chromium and
+sets `FORGE_REQUIRE_CHROMIUM=1`, under which a missing Chromium fails the
+test instead.
+"""
 
 from __future__ import annotations
 
+import os
 import pathlib
+import shutil
 
 import pytest
 
@@ -37,3 +46,42 @@ def run_text(text: str, seed: int | None = None, args: str = "", harness: Harnes
 @pytest.fixture
 def run():
     return run_text
+
+
+#: Set by `.ci/run`: a test that needs Chromium fails where it would skip.
+REQUIRE_CHROMIUM = "FORGE_REQUIRE_CHROMIUM"
+#: The one line a run without Chromium ends with.
+NO_CHROMIUM = ("headless Chromium not found: the trace timeline's page tests were skipped; "
+               "install it (apt-get install chromium) or run .ci/run, which does")
+_SKIPPED_FOR_CHROMIUM = pytest.StashKey[int]()
+
+
+def find_chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def chromium(request) -> str:
+    """The headless Chromium to run: skipped without one, failed under CI."""
+    found = find_chromium()
+    if found is None:
+        if os.environ.get(REQUIRE_CHROMIUM) == "1":
+            pytest.fail(f"{REQUIRE_CHROMIUM}=1 but headless Chromium is not on PATH",
+                        pytrace=False)
+        config = request.config
+        config.stash[_SKIPPED_FOR_CHROMIUM] = config.stash.get(_SKIPPED_FOR_CHROMIUM, 0) + 1
+        pytest.skip("headless Chromium not found (apt-get install chromium; .ci/run does)")
+    return found
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if config.stash.get(_SKIPPED_FOR_CHROMIUM, 0):
+        terminalreporter.write_line(NO_CHROMIUM)
+
+
+# The suite's campaigns are reproducible: the start seed a campaign given no
+# --start-seed would draw is pinned to 0, and no failure database is kept
+# (the CI profile `forge.failuredb` reads; tests/verdict/test_failuredb.py
+# sets its own).
+os.environ.setdefault("FORGE_START_SEED", "0")
+os.environ.setdefault("FORGE_DATABASE", "none")

@@ -7,8 +7,11 @@ starts with `forge ` (continuation lines ending in `\\` joined) runs through
 `bash -c`, exactly as written - comments, pipes and redirections included -
 with a timeout each.  A block's lines run in order in one fresh temporary
 folder holding a copy of `examples/` (so one line may read a file an
-earlier one wrote), with a `forge` on PATH that is this interpreter's
-`python -m forge`.
+earlier one wrote), with a `forge` on PATH that is a plain, non-editable
+install of this checkout: its wheel, built once per session and installed
+into a fresh virtual environment (which borrows this interpreter's
+packages for the dependencies), with no PYTHONPATH.  So a command that
+needs a file only the checkout has fails here, as on a user's machine.
 
 A line passes when it exits 0, 1 (a failed run or suite is an outcome the
 docs may show) or 3 (an exhaustive search stopped at its budget), and
@@ -115,19 +118,44 @@ def _examples() -> list:
     return params
 
 
+#: What is not copied into the tree a wheel is built from.
+_NOT_SOURCE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
+                                     ".forge", ".pytest_cache", ".mypy_cache")
+
+
+@pytest.fixture(scope="session")
+def installed_bin(tmp_path_factory) -> pathlib.Path:
+    """The bin folder of a virtual environment holding this checkout as a
+    user gets it from `pip install .`: a wheel, not the source tree."""
+    base = tmp_path_factory.mktemp("install")
+    source = base / "source"
+    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)   # the build writes beside its source
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    pip = ["-m", "pip", "--disable-pip-version-check", "-q"]
+    built = subprocess.run([sys.executable, *pip, "wheel", "--no-deps", "-w", str(base / "wheel"),
+                            str(source)], env=env, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, f"cannot build the kit's wheel:\n{built.stderr[-2000:]}"
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                   check=True, env=env, timeout=300)
+    python = venv / "bin" / "python"
+    done = subprocess.run([str(python), *pip, "install", "--no-deps",
+                           *map(str, (base / "wheel").glob("*.whl"))],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"cannot install the kit's wheel:\n{done.stderr[-2000:]}"
+    where = subprocess.run([str(python), "-c", "import forge; print(forge.__file__)"], env=env,
+                           capture_output=True, text=True, cwd=base, timeout=120).stdout
+    assert where.startswith(str(venv)), f"the venv imports forge from {where}"
+    return venv / "bin"
+
+
 @pytest.fixture
-def workdir(tmp_path):
-    """A folder with the examples, and a `forge` that is this checkout's."""
+def workdir(tmp_path, installed_bin):
+    """A folder with the examples, and a `forge` installed from this checkout's wheel."""
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
-    bin_dir = tmp_path / ".bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "forge"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m forge "$@"\n')
-    shim.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT),
-                                                       os.environ.get("PYTHONPATH")]))}
-    env.pop("FORGE_DEBUG", None)
+    env = {**os.environ, "PATH": f"{installed_bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for name in ("PYTHONPATH", "FORGE_DEBUG"):
+        env.pop(name, None)
     return tmp_path, env
 
 

@@ -1,7 +1,7 @@
-"""The README's measured figures are the block `benchmarks/readme.py` writes.
+"""The measured figures of docs/benchmarks.md are the block `benchmarks/readme.py` writes.
 
 The numbers move from run to run, so this checks the block's markers and
-wording: the README's block must read exactly as `render` words some
+wording: the page's block must read exactly as `render` words some
 measurement, any numbers in the number slots.
 """
 
@@ -53,16 +53,16 @@ def _shape(block: str) -> re.Pattern:
 
 
 def test_the_readme_has_one_figures_block_in_the_words_render_gives():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     assert text.count(readme.BEGIN) == 1 and text.count(readme.END) == 1
     block = readme.current_block(text)
     shape = _shape(readme.render(*_measured(3.25)))
-    assert shape.fullmatch(_words(block)), "README.md's figures were edited by hand: " \
+    assert shape.fullmatch(_words(block)), "docs/benchmarks.md's figures were edited by hand: " \
         "run python3 benchmarks/readme.py"
 
 
 def test_the_block_is_rewritten_in_place_and_nothing_else_moves():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     block = readme.render(*_measured(7.5))
     new = readme.replace_block(text, block)
     assert readme.current_block(new) == block

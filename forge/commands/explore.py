@@ -27,7 +27,7 @@ import click
 
 from forge.errors import InputError
 
-from forge.commands.explore_report import report_json, show
+from forge.commands.explore_report import report_json, show, show_saved
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
@@ -54,7 +54,11 @@ class _ExploreCommand(click.Command):
 @click.argument("prompt", type=InputPath(dir_okay=False))
 @click.option("--runs", type=BoundedInt.of(RULES["runs"]), default=200, show_default=True,
               help="How many schedules to try.")
-@click.option("--start-seed", type=BoundedInt.of(RULES["start_seed"]), default=0, show_default=True)
+@click.option("--start-seed", type=BoundedInt.of(RULES["start_seed"]), default=None,
+              help="The first seed (default: a fresh one, printed; FORGE_START_SEED pins it).")
+@click.option("--database", default=None, metavar="DIR", type=TEXT,
+              help="Where failing schedules are kept and replayed first next time "
+                   "(default .forge, or FORGE_DATABASE; none keeps none).")
 @click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default="random",
               show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
@@ -107,7 +111,7 @@ class _ExploreCommand(click.Command):
                    "schedule fails.")
 @impl_limit_options
 @differential_options
-def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce,
+def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, expect_outcome, expect_error, allow_failed, same_ids,
             schedule_independent, checks, replay_out, as_json, workers, shard, backend,
             address, impl, timeout, run_seconds, max_decisions, differential,
@@ -147,14 +151,17 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
         raise InputError("bounds what an --impl program may take; "
                          "give --impl CMD, or leave it out", file=given[0])
 
+    from forge import failuredb
     from forge.repro import check_seeds
-    check_seeds(start_seed, runs)
-    where = pick_backend(backend, address)
+    from forge.lifecycle.scenario import is_scenario
     part = spread.parse_shard(shard) if shard is not None else None
+    where = pick_backend(backend, address)
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound
     check_bound(strategy, max_deviations)
-    from forge.lifecycle.scenario import is_scenario
+    fixed = part is not None or impl is not None or strategy == "exhaustive" or is_scenario(prompt)
+    start_seed = failuredb.start_seed(start_seed, fixed)
+    check_seeds(start_seed, runs)
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
@@ -182,24 +189,42 @@ def explore(prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_re
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 
-    if part is not None or workers > 1 or where.kind != "local":
-        seeds = part.seeds(start_seed, runs) if part is not None else \
-            range(start_seed, start_seed + runs)
-        bar = Progress(len(seeds), "schedules")
-        done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
-                                       workers=workers, pct_depth=pct_depth, where=where,
-                                       progress=bar.update)
-        outcome = done.outcome
-    else:
-        bar = Progress(runs, "schedules")
-        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                 start_seed=start_seed, pct_depth=pct_depth,
-                                 max_deviations=max_deviations, reduce=not no_reduce,
-                                 progress=bar.update)
+    db = failuredb.database(database) if part is None else None
+    key = failuredb.campaign_key(spec, expect, strategy, pct_depth)
+    still = failuredb.replay_saved(db, key, spec, expect) if db is not None else None
+    if still is not None:       # a failure saved by an earlier campaign fails again
+        write_output(replay_out, still.text)
+        show_saved(still, replay_out, as_json)
+        sys.exit(1)
+
+    bar = None
+    try:
+        if part is not None or workers > 1 or where.kind != "local":
+            seeds = part.seeds(start_seed, runs) if part is not None else \
+                range(start_seed, start_seed + runs)
+            bar = Progress(len(seeds), "schedules")
+            done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
+                                           workers=workers, pct_depth=pct_depth, where=where,
+                                           progress=bar.update)
+            outcome = done.outcome
+        else:
+            bar = Progress(runs, "schedules")
+            outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                     start_seed=start_seed, pct_depth=pct_depth,
+                                     max_deviations=max_deviations, reduce=not no_reduce,
+                                     progress=bar.update)
+    except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
+        if bar is not None:
+            bar.close()
+            click.echo(f"interrupted after {bar.done} of {bar.total} schedules (from start "
+                       f"seed {start_seed}); no failure among those checked", err=True)
+        raise
     bar.close()
     report, failure = outcome.report, outcome.failure
     if failure is not None:
         write_output(replay_out, write_record(failure.record))
+        if db is not None:
+            db.save(key, write_record(failure.record))
     data = report_json(report, failure, replay_out)
     if part is not None:
         data[spread.SHARD_KEY] = spread.shard_section(

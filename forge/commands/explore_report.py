@@ -94,3 +94,20 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+
+
+def show_saved(still, replay_out: str, as_json: bool) -> None:
+    """A failure the database kept (`forge.failuredb`) that fails again: it
+    is the campaign's failure, found before any new schedule ran."""
+    command = f"forge replay {shlex.quote(replay_out)}"
+    if as_json:
+        click.echo(json.dumps({"runs": 0, "saved_failure": str(still.path),
+                               "problems": list(still.problems), "replay": replay_out,
+                               "replay_command": command}, sort_keys=True))
+        return
+    click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "
+               "of this prompt and settings still fails (it is replayed before new schedules; "
+               "it is dropped once it passes):")
+    for p in still.problems:
+        click.echo("  " + p.replace("\n", "\n  "))
+    click.echo(f"reproduce with: {command}")

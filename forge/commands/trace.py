@@ -1,10 +1,11 @@
-"""`forge trace`: draw one run's trace as a timeline page.
+"""`forge trace`: one run's trace as a text timeline, or drawn as a page.
 
     forge run my.md --seed 7 --trace run.jsonl --json > run.json
+    forge trace run.jsonl                                      # the timeline, in words
     forge trace run.jsonl --html run.html --observation run.json
 
 What does not live here: reading and drawing the trace (`forge.timeline`),
-its fields (docs/trace.md).
+the words for each record (`forge.repro.describe`), its fields (docs/trace.md).
 """
 
 from __future__ import annotations
@@ -23,22 +24,34 @@ from forge.commands.params import InputPath, OutputPath, write_output
               help="The same run's observation (forge run --json), for abandon reasons; "
                    "refused when its trace_sha256 is another trace's.")
 @click.option("--title", default=None, help="The page's heading.")
-def trace(trace_file, html_out, observation_file, title):
-    """Draw TRACE_FILE (from `forge run --trace`) as swimlanes: one lane per
+@click.option("--every", is_flag=True, help="Text: a line for every record, bookkeeping too.")
+def trace(trace_file, html_out, observation_file, title, every):
+    """Print TRACE_FILE (from `forge run --trace`) as a timeline in virtual
+    time, one line a step; with --html, draw it as swimlanes: one lane per
     chain, virtual time across, with parks, harness calls, spawns,
     deliveries, timeouts and every task's end marked.
 
     \b
-    Exit codes: 0 written, 2 bad input (the trace, the observation or a flag).
+    Exit codes: 0 printed or written, 2 bad input (the trace, the observation
+    or a flag).
     """
     from forge.errors import InputError
     from forge.timeline import abandon_reasons, load_trace, read_observation, render_html
 
-    if html_out is None:
-        # Checked here, not by click: its "missing option" error has no text to show.
-        raise InputError("required: the file to write the page to (- for standard output)",
-                         file="--html")
     records, sha256 = load_trace(trace_file)
+    if html_out is None:
+        from forge.repro import describe
+
+        if title is not None:
+            raise InputError("the page's heading; give --html FILE too", file="--title")
+        if observation_file is not None:
+            raise InputError("gives the page its abandon reasons (the text names them from "
+                             "the trace); give --html FILE too", file="--observation")
+        for rec in records:
+            line = describe(rec, every=every)
+            if line is not None:
+                click.echo(line)
+        return
     reasons = {}
     if observation_file is not None:
         reasons = abandon_reasons(read_observation(observation_file, trace_file, sha256))

@@ -33,7 +33,8 @@ import attrs
 
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
-from forge import variation
+import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its durability sites
+from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
 
@@ -57,6 +58,9 @@ class Mutant:
             yield
 
 
+_SQLITE = ("the SQLite store's own site: the conformance cases run on the memory store; "
+           "the store contract's history check kills it (forge.lifecycle.contract, "
+           "connections_history_is_linearizable)")
 _ROWS = [
     # id numbering
     ("ids-per-section", "ids", "ids.per-section"),
@@ -130,6 +134,14 @@ _ROWS = [
     ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
     ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
     ("status-delivers-working", "lifecycle", "lifecycle.status-delivers-working"),
+    # the SQLite store's durability: the suite's cases run on the memory store, so
+    # these are killed by the store contract's history check instead
+    # (tests/lifecycle/test_stores.py, several connections to one file)
+    ("ids-from-process-counter", "lifecycle", "lifecycle.ids-from-process-counter", _SQLITE),
+    ("sqlite-finalize-check-then-write", "lifecycle",
+     "lifecycle.sqlite-finalize-check-then-write", _SQLITE),
+    ("sqlite-claim-reads-outside-lock", "lifecycle",
+     "lifecycle.sqlite-claim-reads-outside-lock", _SQLITE),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]
@@ -158,7 +170,7 @@ def find(mutant_id: str, source: str) -> Mutant:
 
 # -- the kill matrix ---------------------------------------------------------------
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = shipped.examples_dir() or pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def with_fewer_schedules(cases, seeds: int):
@@ -173,12 +185,10 @@ def explore_prompts() -> list:
     from forge.prompt import load_prompt
 
     if not EXAMPLES.is_dir():
-        # A wheel install has no examples/ (it is the source checkout's, not
-        # package data); scoring without them would let mutants only the
-        # invariants kill survive, so say so instead of scoring wrong.
-        raise InputError(f"forge mutants explores the example prompts of a source checkout "
-                         f"and cannot find {EXAMPLES}; run it from a clone of the kit "
-                         "(pip install -e .)")
+        # An install that dropped its data files; scoring without them would
+        # let mutants only the invariants kill survive, so say so instead.
+        raise InputError(f"forge mutants explores the kit's example prompts and cannot find "
+                         f"{EXAMPLES}; reinstall the kit (pip install .) or run it from a clone")
     return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
             if not (EXAMPLES / (p.stem + ".model.json")).exists()]
 

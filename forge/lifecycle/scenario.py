@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from forge import shipped
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
 from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, TASKLESS, perform
@@ -38,7 +39,8 @@ SUFFIXES = (".scenario.toml", ".scenario.json")
 MAX_BYTES = 1 << 20
 MAX_ACTORS = 8
 MAX_ACTIONS = 64
-SHIPPED = pathlib.Path(__file__).resolve().parents[2] / "examples" / "lifecycle"
+SHIPPED = (shipped.examples_dir() or pathlib.Path(__file__).resolve().parents[2] / "examples") \
+    / "lifecycle"
 
 _TOP = {"name": str, "description": str, "store": str, "setup": list, "config": dict,
         "host": dict, "actor": list, "expect": dict}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -70,12 +69,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-component-update", "--disable-sync"]
 
 
-def _chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "headless Chromium is required: apt-get install -y chromium (.ci/run does)"
-    return found
-
-
 def _draw(tmp_path: pathlib.Path) -> pathlib.Path:
     obs = forge.run_prompt(source=TIMELINE)
     (tmp_path / "run.jsonl").write_text(obs.trace, encoding="utf-8")
@@ -117,11 +110,11 @@ def test_a_trace_alone_carries_the_abandon_reasons():
     assert "owner_returned" in render_html(records, {})
 
 
-def test_chromium_renders_every_lane_and_mark(tmp_path):
+def test_chromium_renders_every_lane_and_mark(tmp_path, chromium):
     """Headless Chromium parses the page: its script counts four lanes and each kind of mark,
     and the abandon's reason is on the page (kit: trace-timeline)."""
     page = _draw(tmp_path)
-    dom = subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
                           "--dump-dom", page.as_uri()],
                          capture_output=True, text=True, timeout=120).stdout
     body = re.search(r"<body([^>]*)>", dom).group(1)
@@ -157,11 +150,11 @@ def _png_colours(path: pathlib.Path) -> int:
                 for i in range(row + 1, row + stride - channels, channels * 5)})
 
 
-def test_chromium_screenshot_is_not_blank(tmp_path):
+def test_chromium_screenshot_is_not_blank(tmp_path, chromium):
     """A screenshot of the page shows many colours: the lanes and marks are painted."""
     page = _draw(tmp_path)
     shot = tmp_path / "shot.png"
-    subprocess.run([_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
+    subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'p'}",
                     "--window-size=1200,400", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120)
     assert shot.is_file() and _png_colours(shot) > 20
@@ -208,15 +201,25 @@ def test_any_well_formed_records_draw_without_a_crash(rows, observation):
     assert page.startswith("<!DOCTYPE html>")
 
 
-def test_the_page_option_is_required_in_one_line(tmp_path):
-    """Without --html the command says what it needs, exit 2."""
+def test_without_html_the_trace_prints_as_a_text_timeline(tmp_path):
+    """`forge trace FILE` prints the run in virtual time, a line a step, exit 0;
+    the page's own flags without --html are one line, exit 2."""
     trace = tmp_path / "run.jsonl"
     trace.write_text(forge.run_prompt(source=TIMELINE).trace, encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace)],
                           capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 2
-    assert done.stderr == ("forge: --html: required: the file to write the page to "
-                           "(- for standard output)\n")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "0.000s  root chain 0 runs"
+    assert any(" spawns task 0.3 " in line for line in lines)
+    assert lines[-1].split("  ", 1)[1].startswith("the run ends ")
+    every = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace), "--every"],
+                           capture_output=True, text=True, cwd=ROOT)
+    assert len(every.stdout.splitlines()) > len(lines)
+    titled = subprocess.run([sys.executable, "-m", "forge", "trace", str(trace), "--title", "x"],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert titled.returncode == 2
+    assert titled.stderr == "forge: --title: the page's heading; give --html FILE too\n"
 
 
 def _trace_cli(*args: str) -> subprocess.CompletedProcess:
@@ -259,7 +262,8 @@ def test_forge_replay_writes_the_trace_forge_trace_draws(tmp_path):
     assert ran.returncode in (0, 1), ran.stderr
     again = subprocess.run([sys.executable, "-m", "forge", "replay", "r.json", "--trace",
                             "again.jsonl", "--json"], capture_output=True, text=True, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
+    # The replay's verdict is the run's: a run that ended failed fails again.
+    assert again.returncode == ran.returncode, again.stderr
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "run.jsonl").read_bytes()
     (tmp_path / "again.json").write_text(again.stdout, encoding="utf-8")
     drawn = _trace_cli(str(tmp_path / "again.jsonl"), "--html", str(tmp_path / "p.html"),
