@@ -23,8 +23,9 @@ for), the debug kinds, the optional `effects` and `rounds`, `virtual_time`
 `trace_sha256`, and any extra top-level field.
 
 `compare(reference, implementation)` lists the `Difference`s, each with a
-*place* (`result`, `events`, `tasks.0.1.state`, `error.kind`) that a
-known-differences file can mute (`KnownDifferences`: the expectations
+*place* (`result`, `events`, `tasks.0.1.state`, `error.kind`; and
+`decisions` when an engine asks other decisions than the reference on the
+same answers) that a known-differences file can mute (`KnownDifferences`: the expectations
 format, place patterns mapped to "fail"), and `render` tells the first one
 as a readable diff, naming the first differing event and the clauses the
 place touches.  The cases' matchers compare what a case names; a fuzzed or

@@ -150,7 +150,9 @@ class DifferentialSubject:
         except AdapterError as e:
             return None, [], [f"the reference could not run this schedule: {e.render()}"]
         problems = []
-        if provider.drift is not None:
+        drift = (Difference("decisions", None, provider.drift.describe())
+                 if provider.drift is not None else None)
+        if drift is not None and not self.known.mutes(drift):
             problems.append("the implementation asked other decisions than the reference "
                             "does: the reference, given the implementation's answers, "
                             f"left them at {provider.drift.describe()}")

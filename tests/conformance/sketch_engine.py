@@ -34,6 +34,10 @@ from lupa import LuaRuntime
 BUGS = set()
 MENU = (1.0, 0.0, 0.5, 2.0, 5.0)
 LABELS = [f"x{m}" for m in MENU]
+#: Offered besides the multipliers while a timer is pending: end at its
+#: instant, one nanosecond before, one after (docs/protocol.md).
+TIE_LABELS = ["tie", "tie-1ns", "tie+1ns"]
+TIE_OFFSETS = (0, -1, 1)
 STORE_BASE = 0.01
 COMPLETE, TIMER = 0, 10
 
@@ -95,6 +99,8 @@ class Run:
         self.events, self.logs = [], []
         self.store = dict(harness.get("store") or {})
         self.counters = {}
+        self.timers = {}
+        self.cancelled_timers = set()
         self.outcome = self.result = None
 
     def chain_for(self, kind, cid, section, task=None):
@@ -108,16 +114,23 @@ class Run:
         self.events.append({"kind": kind, "execution": self.run_id, "section": section,
                             "provenance": {"task": by, "seq": n}, **fields})
 
-    def schedule(self, delay_ns, priority, action):
+    def schedule(self, delay_ns, priority, action, timer=False):
         self.seq += 1
         heapq.heappush(self.queue, (self.now + delay_ns, priority, self.seq, action))
+        if timer:
+            self.timers[self.seq] = self.now + delay_ns
         return self.seq
+
+    def until_timer(self):
+        """Nanoseconds to the earliest pending timer later than now, or None."""
+        later = [at for seq, at in self.timers.items()
+                 if at > self.now and seq not in self.cancelled_timers]
+        return min(later) - self.now if later else None
 
     # -- the loop
     def go(self):
         root = self._root = self.chain_for("root", "0", "Main")
         self.ready.append(root)
-        self.cancelled_timers = set()
         while self.outcome is None:
             if self.ready:
                 pick = self.ask("chain", [c.label for c in self.ready])
@@ -128,6 +141,7 @@ class Run:
                 return
             at, _, seq, action = heapq.heappop(self.queue)
             self.now = at
+            self.timers.pop(seq, None)
             if seq not in self.cancelled_timers:
                 action()
 
@@ -181,13 +195,19 @@ class Run:
             self.ready.append(chain)
 
     def op_write(self, chain, path, contents):
-        pick = self.ask("latency:store", LABELS)
+        until = self.until_timer()
+        if until is None:
+            delay = round((STORE_BASE * MENU[self.ask("latency:store", LABELS)]) * 1e9)
+        else:
+            pick = self.ask("latency:store", LABELS + TIE_LABELS)
+            delay = (round((STORE_BASE * MENU[pick]) * 1e9) if pick < len(MENU)
+                     else until + TIE_OFFSETS[pick - len(MENU)])
 
         def land():
             self.store[path] = contents
             self.resume(chain, None)
 
-        self.schedule(round((STORE_BASE * MENU[pick]) * 1e9), COMPLETE, land)
+        self.schedule(delay, COMPLETE, land)
         return PARK
 
     def op_cancel(self, chain, handle):
@@ -245,7 +265,8 @@ class Run:
                     chain.waiting = None
                     self.resume(chain, self.lua.table_from({}))
             priority = -1 if "tie-to-timeout" in BUGS else TIMER
-            timer = self.schedule(round(float(opts["timeout"]) * 1e9), priority, expire)
+            timer = self.schedule(round(float(opts["timeout"]) * 1e9), priority, expire,
+                                  timer=True)
         chain.waiting = (call, members, timer)
         return PARK
 

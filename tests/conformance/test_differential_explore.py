@@ -82,33 +82,32 @@ def test_the_reference_served_over_the_pipe_is_no_false_alarm(prompt):
 
 
 def test_without_the_differential_the_bug_hides(tmp_path):
-    """The same mutant passes with --no-differential: the comparison, not a
-    check, finds it (kit: explore-impl.differential)."""
-    code, out = explore("--impl", served("join-any-last-ended"),
-                        str(HERE / "first-in-set-order.md"), "--runs", "200",
-                        "--no-differential", "--allow-failed", "--replay-out",
+    """The tie mutant passes with --no-differential (the watcher that sees
+    ties in process cannot run on events): the comparison, not a check,
+    finds it (kit: explore-impl.differential)."""
+    code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
+                        "--runs", "200", "--no-differential", "--replay-out",
                         str(tmp_path / "r.json"))
     assert code == 0, out
 
 
 def test_a_known_difference_is_muted(tmp_path):
-    """Muting every place the mutant changes lets the exploration pass; the
-    file is the expectations format (kit: explore-impl.known-differences)."""
+    """Muting every place the tie mutant changes - its result, and the extra
+    decision it asks - lets the exploration pass; muting only the decisions
+    shows the next difference.  The file is the expectations format
+    (kit: explore-impl.known-differences)."""
     known = tmp_path / "known.toml"
-    known.write_text('outcome = "fail"\nresult = "fail"\n"error" = "fail"\n"error.*" = "fail"\n'
-                     '"tasks.*" = "fail"\nevents = "fail"\nlogs = "fail"\n')
-    code, out = explore("--impl", served("join-any-last-ended"),
-                        str(HERE / "first-in-set-order.md"), "--runs", "200",
-                        "--known-differences", str(known), "--allow-failed",
-                        "--replay-out", str(tmp_path / "r.json"))
+    known.write_text('result = "fail"\ndecisions = "fail"\n')
+    code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
+                        "--runs", "200", "--known-differences", str(known), "--replay-out",
+                        str(tmp_path / "r.json"))
     assert code == 0, out
-    known.write_text('result = "fail"\n')
-    code, out = explore("--impl", served("join-any-last-ended"),
-                        str(HERE / "first-in-set-order.md"), "--runs", "200",
-                        "--known-differences", str(known), "--replay-out",
+    known.write_text('decisions = "fail"\n')
+    code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
+                        "--runs", "200", "--known-differences", str(known), "--replay-out",
                         str(tmp_path / "r.json"))
     assert code == 1, out
-    assert "differs from the reference: outcome" in out
+    assert "FAILED on the canonical schedule: differs from the reference: result" in out
     known.write_text('result = "skip"\n')
     code, out = explore("--impl", served(), str(HERE / "tie.md"), "--known-differences",
                         str(known))
