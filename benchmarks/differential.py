@@ -1,12 +1,14 @@
 """What differential exploration costs: `forge explore --impl` with the
 reference run beside every schedule, against plain `--impl` exploration.
 
-    python3 benchmarks/differential.py [--runs 100] [--rounds 5] [--json]
+    python3 benchmarks/differential.py [--engine served|sketch] [--runs 100] [--rounds 5] [--json]
 
 Both explore `examples/two-tasks.md` and `tests/conformance/differential/
-first-in-set-order.md` through `forge impl-serve --level 2` (the reference
-served over the pipe, so no schedule fails and both explore every seed), in
-rounds that interleave the two modes.  Each measure is CPU time: this
+first-in-set-order.md` through a level-2 engine that passes them - `forge
+impl-serve --level 2` (the reference served over the pipe), or the tests'
+sketch engine (`tests/conformance/sketch_engine.py`, another engine
+altogether; it runs the second prompt only) - so no schedule fails and both
+explore every seed, in rounds that interleave the two modes.  Each measure is CPU time: this
 process's (`time.process_time`) plus the served engine's, which the kit
 reaps through the shepherd (`RUSAGE_CHILDREN`); wall time is shown beside
 it.  The ratio is differential over plain, min and median over the rounds;
@@ -32,9 +34,13 @@ from forge.conformance.adapters import SubprocessAdapter  # noqa: E402
 from forge.conformance.impl_explore import explore_impl  # noqa: E402
 from forge.runspec import Expectation, spec_from_values  # noqa: E402
 
-SERVE2 = [sys.executable, "-m", "forge", "impl-serve", "--level", "2"]
-PROMPTS = (ROOT / "examples" / "two-tasks.md",
-           ROOT / "tests" / "conformance" / "differential" / "first-in-set-order.md")
+ENGINES = {
+    "served": ([sys.executable, "-m", "forge", "impl-serve", "--level", "2"],
+               (ROOT / "examples" / "two-tasks.md",
+                ROOT / "tests" / "conformance" / "differential" / "first-in-set-order.md")),
+    "sketch": ([sys.executable, str(ROOT / "tests" / "conformance" / "sketch_engine.py")],
+               (ROOT / "tests" / "conformance" / "differential" / "first-in-set-order.md",)),
+}
 
 
 def children_cpu() -> float:
@@ -42,11 +48,12 @@ def children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def one(prompt: pathlib.Path, runs: int, differential: bool) -> tuple[float, float]:
+def one(argv: list[str], prompt: pathlib.Path, runs: int,
+        differential: bool) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of exploring `prompt` for `runs` schedules."""
     spec = spec_from_values(str(prompt), prompt.read_text())
     cpu, kids, wall = time.process_time(), children_cpu(), time.perf_counter()
-    with SubprocessAdapter(SERVE2) as adapter:
+    with SubprocessAdapter(argv) as adapter:
         outcome = explore_impl(adapter, spec, expect=Expectation(), runs=runs,
                                differential=differential)
     assert not outcome.report.findings, outcome.problems
@@ -56,17 +63,20 @@ def one(prompt: pathlib.Path, runs: int, differential: bool) -> tuple[float, flo
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--engine", choices=sorted(ENGINES), default="served",
+                        help="the level-2 engine explored")
     parser.add_argument("--runs", type=int, default=100, help="schedules per exploration")
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args(argv)
     out = {}
-    for prompt in PROMPTS:
+    argv, prompts = ENGINES[args.engine]
+    for prompt in prompts:
         cpu = {True: [], False: []}
         wall = {True: [], False: []}
         for _ in range(args.rounds):
             for mode in (False, True):
-                c, w = one(prompt, args.runs, mode)
+                c, w = one(argv, prompt, args.runs, mode)
                 cpu[mode].append(c)
                 wall[mode].append(w)
         ratios = [d / p for d, p in zip(cpu[True], cpu[False])]

@@ -19,15 +19,18 @@ the same mistake with the argument in its flag's place.
 
 Every argument is checked before anything runs (`_checked`, by the table
 `_rules`): an argument that a `forge` flag also sets follows the core's
-rule for that value (`forge.runspec.RULES`, which the flag's click type
+rule for that value (`forge.run.options.RULES`, which the flag's click type
 applies too), so each bound (the concurrency ceiling, a seed's 64 bits,
 `--workers`' cap) is written once and the API cannot drift from the
-command line.  The rest are checked here for their shape; their content
+command line.  The run options' keywords are the options table's rows
+(`forge.run.options.OPTIONS`): `_signature` spells them out in each
+function's signature, and each is checked by its row's rule or shape.
+The rest are checked here for their shape; their content
 by the same core functions the commands call (`forge.runspec`,
 `forge.store.seed_problem`), whose errors name a flag and are renamed
 here to the argument.
 
-What does not live here: a run's definition (`forge.runspec.RunSpec`),
+What does not live here: a run's definition (`forge.run.spec.RunSpec`),
 exploring and replaying (`forge.repro`), the engine (`forge.engine`), the
 simulator (`sim`), the suite (`conformance`) - these functions wrap them
 thinly, the same core the command line (`forge.cli`, `forge.commands`)
@@ -287,7 +290,7 @@ def _place(path: str) -> str:
 #
 # Every keyword of `run_prompt`, `explore`, `replay` and `run_conformance` is checked,
 # before anything runs, by one rule in `_rules`.  A value that a `forge` flag also sets
-# follows the core's rule for it (`forge.runspec.RULES`: the one place its bounds and
+# follows the core's rule for it (`forge.run.options.RULES`: the one place its bounds and
 # words live, which the flag's click type applies too), so the API refuses what the
 # command line refuses, in its words with the keyword for the flag.  The others are
 # checked here for their shape (a list, a mapping, a path or data), their entries by a
@@ -310,12 +313,12 @@ class _Rule:
     flag: str | None = None
 
 
-#: `_value`'s flag when not given: the value's name in kebab case (`--max-instructions`).
+#: `_value`'s flag when not given: the value's name in kebab case (`--pct-depth`).
 _KEBAB = "--"
 
 
 def _value(rule: str | Any, flag: str | None = _KEBAB) -> _Rule:
-    """The keyword follows a core rule: `forge.runspec.RULES[rule]` (set by
+    """The keyword follows a core rule: `forge.run.options.RULES[rule]` (set by
     the flag `flag`), or the rule object itself (`Text()`, ...)."""
     def check(value: Any, name: str, where: str) -> Any:
         return _check_value(_RULES[rule] if isinstance(rule, str) else rule, value, name, where)
@@ -702,7 +705,7 @@ def _checked_overrides(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 # -- building runs ---------------------------------------------------------------------------
 
 def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
-    """A script (`forge.runspec.Script`) from a file's path or from its JSON data."""
+    """A script (`forge.run.spec.Script`) from a file's path or from its JSON data."""
     from forge.run.spec import Script
     from forge.runspec import read_script_file
 
@@ -715,7 +718,7 @@ def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: st
 
 def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
           options: Mapping[str, Any], where: str) -> Any:
-    """The `forge.runspec.RunSpec` of the keywords `run_prompt` and `explore`
+    """The `forge.run.spec.RunSpec` of the keywords `run_prompt` and `explore`
     share: the prompt, the latency menu and the run options given."""
     from forge.runspec import (parse_refuse, read_prompt_file, read_store_folder,
                                spec_from_values)
@@ -750,7 +753,7 @@ def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[fl
         **made, **given)
 
 
-#: The role a script option gives its script (`forge.runspec.RunSpec`'s field).
+#: The role a script option gives its script (`forge.run.spec.RunSpec`'s field).
 _SCRIPT_ROLE = {o.name: o.name.removesuffix("_script") for o in _OPTIONS if o.shape == "script"}
 
 

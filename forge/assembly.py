@@ -2,7 +2,8 @@
 
 `build_harness` turns a store folder (or files), scripts, a concurrency
 ceiling and a host cancel instant into a `forge.harness.Harness`;
-`make_chooser` turns a seed or a strategy spelling into a `forge.sim.chooser.Chooser`.
+`make_chooser` turns a seed or a strategy spelling into a `forge.sim.chooser.Chooser`,
+the strategy looked up by its spelling in the registry (`forge.sim.strategies`).
 The command line (`forge.cli`, `forge.commands`) and the conformance
 adapters both build runs this way, so neither needs the other.
 
@@ -14,13 +15,13 @@ run time (`forge.harness`, `forge.scripts`), or running the prompt
 from __future__ import annotations
 
 import os
-import re
 import stat
 
 from forge.errors import InputError
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
-from forge.run.options import MAX_PCT_DEPTH
 from forge.run.record import read_replay
+from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
+from forge.sim.strategies import parse, usage
 
 
 def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
@@ -60,6 +61,13 @@ def _check_store_folder(root: str) -> None:
     `MAX_STORE_FILES` of them and `MAX_STORE_BYTES` in all."""
     count = total = 0
     for dirpath, dirnames, filenames in os.walk(root):
+        # A link to a folder is in `dirnames` (the walk does not follow it):
+        # refused as a link to a file is, never skipped without a word.
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                raise InputError("a store folder holds regular files only (not links, devices "
+                                 "or pipes)", file=full)
         for name in filenames:
             full = os.path.join(dirpath, name)
             try:
@@ -78,35 +86,23 @@ def _check_store_folder(root: str) -> None:
                                  file=root)
 
 
-_STRATEGY = re.compile(r"canonical|random:-?[0-9]{1,20}|pct:[0-9]{1,20}(?::[0-9]{1,20}){0,2}|replay:.+",
-                       re.ASCII | re.DOTALL)
-
-
 def make_chooser(seed: int | None, strategy: str | None):
     """The chooser for a strategy spelling, else a seed's random schedule, else canonical.
 
     Raises:
         InputError: an unknown strategy spelling, a seed past 64 bits, a PCT
-            depth past `MAX_PCT_DEPTH`, or an unusable replay file.
+            depth past its bound (`forge.sim.strategies.pct`), or an unusable replay file.
     """
-    from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
-    from forge.sim.strategies import make_provider
-
     if strategy:
-        usage = ("unknown strategy {!r}: use canonical, random:SEED, "
-                 "pct:SEED[:DEPTH[:HORIZON]] or replay:FILE".format(strategy[:80]))
-        if not _STRATEGY.fullmatch(strategy):
-            raise InputError(usage, file="--strategy")
-        name, _, rest = strategy.partition(":")
-        if name == "replay":
-            return Chooser(ReplayProvider(read_replay(rest)["choices"]))
-        numbers = [int(n) for n in rest.split(":")] if rest else []
-        if numbers and not -(2**63) <= numbers[0] < 2**64:
-            raise InputError("the seed must fit in 64 bits", file="--strategy")
-        if name == "pct" and len(numbers) == 2 and not 1 <= numbers[1] <= MAX_PCT_DEPTH:
-            raise InputError(f"the PCT depth is from 1 to {MAX_PCT_DEPTH}", file="--strategy")
         try:
-            return Chooser(make_provider(strategy))
+            chosen, arguments = parse(strategy)
+        except ValueError:
+            raise InputError(usage(strategy[:80]), file="--strategy") from None
+        if chosen.reads_file:       # the file's record is checked first (`forge.run.record`)
+            return Chooser(ReplayProvider(read_replay(arguments)["choices"]))
+        assert chosen.provider is not None      # a spelling has a provider
+        try:
+            return Chooser(chosen.provider(arguments))
         except ValueError as e:
             raise InputError(str(e), file="--strategy") from None
     if seed is not None:

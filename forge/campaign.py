@@ -44,9 +44,9 @@ from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.run.record import record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
-from forge.sim.chooser import Chooser, RandomProvider
+from forge.sim.chooser import Chooser
 from forge.sim.explore import Report, check_all, finding, tally
-from forge.sim.pct import PCTProvider
+from forge.sim.strategies import STRATEGIES, lookup
 
 #: Seeds a worker runs per task: enough to hide the cost of a round trip,
 #: few enough that a failure early in the range wastes little.
@@ -115,20 +115,23 @@ def parse_shard(text: str) -> Shard:
 
 
 def check_spread(strategy: str, workers: int, shard: Shard | None, backend: Backend) -> None:
-    """Refuse a strategy that cannot be spread as asked (see the module docstring).
+    """Refuse a strategy that cannot be spread as asked (see the module
+    docstring), by what it declares (`forge.sim.strategies`).
 
     Raises:
         InputError: naming the flag.
     """
     spread = workers > 1 or backend.kind != "local"
-    if strategy == "exhaustive" and (spread or shard is not None):
+    chosen = lookup(strategy)
+    spreading = [s.name for s in STRATEGIES if s.explores and s.one_process is None]
+    if chosen.one_process is not None and (spread or shard is not None):
         flag = "--shard" if shard is not None else ("--workers" if workers > 1 else "--backend")
-        raise InputError("the exhaustive strategy walks one choice tree in one order under one "
-                         "--runs budget, so it runs in one process; spread random or pct "
-                         "schedules instead", file=flag)
-    if strategy == "pct" and shard is not None:
-        raise InputError("pct learns its horizon from every earlier seed, so its seeds cannot "
-                         "be cut into shards; use --workers, or --strategy random",
+        raise InputError(f"the {chosen.name} strategy {chosen.one_process}, so it runs in one "
+                         f"process; spread {' or '.join(spreading)} schedules instead", file=flag)
+    if chosen.unshardable is not None and shard is not None:
+        sharding = [s for s in spreading if lookup(s).unshardable is None]
+        raise InputError(f"{chosen.name} {chosen.unshardable}, so its seeds cannot be cut into "
+                         f"shards; use --workers, or --strategy {' or '.join(sharding)}",
                          file="--shard")
 
 
@@ -144,22 +147,17 @@ def _setup(spec: RunSpec, expect: Expectation, extra_checks: tuple, strategy: st
     _WORKER.update(runner=runner, checks=checks, strategy=strategy, pct_depth=pct_depth)
 
 
-def _provider(strategy: str, seed: int, pct_depth: int, horizon: int | None):
-    return PCTProvider(seed, pct_depth, horizon) if strategy == "pct" else RandomProvider(seed)
-
-
 def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
     first, count, horizon = task
     subject, checks = _WORKER["runner"].subject, _WORKER["checks"]
     strategy, depth = _WORKER["strategy"], _WORKER["pct_depth"]
-    runs, learned = [], horizon
+    runs, campaign = [], lookup(strategy).campaign(depth, horizon)
     for seed in range(first, first + count):
-        provider = _provider(strategy, seed, depth, learned)
+        provider = campaign.provider(seed)
         chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
         steps = getattr(provider, "steps", 0)
-        if strategy == "pct" and (learned is None or steps > learned):
-            learned = steps  # the serial campaign's rule (`PCTCampaign.learn`)
+        campaign.learn(provider)    # as the serial search learns (`forge.sim.explore`)
         failed = bool(check_all(obs, checks))
         runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps,
                             tuple(chooser.faults_fired())))
@@ -184,7 +182,9 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
-    horizon: int | None = None
+    # What the runs so far taught the strategy's campaign (PCT: its horizon),
+    # learned here in seed order, as the serial search learns it.
+    learned = lookup(strategy).campaign(pct_depth)
     done, failing, drawn_with = 0, None, None
     with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth),
               where) as pool:
@@ -192,25 +192,24 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
 
         def send(i: int) -> None:
             first, count = chunks[i]
-            sent[i] = pool.submit(_run_chunk, (first, count, horizon))
+            sent[i] = pool.submit(_run_chunk, (first, count, learned.horizon))
 
         ahead = max(1, workers * AHEAD)
         for i in range(min(ahead, len(chunks))):
             send(i)
         for i in range(len(chunks)):
             chunk = sent.pop(i).result()
-            if strategy == "pct" and chunk.horizon != horizon:
+            if chunk.horizon != learned.horizon:
                 # Sent before the horizon grew: run it again with the right one.
                 send(i)
                 chunk = sent.pop(i).result()
             for run in chunk.runs:
-                drawn_with = horizon
+                drawn_with = learned.horizon
                 done += 1
                 traces.add(run.trace_sha)
                 tally(outcomes, (run.outcome,))
                 tally(faults, run.faults)
-                if strategy == "pct" and (horizon is None or run.steps > horizon):
-                    horizon = run.steps
+                learned.learn(run)      # a run's `steps`, as a provider's
                 if run.failed:
                     failing = run
                     break
@@ -226,7 +225,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
         findings = (_finding(runner, checks, strategy, failing.seed, pct_depth, drawn_with,
                              shrink_budget),)
     report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
-                    horizon=horizon if strategy == "pct" else None,
+                    horizon=learned.horizon,
                     faults=dict(sorted(faults.items())))
     return Campaign(outcome_of(runner, canonical, checks, expect, report),
                     tuple(sorted(traces)))
@@ -234,7 +233,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
 
 def _finding(runner, checks, strategy: str, seed: int, pct_depth: int, horizon: int | None,
              shrink_budget: int):
-    provider = _provider(strategy, seed, pct_depth, horizon)
+    provider = lookup(strategy).campaign(pct_depth, horizon).provider(seed)
     chooser = Chooser(provider, seed=seed)
     obs, _ = runner.subject(chooser)
     problems = check_all(obs, checks)

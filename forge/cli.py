@@ -30,6 +30,7 @@ from forge.assembly import build_harness, make_chooser
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
 from forge.run.options import RULES
+from forge.sim.strategies import SPELLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
 #: Ctrl-C, as a shell reports a process SIGINT ended (128 + 2), not "a schedule failed".
@@ -128,8 +129,7 @@ def main() -> None:
 @click.option("--seed", type=BoundedInt.of(RULES["seed"]), default=None,
               help="Explore a random schedule drawn from this seed (default: the canonical schedule).")
 @click.option("--strategy", default=None, metavar="SPEC",
-              help="Scheduling strategy: canonical, random:SEED, pct:SEED[:DEPTH[:HORIZON]] or "
-                   "replay:FILE.")
+              help=f"Scheduling strategy: {', '.join(SPELLINGS[:-1])} or {SPELLINGS[-1]}.")
 @harness_options()
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")

@@ -7,7 +7,9 @@ enter a run:
 
 - the store backend (`MemoryStore`, seeded from a folder or a case),
 - how long each operation takes (`LatencyModel`, a menu of durations whose
-  first entry is the canonical one; or, in orders mode, the canonical
+  first entry is the canonical one, and, when a timer is pending on the
+  clock, durations that end on its instant or one nanosecond beside it;
+  or, in orders mode, the canonical
   duration with the order of completions left to the chooser,
   `forge.sim.orders`),
 - the model's replies and the operator's answers (scripts, `forge.scripts`),
@@ -50,27 +52,53 @@ DEFAULT_LATENCY: dict[str, float] = {
 LATENCY_MENU: tuple[float, ...] = (1.0, 0.0, 0.5, 2.0, 5.0)
 
 
+#: The options a duration choice offers after the multipliers when a timer
+#: is pending on the clock (`LatencyModel.ties`): end exactly at the next
+#: timer's instant, one nanosecond before it, one after it.
+TIE_LABELS: tuple[str, ...] = ("tie", "tie-1ns", "tie+1ns")
+_TIE_OFFSETS: tuple[int, ...] = (0, -1, 1)
+
+
 @attrs.frozen
 class LatencyModel:
     base: dict[str, float] = attrs.field(factory=lambda: dict(DEFAULT_LATENCY))
     menu: tuple[float, ...] = LATENCY_MENU
     #: Orders mode: no duration is drawn; which completion fires next is.
     orders: bool = False
+    #: Tie-seeking durations: when the clock holds a timer later than now (a
+    #: wait's timeout, a host cancel: an entry that is not a completion),
+    #: the choice also offers `TIE_LABELS`, so a random or PCT schedule
+    #: lands an operation on that instant, or just beside it, as often as on
+    #: any multiplier.  No multiplier reaches a one-second timeout from a
+    #: 0.01-second store write.  (Two completions meet through the
+    #: multipliers: zero, and equal multiples.)  Off in replay files written
+    #: before it.
+    ties: bool = True
 
-    def draw(self, chooser: Chooser, op: str, pinned: float | None = None) -> int:
+    def draw(self, chooser: Chooser, op: str, pinned: float | None = None,
+             clock: Any = None) -> int:
         """Virtual duration of one operation, in nanoseconds.
 
         A duration a script pins (a model round's `delay`) is used as is;
         everything else is a choice, except in orders mode, where it is the
         base duration (the order of completions is chosen instead).
+        `clock` (`forge.sim.kernel.Kernel`) says where the next pending
+        timer is, for the tie options.
         """
         if pinned is not None:
             return seconds_to_ns(pinned)
         base = self.base.get(op, 0.0)
         if self.orders:
             return seconds_to_ns(base)
-        pick = chooser.choose(f"latency:{op}", _labels(self.menu))
-        return seconds_to_ns(base * self.menu[pick])
+        labels = _labels(self.menu)
+        until = clock.until_timer() if self.ties and clock is not None else None
+        if until is None:
+            pick = chooser.choose(f"latency:{op}", labels)
+            return seconds_to_ns(base * self.menu[pick])
+        pick = chooser.choose(f"latency:{op}", labels + TIE_LABELS)
+        if pick < len(labels):
+            return seconds_to_ns(base * self.menu[pick])
+        return until + _TIE_OFFSETS[pick - len(labels)]
 
 
 @functools.lru_cache(maxsize=32)

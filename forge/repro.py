@@ -32,6 +32,7 @@ from forge.run.spec import RunSpec
 from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
+from forge.sim.strategies import STRATEGIES, lookup
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -108,11 +109,12 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     from forge.sim.explore import explore
 
     check_bound(strategy, max_deviations)
-    if strategy == "exhaustive":
-        # Exhaustive search explores orderings of completions, not durations.
+    walks = lookup(strategy).walks
+    if walks:
+        # A walk of the tree explores orderings of completions, not durations.
         spec = attrs.evolve(spec, orders=True)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
-    if strategy == "exhaustive":
+    if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:
@@ -122,21 +124,20 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     return outcome_of(runner, canonical, checks, expect, report)
 
 
-#: The strategies `--max-deviations` bounds (it counts a walk's deviations).
-BOUNDED_STRATEGIES = ("exhaustive",)
-
-
 def check_bound(strategy: str, max_deviations: int | None) -> None:
-    """Refuse a deviation bound for a strategy that does not walk a tree:
-    random and pct draw each schedule whole, so a bound would be ignored.
+    """Refuse a deviation bound for a strategy that does not read one (it
+    counts a walk's deviations; a strategy that draws each schedule whole
+    would ignore it).
 
     Raises:
         InputError: naming `--max-deviations`.
     """
-    if max_deviations is not None and strategy not in BOUNDED_STRATEGIES:
-        raise InputError(f"bounds only the {' and '.join(BOUNDED_STRATEGIES)} strategy's walk "
+    bounded = [s.name for s in STRATEGIES if "max_deviations" in s.parameters]
+    if max_deviations is not None and "max_deviations" not in lookup(strategy).parameters:
+        raise InputError(f"bounds only the {' and '.join(bounded)} strategy's walk "
                          f"of the choice tree; {strategy} draws each schedule whole, so leave "
-                         "it out or use --strategy exhaustive", file="--max-deviations")
+                         f"it out or use --strategy {' or '.join(bounded)}",
+                         file="--max-deviations")
 
 
 def check_seeds(start_seed: int, runs: int) -> None:
@@ -280,7 +281,7 @@ def _override(spec: RunSpec, overrides: dict) -> RunSpec:
         else spec.tool,
         refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
         **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders)
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
     return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too

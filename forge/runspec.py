@@ -33,6 +33,7 @@ from forge.run.options import engine_keywords
 from forge.run.record import FileReplay, observation_sha256, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
+from forge.sim.strategies import parse
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -200,7 +201,7 @@ def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
 
 def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """The chooser of `forge run --seed/--strategy`, its run seed set: the
-    seed given, else the strategy's own (`pct:N:...` is explore's seed N, a
+    seed given, else the strategy's own (a spelling's seed N is explore's seed N, a
     format-1 replay file's is the seed it records), else 0.  A format-1
     file's chooser (`FileReplay`) makes `Runner.run` refuse a run the file
     does not record.
@@ -211,8 +212,11 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     """
     from forge.assembly import make_chooser
 
-    name, _, path = (strategy or "").partition(":")
-    if name == "replay" and path:
+    try:
+        chosen, path = parse(strategy) if strategy else (None, "")
+    except ValueError:
+        chosen = None           # `make_chooser` refuses it
+    if chosen is not None and chosen.reads_file:
         data = read_replay(path)
         rec = data["record"]        # None: the legacy shape, choice values alone
         chooser = Chooser(FileReplay(path, rec, data["choices"]) if rec is not None
@@ -224,6 +228,15 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     drawn = chooser.provider.describe().get("seed")
     chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
     return chooser
+
+
+def _ties(spec: RunSpec, chooser: Chooser) -> bool:
+    """Whether durations offer tie options: as the replayed file's run did
+    (no flag sets them; a file from before them says nothing), else as the
+    spec says."""
+    if isinstance(chooser.provider, FileReplay):
+        return bool(chooser.provider.record["run"]["latency"].get("ties", False))
+    return spec.latency_ties
 
 
 class Runner:
@@ -250,7 +263,7 @@ class Runner:
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders),
+                                               spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
                           **engine_keywords(spec, "harness"))

@@ -1,5 +1,5 @@
 """The kit's version, in one place: `forge.__version__` and the `kit` field of
-a replay file (`forge.runspec.kit_version`) both read it.  A leaf module, so
+a replay file (`forge.run.record.kit_version`) both read it.  A leaf module, so
 that the run definition can name the kit without importing the `forge`
 package (whose lazy re-export of `forge.api` sits above it)."""
 

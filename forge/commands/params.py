@@ -176,7 +176,16 @@ def output_problem(path: str, directory: bool = False) -> str | None:
     problem = path_problem(path)
     if problem:
         return problem
-    target = Path(path)
+    try:
+        return _output_problem(Path(path), directory)
+    except OSError as e:
+        # Asking about the path itself failed: a name longer than the file
+        # system allows (ENAMETOOLONG), a loop of links, ...
+        return e.strerror or str(e)
+
+
+def _output_problem(target: Path, directory: bool) -> str | None:
+    path = str(target)
     if target.exists():
         if directory:
             if not target.is_dir():

@@ -110,7 +110,7 @@ class HarnessSpec:
 
     @classmethod
     def from_run(cls, spec: Any) -> HarnessSpec:
-        """The harness of a run spec (`forge.runspec.RunSpec`: what `forge
+        """The harness of a run spec (`forge.run.spec.RunSpec`: what `forge
         explore --impl` sends), every field the protocol carries filled from
         it, so a run sent from flags and one sent from a case reach the
         implementation alike.  What the protocol does not carry (faults, the

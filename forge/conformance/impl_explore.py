@@ -7,12 +7,12 @@ PCT, exhaustive), shrinking and replaying then work on it unchanged; only
 the story differs, since the kit cannot see a foreign engine's trace - the
 shrunk schedule is told as the decisions that differ from canonical.
 
-A replay file written here is the ordinary format-1 record (`forge.runspec.
-record`): `forge explore --impl CMD FILE.replay.json` replays it through the
+A replay file written here is the ordinary format-1 record (`forge.run.
+record.record`): `forge explore --impl CMD FILE.replay.json` replays it through the
 pipe and reports the first drift, and `forge replay FILE` runs the same
 schedule on the reference.  A record of the reference's exhaustive search
 (orders mode, whose choices pick completions) is refused, as `forge run
---strategy replay:` refuses it (`forge.runspec.FileReplay.check`).
+--strategy replay:` refuses it (`forge.run.record.FileReplay.check`).
 
 The implementation is untrusted, as under `forge conformance`: a run it
 cannot answer (a crash, a timeout, a malformed `choose`) is a failing run

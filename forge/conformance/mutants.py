@@ -33,6 +33,7 @@ import attrs
 
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
+import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its durability sites
 from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
@@ -57,6 +58,9 @@ class Mutant:
             yield
 
 
+_SQLITE = ("the SQLite store's own site: the conformance cases run on the memory store; "
+           "the store contract's history check kills it (forge.lifecycle.contract, "
+           "connections_history_is_linearizable)")
 _ROWS = [
     # id numbering
     ("ids-per-section", "ids", "ids.per-section"),
@@ -130,6 +134,14 @@ _ROWS = [
     ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
     ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
     ("status-delivers-working", "lifecycle", "lifecycle.status-delivers-working"),
+    # the SQLite store's durability: the suite's cases run on the memory store, so
+    # these are killed by the store contract's history check instead
+    # (tests/lifecycle/test_stores.py, several connections to one file)
+    ("ids-from-process-counter", "lifecycle", "lifecycle.ids-from-process-counter", _SQLITE),
+    ("sqlite-finalize-check-then-write", "lifecycle",
+     "lifecycle.sqlite-finalize-check-then-write", _SQLITE),
+    ("sqlite-claim-reads-outside-lock", "lifecycle",
+     "lifecycle.sqlite-claim-reads-outside-lock", _SQLITE),
 ]
 
 CATALOGUE: list[Mutant] = [Mutant(*row) for row in _ROWS]

@@ -54,6 +54,8 @@ class Walk(Protocol):
     """What the kernel asks of the run while it steps a chain."""
 
     outcome: str | None
+    #: The run's Lua runtime (the kernel settles its keeper after a resume).
+    lua: Any
 
     def next_block(self, chain: Chain) -> None: ...
 

@@ -111,6 +111,7 @@ CALLS: tuple[Call, ...] = (
 def _route(call: Call) -> Callable[..., Any]:
     """The route a runtime slot calls with the bound run's parts."""
     part, method = call.part, call.now
+    assert part is not None and method is not None, call.name
     if call.counted:
         def counted(parts: Parts, *args: Any) -> Any:
             answering = parts[part]
@@ -137,7 +138,7 @@ LIBRARY_WITH_MODELS: tuple = tuple(_ENTRIES[c.name] for c in CALLS if c.kind is 
 
 #: Suspending call name -> (the part's type, its method), for the kernel.
 SUSPENDING: dict[str, tuple[type, Callable[..., Any]]] = {
-    c.name: (c.part, c.later) for c in CALLS if c.later is not None}
+    c.name: (c.part, c.later) for c in CALLS if c.later is not None and c.part is not None}
 
 
 __all__ = ["CALLS", "LIBRARY", "LIBRARY_WITH_MODELS", "SUSPENDING", "Call", "Parts"]

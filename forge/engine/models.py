@@ -53,10 +53,10 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
-from forge.engine.roles import RolesAPI, Selection
+from forge.engine.modelside import LocalTool, LoopOp, RoundCall, ScriptCallOp, SectionState
+from forge.engine.roles import RolesAPI
 from forge.engine.parking import PARK
 from forge.engine.requests import ModelRound, OperatorQuestion
-from forge.engine.rules.notices import NoticeQueue
 from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
 from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
@@ -66,8 +66,6 @@ if TYPE_CHECKING:
     from forge.engine.context import Context
     from forge.engine.host import Host
     from forge.engine.tasks import TasksAPI
-    from forge.engine.state import Task
-    from forge.engine.tools import AllowTasks, LocalTool
 
 
 #: The round cap when the prompt sets no `max_tool_iterations`.
@@ -114,81 +112,6 @@ class RoundRecord:
                 "list": self.list_index, "records": self.records,
                 "tools": [{"name": n, "description": d} for n, d in self.described],
                 "entry": self.entry, "messages": self.sent}
-
-
-@attrs.frozen
-class RoundCall:
-    """One tool call of a round, with its id settled."""
-
-    id: str
-    name: str
-    arguments: dict = attrs.field(eq=False)
-
-
-@attrs.define(eq=False)
-class LoopOp:
-    msgs: Any
-    selection: Selection | None
-    compactor: Any
-    cap: int
-    phase: str = "send"
-    rounds: int = 0
-    #: Tool calls answered in this loop (the clean-exit rule needs one).
-    answered: int = 0
-    entry: ScriptEntry | None = None
-    offered: tuple[str, ...] = ()
-    allowed: bool = False
-    turn: int = 0
-    text: str = ""
-    calls: list[RoundCall] = attrs.field(factory=list)
-    index: int = 0
-    results: list[str] = attrs.field(factory=list)
-    await_text: str | None = None
-
-
-@attrs.define(eq=False)
-class ScriptCallOp:
-    """A script `tools.call` of a local tool whose handler is running."""
-
-    tool: LocalTool
-    turn: int
-
-
-@attrs.define(eq=False)
-class SectionState:
-    """What one section entry owns on the model side."""
-
-    api: ModelsAPI
-    chain: Chain
-    name: str
-    is_h1: bool
-    selection: Selection | None = None
-    local_tools: dict[str, LocalTool] = attrs.field(factory=dict)
-    #: The bound aliases `tools.add` put in scope, in order first added, each
-    #: with this section's description override (None: none).
-    added: dict[str, str | None] = attrs.field(factory=dict)
-    allow: AllowTasks | None = None
-    #: Tasks this section's model started, in start order.
-    model_tasks: list[Task] = attrs.field(factory=list)
-    #: Task notices waiting for the next round or await_tasks.
-    notices: NoticeQueue = attrs.field(factory=NoticeQueue)
-    #: The await_tasks this entry's chain is parked on, if any.
-    awaiting: Any = None
-    ops: list = attrs.field(factory=list)
-    #: Local tool handlers running now: jump refuses while any does.
-    handler_depth: int = 0
-    #: Numbers the tool calls a script leaves without an id.
-    call_ids: int = 0
-    rounds_made: int = 0
-    #: tools.calls counts, None until the section's first tool call.
-    calls: dict[str, int] | None = None
-
-    def task_ended(self, task: Task) -> None:
-        self.api.tasks.task_ended(self, task)
-
-    def next_call_id(self) -> str:
-        self.call_ids += 1
-        return f"call_{self.call_ids}"
 
 
 def model_side_needed(prompt) -> bool:
@@ -319,13 +242,13 @@ class ModelsAPI:
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
 
-    def _error(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
+    def error_at(self, chain: Chain, message: str, kind: str = "lua", **fields: str):
         return (False, self.ctx.errors.error_value(kind, message, chain, **fields))
 
     def emit(self, chain: Chain, kind: str, **fields: Any) -> None:
         self.ctx.events.emit(chain, kind, **fields)
 
-    def _harness_failure(self, chain: Chain, message: str) -> tuple:
+    def harness_failure(self, chain: Chain, message: str) -> tuple:
         """End the run: the harness itself cannot go on (a script ran out)."""
         self.ctx.chains.fail_chain(chain, Failure("internal", message, fatal_kind="Harness"))
         # The run is over; this value is never sent to the chain.
@@ -342,7 +265,7 @@ class ModelsAPI:
         state.rounds_made += 1
         entry = self.cursor.take_round(state.name, state.rounds_made, latest)
         if entry is None:
-            self._harness_failure(chain, self.cursor.no_round_message(
+            self.harness_failure(chain, self.cursor.no_round_message(
                 state.name, state.rounds_made, chain.task.id))
         return entry
 
@@ -394,11 +317,11 @@ class ModelsAPI:
         reply = entry.reply
         failed = self._round_failure(chain, reply)
         if failed is not None:
-            self.ctx.scheduler.make_ready(chain, self._error(chain, *failed[0], **failed[1]))
+            self.ctx.scheduler.make_ready(chain, self.error_at(chain, *failed[0], **failed[1]))
             return
         turn = self._count_round(chain)
         if reply.tool_calls:
-            self.ctx.scheduler.make_ready(chain, self._error(
+            self.ctx.scheduler.make_ready(chain, self.error_at(
                 chain, "model inference received tool calls but no tools were advertised"))
             return
         text = reply.text or ""
@@ -464,7 +387,7 @@ class ModelsAPI:
     def _fail(self, chain: Chain, state: SectionState, op: Any, message: str, kind: str = "lua",
               **fields: str):
         state.ops.remove(op)
-        return self._error(chain, message, kind, **fields)
+        return self.error_at(chain, message, kind, **fields)
 
     def _advance(self, chain: Chain, state: SectionState, op: LoopOp):
         """Run the loop until it needs the harness, Lua, or a wait."""
@@ -580,7 +503,7 @@ class ModelsAPI:
         calls, seen = [], set()
         for spec in reply.tool_calls:
             if spec.name not in BUILTINS and spec.name not in self.known_tools:
-                return self._harness_failure(chain, (
+                return self.harness_failure(chain, (
                     f"model script {self.script.source}: {spec.where}.name: `{spec.name}` is "
                     "neither a task built-in nor a bound or local tool of this prompt"))
             call_id = spec.id or state.next_call_id()

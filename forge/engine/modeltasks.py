@@ -29,12 +29,13 @@ from forge.engine.rules import ids, notices, waits
 from forge.engine.requests import AwaitTasks
 from forge.engine.state import Task
 from forge.engine.tasks import lua_number_text
-from forge.engine.tools import AllowTasks, ToolSpec
+from forge.engine.modelside import AllowTasks
+from forge.engine.tools import ToolSpec
 from forge.engine.rules import timeouts
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.models import LoopOp, ModelsAPI, SectionState
+    from forge.engine.modelside import LoopOp, ModelSide, SectionState
 
 ANY_TARGET = ("`target` must be any section of this prompt, named by its heading (for example "
               "`## Research`).")
@@ -48,7 +49,7 @@ def one_of_targets(targets: tuple[str, ...]) -> str:
 
 
 class ModelTasks:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         self.models = models
         self.ctx = models.ctx
 

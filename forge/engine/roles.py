@@ -24,14 +24,14 @@ import math
 import re
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import lupa
 
+from forge.engine.modelside import Selection
 from forge.engine.tasks import lua_number_text
 from forge.lua.runtime import LuaTable, typename
 
 if TYPE_CHECKING:
-    from forge.engine.models import ModelsAPI, SectionState
+    from forge.engine.modelside import ModelSide, SectionState
     from forge.lua.runtime import Keeper
 
 _LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
@@ -40,15 +40,6 @@ _MAX_TOKENS = 4294967295
 
 def _t(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
-@attrs.frozen
-class Selection:
-    """A role and the sampling options rounds on it send."""
-
-    label: str
-    temperature: float | None = None
-    max_tokens: int | None = None
 
 
 class ModelHandle:
@@ -96,7 +87,7 @@ class ModelHandle:
 
 
 class RolesAPI:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         self.models = models
         self.lua = models.lua
         self.script = models.script

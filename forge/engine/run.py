@@ -37,6 +37,7 @@ from forge.engine.walk import Walk
 from forge.errors import ForgeInternalError
 from forge.harness import Harness
 from forge.lua import runtime as lua_runtime
+from forge.lua.backstop import DEFAULT_MAX_CPU_SECONDS
 from forge.lua.runtime import DEFAULT_MAX_INSTRUCTIONS, LuaError
 from forge.prompt.model import Prompt
 from forge.sim.chooser import Chooser
@@ -64,6 +65,8 @@ DEFAULT_MAX_LOG_BYTES = 16 * 1024 * 1024
 class RunConfig:
     args: str = ""
     max_instructions: int = DEFAULT_MAX_INSTRUCTIONS
+    #: CPU seconds before the backstop ends the run (`forge.lua.backstop`).
+    max_cpu_seconds: float = DEFAULT_MAX_CPU_SECONDS
     max_steps: int = DEFAULT_MAX_STEPS
     max_tasks: int = DEFAULT_MAX_TASKS
     max_entries: int = DEFAULT_MAX_ENTRIES
@@ -98,20 +101,22 @@ class Run:
         # A runtime reused across runs unless the prompt names weak tables
         # (`forge.lua.runtime` says why).
         reuse = lua_runtime.WEAK_MODE not in prompt.words
-        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse)
+        self.lua = lua_runtime.acquire(self.config.max_instructions, self.config.seed, reuse,
+                                       self.config.max_cpu_seconds)
         self._random_untouched: bool | None = None
         self._executed = False
         self.claims = Claims()
         #: Events and `log` checkpoints (`observation`).
         self.observer = Observer(self.execution, self.config.max_logs, self.config.max_log_bytes,
-                                 abort=None)
+                                 abort=None)      # type: ignore[arg-type]  # the walk's, below
         #: The raw events, as the completion order and the oracles read them.
         self._events = self.observer.raw
         self.tasks: dict[str, Any] = {}          # id -> Task, every task of the run
         self._nonce: str | None = None
         #: The parts by type, as the library's routes and the kernel find them.
         self.parts: library.Parts = {}
-        self.scheduler = Scheduler(None, self.clock, self.chooser, self.trace,
+        self.scheduler = Scheduler(None, self.clock,  # type: ignore[arg-type]  # the walk, below
+                                   self.chooser, self.trace,
                                    library.SUSPENDING, self.parts, self.config.max_steps)
         self.scheduler.cancel_step = self.harness.cancel_step
         self.admission = Admission(self.scheduler, self.harness.ceiling)
@@ -121,9 +126,10 @@ class Run:
         self.ctx = Context(prompt=prompt, config=self.config, harness=self.harness, lua=self.lua,
                            clock=self.clock, trace=self.trace, claims=self.claims,
                            scheduler=self.scheduler, admission=self.admission, tasks=self.tasks,
-                           main_task=self.main_task, errors=None, budget=None,
-                           events=self.observer, chains=None, effects=None,
-                           nonce=lambda: self.nonce)
+                           main_task=self.main_task,
+                           # The walk and the effects, once built below.
+                           errors=None, budget=None, chains=None, effects=None,  # type: ignore[arg-type]
+                           events=self.observer, nonce=lambda: self.nonce)
         self.walk = Walk(self.ctx, KeptQuota(self.config.max_kept_bytes))
         self.ctx.errors = self.ctx.budget = self.ctx.chains = self.walk
         self.scheduler.walk = self.walk

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.engine.modelside import AllowTasks, LocalTool
 from forge.lua.runtime import (
     LuaFunction,
     LuaTable,
@@ -38,7 +39,7 @@ from forge.lua.runtime import (
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
-    from forge.engine.models import ModelsAPI, SectionState
+    from forge.engine.modelside import ModelSide, SectionState
     from forge.toolscript import ScriptedTool, ToolReply
 
 #: The model's task built-ins, in the fixed order a round offers them.
@@ -77,25 +78,6 @@ def debug_list(names) -> str:
 
 
 @attrs.frozen
-class LocalTool:
-    alias: str
-    description: str
-    #: (name, type, description or None), sorted bytewise by name.
-    params: tuple[tuple[str, str, str | None], ...]
-    handler: Any = attrs.field(eq=False, repr=False)
-
-    def schema(self) -> dict:
-        properties = {}
-        for name, kind, description in self.params:
-            prop = {"type": kind}
-            if description is not None:
-                prop["description"] = description
-            properties[name] = prop
-        return {"type": "object", "properties": properties,
-                "required": [name for name, _, _ in self.params]}
-
-
-@attrs.frozen
 class ToolSpec:
     """One tool as a round offers it to the model."""
 
@@ -113,19 +95,12 @@ class BoundTool:
     tool: ScriptedTool = attrs.field(eq=False, repr=False)
 
 
-@attrs.frozen
-class AllowTasks:
-    """A section's `tools.allow_tasks` grant; `targets` None allows any section."""
-
-    targets: tuple[str, ...] | None
-
-
 def _read_calls(parts: Any, *args):
     return parts[ToolsAPI].read_calls(*args)
 
 
 class ToolsAPI:
-    def __init__(self, models: ModelsAPI) -> None:
+    def __init__(self, models: ModelSide) -> None:
         from forge.toolscript import ToolCursor
 
         self.models = models
@@ -361,7 +336,7 @@ class ToolsAPI:
 
         reply = self.cursor.take(bound.tool, bound.alias, arguments)
         if reply is None:
-            return self.models._harness_failure(chain, self.cursor.no_reply_message(
+            return self.models.harness_failure(chain, self.cursor.no_reply_message(
                 bound.tool, bound.alias, chain.task.id))
         request = ToolCall(bound.alias, reply.where)
         if reply.never:
@@ -375,7 +350,7 @@ class ToolsAPI:
         """A script call's reply: the result, or the tool's failure as kind `tool`."""
         if reply.error is not None:
             self.ctx.events.emit(chain, "tool_call_failed")
-            self.ctx.scheduler.make_ready(chain, self.models._error(
+            self.ctx.scheduler.make_ready(chain, self.models.error_at(
                 chain, f"tool call failure: {reply.error}", "tool"))
             return
         self.ctx.events.emit(chain, "tool_call_succeeded")

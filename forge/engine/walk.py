@@ -30,7 +30,7 @@ from forge.engine.requests import Request
 from forge.engine.rules import endings, ids
 from forge.engine.rules.endings import OwnerEnd
 from forge.engine.state import Chain, Frame
-from forge.lua.runtime import results, text, typename
+from forge.lua.runtime import ending_kind, results, text, typename
 from forge.prompt.headings import HeadingError, resolve
 from forge.sim.kernel import FAULT, seconds_to_ns
 from forge.variation import declare
@@ -380,7 +380,8 @@ class Walk:
         chain = self.current
         abort = self.lua.fn.abort_value()
         if abort is not None:
-            kind = "Internal" if self.lua.internal_error is not None else "Budget"
+            kind = ("Internal" if self.lua.internal_error is not None
+                    else ending_kind(abort))
             return Failure("lua", text(abort[b"message"]), (), abort, fatal_kind=kind)  # lua: own table
         if value == b"not enough memory":
             # Lua's own memory error, raised where no pcall caught it (the
@@ -433,7 +434,7 @@ class Walk:
             return      # _step reports it as Internal
         abort = self.lua.fn.abort_value()
         if abort is not None and self.outcome is None:
-            self.abort("Budget", text(abort[b"message"]))  # lua: own table
+            self.abort(ending_kind(abort), text(abort[b"message"]))  # lua: own table
 
     # --------------------------------------------------------- chain ends
     def fail_chain(self, chain: Chain, failure: Failure) -> None:

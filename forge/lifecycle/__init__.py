@@ -9,7 +9,9 @@ chooser interleaves at every store operation and host call.
 
 Lives here: records (``records``), refusals (``errors``), clocks (``clock``),
 the compare-and-set stores (``store`` in memory, ``sqlite_store``) and the
-contract they pass (``contract``), session repositories (``sessions``), the
+contract they pass (``contract``), store histories and their recording
+(``history``), the linearizability checker (``linearizability``) and its page
+(``history_html``), session repositories (``sessions``), the
 Manager (``manager``), the model's four tools (``tools``) and their texts
 (``cards``), the wake-up text formatter (``notices``), and the races on the
 simulator: actors and oracles (``explore``), what actors do (``actors``),

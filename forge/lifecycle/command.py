@@ -178,5 +178,52 @@ def check_command(history: str, html_out: str | None, as_json: bool) -> None:
     sys.exit(0 if verdict.ok else 1)
 
 
+@lifecycle.command("contract")
+@click.argument("factory", metavar="MODULE:FACTORY")
+@click.option("-k", "names", multiple=True, metavar="CHECK",
+              help="Run only this check (repeatable); default every one.")
+def contract_command(factory: str, names: tuple[str, ...]) -> None:
+    """Run the store contract (with its recorded-history checks) against the
+    store FACTORY makes: a zero-argument callable importable as MODULE:NAME
+    (the current folder is on the import path) answering a fresh, empty store.
+
+    \b
+    Examples:
+      forge lifecycle contract forge.lifecycle.store:MemoryStore
+      forge lifecycle contract mystore:make_store -k connections_history_is_linearizable
+    """
+    import importlib
+    import os
+    import sys
+
+    from forge.lifecycle.contract import CHECKS, run_contract
+
+    module, _, name = factory.partition(":")
+    if not module or not name:
+        raise InputError(f"{factory!r} is not MODULE:FACTORY")
+    unknown = [n for n in names if n not in CHECKS]
+    if unknown:
+        raise InputError(f"-k {unknown[0]}: no such check; one of " + ", ".join(sorted(CHECKS)),
+                         kind="argument")
+    sys.path.insert(0, os.getcwd())
+    try:
+        make = getattr(importlib.import_module(module), name)
+    except ImportError as exc:
+        raise InputError(f"cannot import {module}: {exc}") from None
+    except AttributeError:
+        raise InputError(f"{module} has no {name}") from None
+    chosen = list(names) or list(CHECKS)
+    failures = []
+    for check in chosen:
+        try:
+            failures.extend(run_contract(make, [check]))
+        except Exception as exc:  # noqa: BLE001 - the user's store failing is a finding
+            failures.append(f"{check}: raised {type(exc).__name__}: {exc}")
+    for line in failures:
+        click.echo(f"FAIL {line}")
+    click.echo(f"{len(chosen) - len(failures)} passed, {len(failures)} failed")
+    sys.exit(1 if failures else 0)
+
+
 def register(main: click.Group) -> None:
     main.add_command(lifecycle)

@@ -15,6 +15,12 @@ wake-ups (has ``owed``/``settle``). With pytest:
 
 The threaded checks hammer one store from several threads; a store whose
 transitions are not atomic loses them (two winners) within their rounds.
+Every threaded check also records its history (``history.Recorder``) and
+requires it to be linearizable against the memory store's semantics
+(``linearizability.check``); two of them run random mixed operations, one
+through one store, one through several connections to the same data (for a
+store whose ``reopen()`` answers another connection - ``SqliteStore`` on a
+file - as separate processes would have).
 Does not live here: any store (``store``, ``sqlite_store``); docs in
 docs/lifecycle-store.md.
 """
@@ -27,6 +33,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from forge.lifecycle.history import Operation, Recorder
 from forge.lifecycle.records import Task, TaskStatus
 from forge.lifecycle.store import KEEP, ORPHAN_SUMMARY, CapReached, NotFound
 
@@ -37,6 +44,7 @@ CHECKS: dict[str, Callable[[Factory], None]] = {}
 DEBT_CHECKS: set[str] = set()
 THREADED_ROUNDS = 60
 THREADS = 6
+MIXED_OPERATIONS = 80  # per thread, in the mixed-history checks
 
 
 def _check(debts: bool = False) -> Callable:
@@ -345,33 +353,153 @@ def _race(store: Any, fns: list[Callable[[], Any]]) -> list[Any]:
     return out
 
 
+def _linearizable(history: list[Operation], what: str) -> None:
+    from forge.lifecycle.linearizability import check
+
+    verdict = check(history)
+    assert verdict.ok, f"{what}: the recorded history is {verdict.text()}"
+
+
+def _finalize_rounds(stores: list[Any], rounds: int) -> list[tuple[Any, list]]:
+    """Per round: a task created through the first store, then one finalize of
+    its attempt per store at once; (the row as read after, the answers). The
+    rounds stop after the first with other than one winner: the history so
+    far already shows it."""
+    out = []
+    for n in range(rounds):
+        tid = f"t{n}"
+        stores[0].create(_row(tid))
+        statuses = [C, F, X] * THREADS
+        won = _race(stores[0], [
+            lambda st=st, s=s, i=i: st.finalize(tid, "r1", s, f"w{i}", f"w{i}")
+            for i, (st, s) in enumerate(zip(stores, statuses))])
+        out.append((stores[0].get(tid), won))
+        if sum(w is not None for w in won) != 1:
+            break
+    return out
+
+
+def _claim_rounds(stores: list[Any], rounds: int) -> list[tuple[Any, list]]:
+    """Per round: a failed task, then one retry claim per store at once (the
+    rounds stop as ``_finalize_rounds`` do)."""
+    out = []
+    for n in range(rounds):
+        tid = f"c{n}"
+        stores[0].create(_row(tid))
+        stores[0].finalize(tid, "r1", F, "x", "x")
+        won = _race(stores[0], [lambda st=st, i=i: st.retry_claim(tid, f"r{i + 2}", 3)
+                                for i, st in enumerate(stores)])
+        out.append((stores[0].get(tid), won))
+        if sum(w is not None for w in won) != 1:
+            break
+    return out
+
+
 @_check()
 def concurrent_finalizes_have_one_winner(store: Any) -> None:
-    """Real threads: of THREADS finalizes of one attempt exactly one wins, every round."""
-    for n in range(THREADED_ROUNDS):
-        tid = f"t{n}"
-        store.create(_row(tid))
-        statuses = [C, F, X] * THREADS
-        won = _race(store, [lambda s=s, i=i: store.finalize(tid, "r1", s, f"w{i}", f"w{i}")
-                            for i, s in enumerate(statuses[:THREADS])])
+    """Real threads: THREADS finalizes of one attempt, every round; the recorded
+    history is linearizable, and exactly one finalize won each round."""
+    rec = Recorder(store)
+    rounds = _finalize_rounds([rec] * THREADS, THREADED_ROUNDS)
+    _linearizable(rec.history, "concurrent finalizes")
+    for n, (row, won) in enumerate(rounds):
         winners = [w for w in won if w is not None]
         assert len(winners) == 1, f"round {n}: {len(winners)} finalizes won"
-        assert store.get(tid) == winners[0], f"round {n}: the stored row is not the winner's"
+        assert row == winners[0], f"round {n}: the stored row is not the winner's"
 
 
 @_check()
 def concurrent_retry_claims_have_one_winner(store: Any) -> None:
-    """Real threads: of THREADS claims on one failed attempt exactly one wins."""
-    for n in range(THREADED_ROUNDS):
-        tid = f"t{n}"
-        store.create(_row(tid))
-        store.finalize(tid, "r1", F, "x", "x")
-        won = _race(store, [lambda i=i: store.retry_claim(tid, f"r{i + 2}", 3)
-                            for i in range(THREADS)])
+    """Real threads: THREADS claims on one failed attempt, every round; the
+    recorded history is linearizable, and exactly one claim won each round."""
+    rec = Recorder(store)
+    rounds = _claim_rounds([rec] * THREADS, THREADED_ROUNDS)
+    _linearizable(rec.history, "concurrent retry claims")
+    for n, (row, won) in enumerate(rounds):
         winners = [w for w in won if w is not None]
         assert len(winners) == 1, f"round {n}: {len(winners)} retry claims won"
-        row = store.get(tid)
         assert (row.attempt, row.run_id) == (2, winners[0].run_id)
+
+
+def _mixed(store: Any, seed: int, thread: int) -> Callable[[], None]:
+    """One racing thread's random operations on four tasks of one parent."""
+    import random
+
+    rng = random.Random(seed * 1000 + thread)
+    ops: list[Callable[[], Any]] = []
+    for k in range(MIXED_OPERATIONS):
+        tid = f"t{rng.randrange(4)}"
+        run = rng.choice(["r1", f"r-{thread}-{k - 1}", f"r-{(thread + 1) % THREADS}-{k - 1}"])
+        roll = rng.random()
+        if roll < 0.15:
+            call = (store.create, _row(tid), 3)
+        elif roll < 0.35:
+            call = (store.finalize, tid, run, rng.choice([C, F, X]), f"e{k}", f"e{k}")
+        elif roll < 0.55:
+            call = (store.retry_claim, tid, f"r-{thread}-{k}", 3, 3)
+        elif roll < 0.6:
+            call = (store.release_retry_claim, tid, run, "no start", "no start")
+        elif roll < 0.65:
+            call = (store.advance, tid, run, f"r-{thread}-{k}")
+        elif roll < 0.7:
+            call = (store.mark_input_required, tid, run)
+        elif roll < 0.75:
+            call = (store.reclaim_working, tid, run)
+        elif roll < 0.85:
+            call = (store.get, tid)
+        elif roll < 0.9:
+            call = (store.list_by_parent, "p")
+        elif roll < 0.95 and hasattr(store.store, "settle"):
+            call = (store.settle, tid, run)
+        elif hasattr(store.store, "next_id"):
+            call = (store.next_id, "t")
+        else:
+            call = (store.get, tid)
+        ops.append(lambda call=call: call[0](*call[1:]))
+
+    def go() -> None:
+        for op in ops:
+            try:
+                op()
+            except (KeyError, ValueError, CapReached):
+                pass  # a refusal is an answer; the history holds it
+    return go
+
+
+@_check()
+def concurrent_mixed_history_is_linearizable(store: Any) -> None:
+    """Real threads run random operations (creates under a cap, endings on
+    current and stale runs, claims, releases, pauses, reads, ids) on four
+    tasks through one store; the recorded history is linearizable."""
+    for seed in range(3):
+        recorder = Recorder(store)
+        _race(store, [_mixed(recorder, seed, i) for i in range(THREADS)])
+        _linearizable(recorder.history, f"mixed operations, seed {seed}")
+        for row in store.list_all():
+            store.delete(row.id)
+        if hasattr(store, "owed"):
+            assert store.owed() == [], "a deleted row's debts go with it"
+
+
+@_check()
+def connections_history_is_linearizable(store: Any) -> None:
+    """For a store whose ``reopen()`` answers another connection to the same data
+    (None: it has none): threads each on a connection of its own (what separate
+    processes do) race finalizes of one attempt, retry claims of one failed
+    attempt, ids, and random mixed operations; the history they record
+    together is linearizable."""
+    if getattr(store, "reopen", lambda: None)() is None:
+        return
+    recorders = [Recorder(store.reopen(), process=i) for i in range(THREADS)]
+    _finalize_rounds(recorders, THREADED_ROUNDS // 3)
+    _claim_rounds(recorders, THREADED_ROUNDS // 3)
+    for _round in range(THREADED_ROUNDS // 6):
+        _race(store, [lambda rec=rec: rec.next_id("t") for rec in recorders])
+    _race(store, [_mixed(rec, 0, i) for i, rec in enumerate(recorders)])
+    history = sorted((op for rec in recorders for op in rec.history), key=lambda op: op.call)
+    for rec in recorders:
+        getattr(rec.store, "close", lambda: None)()
+    _linearizable(history, f"{THREADS} connections")
 
 
 def run_contract(factory: Factory, names: list[str] | None = None) -> list[str]:

@@ -21,7 +21,8 @@ Lives here: the record, reading and writing the file (a bad line is an
 ``InputError`` naming the file, the line and the rule), answers as JSON
 (``encode``), and ``Recorder``, a store wrapper that records every call a
 set of threads makes through it (several processes each record their own
-and the files are concatenated). Does not live here: judging a history
+and the files are concatenated), to a journal file as well when asked (what
+a process killed mid-call leaves is its calls so far, the last unknown). Does not live here: judging a history
 (``linearizability``), drawing one (``history_html``).
 """
 
@@ -128,6 +129,18 @@ def decode_args(op: str, args: Iterable[Any]) -> list[Any]:
     return out
 
 
+def cut(history: list[Operation], limit: int) -> list[Operation]:
+    """The first ``limit`` calls (by call time), those still running when the
+    next began made unknown: a linearizable history cut so stays linearizable
+    (each kept call's place in a legal order of the whole is still legal)."""
+    ordered = sorted(history, key=lambda op: op.call)
+    if len(ordered) <= limit:
+        return ordered
+    at = ordered[limit].call
+    return [op if op.ret is not None and op.ret < at else attrs.evolve(op, ret=None)
+            for op in ordered[:limit]]
+
+
 # -- the file -------------------------------------------------------------
 def _refuse(path: str, line: int, rule: str) -> InputError:
     return InputError(f"line {line}: {rule}", file=path)
@@ -174,7 +187,10 @@ def parse_line(path: str, line_no: int, text: str) -> Operation:
 
 
 def read(path: str) -> list[Operation]:
-    """The history in ``path`` (JSON lines; blank lines skipped)."""
+    """The history in ``path`` (JSON lines; blank lines skipped). A journal's
+    pair - the call with ``"return": null``, later the same call (process,
+    op, args, call time) with its answer - reads as the one completed call; a
+    call whose answer never came stays unknown."""
     try:
         with open(path, encoding="utf-8") as f:
             lines = f.read().splitlines()
@@ -182,7 +198,20 @@ def read(path: str) -> list[Operation]:
         raise InputError(f"cannot read it ({exc.strerror})", file=path) from None
     except UnicodeDecodeError:
         raise InputError("is not UTF-8 text", file=path) from None
-    return [parse_line(path, n, text) for n, text in enumerate(lines, 1) if text.strip()]
+    out: list[Operation] = []
+    pending: dict[str, int] = {}
+    for n, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        op = parse_line(path, n, text)
+        key = json.dumps([op.process, op.op, list(op.args), op.call], sort_keys=True)
+        if not op.unknown and key in pending:
+            out[pending.pop(key)] = op
+            continue
+        if op.unknown:
+            pending[key] = len(out)
+        out.append(op)
+    return out
 
 
 def write(path: str, history: Iterable[Operation]) -> None:
@@ -199,10 +228,14 @@ class Recorder:
     fails in a way no refusal names is recorded with an unknown outcome."""
 
     def __init__(self, store: Any, process: Any = None,
-                 clock: Any = time.monotonic_ns) -> None:
+                 clock: Any = time.monotonic_ns, journal: Any = None) -> None:
         self.store = store
         self.process = process
         self.clock = clock
+        # A text file written as calls happen: each call as unknown before it
+        # starts, then again with its answer, flushed at once - so a process
+        # killed mid-call leaves that call unknown in the file (``read``).
+        self.journal = journal
         self.history: list[Operation] = []
         self._lock = threading.Lock()
 
@@ -221,6 +254,8 @@ class Recorder:
             process = (self.process if self.process is not None
                        else threading.current_thread().name)
             start = self.clock()
+            if self.journal is not None:
+                self._log(Operation(process, name, tuple(encode(values)), None, start, None))
             try:
                 answer = target(*args, **kwargs)
             except Exception as exc:
@@ -239,3 +274,10 @@ class Recorder:
     def _add(self, op: Operation) -> None:
         with self._lock:
             self.history.append(op)
+        if self.journal is not None and not op.unknown:
+            self._log(op)
+
+    def _log(self, op: Operation) -> None:
+        with self._lock:
+            self.journal.write(op.to_json() + "\n")
+            self.journal.flush()

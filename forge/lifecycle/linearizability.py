@@ -24,7 +24,7 @@ is searched alone; ids (``next_id``) are a part of their own.
 
 On failure the checker shrinks the failing part to a minimal
 non-linearizable sub-history: dropping any one of its operations (but the
-creates of its tasks) makes it linearizable.
+creates of the tasks the others name) makes it linearizable.
 
 Lives here: partitioning, the search, shrinking, ``check`` and ``Verdict``.
 Does not live here: the history's format and recording (``history``), its
@@ -62,10 +62,11 @@ class Verdict:
     def text(self) -> str:
         if self.ok:
             return (f"linearizable: {self.operations} operations in {self.parts} "
-                    "independent parts")
+                    f"independent part{'s' if self.parts != 1 else ''}")
+        parts = f"{self.parts} part{'s' if self.parts != 1 else ''}"
         lines = [f"not linearizable: these {len(self.minimal)} operations have no legal order "
-                 f"(of {self.operations} in {self.parts} parts; without any one of them "
-                 "but a create, one exists):"]
+                 f"(of {self.operations} in {parts}; without any one of them, a create of a "
+                 "task the others name aside, one exists):"]
         for op in self.minimal:
             ret = "?" if op.unknown else op.ret
             lines.append(f"  process {op.process} [{op.call}, {ret}] {op.describe()}")
@@ -74,7 +75,12 @@ class Verdict:
 
 # -- the sequential specification -------------------------------------------
 class Model:
-    """The memory store as a state machine over hashable states, memoised."""
+    """The memory store as a state machine over hashable states, memoised.
+
+    Ids are the one place the specification is looser than the memory store's
+    counter: ``next_id`` must answer an id no earlier ``next_id`` answered
+    (every store counts its own way, and a reopened database goes on from
+    where it was), so a state is the store's snapshot and the ids answered."""
 
     def __init__(self) -> None:
         self._stores: dict[str, tuple] = {"": ((), (), 0)}
@@ -82,7 +88,7 @@ class Model:
 
     @staticmethod
     def initial() -> str:
-        return ""
+        return "\x00[]"
 
     def step(self, state: str, index: int, op: Operation) -> str | None:
         """The state after ``op`` from ``state``, or None when the specification
@@ -90,20 +96,43 @@ class Model:
         memo = (state, index)
         if memo in self._steps:
             return self._steps[memo]
-        store = restore(*self._stores[state])
+        self._steps[memo] = after = self._step(state, op)
+        return after
+
+    def _step(self, state: str, op: Operation) -> str | None:
+        rows, _, ids = state.partition("\x00")
+        if op.op == "next_id":
+            if op.unknown:
+                return state
+            issued = json.loads(ids)
+            if not isinstance(op.result, str) or op.result in issued:
+                return None
+            return rows + "\x00" + json.dumps(sorted([*issued, op.result]))
+        store = restore(*self._stores[rows])
         try:
             answer: Any = encode(getattr(store, op.op)(*decode_args(op.op, op.args)))
         except Exception as exc:  # noqa: BLE001 - the specification's own refusals
             kind = error_kind(exc)
             answer = {"error": kind or type(exc).__name__}
         if not op.unknown and not _same(answer, op.result):
-            self._steps[memo] = None
             return None
         snap = store.snapshot()
-        key = json.dumps([encode(snap[0]), encode(snap[1]), snap[2]], sort_keys=True)
+        key = json.dumps([encode(snap[0]), encode(snap[1])], sort_keys=True)
         self._stores.setdefault(key, snap)
-        self._steps[memo] = key
-        return key
+        return key + "\x00" + ids
+
+
+def _fresh(ops: Sequence[Operation]) -> list[Operation]:
+    """A part of ``next_id`` calls alone is linearizable exactly when no two
+    answered the same id (any order then works); else the first such pair."""
+    first: dict[Any, Operation] = {}
+    for op in ops:
+        if op.unknown:
+            continue
+        if op.result in first:
+            return [first[op.result], op]
+        first[op.result] = op
+    return []
 
 
 def _same(spec: Any, got: Any) -> bool:
@@ -260,20 +289,50 @@ def linearizable(ops: Sequence[Operation], model: Model | None = None) -> bool:
 def minimize(ops: Sequence[Operation]) -> list[Operation]:
     """A sub-history of the non-linearizable ``ops`` that is still not
     linearizable but becomes so without any one of its operations - creates
-    aside: they stay, since without its create every answer about a task is
-    wrong and the sub-history would only say "this task does not exist"."""
-    keep = list(ops)
+    aside: a create stays while another operation kept names its task, since
+    without it every answer about that task would be wrong and the
+    sub-history would only say "this task does not exist"."""
+    keep = _failing_prefix(list(ops))
+    texts = {id(op): json.dumps([op.args, op.result], sort_keys=True) for op in keep}
+    chunk = len(keep) // 2
+    while chunk >= 1:  # drop whole runs of operations first, halving the run
+        i = len(keep) - chunk
+        while i >= 0:
+            piece, trial = keep[i:i + chunk], keep[:i] + keep[i + chunk:]
+            if all(_droppable(op, trial, texts) for op in piece) and not linearizable(trial):
+                keep = trial
+            i -= chunk
+        chunk //= 2
     shrunk = True
     while shrunk:  # until no single drop is possible: an early keeper may go later
         shrunk = False
-        i = 0
-        while i < len(keep):
+        # Latest first: an operation after the violation constrains nothing
+        # before it, so the tail goes without making new violations to keep.
+        for i in range(len(keep) - 1, -1, -1):
             trial = keep[:i] + keep[i + 1:]
-            if keep[i].op != "create" and not linearizable(trial):
+            if _droppable(keep[i], trial, texts) and not linearizable(trial):
                 keep, shrunk = trial, True
-            else:
-                i += 1
     return keep
+
+
+def _failing_prefix(ops: list[Operation]) -> list[Operation]:
+    """The shortest of the first 8, 16, 32, ... calls (by call time) that is
+    already not linearizable; all of ``ops`` when none is."""
+    ordered = sorted(ops, key=lambda op: op.call)
+    n = 8
+    while n < len(ordered):
+        if not linearizable(ordered[:n]):
+            return ordered[:n]
+        n *= 2
+    return ordered
+
+
+def _droppable(op: Operation, others: list[Operation], texts: dict[int, str]) -> bool:
+    if op.op != "create" or op.unknown or (isinstance(op.result, dict)
+                                           and "error" in op.result):
+        return True  # a refused create changed nothing the others could name
+    named = json.dumps(str(op.args[0].get("id")))
+    return not any(named in texts[id(other)] for other in others)
 
 
 def check(history: Sequence[Operation]) -> Verdict:
@@ -282,6 +341,11 @@ def check(history: Sequence[Operation]) -> Verdict:
         parts = partition(history)
         for part in parts:
             ops = [history[i] for i in part]
+            if all(op.op == "next_id" for op in ops):
+                twice = _fresh(ops)
+                if twice:
+                    return Verdict(False, len(history), len(parts), tuple(twice))
+                continue
             if not linearizable(ops):
                 return Verdict(False, len(history), len(parts), tuple(minimize(ops)))
     return Verdict(True, len(history), len(parts))

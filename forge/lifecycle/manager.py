@@ -234,7 +234,9 @@ class Manager:
             self._check_slot(req.parent_session_id)
             spec = self.c.resolver(req.parent_session_id, req.agent_name)
             label = req.label or default_label(req.input)
-            child = self.new_id("s")
+            # Minted before the transaction, each in its own: an id handed out is
+            # spent even if the spawn then dies (a gap, never a repeat).
+            child, tid, rid = self.new_id("s"), self.new_id("t"), self.new_id("r")
             with self._together():  # no hidden session without its row, even on a crash
                 try:
                     self.sessions.create(Session(id=child, title=f"{req.kind or 'task'}: {label}",
@@ -243,7 +245,7 @@ class Manager:
                     raise TaskError(f"tasks: creating task session: {exc}") from exc
                 try:
                     row = self.store.create(Task(
-                        id=self.new_id("t"), run_id=self.new_id("r"),
+                        id=tid, run_id=rid,
                         parent_session_id=req.parent_session_id, child_session_id=child,
                         label=label, kind=req.kind, state=req.state,
                         parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
@@ -279,7 +281,8 @@ class Manager:
         share a database (a repository whose ``store`` is this store and has
         ``transaction``), so a crash cannot leave a session without its row;
         otherwise no grouping, and ``recover`` sweeps what a crash left."""
-        joint = getattr(self.sessions, "store", None) is self.store
+        under = getattr(self.store, "store", None)  # a wrapper's (a history Recorder's)
+        joint = getattr(self.sessions, "store", None) in (self.store, under)
         begin = getattr(self.store, "transaction", None)
         return begin() if joint and begin is not None else nullcontext()
 

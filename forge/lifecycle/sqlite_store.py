@@ -42,6 +42,7 @@ from forge.lifecycle.store import (
     duplicate,
     owes,
     tree_of,
+    under_ceiling,
 )
 from forge.variation import declare
 
@@ -49,6 +50,14 @@ from forge.variation import declare
 # processes and restarts, as a per-connection counter would make them.
 IDS_FROM_PROCESS = declare("lifecycle.ids-from-process-counter", "lifecycle",
                            "ids come from a counter of this connection, not the database")
+# ... and two ways of stepping outside the one-transaction compare-and-set.
+FINALIZE_CHECK_THEN_WRITE = declare(
+    "lifecycle.sqlite-finalize-check-then-write", "lifecycle",
+    "finalize reads the row, decides in Python, then writes it unguarded in a transaction "
+    "of its own")
+CLAIM_READS_OUTSIDE = declare(
+    "lifecycle.sqlite-claim-reads-outside-lock", "lifecycle",
+    "a retry claim reads the row before taking the write lock, then writes it unguarded")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (
@@ -131,6 +140,7 @@ class SqliteStore:
             raise ValueError(f"synchronous is FULL or NORMAL, not {synchronous!r}")
         self.path = path
         self.busy_timeout = busy_timeout
+        self.synchronous = synchronous
         self.lock = threading.RLock()
         self.db = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
                                   check_same_thread=False)
@@ -140,6 +150,13 @@ class SqliteStore:
         patiently(busy_timeout, lambda: self.db.executescript(_SCHEMA))
         self._depth = 0  # nesting of ``transaction`` on this connection
         self._process_ids = 0  # only under IDS_FROM_PROCESS
+
+    def reopen(self) -> SqliteStore | None:
+        """Another connection to this database, as another process would open
+        it; None for ``":memory:"``, a database no other connection sees."""
+        if self.path == ":memory:":
+            return None
+        return SqliteStore(self.path, self.busy_timeout, self.synchronous)
 
     def close(self) -> None:
         with self.lock:
@@ -265,13 +282,20 @@ class SqliteStore:
         if state is not KEEP:
             sets += ", state = ?"
             args.append(_dump(state))
+        where, params = f"run_id = ? AND status IN {_LIVE}", (*args, task_id, run_id)
+        if FINALIZE_CHECK_THEN_WRITE.on:
+            row = self.get(task_id)
+            if row.run_id != run_id or row.status.terminal:
+                return None
+            where, params = "1 = 1", (*args, task_id)  # the check is gone from the write
         with self.transaction() as db:
-            snap = self._cas(db, task_id, sets, f"run_id = ? AND status IN {_LIVE}",
-                             (*args, task_id, run_id))
+            snap = self._cas(db, task_id, sets, where, params)
             return self._owe(db, snap)
 
     def retry_claim(self, task_id: str, new_run_id: str, max_attempts: int,
                     max_live: int = 0) -> Task | None:
+        if CLAIM_READS_OUTSIDE.on:
+            return self._claim_read_outside(task_id, new_run_id, max_attempts)
         with self.transaction() as db:
             snap = self._cas(
                 db, task_id,
@@ -284,6 +308,19 @@ class SqliteStore:
             if snap is not None:
                 db.execute("DELETE FROM debts WHERE task_id = ?", (task_id,))
             return snap
+
+    def _claim_read_outside(self, task_id: str, new_run_id: str,
+                            max_attempts: int) -> Task | None:
+        """The mutant claim: the decision is made on a read taken before the lock."""
+        row = self.get(task_id)
+        if row.status is not TaskStatus.FAILED or not under_ceiling(row.attempt, max_attempts):
+            return None
+        with self.transaction() as db:
+            db.execute("UPDATE tasks SET status = 'working', run_id = ?, attempt = ?, "
+                       "summary = '', result = '', continuations = 0 WHERE id = ?",
+                       (new_run_id, max(row.attempt, 1) + 1, task_id))
+            db.execute("DELETE FROM debts WHERE task_id = ?", (task_id,))
+            return self.get(task_id)
 
     def release_retry_claim(self, task_id: str, run_id: str, summary: str,
                             result: str) -> Task | None:

@@ -12,7 +12,7 @@ the card and listing texts (``cards``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -22,7 +22,29 @@ from forge.lifecycle.records import Info, SpawnRequest
 from forge.lifecycle.store import NotFound
 
 if TYPE_CHECKING:
-    from forge.lifecycle.manager import Manager
+    from forge.lifecycle.store import Store
+
+
+class Manager(Protocol):
+    """What the tools ask of the manager (`forge.lifecycle.manager.Manager`),
+    named here so that this module does not depend on the manager, which
+    builds its tools from it."""
+
+    store: Store
+
+    def progress(self, info: Info) -> str: ...
+
+    def spawn_resolved(self, req: SpawnRequest) -> tuple[Any, Any]: ...
+
+    def model_has_result(self, info: Info) -> None: ...
+
+    def list(self, parent_session_id: str) -> list[Any]: ...
+
+    def status(self, task_id: str, wait: float = 0.0) -> Any: ...
+
+    def retry(self, task_id: str, via_tool: bool = False) -> Any: ...
+
+    def stop(self, task_id: str, graceful: bool = False) -> Any: ...
 
 SPAWN_TASK, TASK_STATUS, TASK_RETRY, TASK_STOP = (
     "spawn_task", "task_status", "task_retry", "task_stop")

@@ -227,7 +227,9 @@ end
 S.rep = function(s, n, sep)
   local ls, k = strlen(s), n ~= nil and tointeger(n)
   local lsep = sep == nil and 0 or strlen(sep)
-  if ls and k and lsep and k > 0 then
+  -- Lua refuses a result past its largest string size at once ("resulting
+  -- string too large", before any work): nothing to charge.
+  if ls and k and lsep and k > 0 and ls + lsep <= math.maxinteger // k then
     charge_result((ls + lsep + 0.0) * k)
   end
 end

@@ -157,7 +157,56 @@ local function charge(n)
     collectgarbage_raw('collect')
   end
 end
+-- The CPU-time backstop (forge/lua/backstop.py says how and why).  The
+-- hook reads the process's CPU clock at each firing, and past the run's
+-- deadline ends the run with an error of kind `backstop`; a run that never
+-- reaches the deadline sees nothing of it.  Past the deadline the watchdog
+-- makes every registered thread's hook fire at each instruction, so a loop
+-- of long instructions (`..` on 100 MB) stops at the next one.  `live` keeps
+-- each registered thread alive while it is registered, so the watchdog
+-- never touches a freed one.
+local cpu_clock = os.clock
+local cpu_deadline = H.cpu_deadline
+local cpu_message = H.cpu_message
+local register_thread = H.register_thread
+local running, costatus = coroutine.running, coroutine.status
+-- A finished block thread is let go at a later registration, once the
+-- registered threads have doubled since the last sweep (no instruction may
+-- follow a block's own pcall: see `run_block`).
+local live, live_count, sweep_at = {}, 0, 64
+local function unregister(co)
+  if live[co] ~= nil then
+    live[co] = nil
+    live_count = live_count - 1
+    register_thread(tostring(co), false)
+  end
+end
+local function register()
+  local co = running()
+  if live[co] == nil then
+    if live_count >= sweep_at then
+      for t in next_raw, live do
+        if costatus(t) == 'dead' then unregister(t) end
+      end
+      sweep_at = 2 * (live_count > 32 and live_count or 32)
+    end
+    live[co] = true
+    live_count = live_count + 1
+    register_thread(tostring(co), true)
+  end
+  return co
+end
+local getinfo = debug.getinfo
+local run_block             -- E.run_block, below
 local function hook()
+  if abort ~= nil or cpu_clock() > cpu_deadline then
+    if abort == nil then abort = make_error('backstop', cpu_message) end
+    -- A hook firing at every instruction fires in `run_block` after the
+    -- block's pcall has returned the abort: raising there would end the
+    -- coroutine with an error instead of that result.
+    if getinfo(2, 'f').func == run_block then return end
+    error(abort, 0)
+  end
   spend(HOOK_EVERY)
 end
 E.instructions_used = function() return used end
@@ -902,9 +951,15 @@ local load_raw = load
 E.load_library = function(source, chunkname, mode, env)
   local f, err = load_raw(source, chunkname, mode, env)
   if not f then return false, err end
-  sethook(hook, '', HOOK_EVERY)
+  -- On a thread of its own, which the backstop's watchdog may reach (the
+  -- main thread runs the engine's own calls from Python).
+  local co = cocreate(function()
+    register()
+    sethook(hook, '', HOOK_EVERY)
+    return f()
+  end)
   loading_library = true
-  local r = tpack(pcall_raw(f))
+  local r = tpack(coresume(co))
   loading_library = false
   return tunpack(r, 1, r.n)
 end
@@ -914,13 +969,18 @@ end
 -- code is the block's bytecode or its text, `mode`: see
 -- `forge.lua.runtime.loadable`); returns (true, values...) or (false, error).
 -- Installed as the body of every block coroutine.
-E.run_block = function(source, chunkname, mode, env)
+-- Nothing follows the block's pcall (a tail call): past an abort the hook
+-- raises at any instruction, and one raised outside the pcall would end the
+-- coroutine with an error instead of the block's result.
+run_block = function(source, chunkname, mode, env)
+  register()
   sethook(hook, '', HOOK_EVERY)
   if abort ~= nil then return false, abort end
   local bound, err = load_raw(source, chunkname, mode, env)
   if not bound then return false, err end
   return pcall_raw(bound)
 end
+E.run_block = run_block
 
 ---------------------------------------------------------------------------
 -- Lua the engine runs from Python on the prompt's behalf: a global read
@@ -936,6 +996,7 @@ end
 ---------------------------------------------------------------------------
 local guard_threads = {}
 local function guard_body(f, ...)
+  register()
   sethook(hook, '', HOOK_EVERY)
   local call = tpack(f, ...)
   while true do
@@ -986,8 +1047,11 @@ E.prose_argv = function(text) return { prose = text } end
 -- run.  The main thread's hook is cleared from Python before this runs.
 ---------------------------------------------------------------------------
 local weak_keys = { __mode = 'k' }     -- one metatable for the weak sets below
-E.reset = function(max_instructions, message, seed)
+E.reset = function(max_instructions, message, seed, deadline, deadline_message)
   budget, budget_message, used, pending = max_instructions, message, 0, 0
+  cpu_deadline, cpu_message = deadline, deadline_message
+  for co in next_raw, live do unregister(co) end
+  sweep_at = 64
   abort, loading_library = nil, false
   guard_depth, guard_threads = 0, {}
   host_errors = setmetatable({}, weak_keys)

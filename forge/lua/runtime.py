@@ -69,6 +69,8 @@ from typing import Any, NoReturn
 
 import lupa.lua55 as lua55
 
+from forge.lua import backstop
+
 #: Lua's string hash seed, fixed so nothing inside the runtime depends on a
 #: per-process random seed.
 STRING_HASH_SEED = 0x5EED
@@ -221,8 +223,13 @@ class LuaRuntime:
         max_memory: int = DEFAULT_MAX_MEMORY,
         random_seed: int = 0,
         reusable: bool = False,
+        max_cpu_seconds: float | None = None,
     ) -> None:
         self.keeper = Keeper(self)
+        #: The threads that run a prompt's code, for the CPU-time backstop.
+        self.threads = backstop.Threads()
+        deadline = (float("inf") if max_cpu_seconds is None
+                    else self.threads.start(max_cpu_seconds))
         self.lua = lua55.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
@@ -243,6 +250,9 @@ class LuaRuntime:
                 b"max_memory": max_memory,
                 b"random_seed": random_seed,
                 b"budget_message": budget_message(max_instructions),
+                b"cpu_deadline": deadline,
+                b"cpu_message": backstop.message(max_cpu_seconds or 0.0),
+                b"register_thread": self.threads.register,
             }
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")  # lua: own table
@@ -292,15 +302,21 @@ class LuaRuntime:
         # whose constructor raised bound nothing and has no slots.
         if "_failed" in self.__dict__:
             self.unbind(forget=False)
+        if "threads" in self.__dict__:
+            self.threads.stop()         # before the Lua state and its threads go
 
     # -- reuse -----------------------------------------------------------------
-    def begin(self, max_instructions: int, random_seed: int) -> None:
+    def begin(self, max_instructions: int, random_seed: int,
+              max_cpu_seconds: float | None = None) -> None:
         """Make a reused runtime what a fresh one would be for the next run."""
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
+        self.threads.stop()
+        deadline = (float("inf") if max_cpu_seconds is None
+                    else self.threads.start(max_cpu_seconds))
         self.fn.reset(max_instructions, budget_message(max_instructions),
-                     random_seed)
+                     random_seed, deadline, backstop.message(max_cpu_seconds or 0.0))
         self.internal_error = None
         # The earlier runs' garbage is collected only once it is as large as
         # what the runtime keeps (at most `GARBAGE_ALLOWANCE`), or when the
@@ -577,17 +593,20 @@ def reuse_enabled() -> bool:
     return os.environ.get(FRESH_ENV, "") in ("", "0")
 
 
-def acquire(max_instructions: int, random_seed: int, reuse: bool) -> LuaRuntime:
+def acquire(max_instructions: int, random_seed: int, reuse: bool,
+            max_cpu_seconds: float | None = backstop.DEFAULT_MAX_CPU_SECONDS) -> LuaRuntime:
     """A runtime for one run: an idle one made ready (`begin`) when `reuse`
-    and reuse is on, else a fresh one."""
+    and reuse is on, else a fresh one.  The run's CPU-time deadline
+    (`forge.lua.backstop`) starts now."""
     if not (reuse and reuse_enabled()):
-        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed)
+        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed,
+                          max_cpu_seconds=max_cpu_seconds)
     with _idle_lock:
         runtime = _idle.pop() if _idle else None
     if runtime is None:
         return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed,
-                          reusable=True)
-    runtime.begin(max_instructions, random_seed)
+                          reusable=True, max_cpu_seconds=max_cpu_seconds)
+    runtime.begin(max_instructions, random_seed, max_cpu_seconds)
     return runtime
 
 
@@ -595,10 +614,20 @@ def release(runtime: LuaRuntime, keep: bool = True) -> None:
     """The run that used `runtime` has ended: keep it for the next (unless
     `keep` is false, or the run did not end cleanly), or give it up."""
     runtime.unbind()
-    if keep and runtime.reusable and runtime.clean():
+    # The backstop's watchdog may have left a thread's hook firing at every
+    # instruction: such a runtime is not reused.
+    stopped = runtime.threads.tightened
+    runtime.threads.stop()
+    if keep and not stopped and runtime.reusable and runtime.clean():
         with _idle_lock:
             if len(_idle) < POOL_SIZE:
                 _idle.append(runtime)
+
+
+def ending_kind(abort: Any) -> str:
+    """The run error kind of the run-ending abort value: `Backstop` for the
+    CPU-time backstop's, `Budget` for every other budget's."""
+    return backstop.BACKSTOP_KIND if abort[b"kind"] == b"backstop" else "Budget"  # lua: own table
 
 
 def to_lua_key(k: Any) -> Any:

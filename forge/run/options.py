@@ -23,7 +23,7 @@ Its row (`Option`) says everything the front ends and the run need to know:
 
 From the rows are built: the click options (`forge.commands.params.
 harness_options`), the API's argument checks and its keywords
-(`forge.api`), the run's frozen definition (`forge.runspec.RunSpec`'s plain
+(`forge.api`), the run's frozen definition (`forge.run.spec.RunSpec`'s plain
 fields and where they go) and the replay record's `run` section and its
 checks (`forge.run.record`).  Adding a run option is one row here and the
 one place the engine reads it (CONTRIBUTING.md, "Adding a run option").
@@ -46,6 +46,7 @@ from typing import Any, Literal, TypedDict, Union
 import attrs
 
 from forge.run.values import Choice, FilePath, Rule, Seconds, Text, Whole
+from forge.sim.strategies import EXPLORING, pct
 
 #: The most tasks a harness lets run at once, and the most faults one run draws.
 MAX_CONCURRENCY = MAX_FAULT_BUDGET = 1_000_000
@@ -60,10 +61,8 @@ MAX_WORKERS = 256
 MAX_TIMEOUT = 86400.0
 #: The widest bound on an exhaustive walk's deviations.
 MAX_DEVIATIONS = 1_000_000
-#: The deepest PCT a search or a `pct:SEED:DEPTH` spelling may ask for.
-MAX_PCT_DEPTH = 1000
-#: How schedules are drawn in an exploration.
-EXPLORE_STRATEGIES = ("random", "pct", "exhaustive")
+#: The deepest PCT a search or a spelling may ask for (the strategy's own bound).
+MAX_PCT_DEPTH = pct.MAX_DEPTH
 
 Shape = Literal["value", "folder", "script", "latency", "refuse", "kinds"]
 
@@ -112,6 +111,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_instructions", Whole(MIN_INSTRUCTIONS),
            "Lua instruction budget for the whole run (ends runaway loops).",
            into=("config", "max_instructions")),
+    Option("max_steps", Whole(1), "The most scheduling steps the run may take (ends unbounded "
+                                  "spawning or waiting).", into=("config", "max_steps"),
+           recorded="when_set"),
+    Option("max_cpu_seconds", Seconds(MAX_TIMEOUT, positive=True),
+           "CPU seconds the run may use before the backstop ends it as `Backstop`, an ending "
+           "that is not deterministic (default 8).", into=("config", "max_cpu_seconds"),
+           recorded="when_set", metavar="SECONDS"),
     Option("faults", Text(), "Let the chooser inject faults: a comma-separated list of store, "
                              "model, tool, operator, cancel.", default="", shape="kinds",
            metavar="KINDS"),
@@ -132,7 +138,7 @@ RULES: dict[str, Rule] = {
     "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
     "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
     "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
-    "strategy": Choice(EXPLORE_STRATEGIES),
+    "strategy": Choice(EXPLORING),
 }
 
 #: A file path: a `str` or an `os.PathLike` (a `pathlib.Path`).
@@ -158,6 +164,8 @@ class RunOptions(TypedDict, total=False):
     refuse: Refusals | None
     cancel_at: float | None
     max_instructions: int | None
+    max_steps: int | None
+    max_cpu_seconds: float | None
     faults: str | Iterable[str]
     fault_budget: int
 

@@ -24,8 +24,9 @@ import json
 from typing import Any
 
 from forge.errors import InputError
-from forge.harness import FAULT_KINDS, FaultPlan
+from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
+from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
 from forge.run.options import BY_NAME, PLAIN, Option
 from forge.run.spec import RunSpec, Script, text_sha256
@@ -64,7 +65,17 @@ def record(spec: RunSpec, expect: Any, seed: int, choices, obs: dict, *,
            failure: dict | None = None, strategy: dict | None = None) -> dict:
     """The format-1 replay record (`forge.sim.replayfile`) of one run of `spec`,
     whose observation was `obs`; `expect` is what every schedule must
-    satisfy (a `forge.runspec.Expectation`, recorded by its `to_json`)."""
+    satisfy (a `forge.runspec.Expectation`, recorded by its `to_json`).
+
+    Raises:
+        InputError: the run ended at the CPU-time backstop (`forge.lua.backstop`):
+            where that stops a run depends on the machine, so no replay file
+            may claim to reproduce it.
+    """
+    if (obs.get("error") or {}).get("kind") == BACKSTOP_KIND:
+        raise InputError("no replay file written: the run ended at the CPU-time backstop, whose "
+                         "ending is not deterministic, so no replay can reproduce it",
+                         file="--replay-out")
     out = {
         "kit": kit_version(),
         **_run_sections(spec, seed),
@@ -96,7 +107,9 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "run": {**recorded_options(spec), "seed": seed,
                 "latency": {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
-                            **({"orders": True} if spec.orders else {})},
+                            **({"orders": True} if spec.orders else {}),
+                            **({"ties": True} if spec.latency_ties and not spec.orders
+                               else {})},
                 "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
@@ -138,6 +151,9 @@ class FileReplay(ReplayProvider):
             raise InputError("$.run.latency.orders: the file records a run in orders mode "
                              "(exhaustive search), whose choices pick completions, not "
                              f"durations: {how}", file=path, kind="replay")
+        # No flag sets the tie options: the run takes the file's
+        # (`forge.runspec.Runner` reads them from the file).
+        spec = attrs.evolve(spec, latency_ties=recorded.latency_ties)
         differs = _first_difference(_comparable(recorded, rec["run"]["seed"]),
                                     _comparable(spec, seed))
         if differs is not None:
@@ -215,6 +231,7 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
                    refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
                    orders=bool(run["latency"].get("orders", False)),
+                   latency_ties=bool(run["latency"].get("ties", False)),
                    **{o.name: run.get(o.name, o.default) for o in PLAIN})
 
 
@@ -243,13 +260,19 @@ def _check_sections(r: Reader, data: dict) -> None:
             _check_option(r, option, run[option.name])
     r.check(is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
-    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"), optional=("orders",))
-    r.check(isinstance(latency.get("orders", False), bool), "$.run.latency.orders",
-            "true or false")
+    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"),
+                       optional=("orders", "ties"))
+    for flag in ("orders", "ties"):
+        r.check(isinstance(latency.get(flag, False), bool), f"$.run.latency.{flag}",
+                "true or false")
     base = latency["base"]
     r.check(isinstance(base, dict) and all(isinstance(k, str) and is_number(v)
                                            and 0 <= v <= MAX_SECONDS for k, v in base.items()),
             "$.run.latency.base", f"an object of operation: seconds from 0 to {MAX_SECONDS:g}")
+    for op in base:
+        # The operations `--latency` takes (`forge.runspec`'s check of the flag).
+        r.check(op in DEFAULT_LATENCY, "$.run.latency.base",
+                f"unknown operation {op[:40]!r}; the operations are " + ", ".join(DEFAULT_LATENCY))
     r.each(latency["menu"], "$.run.latency.menu",
            f"each multiplier a number from 0 to {MAX_MULTIPLIER:g}",
            lambda m: is_number(m) and 0 <= m <= MAX_MULTIPLIER)

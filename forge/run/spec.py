@@ -48,7 +48,10 @@ def _spec_fields() -> dict[str, Any]:
         refuse=attrs.field(factory=dict),
         # Orders mode (`forge.sim.orders`): durations stay canonical and the
         # chooser picks which completion fires next (exhaustive search's mode).
-        orders=attrs.field(default=False))
+        orders=attrs.field(default=False),
+        # Tie-seeking durations (`forge.harness.LatencyModel.ties`); off for
+        # a replay file written before them, which does not say `ties`.
+        latency_ties=attrs.field(default=True))
     return fields
 
 

@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 import attrs
 
 from forge.sim import shrink as shrinking
-from forge.sim.chooser import Chooser, Provider, RandomProvider, ReplayProvider
-from forge.sim.pct import PCTCampaign
+from forge.sim.chooser import Chooser, Provider, ReplayProvider
+from forge.sim.strategies import lookup
 
 Subject = Callable[[Chooser], tuple[dict, str]]
 Check = Callable[[dict], list[str]]
@@ -132,16 +132,15 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
-    campaign = PCTCampaign(pct_depth) if strategy == "pct" else None
+    campaign = lookup(strategy).campaign(pct_depth)
     runs = 0
     for seed in seeds:
-        provider = campaign.provider(seed) if campaign else RandomProvider(seed)
+        provider = campaign.provider(seed)
         described = provider.describe()
         # The run's own seed is the schedule's: seed N here is `forge run --seed N`.
         chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
-        if campaign:
-            campaign.learn(provider)
+        campaign.learn(provider)
         runs += 1
         traces.add(sha)
         tally(outcomes, (str(obs.get("outcome")),))
@@ -155,5 +154,5 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             if stop_at_first:
                 break
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
-                  horizon=campaign.horizon if campaign else None,
+                  horizon=campaign.horizon,
                   faults=dict(sorted(faults.items())))

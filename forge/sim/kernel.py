@@ -90,6 +90,10 @@ class Kernel:
         self.orders = orders
         #: Orders mode: the label and footprint keys of each free entry, by seq.
         self._free: dict[int, tuple[str, frozenset[str]]] = {}
+        #: (time, seq) of every entry that is not a completion, and the seqs
+        #: of those not yet popped (`until_timer`).
+        self._timers: list[tuple[int, int]] = []
+        self._timer_seqs: set[int] = set()
         #: Orders mode: (time, priority, seq) of the entry popped last.
         self._last: tuple[int, int, int] = (-1, 0, 0)
 
@@ -102,6 +106,9 @@ class Kernel:
         seq = next(self._seq)
         time = self.now + delay_ns
         heapq.heappush(self._queue, (time, priority, seq, event))
+        if priority != COMPLETE:
+            heapq.heappush(self._timers, (time, seq))
+            self._timer_seqs.add(seq)
         if free is not None and self.orders is not None:
             self._free[seq] = free
         return Timer(seq, time)
@@ -109,16 +116,42 @@ class Kernel:
     def cancel(self, timer: Timer) -> None:
         """Drop a scheduled entry; cancelling twice or after it fired is harmless."""
         self._cancelled.add(timer.seq)
+        self._timer_seqs.discard(timer.seq)
 
     def _drop_cancelled(self) -> None:
         while self._queue and self._queue[0][2] in self._cancelled:
             _, _, seq, _ = heapq.heappop(self._queue)
             self._cancelled.discard(seq)
+            self._timer_seqs.discard(seq)
 
     def peek(self) -> int | None:
         """Time of the next live entry, or None when nothing is scheduled."""
         self._drop_cancelled()
         return self._queue[0][0] if self._queue else None
+
+    def until_timer(self) -> int | None:
+        """Nanoseconds from now to the earliest live timer later than now (an
+        entry that is not a completion: a wait's timeout, a host fault), or
+        None when there is none: where a duration must end to tie with it.
+
+        Timers have a heap of their own (`_timers`), walked from its root
+        down to the first live entry later than now on each path: entries at
+        or before now, fired or cancelled, are few, so this costs about
+        their number, not the number of pending completions."""
+        timers, live, best, now = self._timers, self._timer_seqs, None, self.now
+        while timers and (timers[0][1] not in live or timers[0][1] in self._cancelled):
+            heapq.heappop(timers)           # fired or cancelled: never again
+        stack = [0] if timers else []
+        while stack:
+            i = stack.pop()
+            time, seq = timers[i]
+            if best is not None and time >= best:
+                continue        # every entry below is as late or later
+            if time > now and seq in live and seq not in self._cancelled:
+                best = time
+                continue
+            stack.extend(j for j in (2 * i + 1, 2 * i + 2) if j < len(timers))
+        return None if best is None else best - now
 
     def pop(self) -> tuple[int, Any]:
         """Advance the clock to the next live entry and return (seq, event)."""
@@ -128,6 +161,7 @@ class Kernel:
         time, _, seq, event = heapq.heappop(self._queue)
         assert time >= self.now, "the clock never runs backwards"
         self.now = time
+        self._timer_seqs.discard(seq)
         return seq, event
 
     def _pop_picked(self) -> tuple[int, Any]:
@@ -159,6 +193,7 @@ class Kernel:
         self._queue.remove(entry)
         heapq.heapify(self._queue)
         self._free.pop(entry[2], None)
+        self._timer_seqs.discard(entry[2])
         self.now = max(self.now, at)
         self._last = (self.now, entry[1], entry[2])
         return entry[2], entry[3]
@@ -169,6 +204,8 @@ class Kernel:
         self._queue.clear()
         self._cancelled.clear()
         self._free.clear()
+        self._timers.clear()
+        self._timer_seqs.clear()
 
     def __len__(self) -> int:
         self._drop_cancelled()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -122,7 +123,35 @@ def load_json(path: str) -> Any:
         r.bad("", "the JSON is nested too deeply")
     except ValueError as e:  # an integer of thousands of digits
         r.bad("", f"not a replay file the kit will read: {e}")
+    # Decoded UTF-8 holds no surrogate: one can come only from a `\\uD8xx`
+    # escape, so the walk runs only when the text has one.
+    if _SURROGATE_ESCAPE.search(raw):
+        where = _lone_surrogate(data)
+        if where is not None:
+            r.bad(where, "a string that is not valid Unicode (a lone surrogate)")
     return data
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _lone_surrogate(data: Any) -> str | None:
+    """The JSON path of the first string (or key) holding a lone surrogate, or None."""
+    stack = [(data, "$")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return where
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, where))
+                stack.append((item, f"{where}.{key}"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+    return None
 
 
 def read_replay(path: str, shape: RecordShape | None = None) -> dict:

@@ -365,3 +365,43 @@ def test_returned_values_pickle_and_deep_copy(tmp_path):
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
         assert pool.submit(_observation_in_a_worker, 2).result() == values[0]
+
+
+def test_run_options_type_the_table():
+    """`forge.RunOptions`, the API's run keywords for type checkers, names the
+    rows of the options table in its order, and each function's signature
+    spells them out with the table's defaults (None for `replay`: the
+    recording's) (kit: api.arguments-table)."""
+    from forge.run.options import OPTIONS
+
+    assert list(forge.RunOptions.__annotations__) == [o.name for o in OPTIONS]
+    for function, recorded in ((forge.run_prompt, False), (forge.explore, False),
+                               (forge.replay, True)):
+        parameters = inspect.signature(function).parameters
+        for option in OPTIONS:
+            assert parameters[option.name].default == (None if recorded else option.default)
+
+
+def test_a_run_option_is_its_row_on_every_front_end(tmp_path):
+    """`max_steps` (`--max-steps`) is one row of the options table and the
+    engine's use: the keyword and the flag end the run at the budget, are
+    refused alike, and a replay file records it only when it is set and
+    replays it (kit: api.arguments-table)."""
+    import json
+
+    small = forge.run_prompt(TWO, max_steps=1)
+    assert small.outcome == "failed" and "step budget exhausted" in small.error["message"]
+    assert forge.run_prompt(TWO).ok
+    with pytest.raises(forge.InputError, match="^run_prompt: max_steps must be at least 1, "
+                                               "got 0$"):
+        forge.run_prompt(TWO, max_steps=0)
+    assert _cli_line("run", "examples/two-tasks.md", "--max-steps", "0") == \
+        "forge: --max-steps must be at least 1, got 0"
+    budget, plain = tmp_path / "budget.json", tmp_path / "plain.json"
+    forge.run_prompt(TWO, max_steps=1, replay_out=budget)
+    forge.run_prompt(TWO, replay_out=plain)
+    assert json.loads(budget.read_text())["run"]["max_steps"] == 1
+    assert "max_steps" not in json.loads(plain.read_text())["run"]
+    again = forge.replay(budget)
+    assert again.identical and again.observation.outcome == "failed"
+    assert forge.replay(budget, max_steps=10_000).observation.ok

@@ -120,3 +120,66 @@ def test_the_scan_sees_a_raw_access(tmp_path):
     module.write_text("def f(t, k):\n    t[k.encode()] = t[b'k']  # lua: own table\n"
                       "    return t[b'k']\n")
     assert _raw_lua_accesses(module) == ["probe.py:3: return t[b'k']"]
+
+
+# -- the CPU-time backstop (forge/lua/backstop.py) ------------------------------------------
+
+#: Loops of single instructions whose work grows with their data: no count reaches them.
+BACKSTOP = {
+    "concat-100mb-loop": "local s = string.rep('x', 100 * 1024 * 1024) "
+                         "for i = 1, 1e6 do local t = s .. 'y' end",
+    "compare-long-equal-prefix": "local a = string.rep('x', 50 * 1024 * 1024) .. 'a' "
+                                 "local b = string.rep('x', 50 * 1024 * 1024) .. 'b' "
+                                 "local n = 0 for i = 1, 1e6 do if a < b then n = n + 1 end end",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BACKSTOP))
+def test_a_loop_of_long_instructions_ends_at_the_cpu_backstop(name):
+    """`..` on a 100 MB string and `<` on long equal-prefixed strings in a loop end with the
+    backstop's own error kind, whose message says the ending is not deterministic
+    (kit: budget.cpu-backstop)."""
+    obs = run_text(prompt_text(section("Main", BACKSTOP[name])), max_cpu_seconds=0.5)
+    assert obs["error"]["kind"] == "Backstop", obs["error"]
+    assert "CPU time limit reached: the run used more than 0.5 s" in obs["error"]["message"]
+    assert "not deterministic" in obs["error"]["message"]
+
+
+def test_a_run_under_its_cpu_limit_is_untouched_by_the_backstop():
+    """A run that stays under the limit ends as it always did (kit: budget.cpu-backstop)."""
+    obs = run_text(prompt_text(section("Main", "while true do end")), max_instructions=100_000,
+                   max_cpu_seconds=60.0)
+    assert obs["error"]["kind"] == "Budget"
+
+
+def test_a_run_the_backstop_ended_never_becomes_a_replay_record():
+    """A replay record claims its run reproduces; a Backstop ending cannot, so no record is
+    made of it (kit: budget.cpu-backstop)."""
+    from forge.errors import InputError
+    from forge.run.record import record
+    from forge.runspec import Expectation, spec_from_flags
+
+    spec = spec_from_flags(str(ROOT / "examples" / "two-tasks.md"))
+    obs = {"outcome": "failed", "error": {"kind": "Backstop", "message": "CPU time limit"}}
+    with pytest.raises(InputError, match="not deterministic"):
+        record(spec, Expectation(), 0, [], obs)
+    assert record(spec, Expectation(), 0, [], {"outcome": "ok"})["run"]["seed"] == 0
+
+
+def test_the_cpu_limit_is_a_run_option_of_the_api_and_the_command_line(tmp_path):
+    """`max_cpu_seconds` (`--max-cpu-seconds`) sets the backstop's limit; a run the backstop
+    ended writes no replay file (kit: budget.cpu-backstop)."""
+    from click.testing import CliRunner
+
+    from forge.api import run_prompt
+    from forge.cli import main
+
+    prompt = tmp_path / "p.md"
+    prompt.write_text(prompt_text(section("Main", BACKSTOP["concat-100mb-loop"])))
+    assert run_prompt(prompt, max_cpu_seconds=0.5).error["kind"] == "Backstop"
+    replay = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["run", str(prompt), "--max-cpu-seconds", "0.5",
+                                       "--replay-out", str(replay)])
+    assert result.exit_code == 2
+    assert "--replay-out: no replay file written" in result.stderr
+    assert not replay.exists()

@@ -11,7 +11,8 @@ and every row's child session exists (no orphan: spawn writes the two in one
 transaction, and ``recover`` sweeps what a repository without one leaves); and
 every row is in a legal state (no working row survives the sweep, attempts
 within the ceiling, every owed wake-up names its row's current, terminal,
-reportable ending).
+reportable ending). The two spawning processes record every store call they
+make (``history.Recorder``), and the two histories together are linearizable.
 
 Sizes: ``FORGE_CRASH_KILLS`` kills (default 25, a few seconds) and
 ``FORGE_SPAWN_RACE_SECONDS`` of two-process spawning (default 1.5); the
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 
 import forge
+from forge.lifecycle.history import Recorder, cut, read
+from forge.lifecycle.linearizability import check
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import TaskStatus
 from forge.lifecycle.sqlite_store import SqliteStore
@@ -44,20 +47,22 @@ MAX_ATTEMPTS = 3
 WORKER = r'''
 import json, random, sys
 from forge.lifecycle.errors import TaskError
+from forge.lifecycle.history import Recorder
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import RunOutcome, SpawnRequest, StopOutcome
 from forge.lifecycle.sqlite_store import SqliteStore
 
 path, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)
-store = SqliteStore(path, synchronous="NORMAL")
+store = Recorder(SqliteStore(path, synchronous="NORMAL"), process=f"worker{seed}",
+                 journal=open(path + ".journal", "a", encoding="utf-8"))
 mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
                      stopper=lambda run, graceful: StopOutcome.CANCELLED,
                      max_concurrent_per_parent=1000))
 mgr.recover()
 print("READY", flush=True)
 while True:
-    rows = store.list_all()
+    rows = store.store.list_all()  # choosing what to do is no part of the history
     live = [t for t in rows if t.status.value == "working"]
     failed = [t for t in rows if t.status.value == "failed" and t.attempt < 3]
     pick = lambda ts: ts[rng.randrange(len(ts))]
@@ -93,13 +98,15 @@ while True:
 
 SPAWNER = r'''
 import json, sys, time
+from forge.lifecycle.history import Recorder, write
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import SpawnRequest
 from forge.lifecycle.sqlite_store import SqliteStore
 
 path, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-store = SqliteStore(path, synchronous="NORMAL")
-mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
+raw = SqliteStore(path, synchronous="NORMAL")
+store = Recorder(raw, process=name)
+mgr = Manager(Config(store=store, sessions=raw.sessions(), launcher=lambda req: None,
                      max_concurrent_per_parent=10**9))
 print("READY", flush=True)
 sys.stdin.readline()  # both start together
@@ -108,21 +115,31 @@ ids = []
 while time.monotonic() < end:
     t = mgr.spawn(SpawnRequest(parent_session_id="p-" + name, agent_name="a", input="x"))
     ids.append([t.id, t.run_id, t.child_session_id])
+write(path + "." + name + ".history.jsonl", store.history)
 print(json.dumps(ids), flush=True)
 '''
+
+
+#: The two-process history is checked up to this many calls: the spawns of one
+#: parent form one part (the per-parent cap reads all its tasks), whose search
+#: costs grow with calls times rows.
+HISTORY_LIMIT = 5_000
 
 
 def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(Path(forge.__file__).resolve().parent.parent)}
 
 
-def _restart(db: str) -> tuple[SqliteStore, Manager, list[str]]:
-    """What a host does on start: open, a Manager, recover; who was reported."""
+def _restart(db: str, kill: int = 0) -> tuple[SqliteStore, Manager, list[str]]:
+    """What a host does on start: open, a Manager, recover; who was reported.
+    Its store calls go to the journal the workers write."""
     store = SqliteStore(db)
     reported: list[str] = []
-    mgr = Manager(Config(store=store, sessions=store.sessions(), launcher=lambda req: None,
-                         on_finished=lambda t: reported.append(t.id)))
-    mgr.recover()
+    with open(db + ".journal", "a", encoding="utf-8") as journal:
+        mgr = Manager(Config(store=Recorder(store, process=f"restart{kill}", journal=journal),
+                             sessions=store.sessions(), launcher=lambda req: None,
+                             on_finished=lambda t: reported.append(t.id)))
+        mgr.recover()
     return store, mgr, reported
 
 
@@ -165,6 +182,7 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
                                 text=True)
         ready = proc.stdout.readline().strip()
         assert ready == "READY", proc.stderr.read()
+        first = proc.stdout.readline()  # the first call has begun: kill amid the work
         time.sleep(rng.uniform(0.0, 0.04))
         proc.send_signal(signal.SIGKILL)
         out, err = proc.stdout.read(), proc.stderr.read()
@@ -173,7 +191,7 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
         proc.stderr.close()
         assert proc.returncode == -signal.SIGKILL, err
         in_call = False
-        for line in out.splitlines():
+        for line in [first, *out.splitlines()]:
             try:
                 entry = json.loads(line)
             except ValueError:
@@ -190,14 +208,20 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
                 assert entry[1] not in runs_seen, f"run id {entry[1]} handed out twice"
                 runs_seen.add(entry[1])
         mid_call += in_call
-        store, _mgr, _reported = _restart(db)
+        store, _mgr, _reported = _restart(db, kill)
         try:
             _check_legal(store, spawned)
         finally:
             store.close()
     assert len(spawned) > KILLS // 2, "the kills landed before any real work"
+    # Every store call of every worker and restart, the killed ones unknown:
+    # one linearizable history across all the processes' lives.
+    history = read(db + ".journal")
+    unknown = sum(op.unknown for op in history)
+    verdict = check(history)
+    assert verdict.ok, verdict.text()
     print(f"{KILLS} kills ({mid_call} mid-call), {len(spawned)} spawns returned, "
-          f"{len(runs_seen)} run ids, 0 orphans")
+          f"{len(runs_seen)} run ids, 0 orphans; {verdict.text()}, {unknown} unknown")
 
 
 def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) -> None:
@@ -223,6 +247,14 @@ def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) 
         minted.extend(got)
     ids = [i for triple in minted for i in triple]
     assert len(set(ids)) == len(ids), "two spawns were handed the same id"
+    # what the two processes did to the store, on one clock, is linearizable
+    from forge.lifecycle.history import read
+    from forge.lifecycle.linearizability import check
+
+    history = sorted((op for name in ("a", "b") for op in read(f"{db}.{name}.history.jsonl")),
+                     key=lambda op: op.call)
+    verdict = check(cut(history, HISTORY_LIMIT))
+    assert verdict.ok, verdict.text()
     store = SqliteStore(db)
     try:
         rows = store.list_all()
@@ -231,7 +263,8 @@ def test_two_processes_spawning_into_one_database_never_collide(tmp_path: Path) 
         assert sorted(s.id for s in sessions) == sorted(c for _t, _r, c in minted)
     finally:
         store.close()
-    print(f"{len(minted)} spawns from 2 processes in {RACE_SECONDS}s, 0 collisions")
+    print(f"{len(minted)} spawns from 2 processes in {RACE_SECONDS}s, 0 collisions; "
+          f"{verdict.text()}")
 
 
 def test_a_restart_mints_ids_after_the_last_one(tmp_path: Path) -> None:

@@ -274,3 +274,14 @@ def test_chromium_draws_the_minimal_history(tmp_path):
                          capture_output=True, text=True, timeout=120).stdout
     assert dom.count('class="lane"') == 2 and dom.count('class="op"') == 3
     assert "not linearizable: 3 operations with no legal order" in dom
+
+
+def test_a_cut_of_a_linearizable_history_stays_linearizable():
+    """``history.cut``: the first n calls, those running at the cut unknown."""
+    from forge.lifecycle.history import cut
+
+    history = _threads(MemoryStore(), processes=4, rounds=40)
+    for n in (1, 7, 50, 100):
+        part = cut(history, n)
+        assert len(part) == n and check(part).ok
+    assert cut(history, 10**6) == sorted(history, key=lambda op: op.call)

@@ -189,3 +189,19 @@ def test_threads_share_one_sqlite_store():
     for t in threads:
         t.join()
     assert errors == [] and all(t.status is C for t in store.list_all())
+
+
+@pytest.mark.parametrize("site", ["lifecycle.ids-from-process-counter",
+                                  "lifecycle.sqlite-finalize-check-then-write",
+                                  "lifecycle.sqlite-claim-reads-outside-lock"])
+def test_the_history_check_kills_each_durability_mutant(site, tmp_path_factory):
+    """(lifecycle.store.transactional, lifecycle.finalize.single-winner,
+    lifecycle.retry.cas) With the site switched on, the history that threads on
+    connections of their own to one SQLite file record has no legal order, and
+    the contract's history check says so; with it off, the same check passes."""
+    factory = _factories(tmp_path_factory)["sqlite-file"]
+    check = CHECKS["connections_history_is_linearizable"]
+    with variation.switched(site):
+        with pytest.raises(AssertionError, match="the recorded history is not linearizable"):
+            check(factory)
+    check(factory)

@@ -1,0 +1,77 @@
+"""The strategy registry: how schedules are drawn, one module per strategy, looked up by name.
+
+A strategy is one module of this package that declares a `Strategy`:
+its name, its spelling for one run (`forge run --strategy NAME:...`)
+and how the spelling's arguments give a provider, the parameters a search
+under it reads, the state a search over seeds shares (its campaign), and
+whether such a search may be spread over processes or cut into shards.
+Every front end - the command line's `--strategy` flags, the Python API,
+a campaign over processes, a replay - looks a strategy up here by name
+(`lookup`), so a strategy's spelling is written in its own module only and
+adding one is adding a module to `STRATEGIES`.
+
+What does not live here: the providers and campaigns themselves
+(`forge.sim.chooser`, `forge.sim.pct`), which each module points at; the
+searches (`forge.sim.explore`, `forge.sim.exhaustive`); turning a refusal
+into the kit's one-line error (`forge.assembly`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from forge.sim.chooser import Provider
+from forge.sim.strategies import canonical, exhaustive, pct, random, replay
+from forge.sim.strategies.base import Campaign, Strategy
+
+#: Every strategy, in the order usage lines name them.
+STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, random.STRATEGY, pct.STRATEGY,
+                                    exhaustive.STRATEGY, replay.STRATEGY)
+_BY_NAME = {s.name: s for s in STRATEGIES}
+#: The strategies `forge explore` offers, by name.
+EXPLORING = tuple(s.name for s in STRATEGIES if s.explores)
+#: The strategies of one run, spelled as `forge run --strategy` takes them.
+SPELLINGS = tuple(s.spelling for s in STRATEGIES if s.spelling is not None)
+#: Every spelling of one run, as one regular expression.
+SPELLING = re.compile("|".join(
+    s.name + (f":{s.arguments}" if s.arguments is not None else "")
+    for s in STRATEGIES if s.spelling is not None), re.ASCII | re.DOTALL)
+
+
+def lookup(name: str) -> Strategy:
+    """The strategy called `name` (a `KeyError` for none)."""
+    return _BY_NAME[name]
+
+
+def usage(spelling: str) -> str:
+    """The refusal of a spelling no strategy has, naming those there are."""
+    *rest, last = SPELLINGS
+    return f"unknown strategy {spelling!r}: use {', '.join(rest)} or {last}"
+
+
+def parse(spelling: str) -> tuple[Strategy, str]:
+    """The strategy a spelling names and its arguments (after `NAME:`).
+
+    Raises:
+        ValueError: a spelling no strategy has (`usage`).
+    """
+    if not SPELLING.fullmatch(spelling):
+        raise ValueError(usage(spelling))
+    name, _, arguments = spelling.partition(":")
+    return _BY_NAME[name], arguments
+
+
+def make_provider(spelling: str) -> Provider:
+    """The provider of one run from its spelling (`SPELLINGS`: each
+    strategy's own).
+
+    Raises:
+        ValueError: an unknown spelling, or arguments its strategy refuses.
+    """
+    strategy, arguments = parse(spelling)
+    assert strategy.provider is not None    # a strategy with a spelling has a provider
+    return strategy.provider(arguments)
+
+
+__all__ = ["Campaign", "EXPLORING", "SPELLING", "SPELLINGS", "STRATEGIES", "Strategy",
+           "lookup", "make_provider", "parse", "usage"]
