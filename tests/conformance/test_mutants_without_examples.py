@@ -1,8 +1,8 @@
-"""`forge mutants` outside a source checkout (kit: mutants-examples).
+"""`forge mutants` without its example prompts (kit: mutants-examples).
 
-A wheel install has no `examples/`; scoring mutants without the example
-prompts would let the mutants only the invariants kill survive, so the
-command refuses with one line instead.
+A wheel install ships them as data files (`forge.shipped`); one that lost
+them would let the mutants only the invariants kill survive if it scored,
+so the command refuses with one line instead.
 """
 
 import pytest
@@ -14,7 +14,8 @@ from forge.errors import InputError
 def test_missing_examples_are_refused_not_scored(tmp_path, monkeypatch):
     """(kit: mutants-examples)"""
     monkeypatch.setattr(mutants, "EXAMPLES", tmp_path / "examples")
-    with pytest.raises(InputError, match=r"cannot find .*examples; run it from a clone of the kit"):
+    with pytest.raises(InputError, match=r"cannot find .*examples; reinstall the kit \(pip install \.\) or run it "
+                                         r"from a clone"):
         mutants.explore_prompts()
     with pytest.raises(InputError):
         mutants.kill_matrix(mutants.CATALOGUE[:1], [], seeds=1, workers=2)
