@@ -157,7 +157,8 @@ class Run:
             self.host, self.models, self.tasks_api, self.harness_ops)
         if self.harness.latency.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
-                                                lambda: not self.seed_independent())
+                                                lambda: not self.seed_independent(),
+                                                self.trace.reads)
 
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:

@@ -365,6 +365,9 @@ class TasksAPI:
         t, error = self.owned(chain, task_id, allow_self=True)
         if error:
             return error
+        # What status shows of a task (note, blocked, section) changes in that
+        # task's own steps: a footprint read, for partial-order reduction.
+        self.ctx.trace.read(f"task:{t.id}")
         status = t.status_json()
         status.pop("reason", None)
         table = self.lua.table({k: v for k, v in status.items() if k != "tasks"})

@@ -28,8 +28,10 @@ runs backwards.
 Each pick also starts a *segment*: everything the run does until the next
 `complete` decision.  `Segments` reads what each segment touched from the
 engine's own records - the trace (which chains stepped, which calls they
-made, which operations they issued), the events (logs, store outcomes, the
-tasks they belong to), the completions' own keys, and the faults drawn - for
+made, which operations they issued), the reads no trace record shows (a
+status read of a task, `forge.sim.trace.Trace.reads`), the events (logs,
+store outcomes, the tasks they belong to), the completions' own keys, and
+the faults drawn - for
 the reduction (`forge.sim.reduction`) to tell independent picks apart.
 
 What does not live here: the event queue (`forge.sim.kernel`, which calls
@@ -39,6 +41,7 @@ independence (`forge.sim.reduction`).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,9 +73,11 @@ class CompletionOrder:
     """One run's completion picker and the record of its segments."""
 
     def __init__(self, chooser: Any, records: list, events: list,
-                 seed_reached: Callable[[], bool]) -> None:
+                 seed_reached: Callable[[], bool], reads: list | None = None) -> None:
         self.chooser = chooser
         self.records, self.events = records, events
+        #: (records before it, key) of each read no record shows (`Trace.reads`).
+        self.reads = reads if reads is not None else []
         self._seed_reached = seed_reached
         #: Per decision: (choice position, label, trace length, event count,
         #: keys of the forced pops and picks since the segment began).
@@ -141,6 +146,13 @@ class CompletionOrder:
                     path = record.get("path")
                     keys.add(f"path:{path}" if path is not None
                              and record.get("store") != "glob" else "path:*")
+        # Reads the trace does not show (a status read of a task), by the
+        # number of records before each: those made inside this segment.
+        reads = self.reads
+        for n in range(bisect.bisect_left(reads, (trace_at, "")), len(reads)):
+            if reads[n][0] >= trace_end:
+                break
+            keys.add(reads[n][1])
         for kind, _, task, _, _ in self.events[event_at:event_end]:
             if kind == "lua":
                 keys.add("log")

@@ -6,8 +6,10 @@ of independent steps.  The steps reduced here are the picks of orders mode
 everything the run does until the next such pick (its *segment*).  Two picks
 are *independent* when their segments' footprints - the engine's own facts
 about what each touched: chains stepped, tasks whose events they wrote,
-store paths (a path conflicts with itself, its parents and its children; a
-glob with every path), log lines - are disjoint and neither holds `GLOBAL`.
+tasks whose status they read (`tasks.status` shows a task's note and what
+it is blocked on, which change in that task's own steps), store paths (a
+path conflicts with itself, its parents and its children; a glob with
+every path), log lines - are disjoint and neither holds `GLOBAL`.
 A segment is `GLOBAL` when it did anything those keys cannot describe: a
 task started, ended, spawned, was admitted or delivered a result, a wait
 timed out, a call other than a store operation, a fault, a host cancel, or,
@@ -30,10 +32,16 @@ What lives here: independence and the provider that keeps sleep sets along
 one run.  What does not: the search (`forge.sim.exhaustive`), and how
 footprints are read (`forge.sim.orders`).
 
-Stated limits: the reduction trusts that a store write never crosses the
+What `tasks.ready` and `tasks.pending` show (whether a task is live) and
+the rest of a status table (state, live children, turns, section) change
+only in segments that are `GLOBAL` anyway: a task starts, ends, spawns,
+runs a model round, calls or jumps.  `tests/sim/test_reduction_differential.py`
+compares reduced and unreduced searches on generated prompts that race on
+the store, note and read one another's status.
+
+Stated limit: the reduction trusts that a store write never crosses the
 store's quota in one order and not in the other (the quota is a count over
-every path), and that a status read (`tasks.status`) inside a quiet segment
-of one task does not observe another task moving between store operations.
+every path).
 """
 
 from __future__ import annotations

@@ -61,11 +61,21 @@ class Trace:
         self.records: list[dict] = []
         self.watchers: tuple[Watcher, ...] = ()
         self.violations: list[Violation] = []
+        #: What steps read that no record shows, as (records before it,
+        #: footprint key): a status read of a task (`task:ID`).  Not part of
+        #: the trace's bytes; orders mode's footprints read it
+        #: (`forge.sim.orders`), so that partial-order reduction sees a step
+        #: that observes another task's note or state as dependent on it.
+        self.reads: list[tuple[int, str]] = []
 
     def emit(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
         record.update(fields)
         self.records.append(record)
+
+    def read(self, key: str) -> None:
+        """A step read what footprint `key` names (see `reads`)."""
+        self.reads.append((len(self.records), key))
 
     def observe(self, watchers: Iterable[Watcher]) -> None:
         """Feed every record from now on to each of `watchers`."""
