@@ -37,7 +37,8 @@ function) for the run bound to the runtime (`bind`), is kept alive by the
 runtime itself as well, and after the run answers for no run (`unbind`).
 Binding a run is one assignment, however large its library (`library`).
 The only other Python objects Lua ever holds
-are the model side's: model handles (userdata, as prompts must see them) and
+are the CPU-time backstop's thread registry (`thread_registry`, which holds
+no lupa object and no run) and the model side's: model handles (userdata, as prompts must see them) and
 the errors reading or calling one raises (`Keeper`).  They hold plain data
 and no lupa object, so Lua's collector may free them, and the runtime keeps
 each alive as long as it lives, so a late finalizer can never leave a
@@ -226,8 +227,12 @@ class LuaRuntime:
         max_cpu_seconds: float | None = None,
     ) -> None:
         self.keeper = Keeper(self)
-        #: The threads that run a prompt's code, for the CPU-time backstop.
+        #: The threads that run a prompt's code, for the CPU-time backstop,
+        #: and the one Python function Lua holds besides the slots: it takes
+        #: a thread's name and holds no lupa object and no run, and the
+        #: runtime keeps it alive as long as Lua may call it.
         self.threads = backstop.Threads()
+        self.thread_registry = self.threads.register
         deadline = (float("inf") if max_cpu_seconds is None
                     else self.threads.start(max_cpu_seconds))
         self.lua = lua55.LuaRuntime(
@@ -252,7 +257,7 @@ class LuaRuntime:
                 b"budget_message": budget_message(max_instructions),
                 b"cpu_deadline": deadline,
                 b"cpu_message": backstop.message(max_cpu_seconds or 0.0),
-                b"register_thread": self.threads.register,
+                b"register_thread": self.thread_registry,
             }
         )
         host[b"patterns"] = self.load_engine_chunk("patterns.lua")  # lua: own table
