@@ -23,6 +23,8 @@ import hashlib
 import json
 from typing import Any
 
+import attrs
+
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
