@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from forge.errors import InputError
+from forge.lua.backstop import BACKSTOP_KIND
 from forge.run.options import PLAIN
 from forge.run.record import (kit_version, observation_sha256, read_replay, record,
                                spec_from_record)
@@ -178,6 +179,15 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
+    if (obs.get("error") or {}).get("kind") == BACKSTOP_KIND:
+        # Where the backstop stops a run depends on the machine and its load:
+        # no verdict, story or replay file may claim to reproduce it.
+        raise InputError(f"the schedule at seed {seed} ran past the CPU-time backstop "
+                         f"({obs['error'].get('message', '')}); a runaway prompt has no "
+                         "reproducible ending, so nothing is judged or recorded: run it with "
+                         f"forge run {spec.prompt_path} --seed {seed} to see it, or raise "
+                         "--max-cpu-seconds",
+                         file=spec.prompt_path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults,
