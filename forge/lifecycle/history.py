@@ -32,7 +32,8 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import attrs
@@ -225,7 +226,8 @@ class Recorder:
     """Wraps a store: every call of an ``OPERATIONS`` method through it is
     recorded with its process (``process``, or the calling thread's name),
     arguments, answer and times; other attributes pass through. A call that
-    fails in a way no refusal names is recorded with an unknown outcome."""
+    fails in a way no refusal names is recorded with an unknown outcome; a
+    call inside the store's ``transaction`` counts as answered when it commits."""
 
     def __init__(self, store: Any, process: Any = None,
                  clock: Any = time.monotonic_ns, journal: Any = None) -> None:
@@ -238,6 +240,9 @@ class Recorder:
         self.journal = journal
         self.history: list[Operation] = []
         self._lock = threading.Lock()
+        # Per thread: the calls answered inside the store's transaction, held
+        # until it commits (None outside one).
+        self._held = threading.local()
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.store, name)
@@ -271,7 +276,40 @@ class Recorder:
             return answer
         return recorded
 
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """The store's own transaction, recorded as what it is: the calls made
+        inside it take effect when it commits, so each is recorded as answered
+        only then (its return is the commit's time). If it does not commit -
+        it raised, or the process died first - they stay unknown, as the
+        journal already has them. A nested transaction joins the outer one."""
+        begin = getattr(self.store, "transaction", None)
+        if begin is None:
+            yield None
+            return
+        if getattr(self._held, "ops", None) is not None:
+            with begin() as tx:
+                yield tx
+            return
+        self._held.ops = []
+        try:
+            with begin() as tx:
+                yield tx
+        except BaseException:
+            dropped, self._held.ops = self._held.ops, None
+            for op in dropped:
+                self._add(attrs.evolve(op, ret=None))
+            raise
+        committed, self._held.ops = self._held.ops, None
+        end = self.clock()
+        for op in committed:
+            self._add(op if op.unknown else attrs.evolve(op, ret=end))
+
     def _add(self, op: Operation) -> None:
+        held = getattr(self._held, "ops", None)
+        if held is not None:
+            held.append(op)
+            return
         with self._lock:
             self.history.append(op)
         if self.journal is not None and not op.unknown:

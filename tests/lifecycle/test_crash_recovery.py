@@ -27,10 +27,8 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import forge
@@ -39,6 +37,7 @@ from forge.lifecycle.linearizability import check
 from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import TaskStatus
 from forge.lifecycle.sqlite_store import SqliteStore
+from killing import kill_amid_work
 
 KILLS = int(os.environ.get("FORGE_CRASH_KILLS", "25"))
 RACE_SECONDS = float(os.environ.get("FORGE_SPAWN_RACE_SECONDS", "1.5"))
@@ -177,21 +176,9 @@ def test_kill_9_anywhere_then_recover_leaves_a_legal_database(tmp_path: Path) ->
     runs_seen: set[str] = set()
     mid_call = 0
     for kill in range(KILLS):
-        proc = subprocess.Popen([sys.executable, str(worker), db, str(kill)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                                text=True)
-        ready = proc.stdout.readline().strip()
-        assert ready == "READY", proc.stderr.read()
-        first = proc.stdout.readline()  # the first call has begun: kill amid the work
-        time.sleep(rng.uniform(0.0, 0.04))
-        proc.send_signal(signal.SIGKILL)
-        out, err = proc.stdout.read(), proc.stderr.read()
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL, err
+        lines = kill_amid_work([sys.executable, str(worker), db, str(kill)], _env(), rng, 0.04)
         in_call = False
-        for line in [first, *out.splitlines()]:
+        for line in lines:
             try:
                 entry = json.loads(line)
             except ValueError:

@@ -19,10 +19,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import forge
@@ -30,6 +27,7 @@ from forge.lifecycle.manager import Config, Manager
 from forge.lifecycle.records import Task, TaskStatus
 from forge.lifecycle.sqlite_store import SqliteStore
 from forge.lifecycle.store import MemoryStore
+from killing import kill_amid_work
 
 KILLS = 100
 WORKER = r'''
@@ -124,21 +122,9 @@ def test_sigkill_at_random_points_loses_nothing_committed(tmp_path: Path) -> Non
     in_flight_committed = 0
     calls_total = 0
     for kill in range(KILLS):
-        proc = subprocess.Popen([sys.executable, str(worker), db, str(kill)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                text=True)
-        assert proc.stdout.readline().strip() == "READY", proc.stderr.read()
-        first = proc.stdout.readline()  # the first call has begun: kill amid the work,
-        time.sleep(rng.uniform(0.0, 0.03))  # however slow a loaded machine starts it
-        proc.send_signal(signal.SIGKILL)
-        # read through the same buffered file the READY line came from
-        out, err = proc.stdout.read(), proc.stderr.read()
-        proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()
-        assert proc.returncode == -signal.SIGKILL, err
+        lines = kill_amid_work([sys.executable, str(worker), db, str(kill)], env, rng, 0.03)
         pending = None
-        for line in [first, *out.splitlines()]:
+        for line in lines:
             try:
                 kind, call = json.loads(line)
             except ValueError:

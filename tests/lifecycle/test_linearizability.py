@@ -285,3 +285,28 @@ def test_a_cut_of_a_linearizable_history_stays_linearizable():
         part = cut(history, n)
         assert len(part) == n and check(part).ok
     assert cut(history, 10**6) == sorted(history, key=lambda op: op.call)
+
+
+def test_calls_inside_a_transaction_are_answered_when_it_commits(tmp_path):
+    """(lifecycle.finalize.cas) A call made inside the store's transaction takes
+    effect at the commit: the recorder gives it the commit's time as its
+    return, and a transaction that does not commit leaves its calls unknown -
+    a create recorded as done before a kill rolled it back had made a true
+    history look non-linearizable."""
+    ticks = iter(range(1, 1000))
+    rec = Recorder(SqliteStore(str(tmp_path / "t.db")), process="p", clock=lambda: next(ticks))
+    with rec.transaction():
+        rec.create(_row("t1"))
+        inside = rec.history[:]
+    assert inside == []          # held until the commit
+    [done] = rec.history
+    assert done.op == "create" and done.ret == 3 and done.call == 1   # the commit's tick
+    try:
+        with rec.transaction():
+            rec.create(_row("t2"))
+            raise RuntimeError("the caller gave up")
+    except RuntimeError:
+        pass
+    assert rec.history[-1].op == "create" and rec.history[-1].unknown
+    assert [t.id for t in rec.store.list_all()] == ["t1"]   # rolled back
+    assert check(rec.history).ok
