@@ -11,9 +11,15 @@ definition) and `repro` (exploring and replaying it) are the core that
 both `cli` (the `forge` command, with `commands`) and `api` sit on.
 """
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from forge import _roots
 from forge.version import __version__
+
+# `forge.sim`, `forge.spec` and `forge.conformance` live at the checkout's root
+# (the design card's layout); an installed wheel has them inside this package.
+_roots.mount(Path(__file__).resolve().parent)
 
 #: The public API, `forge.api`'s `__all__`; imported on first use, so that
 #: `forge` on the command line does not pay for it (PEP 562).

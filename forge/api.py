@@ -222,7 +222,7 @@ class Observation:
         Raises:
             InputError: `obs` is not JSON data within the kit's limits, or
                 breaks the shipped observation schema
-                (`forge/conformance/schema/observation.schema.json`, the
+                (`conformance/schema/observation.schema.json`, the
                 one the conformance runner holds an engine's observations
                 to); or `trace`, `choices` or `drifted_at` is of the wrong kind.
         """

@@ -3,7 +3,7 @@
 Shared by every reader that checks its input against a shipped JSON Schema:
 the scripts (`forge.scriptschema`, the folder `forge/schema/`) and the
 conformance kit's cases, observations and reports
-(`forge.conformance.schemas`, `forge/conformance/schema/`).  A `Shelf` is
+(`forge.conformance.schemas`, `conformance/schema/`).  A `Shelf` is
 one folder of schemas (Draft 2020-12): each read once, each one's
 validator built once, `$ref`s between them resolved within the folder.
 `describe` words one jsonschema error so a person can act on it, at a JSON

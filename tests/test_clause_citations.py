@@ -2,7 +2,7 @@
 
 A test function in tests/engine or tests/prompt must cite, in its own
 docstring or in its module's docstring, at least one clause id from the
-catalogue (forge/spec/*.toml) or a `kit:` tag for a behaviour no clause states.
+catalogue (spec/*.toml) or a `kit:` tag for a behaviour no clause states.
 A citation is a parenthesised group whose items, separated by commas or
 semicolons, are all clause ids or `kit: name` tags, as in
 `(tasks.ids.one-child-counter, kit: determinism)`.  Every cited id must
@@ -20,7 +20,7 @@ import tomllib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SPEC = ROOT / "forge" / "spec"
+SPEC = ROOT / "spec"
 TEST_DIRS = (ROOT / "tests" / "engine", ROOT / "tests" / "prompt")
 
 ID = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+")

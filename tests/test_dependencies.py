@@ -18,12 +18,17 @@ import pathlib
 
 import pytest
 
+from forge import _roots
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("forge",)
+ROOT_FOLDERS = _roots.ROOT_FOLDERS
 
 
 def _module_name(path: pathlib.Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] in ROOT_FOLDERS:  # the design card's root folders are `forge.<folder>`
+        parts.insert(0, "forge")
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -31,7 +36,7 @@ def _module_name(path: pathlib.Path) -> str:
 
 def _modules() -> dict[str, pathlib.Path]:
     found = {}
-    for package in PACKAGES:
+    for package in (*PACKAGES, *ROOT_FOLDERS):
         for path in sorted((ROOT / package).rglob("*.py")):
             found[_module_name(path)] = path
     return found

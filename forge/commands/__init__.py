@@ -10,5 +10,5 @@
 
 The `forge` group itself, its error mechanism and `forge run` are in
 `forge.cli`; the suite's commands beside their subsystems (`forge.conformance.cli`,
-`forge.conformance.mutants_cli`, `forge.spec.cli`).  Nothing under `forge/sim/` imports this.
+`forge.conformance.mutants_cli`, `forge.spec.cli`).  Nothing under `sim/` imports this.
 """

@@ -90,5 +90,5 @@ def test_the_example_of_forge_sim_hypothesis_runs(monkeypatch):
     example = textwrap.dedent(doc[doc.index("    from hypothesis"):doc.index("\nHypothesis is")])
     monkeypatch.chdir(ROOT)
     namespace: dict = {}
-    exec(compile(example, "forge/sim/hypothesis.py", "exec"), namespace)  # noqa: S102
+    exec(compile(example, "sim/hypothesis.py", "exec"), namespace)  # noqa: S102
     namespace["test_the_result_is_schedule_independent"]()

@@ -137,7 +137,7 @@ def test_a_fuzz_case_refused_at_write_time_names_its_flag(monkeypatch, tmp_path)
     (["-k", "["], "forge: -k must be a regular expression (unterminated character set at "
                   "position 0), got '['\n"),
     (["--catalogue", "/nonexistent"], "forge: --catalogue: /nonexistent: no clause catalogue "
-                                      "here (expected forge/spec/*.toml files)\n"),
+                                      "here (expected spec/*.toml files)\n"),
     # flags the chosen mode would ignore
     (["--fuzz", "2", "--json", "out.json", "-k", "x", "--workers", "2"],
      "forge: -k, --workers, --json: not for --fuzz, which takes only --impl, --seed, "

@@ -1,4 +1,4 @@
-"""The shipped JSON Schemas (forge/conformance/schema, conformance.schemas) and what the
+"""The shipped JSON Schemas (conformance/schema, conformance.schemas) and what the
 runner does with an observation that breaks one.
 
 Every observation the reference produces for the suite validates: here each

@@ -1,6 +1,6 @@
 """The suite's reports as CI reads them (conformance.report, docs/report.md).
 
-JUnit XML validates against the shipped strict XSD (forge/conformance/schema/
+JUnit XML validates against the shipped strict XSD (conformance/schema/
 junit.xsd, through xmlschema) and reads back through junitparser with its
 times, timestamp, hostname and per-case clause properties; the JSON report
 validates against report.schema.json; expected failures are their own count

@@ -182,7 +182,7 @@ def _shipped() -> list[tuple[str, str, object]]:
                 ".operator": "operator-script"}.get(pathlib.Path(path.stem).suffix)
         if kind is not None:
             out.append((kind, str(path.relative_to(ROOT)), json.loads(path.read_text())))
-    for path in sorted((ROOT / "forge" / "conformance" / "cases").rglob("*.toml")):
+    for path in sorted((ROOT / "conformance" / "cases").rglob("*.toml")):
         harness = tomllib.loads(path.read_text()).get("harness", {})
         for key, kind in (("model_script", "model-script"), ("tool_script", "tool-script"),
                           ("operator_script", "operator-script")):

@@ -14,7 +14,7 @@ from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness
 from forge.prompt import parse_prompt
 
-CASES = pathlib.Path(__file__).resolve().parents[2] / "forge" / "conformance" / "cases"
+CASES = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "cases"
 
 
 def prompt(body: str) -> str:

@@ -1,7 +1,7 @@
 """Tests for forge.engine.substitution: §15 worked examples and every
 substitution error message, letter for letter.
 
-The placeholder chapter is not in the clause catalogue (forge/spec/*.toml), so these tests cite
+The placeholder chapter is not in the clause catalogue (spec/*.toml), so these tests cite
 kit: substitution tags."""
 
 from __future__ import annotations

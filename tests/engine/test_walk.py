@@ -1,7 +1,7 @@
 """The walk, jump, call, var, sys, args, log, the store, the shared library and the scalar
 return rule, as the surrounding chapters of the language state them.
 
-Those chapters are mostly outside the clause catalogue (forge/spec/*.toml), so most of these
+Those chapters are mostly outside the clause catalogue (spec/*.toml), so most of these
 tests cite kit: tags; the ids tests cite their Tasks clauses."""
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from tests.conftest import EXAMPLES as EXAMPLE_DIR
 from tests.fuzz import generators as gen
 from tests.fuzz.cli import FUZZ, check
 
-CASES = pathlib.Path(__file__).resolve().parents[2] / "forge" / "conformance" / "cases"
+CASES = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "cases"
 PROMPTS = st.sampled_from([str(EXAMPLE_DIR / "two-tasks.md"), str(EXAMPLE_DIR / "race.md"),
                            "nope.md", "/", "", "x" * 5000, "a\x00b"])
 SMALL = st.one_of(st.integers(1, 3).map(str), gen.INT_FLAG_VALUES.filter(

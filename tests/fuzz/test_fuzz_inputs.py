@@ -22,7 +22,7 @@ from tests.fuzz import generators as gen
 from tests.fuzz.cli import FUZZ, check
 
 HERE = pathlib.Path(__file__).resolve().parent
-CASES = pathlib.Path(__file__).resolve().parents[2] / "forge" / "conformance" / "cases"
+CASES = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "cases"
 
 
 def _file(text: str, suffix: str = ".json") -> str:

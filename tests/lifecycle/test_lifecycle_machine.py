@@ -1,6 +1,6 @@
 """Stateful exploration of the Manager: racing parties as explicitly ordered calls.
 
-Invariants after every step (clause ids from forge/spec/lifecycle.toml):
+Invariants after every step (clause ids from spec/lifecycle.toml):
 - a terminal row only changes through a retry of it (lifecycle.state.retry-leaves-terminal);
 - attempts never exceed the cap (lifecycle.retry.attempt-limit / .ceiling-in-store);
 - every terminal row was reported exactly once, with its claimed snapshot, through

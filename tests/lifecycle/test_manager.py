@@ -1,4 +1,4 @@
-"""Unit tests, one or more per seed rule; clause ids from forge/spec/lifecycle.toml."""
+"""Unit tests, one or more per seed rule; clause ids from spec/lifecycle.toml."""
 
 from __future__ import annotations
 

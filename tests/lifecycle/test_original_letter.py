@@ -1,6 +1,6 @@
 """The original manager's letter where the seed is silent: each test names the
 section of the notes on the original (``agents-go-tasks-notes``) it follows,
-and the clause of forge/spec/lifecycle.toml the behaviour belongs to. Each one
+and the clause of spec/lifecycle.toml the behaviour belongs to. Each one
 failed on the kit before issue 30.
 """
 

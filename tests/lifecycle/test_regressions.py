@@ -1,6 +1,6 @@
 """Regression tests for three defects of issue 12 (each failed before its fix).
 
-Clause ids from forge/spec/lifecycle.toml name the rule each test pins.
+Clause ids from spec/lifecycle.toml name the rule each test pins.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The model's four tools, task_status's wait and listing, ModelHasResult,
 OnTaskUpdate, approvals, hidden sessions and the delete cascade.
 
-Clause ids from forge/spec/lifecycle.toml name the rule each test pins.
+Clause ids from spec/lifecycle.toml name the rule each test pins.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def find(mutant_id: str, source: str) -> Mutant:
 
 # -- the kill matrix ---------------------------------------------------------------
 
-EXAMPLES = shipped.examples_dir() or pathlib.Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = shipped.examples_dir()
 
 
 def with_fewer_schedules(cases, seeds: int):
@@ -184,11 +184,11 @@ def explore_prompts() -> list:
     """The example prompts the invariants are explored on (those without a model)."""
     from forge.prompt import load_prompt
 
-    if not EXAMPLES.is_dir():
+    if EXAMPLES is None or not EXAMPLES.is_dir():
         # An install that dropped its data files; scoring without them would
         # let mutants only the invariants kill survive, so say so instead.
         raise InputError(f"forge mutants explores the kit's example prompts and cannot find "
-                         f"{EXAMPLES}; reinstall the kit (pip install .) or run it from a clone")
+                         f"{EXAMPLES or 'them'}; reinstall the kit (pip install .) or run it from a clone")
     return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
             if not (EXAMPLES / (p.stem + ".model.json")).exists()]
 

@@ -7,7 +7,7 @@ What lives here:
   its JSON Schema (`schema/case.schema.json`) and the loader that refuses a
   malformed case with an `InputError` naming the file and the rule;
 - `matchers`: how an expectation is compared with an observation;
-- `catalogue`: the clause catalogue (`forge/spec/*.toml`) the cases cite;
+- `catalogue`: the clause catalogue (`spec/*.toml`) the cases cite;
 - `adapters`: the implementation under test - the reference engine in this
   process, or any program speaking the JSON-lines protocol of
   `docs/protocol.md` over a pipe;
@@ -16,5 +16,5 @@ What lives here:
 - `cli`: `forge conformance` and `forge impl-serve`.
 
 What does not: the engine itself (`forge.engine`), schedule exploration and
-replay (`sim`), and the clause catalogue's contents (`forge/spec/`).
+replay (`sim`), and the clause catalogue's contents (`spec/`).
 """

@@ -1,4 +1,4 @@
-"""The clause catalogue as the suite sees it: every `[[clause]]` of `forge/spec/*.toml`.
+"""The clause catalogue as the suite sees it: every `[[clause]]` of `spec/*.toml`.
 
 Each clause is a table with at least `id` and `feature` (and, in the spec
 files, `section`, `lines`, `statement`, `strings`).  Cases cite clause ids;
@@ -7,7 +7,7 @@ the runner reports which clauses the suite covers, feature by feature.
 What lives here: finding and loading the catalogue, refusing one whose
 clauses lack an id or a feature or repeat an id, and the "did you mean"
 hint for a mistyped clause or feature name.  What does not: the
-catalogue's contents and its own tooling (`forge/spec/`).
+catalogue's contents and its own tooling (`spec/`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from forge.errors import InputError
 
 def default_catalogue_dir() -> Path | None:
     """The clause catalogue shipped as package data of `forge.spec`, if it is there."""
-    here = Path(__file__).resolve().parent.parent / "spec"
+    import forge.spec
+
+    here = Path(forge.spec.__file__).resolve().parent
     return here if any(here.glob("*.toml")) else None
 
 
@@ -35,7 +37,7 @@ def load_catalogue(directory: str | Path) -> list[dict]:
     """
     files = sorted(Path(directory).glob("*.toml"))
     if not files:
-        raise InputError("no clause catalogue here (expected forge/spec/*.toml files)",
+        raise InputError("no clause catalogue here (expected spec/*.toml files)",
                          file=str(directory))
     clauses: list[dict] = []
     seen: dict[str, str] = {}

@@ -46,7 +46,7 @@ from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.run.options import RULES
 
-#: Names a mutant (forge/conformance/mutants.py) for `forge impl-serve` to serve.
+#: Names a mutant (conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
 
 #: The most programs one `--fuzz` runs.
@@ -142,7 +142,7 @@ Examples:
               help="Seconds an --impl program gets to answer each run before the case errors.")
 @impl_limit_options
 @click.option("--catalogue", "catalogue_dir", metavar="DIR", default=None, type=InputPath(),
-              help="The clause catalogue (forge/spec/*.toml) cases must cite and coverage counts. "
+              help="The clause catalogue (spec/*.toml) cases must cite and coverage counts. "
                    "Default: the one shipped with the kit.")
 @click.option("--dump-cases", is_flag=True,
               help="Print the selected cases as JSON and exit without running them.")

@@ -52,7 +52,7 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
-    forge/conformance/mutants.py; --list lists them).  It is killed when a
+    conformance/mutants.py; --list lists them).  It is killed when a
     case fails or errors, or a schedule breaks an invariant.  Prints the
     kill matrix and the mutation score; exit code 1 when a mutant that is
     not marked equivalent survives, 2 for bad input (a -k that selects no

@@ -1,4 +1,4 @@
-"""The JSON Schemas shipped in `forge/conformance/schema/`, and violations read as one line each.
+"""The JSON Schemas shipped in `conformance/schema/`, and violations read as one line each.
 
 The schemas (Draft 2020-12) are the machine-readable half of
 docs/observation.md, docs/protocol.md, docs/cases.md and docs/report.md:

@@ -51,7 +51,7 @@ def _catalogue() -> list[dict]:
 
     directory = default_catalogue_dir()
     if directory is None:
-        raise InputError("the clause catalogue (forge/spec/*.toml) is not installed")
+        raise InputError("the clause catalogue (spec/*.toml) is not installed")
     return load_catalogue(directory)
 
 
@@ -198,7 +198,7 @@ def render(out_dir):
         _, data = read_toml(path)
         meta = data.get("meta", {})
         lines = [f"# {meta.get('chapter', path.stem)}: clause catalogue", "",
-                 f"Generated from `forge/spec/{path.name}` by `forge spec render`; do not edit by hand.",
+                 f"Generated from `spec/{path.name}` by `forge spec render`; do not edit by hand.",
                  ""]
         section = None
         for c in data.get("clause", []):
