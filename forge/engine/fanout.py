@@ -54,7 +54,7 @@ class Fanout:
         out = []
         for i in range(1, (n or 0) + 1):
             key = ordered[i]
-            value = collection[key]
+            value = collection[key]  # lua: one of its own keys (read raw): no __index runs
             kind = typename(value)
             if kind in ("function", "userdata", "thread"):
                 return None, err(f"fanout collection member at index {len(out) + 1} is a {kind}; "

@@ -28,6 +28,7 @@ from forge.engine.parking import PARK
 from forge.engine.requests import CalledChain
 from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, decode, typename
+from forge.lua.runtime import text as _t
 from forge.prompt.headings import HeadingError, resolve
 
 if TYPE_CHECKING:
@@ -49,10 +50,6 @@ WHEN = "2026-01-01T00:00:00Z"
 _WHEN = WHEN.encode()
 
 STORE_OPS = ("write", "append", "read", "read_numbered", "str_replace", "delete", "glob", "exists")
-
-
-def _t(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def _render(parts: Any, key: int):

@@ -59,6 +59,7 @@ from forge.engine.parking import PARK
 from forge.engine.requests import ModelRound, OperatorQuestion
 from forge.engine.tools import BUILTINS, JUMP_REFUSAL, ToolsAPI, debug_list
 from forge.lua.runtime import LuaFunction, decode, typename
+from forge.lua.runtime import text as _t
 from forge.scripts import ROUND_STOP_MESSAGE, Reply, ScriptCursor, ScriptEntry
 
 if TYPE_CHECKING:
@@ -82,10 +83,6 @@ def _stopped(entry: ScriptEntry) -> ScriptEntry:
     """`entry` answering with the round stop's backend failure instead."""
     return attrs.evolve(entry, where=f"{entry.where} (stopped)",
                         reply=Reply(fail=ROUND_STOP_MESSAGE))
-
-
-def _t(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 @attrs.frozen

@@ -29,6 +29,7 @@ import lupa
 from forge.engine.modelside import Selection
 from forge.engine.tasks import lua_number_text
 from forge.lua.runtime import LuaTable, typename
+from forge.lua.runtime import text as _t
 
 if TYPE_CHECKING:
     from forge.engine.modelside import ModelSide, SectionState
@@ -36,10 +37,6 @@ if TYPE_CHECKING:
 
 _LABEL = re.compile("[A-Za-z][A-Za-z0-9_-]{0,63}")
 _MAX_TOKENS = 4294967295
-
-
-def _t(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class ModelHandle:

@@ -163,7 +163,7 @@ class _Lookup:
 
     def _root(self, key: str, fetch) -> Any:
         if key not in self.cache:
-            self.cache[key] = fetch()
+            self.cache[key] = fetch()  # lua: the resolver's own method
         return self.cache[key]
 
     def fill(self, path: str) -> str:

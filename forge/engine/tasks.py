@@ -32,6 +32,7 @@ from forge.engine.requests import FanoutArms, Join
 from forge.engine.quotas import data_size
 from forge.variation import declare
 from forge.lua.runtime import LuaTable, NotJSON, decode, from_lua_json, typename
+from forge.lua.runtime import text as _t
 
 if TYPE_CHECKING:
     from forge.engine.context import Context
@@ -77,10 +78,6 @@ IMMEDIATE_NOT_SUSPENDING = declare("errors.immediate-calls-not-suspending", "err
                                    "calls")
 CANCEL_NOT_IDEMPOTENT = declare("errors.cancel-not-idempotent", "errors",
                                 "cancelling an ended task raises an error")
-
-
-def _t(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def lua_number_text(value: int | float) -> str:
@@ -442,7 +439,7 @@ class TasksAPI:
             return self.err(f"{call} requires at least one task")
         member_ids = []
         for i in range(1, count + 1):
-            task_id, error = self.task_arg(call, members_arg[i])
+            task_id, error = self.task_arg(call, self.lua.index(members_arg, i))
             if error:
                 return error
             if JOIN_DUPLICATES_CONSUME.on and call == "tasks.join" and task_id in member_ids:

@@ -36,6 +36,7 @@ from forge.lua.runtime import (
     from_lua_json,
     typename,
 )
+from forge.lua.runtime import text as _t
 
 if TYPE_CHECKING:
     from forge.engine.state import Chain
@@ -56,10 +57,6 @@ JUMP_REFUSAL = (
     "jump is unavailable inside a local tool handler: return a value from the handler and call "
     "jump from the block after the tool call returns"
 )
-
-
-def _t(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 def alias_fault(value: Any, call: str) -> str | None:
@@ -155,7 +152,7 @@ class ToolsAPI:
         if isinstance(target, LuaTable):
             if override is not None:
                 return self._err("tools.add array form takes no override")
-            entries = [target[i] for i in range(1, len(target) + 1)]
+            entries = [self.lua.index(target, i) for i in range(1, len(target) + 1)]
         else:
             entries = [target]
         for entry in entries:
@@ -230,7 +227,7 @@ class ToolsAPI:
         headings = []
         # Only the list part is read: 1..#t.
         for i in range(1, len(targets) + 1):
-            entry = targets[i]
+            entry = self.lua.index(targets, i)
             if not isinstance(entry, bytes):
                 return self._err("tools.allow_tasks targets must be section heading strings, got "
                                  f"{typename(entry)}")

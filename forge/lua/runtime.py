@@ -433,7 +433,7 @@ class LuaRuntime:
     # prompt's metamethods: every such access from Python goes through these,
     # which run it under the instruction budget (`E.guarded` in prelude.lua
     # says how).  lupa's own `table[key]`, `table[key] = value` and `str()`
-    # would run it uncounted; `tests/engine/test_guarded_calls.py` keeps the
+    # would run it uncounted; `tests/hostile/test_entry_points.py` keeps the
     # engine's modules free of them on values a prompt can reach.
     def guarded(self, function, *args):
         """`function(*args)` (a Lua function) under the budget."""
@@ -666,10 +666,16 @@ def results(value: Any) -> tuple:
 
 
 def text(value: Any) -> str:
-    """A Lua string (bytes) or any other value as Python text, lossily."""
+    """A Lua string (bytes) or any other value as Python text, lossily.
+
+    A Lua table, function or thread reads as its type name: lupa's `str()` would run a
+    prompt's `__tostring` on the main thread, outside the budget (`LuaRuntime.tostring` runs
+    it under the budget), or print a process address."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return str(value)
+    if lua55.lua_type(value) is not None:
+        return typename(value)
+    return str(value)  # lua: not a Lua object (lua_type above): a number or a Python object
 
 
 def decode(value: bytes) -> str | None:

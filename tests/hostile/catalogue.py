@@ -2,7 +2,7 @@
 it must end in and the CPU and memory it may take.
 
 What lives here: `ENTRIES`, by name (`escape/...`, `runaway/...`, `value/...`, `python-lua/...`,
-`backstop/...`), each an `Entry`.  The sandbox escapes, runaway prompts and hostile values are
+`python-lua-unrun/...`, `backstop/...`), each an `Entry`.  The sandbox escapes, runaway prompts and hostile values are
 the ones `tests/engine/test_sandbox.py` asserts in detail; the prompt Lua reached from Python
 and the long-instruction loops are `tests/hostile/test_entry_points.py`'s.  What does not:
 running them - `tests/hostile/test_catalogue.py` checks the catalogue and runs its entries at
@@ -49,6 +49,8 @@ def _entries() -> dict[str, Entry]:
     for name, text in entry_points.ENTRIES.items():
         out[f"python-lua/{name}"] = Entry(prompt_text(text), "Budget",
                                           "instruction budget exhausted")
+    for name, (text, kind, phrase) in entry_points.UNRUN.items():
+        out[f"python-lua-unrun/{name}"] = Entry(prompt_text(text), kind, phrase)
     for name, code in entry_points.BACKSTOP.items():
         out[f"backstop/{name}"] = Entry(prompt_text(section("Main", code)), "Backstop",
                                         "CPU time limit reached")

@@ -23,7 +23,7 @@ def test_every_known_case_is_in_the_catalogue():
     names = set(catalogue.ENTRIES)
     groups = {"escape": sandbox.ESCAPES, "runaway": sandbox.RUNAWAY,
               "value": sandbox.HOSTILE_VALUES, "python-lua": entry_points.ENTRIES,
-              "backstop": entry_points.BACKSTOP}
+              "python-lua-unrun": entry_points.UNRUN, "backstop": entry_points.BACKSTOP}
     for group, cases in groups.items():
         assert {f"{group}/{name}" for name in cases} <= names
     assert len(names) == sum(map(len, groups.values()))
