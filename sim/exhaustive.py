@@ -40,6 +40,8 @@ processes (`forge.pool`).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Sequence
 
 import attrs
@@ -256,24 +258,27 @@ class _Part:
     """A subtree of the walk, as `spread` knows it: unsent, sent, or cut
     into a slice and the parts under its rest (in serial order)."""
 
-    __slots__ = ("entry", "future", "slice", "parts")
+    __slots__ = ("entry", "key", "future", "slice", "parts")
 
-    def __init__(self, entry: Entry) -> None:
+    def __init__(self, entry: Entry, key: tuple[int, ...] = ()) -> None:
         self.entry = entry
+        #: Its place in the serial order: parts compare as their keys do.
+        self.key = key
         self.future = None
         self.slice: Slice | None = None
         self.parts: list[_Part] = []
 
 
 def spread(walk: Walk, submit: Callable[[Entry, int], object],
-           first_done: Callable[[list], object], workers: int, *, limit: int = 10_000,
+           first_done: Callable[[list], object], in_flight: int, *, limit: int = 10_000,
            stop_at_first: bool = False, shrink_budget: int = 3000,
            budget: int = 32) -> Report:
     """`exhaustive`'s report, with subtrees walked by `workers` elsewhere.
 
     `submit(entry, budget)` starts `slice_of` for that entry somewhere and
     returns a future (`result()`, `cancel()`); `first_done(futures)` blocks
-    until one of them is done and returns it.  Work is cut as it is found:
+    until one of them is done and returns it; at most `in_flight` slices
+    are out at once.  Work is cut as it is found:
     a slice hands back its unwalked subtrees, any idle worker takes the next
     of them, so an unbalanced tree keeps every worker busy.  The report is
     the serial one: steps are folded in the walk's serial order, whatever
@@ -281,13 +286,16 @@ def spread(walk: Walk, submit: Callable[[Entry, int], object],
     serial walk would stop (runs past it are done and thrown away)."""
     counts = Tally(walk, limit, stop_at_first, shrink_budget)
     root = _Part(ROOT)
-    unsent: list[_Part] = [root]
+    # Parts not yet sent, by their place in the serial order: the earliest
+    # goes first, so a budget that runs out wastes the least.
+    unsent: list[tuple[tuple[int, ...], int, _Part]] = [((), 0, root)]
+    made = itertools.count(1)
     sent: dict[object, _Part] = {}
     # The parts still to fold, in serial order from the end (the top is next).
     order: list[_Part] = [root]
     while not counts.done:
-        while unsent and len(sent) < workers:
-            part = unsent.pop(0)
+        while unsent and len(sent) < in_flight:
+            part = heapq.heappop(unsent)[2]
             part.future = submit(part.entry, budget)
             sent[part.future] = part
         while order and order[-1].slice is not None and not counts.done:
@@ -302,8 +310,10 @@ def spread(walk: Walk, submit: Callable[[Entry, int], object],
         done = first_done(list(sent))
         part = sent.pop(done)
         part.slice = done.result()
-        part.parts = [_Part(e) for e in reversed(part.slice.rest)]
-        unsent.extend(part.parts)
+        part.parts = [_Part(e, part.key + (i,))
+                      for i, e in enumerate(reversed(part.slice.rest))]
+        for p in part.parts:
+            heapq.heappush(unsent, (p.key, next(made), p))
     for future in sent:
         future.cancel()
     return counts.report()
