@@ -244,6 +244,29 @@ def test_no_engine_module_runs_a_prompt_value_unguarded():
     assert luascan.runs_lua(luascan.scan(_scanned(), _routes())) == []
 
 
+def test_only_the_scanned_modules_hold_a_prompt_value():
+    """Lua values cross into Python only in the scanned folders: no other module of the kit
+    imports lupa or the runtime's Lua-value helpers (the prompt parser only compiles a block,
+    running none of it) (kit: budget.instructions)."""
+    holders = []
+    kit = [p for folder in ("forge", "sim", "spec", "conformance")
+           for p in sorted((ROOT / folder).rglob("*.py"))]
+    for path in kit:
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(tuple(f"{folder}/" for folder in SCANNED)):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            holders += [f"{rel}: {n}" for n in names
+                        if n.startswith("lupa") or n.startswith("forge.lua.runtime.")]
+    assert holders == ["forge/prompt/parser.py: forge.lua.runtime.compile_check"]
+
+
 def test_the_scan_starts_from_every_host_route():
     """Each host route is found in the scanned modules, so the scan follows every argument a
     prompt can hand the engine (kit: budget.instructions)."""
