@@ -68,9 +68,12 @@ RAW_LUA = {"append", "truncate", "deep_copy", "json_check", "ordered_keys", "ser
            # runs the shared library on a thread of its own under the budget hook
            "load_library"}
 #: Functions whose result is a tuple of Lua values the prompt's code made (a resume's).
-SOURCES = {"results", "block_coroutine", "load_library"}
+SOURCES = {"results"}
 #: The fields of the engine's objects that hold a prompt's Lua value.
-FIELDS = {"var", "argv", "env", "first_item", "cancelled_value", "resume_value", "msgs"}
+FIELDS = {"var", "argv", "env", "first_item", "cancelled_value", "resume_value", "msgs",
+          "var_proxy",
+          "value",      # a Failure's raised value
+          "items"}      # a fanout's original members (`FanoutArms.items`)
 #: Python functions that only look at a value's type or identity.
 INSPECTING = {"isinstance", "type", "id", "hash", "typename", "callable", "lua_type"}
 #: lupa's classes of Lua values: any other class a value is an instance of is plain (a
