@@ -55,17 +55,19 @@ LUPA_RUNS_LUA = {
 
 #: The runtime's entries that run Lua under the budget (`forge/lua/runtime.py`).
 GUARDED = {"guarded", "index", "assign", "tostring"}
-#: The prelude's functions the engine hands prompt values to that read them raw.
-RAW_LUA = {"append", "truncate", "deep_copy", "json_check", "ordered_keys", "serial", "list_serial", "stamp",
-           "stamp_of", "is_host_error", "var_intact", "typename", "join_entry",
-           "fanout_result", "make_error", "stamped_error", "abort_with",
-           # stores them in the section's environment, reading none
+#: The engine's Lua functions the engine may hand a prompt's value: each reads it raw
+#: (`rawget`, `next`, `rawlen`; a test calls these on a table whose metamethods trap) ...
+RAW_LUA = {"append", "truncate", "deep_copy", "json_check", "ordered_keys", "serial",
+           "list_serial", "stamp", "stamp_of", "is_host_error", "var_intact", "typename",
+           "join_entry", "fanout_result", "make_error", "stamped_error", "abort_with",
+           # ... or stores it in the section's environment, reading none of it ...
            "section_vm",
-           # makes the block's coroutine: its code runs at each resume, under the count hook
+           # ... or makes the block's coroutine: its code runs at each resume, under the
+           # count hook ...
            "coroutine",
-           # Lua's own `select`, which returns its argument (`LuaRuntime.anchor`)
+           # ... or is Lua's own `select`, which returns its argument (`LuaRuntime.anchor`) ...
            "select",
-           # runs the shared library on a thread of its own under the budget hook
+           # ... or runs the shared library on a thread of its own under the budget hook.
            "load_library"}
 #: Functions whose result is a tuple of Lua values the prompt's code made (a resume's).
 SOURCES = {"results"}
@@ -230,7 +232,8 @@ class Program:
         is the caller's class's method; any other callee is found by name)."""
         name = _name(call.func)
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Constant, ast.JoinedStr)):
+        if isinstance(func, ast.Attribute) and isinstance(func.value,
+                                                          (ast.Constant, ast.JoinedStr)):
             return          # a method of a Python string
         targets = self.defs.get(name or "", [])
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
@@ -469,7 +472,8 @@ class _Function:
             if lua_name not in RAW_LUA:
                 self.touch(e, "lua-call")
             return
-        if isinstance(e.func, ast.Name) and e.func.id in BUILTIN_KINDS and e.func.id not in self.p.defs:
+        if isinstance(e.func, ast.Name) and e.func.id in BUILTIN_KINDS \
+                and e.func.id not in self.p.defs:
             self.touch(e, BUILTIN_KINDS[e.func.id])
             return
         self.p.taint_call(self.func, e, args, kws, stars)
