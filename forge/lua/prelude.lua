@@ -1003,8 +1003,18 @@ local function guard_body(f, ...)
     call = tpack(yield(tpack(pcall_raw(tunpack(call, 1, call.n)))))
   end
 end
+-- The error value the last guarded call raised into Python: lupa hands Python
+-- only its text (nothing at all for a table), so `forge.lua.runtime` takes
+-- the value itself from here and the host call fails with it, as in Lua.
+local guard_error = nil
+E.take_guard_error = function()
+  local e = guard_error
+  guard_error = nil
+  return e
+end
 E.guarded = function(f, ...)
   check_abort()
+  guard_error = nil
   guard_depth = guard_depth + 1
   local depth = guard_depth
   local co = guard_threads[depth]
@@ -1022,6 +1032,7 @@ E.guarded = function(f, ...)
   end
   check_abort()
   if r[1] then return tunpack(r, 2, r.n) end
+  guard_error = r[2]
   error(r[2], 0)
 end
 local function index(t, k) return t[k] end
@@ -1053,7 +1064,7 @@ E.reset = function(max_instructions, message, seed, deadline, deadline_message)
   for co in next_raw, live do unregister(co) end
   sweep_at = 64
   abort, loading_library = nil, false
-  guard_depth, guard_threads = 0, {}
+  guard_depth, guard_threads, guard_error = 0, {}, nil
   host_errors = setmetatable({}, weak_keys)
   serials, next_serial = setmetatable({}, weak_keys), 0
   guarded = setmetatable({}, weak_keys)

@@ -524,6 +524,11 @@ class LuaRuntime:
                 # A model handle's error (`Keeper.fault`) the metamethod let
                 # through: the very error value Lua saw, raised on.
                 return (False, e)
+            # The value a guarded call raised (a table too: lupa's LuaError
+            # keeps only text), raised on at the host call, as Lua would.
+            raised = self.fn.take_guard_error()
+            if raised is not None:
+                return (False, raised)
             # lupa appends Lua's traceback after the message: keep the message.
             return (False, str(e).split("\nstack traceback:", 1)[0].encode("utf-8"))
         # Every other exception is a bug, and must end the run, loudly.

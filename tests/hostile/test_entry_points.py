@@ -155,6 +155,21 @@ def test_the_guarded_read_gives_what_lua_reads():
     assert obs["result"] == "from index"
 
 
+def test_an_error_a_guarded_metamethod_raises_reaches_the_caller_as_raised():
+    """An error value the prompt's `__index` raises inside a host call is the error the
+    call raises, a table as itself (lupa hands Python only an error's text, none of a
+    table) and a string with its position (kit: budget.instructions)."""
+    code = ("local ok, e = pcall(tasks.pending, setmetatable({}, { __index = function() "
+            "error({ code = 7 }) end }))\n"
+            "local ok2, e2 = pcall(tasks.pending, setmetatable({}, { __index = function() "
+            "error('boom') end }))\n"
+            "return table.concat({ tostring(ok), type(e), e.code, tostring(ok2), e2 }, ' | ')")
+    obs = run_text(prompt_text(section("Main", code)))
+    assert obs["result"].startswith('false | table | 7 | false | [string "section `Main`')
+    assert obs["result"].endswith(": boom")
+
+
+
 def test_a_table_named_in_a_message_shows_no_address():
     """A table a host call names in its message reads as the sandbox's `tostring` does,
     never as a process address (kit: budget.instructions)."""
