@@ -154,23 +154,26 @@ class Adapter(ABC):
 # -- the reference engine ------------------------------------------------------------------
 
 def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                          source: str = "<case>", chooser: Any = None) -> dict:
+                          source: str = "<case>", chooser: Any = None,
+                          steps: bool = False) -> dict:
     """Run a prompt on the reference engine; the observation as plain JSON data.
 
     A prompt the parser refuses is an observation too (outcome `failed`,
     error kind `Parse`): refusing bad prompts is behaviour a case can pin.
     `source` names the case in messages (its file, or its id).  `chooser`
     answers the run's open decisions (default: the schedule `seed` names);
-    `forge impl-serve --level 2` passes one that asks the kit.
+    `forge impl-serve --level 2` passes one that asks the kit.  With
+    `steps`, the observation holds the run's `steps` too (`steps.Recorder`,
+    docs/protocol.md "Steps").
 
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
-    return _reference_run(prompt_text, spec, seed, source, chooser)[0]
+    return _reference_run(prompt_text, spec, seed, source, chooser, steps)[0]
 
 
 def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                   source: str, chooser: Any = None) -> tuple[dict, Any]:
+                   source: str, chooser: Any = None, steps: bool = False) -> tuple[dict, Any]:
     """`reference_observation`, with the run (None for a prompt the parser
     refused).
 
@@ -192,8 +195,17 @@ def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
 
         harness = _build_harness(spec, source)
         config = RunConfig(args=spec.args, seed=seed or 0)
-        run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
-        return run.observation(), run
+        if not steps:
+            run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
+            return run.observation(), run
+        from forge.conformance.steps import Recorder
+        from forge.engine.run import Run
+
+        run = Run(prompt, harness, chooser or make_chooser(seed, None), config)
+        recorder = Recorder(run)
+        run.trace.observe((recorder,))
+        run.execute()
+        return {**run.observation(), "steps": recorder.steps}, run
     except AdapterError:
         raise
     except InputError as e:
@@ -496,13 +508,18 @@ class SubprocessAdapter(Adapter):
         chooser = make_chooser(seed, None) if self.level == LEVEL else None
         return self.run_with(case, seed, chooser)
 
-    def run_with(self, case: Case, seed: int | None, chooser: Any = None) -> dict:
+    def run_with(self, case: Case, seed: int | None, chooser: Any = None,
+                 steps: bool = False) -> dict:
         """`run`, with the decisions of a level-2 implementation answered by
-        `chooser` (None: the implementation decides, as at level 1)."""
+        `chooser` (None: the implementation decides, as at level 1); with
+        `steps`, the run message asks for the run's steps (docs/protocol.md,
+        "Steps"), which an implementation may ignore."""
         self._ensure()
         self._proc.new_case()
         message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
                                    "harness": case.harness.to_json()}
+        if steps:
+            message["steps"] = True
         if case.prompt is not None:
             message["prompt"] = case.prompt
         else:

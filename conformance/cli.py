@@ -416,9 +416,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
-    from forge.conformance.stream_watch import not_run as watchers_not_run
-
-    not_run = watchers_not_run() if expect.invariants else {}
+    not_run = outcome.not_run
     if outcome.record is not None:
         write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
@@ -438,7 +436,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
           False, strategy if outcome.explored else "canonical", ())
     if not_run:
-        click.echo("watchers that cannot run on an engine's events: "
+        click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
         click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))
