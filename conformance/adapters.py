@@ -50,7 +50,7 @@ from forge.conformance.impl_process import (
     exit_code,
     write_to,
 )
-from forge.conformance.level2 import LEVEL, drive, hello_level
+from forge.conformance.level2 import DECISIONS, LEVEL, Asked, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
@@ -140,10 +140,18 @@ class Adapter(ABC):
         have = self.features()
         return tuple(f for f in case.features if f not in have)
 
+    def asks_decisions(self) -> bool:
+        """Whether the kit sees the decisions this implementation's runs ask
+        (a level-2 engine's), so a case's `decisions` can be checked."""
+        return False
+
     def skip_reason(self, case: Case) -> str | None:
         """Why this implementation cannot run `case`, or None."""
         if case.operations is not None and LIFECYCLE not in self.features():
             return "lifecycle adapter not available"
+        if DECISIONS in case.expect and not self.asks_decisions():
+            return ("the case checks the decisions a level-2 engine asks, and this "
+                    "implementation speaks level 1")
         missing = self.lacks(case)
         if missing:
             names = ", ".join(f"`{f}`" for f in missing)
@@ -346,11 +354,23 @@ class InProcessAdapter(Adapter):
     def features(self) -> frozenset[str]:
         return frozenset(REFERENCE_FEATURES)
 
+    def asks_decisions(self) -> bool:
+        return True
+
     def run(self, case: Case, seed: int | None) -> dict:
         if case.operations is not None:
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
+        if DECISIONS in case.expect:
+            # A decision case runs on the canonical schedule only (`case`
+            # refuses it any other): every answer 0, each decision kept.
+            from forge.sim.chooser import Chooser
+
+            provider = Asked()
+            obs = reference_observation(case.prompt, case.harness, None, case.path,
+                                        Chooser(provider))
+            return {**obs, DECISIONS: provider.seen}
         from forge.variation import switched_on
 
         on = switched_on()
@@ -501,19 +521,27 @@ class SubprocessAdapter(Adapter):
         """The protocol level the implementation's hello announced (1 or 2)."""
         return hello_level(self._ensure())
 
+    def asks_decisions(self) -> bool:
+        return self.level == LEVEL
+
     def run(self, case: Case, seed: int | None) -> dict:
         # At level 2 the kit draws the schedule `seed` names itself (docs/protocol.md).
         from forge.assembly import make_chooser
 
         chooser = make_chooser(seed, None) if self.level == LEVEL else None
-        return self.run_with(case, seed, chooser)
+        if DECISIONS not in case.expect or chooser is None:
+            return self.run_with(case, seed, chooser)
+        seen: list[str] = []
+        observation = self.run_with(case, seed, chooser, seen=seen)
+        return {**observation, DECISIONS: seen}
 
     def run_with(self, case: Case, seed: int | None, chooser: Any = None,
-                 steps: bool = False) -> dict:
+                 steps: bool = False, seen: list[str] | None = None) -> dict:
         """`run`, with the decisions of a level-2 implementation answered by
         `chooser` (None: the implementation decides, as at level 1); with
         `steps`, the run message asks for the run's steps (docs/protocol.md,
-        "Steps"), which an implementation may ignore."""
+        "Steps"), which an implementation may ignore; each decision asked is
+        appended to `seen`, when given (`level2.decision`)."""
         self._ensure()
         self._proc.new_case()
         message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
@@ -529,7 +557,7 @@ class SubprocessAdapter(Adapter):
             self._send(message)
             if chooser is not None and self.level == LEVEL:
                 reply = drive(lambda: self._receive(f"case {case.id}"), self._send, case.id,
-                              chooser, self._fail, self.max_decisions)
+                              chooser, self._fail, self.max_decisions, seen)
             else:
                 reply = self._receive(f"case {case.id}")
         finally:
