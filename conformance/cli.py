@@ -134,6 +134,12 @@ Examples:
                    "its duration and schedules, per-clause tallies, coverage by feature.")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
+@click.option("--matrix", "matrix_file", metavar="FILE", default=None, type=OutputPath(),
+              help="Write a static HTML page of cases x engines (this run, and each "
+                   "--matrix-with report), grouped by clause, with the interop score.")
+@click.option("--matrix-with", "matrix_with", metavar="REPORT", multiple=True, type=InputPath(),
+              help="A saved --json report of another run, a column of --matrix. Repeat for "
+                   "several engines.")
 @click.option("--write-expectations", "expectations_out", metavar="FILE", default=None,
               type=OutputPath(),
               help="Write an expectations file that accepts this run: every case that "
@@ -159,8 +165,9 @@ Examples:
 @known_differences_option
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
-                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
+                junit_file, matrix_file, matrix_with, expectations_out, timeout, run_seconds,
+                max_decisions, catalogue_dir, dump_cases, verbose, fuzz_count, fuzz_seed,
+                fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -178,7 +185,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                               known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
-    outputs = {"--json": json_file, "--junit": junit_file,
+    if matrix_with and matrix_file is None:
+        raise InputError("adds a column to --matrix, which is not given",
+                         file="--matrix-with")
+    others = [_matrix_column(path) for path in matrix_with]
+    outputs = {"--json": json_file, "--junit": junit_file, "--matrix": matrix_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
@@ -225,7 +236,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
                            expectations=expected, catalogue=catalogue, progress=progress)
+    from forge.conformance import matrix
+
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
+                  "--matrix": lambda: matrix.render(
+                      [matrix.column(report.to_json(), "this run"), *others]),
                   "--write-expectations": report.expectations_toml}
     unwritten = []
     for flag, path in outputs.items():
@@ -239,6 +254,23 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
     refuse_all(unwritten)
     ctx.exit(report.exit_code)
+
+
+def _matrix_column(path: str):
+    """The --matrix column of a saved JSON report.
+
+    Raises:
+        InputError: naming the file, when it is no such report.
+    """
+    from forge.conformance import matrix
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return matrix.column(data, path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise InputError(f"not a readable JSON report: {e}", file=path) from None
+    except ValueError as e:
+        raise InputError(str(e).split(": ", 1)[1], file=path) from None
 
 
 @click.command("impl-serve", help=SERVE_HELP)
