@@ -447,7 +447,7 @@ class World:
         # a second process over the same store: its own locks, its own memory
         self.other = manager("o")  # its ids are its own (a real one draws unique ids)
         self.other.recovered = True
-        self.cap = self.mgr.c.max_concurrent_per_parent
+        self.cap = self.mgr.cap()
         self.ceiling = self.mgr.c.max_attempts_per_task
 
     def install_locks(self, turnstile: Turnstile) -> None:

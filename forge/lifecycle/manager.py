@@ -57,6 +57,7 @@ GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "
                                       "asks the Continue hook")
 
 SUMMARY_LIMIT = 300
+DEFAULT_CAP = 6
 STOPPED = "stopped"
 STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
@@ -92,6 +93,14 @@ def _none(*_a: Any) -> None:
     return None
 
 
+def _or_default(default: Any) -> Callable[[Any], Any]:
+    """A limit of 0 or less (or None) means its default, as the original's
+    Config reads every limit (notes 2.6: "Default (when <= 0 / nil)")."""
+    def convert(value: Any) -> Any:
+        return default if value is None or value <= 0 else value
+    return convert
+
+
 @attrs.define
 class Config:
     store: Store
@@ -110,16 +119,18 @@ class Config:
     stop_settle_wait: float = 2.0
     # Observer called as that wait begins (a test places a racing party here).
     await_outcome: Callable[[Task], None] | None = None
-    summary_limit: int = SUMMARY_LIMIT
+    summary_limit: int = attrs.field(default=SUMMARY_LIMIT, converter=_or_default(SUMMARY_LIMIT))
     # task_status(wait_seconds) never blocks longer (lifecycle.status.wait-bounded).
-    max_status_wait: float = 120.0
+    max_status_wait: float = attrs.field(default=120.0, converter=_or_default(120.0))
     sessions: SessionRepo | None = None  # None: a repository of the Manager's own
     on_task_update: Callable[[Task], None] = _none
     describe_state: Callable[[str, Any], str] | None = None
-    max_continuations: int = 50
-    max_attempts_per_task: int = 3
-    max_depth: int = 1
-    max_concurrent_per_parent: int = 6
+    max_continuations: int = attrs.field(default=50, converter=_or_default(50))
+    max_attempts_per_task: int = attrs.field(default=3, converter=_or_default(3))
+    max_depth: int = attrs.field(default=1, converter=_or_default(1))
+    # Live tasks per parent: a number, or a function asked at every spawn and
+    # retry (the original's era-E shape); 0 or less means 6 (``Manager.cap``).
+    max_concurrent_per_parent: int | Callable[[], int] = DEFAULT_CAP
     # None: the store's own ``next_id`` (ids that never repeat across processes
     # and restarts over one database), or a counter of this Manager's for a
     # store without one.
@@ -203,19 +214,27 @@ class Manager:
             return ""
         return self.c.describe_state(info.kind, info.state)
 
+    def cap(self) -> int:
+        """The per-parent cap now: the configured number, or the configured
+        function's answer, asked at every spawn and retry; 0 or less (or no
+        answer) means 6 (notes 2.6, MaxConcurrentPerParent)."""
+        cap = self.c.max_concurrent_per_parent
+        n = cap() if callable(cap) else cap
+        return DEFAULT_CAP if n is None or n <= 0 else n
+
     def _live(self, parent_session_id: str) -> int:
         return len(self.store.list_non_terminal(parent_session_id))
 
-    def _check_slot(self, parent_session_id: str, row: Task | None = None) -> None:
+    def _check_slot(self, parent_session_id: str, cap: int,
+                    row: Task | None = None) -> None:
         """lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot. The
         per-parent lock serializes this check within one Manager; the store's
         create and claim check the cap again in their own step, so it also holds
         for Managers of two processes over one store."""
-        if self._live(parent_session_id) >= self.c.max_concurrent_per_parent:
-            raise self._cap_error(row)
+        if self._live(parent_session_id) >= cap:
+            raise self._cap_error(cap, row)
 
-    def _cap_error(self, row: Task | None = None) -> TaskError:
-        n = self.c.max_concurrent_per_parent
+    def _cap_error(self, n: int, row: Task | None = None) -> TaskError:
         return TaskError(f"tasks: this conversation already has {n} tasks running; "
                          "wait for one to finish", row)
 
@@ -232,7 +251,8 @@ class Manager:
         if depth > self.c.max_depth:  # lifecycle.depth.spawn-max-depth
             raise TaskError(f"tasks: cannot spawn from a task at depth {depth - 1}")
         with self._parent_lock(req.parent_session_id):
-            self._check_slot(req.parent_session_id)
+            cap = self.cap()
+            self._check_slot(req.parent_session_id, cap)
             spec = self.c.resolver(req.parent_session_id, req.agent_name)
             label = req.label or default_label(req.input)
             # Minted before the transaction, each in its own: an id handed out is
@@ -251,11 +271,11 @@ class Manager:
                         label=label, kind=req.kind, state=req.state,
                         parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
                         depth=depth, inherit=spec.inherit),
-                        max_live=self.c.max_concurrent_per_parent)
+                        max_live=cap)
                 except BaseException as exc:
                     self.sessions.delete(child)
                     if isinstance(exc, CapReached):  # another process took the last slot
-                        raise self._cap_error() from None
+                        raise self._cap_error(cap) from None
                     if isinstance(exc, Exception):
                         raise TaskError(f"tasks: creating task: {exc}") from exc
                     raise
@@ -475,15 +495,16 @@ class Manager:
         with self._parent_lock(row.parent_session_id):
             row = self.store.get(task_id)
             self._retryable(row)
-            self._check_slot(row.parent_session_id, row)
+            cap = self.cap()
+            self._check_slot(row.parent_session_id, cap, row)
             prompt = self.retry_prompt(row)  # before the claim clears the failure
             new_run = self.new_id("r")
             claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task,
-                                             max_live=self.c.max_concurrent_per_parent)
+                                             max_live=cap)
             if claimed is None:
                 now = self.store.get(task_id)
                 self._retryable(now)
-                self._check_slot(now.parent_session_id, now)
+                self._check_slot(now.parent_session_id, cap, now)
                 raise TaskError("tasks: another writer claimed this task first; try again", now)
             self._launching[new_run] = False
             try:

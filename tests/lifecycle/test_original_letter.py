@@ -6,8 +6,10 @@ failed on the kit before issue 30.
 
 from __future__ import annotations
 
+import pytest
 from lifecycle_host import FakeHost
 
+from forge.lifecycle.errors import TaskError
 from forge.lifecycle.records import Continuation, RunOutcome, SpawnRequest, StopOutcome, TaskStatus
 
 W, C, F, X, P = (TaskStatus.WORKING, TaskStatus.COMPLETED, TaskStatus.FAILED,
@@ -112,3 +114,34 @@ def test_a_working_outcome_is_ignored():
     t = _spawn(h)
     assert _end(h, t, W) is None
     assert h.store.get(t.id).status is W
+
+
+def test_a_cap_of_zero_or_less_means_six():
+    """Notes 2.6: MaxConcurrentPerParent of 0 or less (or a function answering
+    so) means the default 6 - not "refuse every spawn"; a function is asked at
+    every spawn and retry (lifecycle.spawn.concurrency-slot)."""
+    for cap in (0, -3, lambda: 0):
+        h = _host(max_concurrent_per_parent=cap)
+        for _ in range(6):
+            _spawn(h)
+        with pytest.raises(TaskError, match="^tasks: this conversation already has 6 tasks "
+                                            "running; wait for one to finish$"):
+            _spawn(h)
+    asked = iter([2, 2, 2, 3])
+    h = _host(max_concurrent_per_parent=lambda: next(asked))
+    _spawn(h), _spawn(h)
+    with pytest.raises(TaskError, match="already has 2 tasks running"):
+        _spawn(h)
+    assert _spawn(h).status is W  # asked again: the cap is 3 now
+
+
+def test_every_limit_of_zero_or_less_means_its_default():
+    """Notes 2.6: each limit's default applies "when <= 0": summary 300,
+    status wait 120 s, depth 1, attempts 3, continuations 50."""
+    h = _host(summary_limit=0, max_status_wait=-1, max_depth=0, max_attempts_per_task=0,
+              max_continuations=0)
+    c = h.mgr.c
+    assert (c.summary_limit, c.max_status_wait, c.max_depth, c.max_attempts_per_task,
+            c.max_continuations) == (300, 120.0, 1, 3, 50)
+    snap = _end(h, _spawn(h), C, text="x" * 400)
+    assert snap.summary == "x" * 300 + "…"
