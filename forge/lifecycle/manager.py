@@ -252,8 +252,16 @@ class Manager:
             raise TaskError(f"tasks: cannot spawn from a task at depth {depth - 1}")
         with self._parent_lock(req.parent_session_id):
             cap = self.cap()
-            self._check_slot(req.parent_session_id, cap)
-            spec = self.c.resolver(req.parent_session_id, req.agent_name)
+            try:
+                self._check_slot(req.parent_session_id, cap)
+            except TaskError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a store failure, one text (notes 2.9)
+                raise TaskError(f"tasks: counting live tasks: {exc}") from exc
+            try:
+                spec = self.c.resolver(req.parent_session_id, req.agent_name)
+            except Exception as exc:  # noqa: BLE001 - any resolver failure (notes 2.9)
+                raise TaskError(f'tasks: resolving agent "{req.agent_name}": {exc}') from exc
             label = req.label or default_label(req.input)
             # Minted before the transaction, each in its own: an id handed out is
             # spent even if the spawn then dies (a gap, never a repeat).
@@ -285,13 +293,16 @@ class Manager:
                                               session_id=child, input=req.input,
                                               kind=row.kind, state=row.state,
                                               inherit=row.inherit))
-            except BaseException:
+            except BaseException as exc:
                 # lifecycle.spawn.rollback-detached: whatever ended the launch - its
-                # own failure or the caller being cancelled - the half-made task goes.
+                # own failure or the caller being cancelled - the half-made task goes,
+                # row first, then its session through the session repository.
                 self._launching.pop(row.run_id, None)
                 with self._together():
                     self.store.delete(row.id)
                     self.sessions.delete(child)
+                if isinstance(exc, Exception):  # notes 3.1 step 8: a wrapped error
+                    raise TaskError(f"tasks: starting task run: {exc}") from exc
                 raise
             settled = self._reconcile(row.id, row.run_id)
         self._update(settled)

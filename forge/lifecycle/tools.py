@@ -179,10 +179,8 @@ def spawn_tool(mgr: Manager) -> Tool:
                 parent_session_id=ctx.session_id, agent_name=args.get("agent_name", ""),
                 input=args.get("input", ""), label=args.get("label", ""),
                 parent_run_id=ctx.parent_run_id, tool_call_id=ctx.tool_call_id))
-        except (TaskError, NotFound) as e:
+        except (TaskError, NotFound) as e:  # a failed launch too: the Manager wraps it
             return ToolResult.error(str(e))
-        except Exception as e:  # noqa: BLE001 - a failed launch is the call's answer
-            return ToolResult.error(f"tasks: starting task run: {e}")
         info = Info.of(row, spec.display_name)
         mgr.model_has_result(info)  # a fast finish is in the model's hands now
         return tool_result(info, mgr.progress(info))

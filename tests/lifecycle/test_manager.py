@@ -69,7 +69,7 @@ def test_spawn_inherit_snapshot():
 def test_spawn_launch_failure_rolls_back(h):
     # lifecycle.spawn.rollback-detached
     h.launch_error = "boom"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TaskError, match="^tasks: starting task run: boom$"):
         spawn(h)
     assert h.store.list_all() == []
 

@@ -145,3 +145,82 @@ def test_every_limit_of_zero_or_less_means_its_default():
             c.max_continuations) == (300, 120.0, 1, 3, 50)
     snap = _end(h, _spawn(h), C, text="x" * 400)
     assert snap.summary == "x" * 300 + "…"
+
+
+def _repos():
+    """The session repositories a spawn rolls back through: the plain in-memory
+    one beside a memory store, and the SQLite store's own (one transaction)."""
+    from forge.lifecycle.sessions import MemorySessions
+    from forge.lifecycle.sqlite_store import SqliteStore
+    yield "memory", FakeHost(sessions=MemorySessions())
+    store = SqliteStore()
+    yield "sqlite", FakeHost(store=store, sessions=store.sessions())
+
+
+@pytest.mark.parametrize("which", ["memory", "sqlite"])
+def test_a_failed_launch_rolls_back_through_the_session_repository(which):
+    """Notes 3.1 step 8 and TestSpawn_RollsBackAGhostSession: a launch failure
+    deletes the row and the hidden child session (the repository lists neither,
+    hidden included) and answers ``tasks: starting task run: <err>``
+    (lifecycle.spawn.rollback-detached)."""
+    h = dict(_repos())[which]
+    h.mgr.recover()
+    h.launch_error = "no worker"
+    with pytest.raises(TaskError, match="^tasks: starting task run: no worker$"):
+        _spawn(h)
+    assert h.store.list_all() == []
+    assert h.mgr.sessions.list(include_hidden=True) == []
+    assert h.mgr._parents == {}
+
+
+@pytest.mark.parametrize("which", ["memory", "sqlite"])
+def test_a_cancelled_spawn_still_rolls_back_and_stays_a_cancellation(which):
+    """TestSpawn_RollbackSurvivesAParentCancellation: the caller cancelled during
+    the launch - the rollback still deletes row and session, and the
+    cancellation itself goes on unwrapped (lifecycle.race.spawn-rollback-vs-parent-cancel)."""
+    class Cancelled(BaseException):
+        pass
+
+    def cancel(_req):
+        raise Cancelled()
+    h = dict(_repos())[which]
+    h.mgr.recover()
+    h.on_launch = cancel
+    with pytest.raises(Cancelled):
+        _spawn(h)
+    assert h.store.list_all() == [] and h.mgr.sessions.list(include_hidden=True) == []
+
+
+def test_a_failed_create_deletes_the_session_it_made():
+    """Notes 3.1 step 7: Store.Create failing deletes the child session and
+    answers ``tasks: creating task: <err>``."""
+    from forge.lifecycle.sessions import MemorySessions
+    from forge.lifecycle.store import MemoryStore
+
+    class Full(MemoryStore):
+        def create(self, task, max_live=0):
+            raise RuntimeError("disk full")
+    h = FakeHost(store=Full(), sessions=MemorySessions())
+    with pytest.raises(TaskError, match="^tasks: creating task: disk full$"):
+        _spawn(h)
+    assert h.mgr.sessions.list(include_hidden=True) == [] and h.launches == []
+
+
+def test_a_failing_resolver_or_count_is_one_wrapped_line():
+    """Notes 2.9: ``tasks: resolving agent "<name>": <err>`` and
+    ``tasks: counting live tasks: <err>``; nothing is created."""
+    from forge.lifecycle.store import MemoryStore
+
+    def resolver(parent, name):
+        raise LookupError("no such agent")
+    h = _host(resolver=resolver)
+    with pytest.raises(TaskError, match='^tasks: resolving agent "a": no such agent$'):
+        _spawn(h)
+    assert h.store.list_all() == [] and h.mgr.sessions.list(include_hidden=True) == []
+
+    class Broken(MemoryStore):
+        def list_non_terminal(self, parent):
+            raise OSError("disk gone")
+    h = FakeHost(store=Broken())
+    with pytest.raises(TaskError, match="^tasks: counting live tasks: disk gone$"):
+        _spawn(h)

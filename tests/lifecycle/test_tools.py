@@ -400,7 +400,7 @@ def test_half_finished_spawn_rolls_back_even_when_the_caller_is_cancelled():
         spawn(h)
     assert sessions.list(include_hidden=True) == [] and h.store.list_all() == []
     h.launch_error = "boom"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TaskError, match="^tasks: starting task run: boom$"):
         spawn(h)
     assert sessions.list(include_hidden=True) == [] and h.store.list_all() == []
     assert h.mgr._parents == {}  # the per-parent lock table drained
