@@ -20,6 +20,7 @@ from typing import Any
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, World
 from forge.lifecycle.records import RunOutcome, SpawnRequest, TaskStatus
+from forge.lifecycle.tools import retry_in_hand
 
 #: Parameters every action accepts, with their defaults.
 COMMON = {"task": 1, "process": "main"}
@@ -89,6 +90,16 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     return result
 
 
+def _in_hand(world: World, mgr: Any, info: Any) -> None:
+    """The model's tool settles what it hands the model: a delivery made now is
+    a read's, like task_status's, not an ending's report."""
+    saved, world.acting.action = world.acting.action, "in_hand"
+    try:
+        mgr.model_has_result(info)
+    finally:
+        world.acting.action = saved
+
+
 def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | None) -> Any:
     if action in ("complete", "fail", "pause"):
         status = {"complete": TaskStatus.COMPLETED, "fail": TaskStatus.FAILED,
@@ -102,7 +113,9 @@ def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | Non
     if action == "stop_tree":
         return mgr.stop_tree(p["parent"])
     if action == "retry":
-        return mgr.retry(tid, via_tool=p["via"] == "tool")
+        if p["via"] == "host":
+            return mgr.retry(tid)
+        return retry_in_hand(mgr, tid, lambda info: _in_hand(world, mgr, info))
     if action == "spawn":
         task = mgr.spawn(SpawnRequest(parent_session_id=p["parent"], agent_name="a",
                                       input="go", label=p["label"]))

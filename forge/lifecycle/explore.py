@@ -415,7 +415,8 @@ class World:
         def report(kind: str) -> Callable[[Task], None]:
             def hook(task: Task) -> None:
                 host_gate(kind)
-                reading = getattr(self.acting, "action", None) == "status"
+                # a task_status read or a tool settling what it hands the model
+                reading = getattr(self.acting, "action", None) in ("status", "in_hand")
                 self.reports.append(("read" if reading else kind, task))
             return hook
 

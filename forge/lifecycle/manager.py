@@ -122,6 +122,10 @@ class Config:
     summary_limit: int = attrs.field(default=SUMMARY_LIMIT, converter=_or_default(SUMMARY_LIMIT))
     # task_status(wait_seconds) never blocks longer (lifecycle.status.wait-bounded).
     max_status_wait: float = attrs.field(default=120.0, converter=_or_default(120.0))
+    # A status wait re-reads the store at least this often (notes 2.10: 250 ms),
+    # so an ending written by another process or connection is noticed; an
+    # ending this Manager claims wakes it at once.
+    status_poll: float = attrs.field(default=0.25, converter=_or_default(0.25))
     sessions: SessionRepo | None = None  # None: a repository of the Manager's own
     on_task_update: Callable[[Task], None] = _none
     describe_state: Callable[[str, Any], str] | None = None
@@ -145,6 +149,9 @@ class Manager:
         self.new_id: Callable[[str], str] = (
             config.new_id or getattr(self.store, "next_id", None) or CounterIds())
         self.recovered = False
+        # Endings this Manager claimed (finalize, release): a status waiter
+        # wakes when it moves, and polls the store for everyone else's.
+        self._endings = 0
         # Runs between their claim and the end of their launch: True once the run
         # reported its own ending (a fast finish, never to be stopped).
         self._launching: dict[str, bool] = {}
@@ -188,9 +195,14 @@ class Manager:
             self._announce(snap)
         return snap
 
+    def _wake(self) -> None:
+        """This Manager claimed an ending: wake its status waiters now."""
+        self._endings += 1
+        self.c.clock.notify()
+
     def _announce(self, snap: Task) -> None:
         """A won ending: wake waiters, update the card, report it."""
-        self.c.clock.notify()
+        self._wake()
         self._update(snap)
         self._report(snap)
 
@@ -493,13 +505,16 @@ class Manager:
                 if not t.status.terminal]
 
     # -- retry -------------------------------------------------------------
-    def retry(self, task_id: str, via_tool: bool = False) -> Task:
+    def retry(self, task_id: str) -> Task:
         """failed -> working on the same session with a new run (lifecycle.retry.*).
 
-        A refusal is a TaskError carrying the row as it stands. ``via_tool``:
-        the model asked (task_retry), so a launch failure it is told about in
-        the tool's result counts as delivered; over a host API only a person
-        heard, so the ending is reported as owed."""
+        A refusal is a TaskError carrying the row as it stands. A launch that
+        fails puts the claim back (the task is failed again, its attempt
+        rolled back), reports the ending through OnFinished - the store wrote
+        its debt in the same step - and raises ``tasks: restarting task run:
+        <err>`` with the row (notes 3.2 step 7). On the model's path the tool
+        then settles that debt through ModelHasResult (``tools.retry_in_hand``):
+        the model reads the failure in the tool's result."""
         if not self.recovered:  # lifecycle.restart.before-retry
             raise TaskError("tasks: recovery has not run; retries are not accepted yet")
         row = self.store.get(task_id)
@@ -525,8 +540,8 @@ class Manager:
                                               inherit=row.inherit, retry=True))
             except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
                 self._launching.pop(new_run, None)
-                return self._release(task_id, new_run, f"retry could not start: {exc}",
-                                     via_tool)
+                now = self._release(task_id, new_run, f"retry could not start: {exc}")
+                raise TaskError(f"tasks: restarting task run: {exc}", now) from exc
             settled = self._reconcile(task_id, new_run)
         self._update(settled)
         return settled
@@ -548,16 +563,19 @@ class Manager:
                 "the progress made so far. Review it and continue the task to completion; "
                 "avoid repeating work that already succeeded.")
 
-    def _release(self, task_id: str, run_id: str, msg: str, via_tool: bool) -> Task:
+    def _release(self, task_id: str, run_id: str, msg: str) -> Task | None:
+        """Put back a won claim whose run never started; report the ending it
+        owes (lifecycle.retry.launch-failure-host-api: OnFinished, whoever
+        asked). The row as it stands after, or None if it is gone."""
         snap = self.store.release_retry_claim(task_id, run_id, self._sum(msg), msg)
         if snap is None:
-            return self.store.get(task_id)
-        self.c.clock.notify()
+            try:
+                return self.store.get(task_id)
+            except NotFound:
+                return None
+        self._wake()
         self._update(snap)
-        if via_tool:  # lifecycle.retry.launch-failure-tool
-            self.c.on_result_delivered(snap)
-        else:  # lifecycle.retry.launch-failure-host-api
-            self.c.on_finished(snap)
+        self.c.on_finished(snap)
         return snap
 
     # -- reading -------------------------------------------------------------
@@ -568,21 +586,26 @@ class Manager:
 
     def status(self, task_id: str, wait: float = 0.0) -> Task:
         """Read one task, waiting up to ``wait`` seconds (capped by max_status_wait)
-        for it to finish. A finished task read here is the model's: delivered."""
+        for it to finish. A finished task read here is the model's: delivered.
+
+        The wait is the original's loop (notes 3.6): read the row; finished, or
+        the deadline passed, ends it; else wait on the clock for an ending this
+        Manager claims, or ``status_poll`` seconds, whichever comes first, and
+        read again - so an ending another process or connection wrote is seen
+        at the next poll, under the virtual clock as under real time."""
         wait = max(0.0, min(float(wait), self.c.max_status_wait))
-        row = self.store.get(task_id)
-        if not row.status.terminal and wait > 0:
-            self.c.clock.wait_for(lambda: self._gone_or_done(task_id), wait)
+        clock = self.c.clock
+        deadline = clock.now() + wait
+        while True:
             row = self.store.get(task_id)
+            left = deadline - clock.now()
+            if row.status.terminal or left <= 1e-9:  # (what float sums leave over)
+                break
+            seen = self._endings
+            clock.wait_for(lambda: self._endings != seen, min(self.c.status_poll, left))
         if row.status.terminal or STATUS_DELIVERS_WORKING.on:
             self.c.on_result_delivered(row)
         return row
-
-    def _gone_or_done(self, task_id: str) -> bool:
-        try:
-            return self.store.get(task_id).status.terminal
-        except NotFound:
-            return True
 
     def model_has_result(self, info: Info) -> None:
         """The model was handed ``info``: if that is this attempt's ending, the debt

@@ -224,3 +224,168 @@ def test_a_failing_resolver_or_count_is_one_wrapped_line():
     h = FakeHost(store=Broken())
     with pytest.raises(TaskError, match="^tasks: counting live tasks: disk gone$"):
         _spawn(h)
+
+
+def _two_connections(tmp_path):
+    """A Manager over one connection to a SQLite file, and a second store over
+    the same file: another process's (or connection's) writes."""
+    from forge.lifecycle.clock import VirtualClock
+    from forge.lifecycle.sqlite_store import SqliteStore
+    path = str(tmp_path / "tasks.db")
+    mine, other = SqliteStore(path), SqliteStore(path)
+    h = FakeHost(store=mine, sessions=mine.sessions(), clock=VirtualClock())
+    h.mgr.recover()
+    return h, other
+
+
+def test_a_status_wait_polls_and_notices_another_connections_finalize(tmp_path):
+    """Notes 3.6 and 2.10, TestStatus_WaitNoticesAFinalizeItDidNotMake: the wait
+    re-reads the store every 250 ms, so a finalize another connection writes at
+    5.1 s is noticed at the next poll (5.25 s) and delivered; the Manager never
+    heard of it (lifecycle.status.wait-bounded)."""
+    h, other = _two_connections(tmp_path)
+    t = _spawn(h)
+    clock = h.mgr.c.clock
+    clock.call_at(5.1, lambda: other.finalize(t.id, t.run_id, C, "done elsewhere",
+                                              "done elsewhere"))
+    row = h.mgr.status(t.id, wait=30)
+    assert (row.status, row.result, clock.now()) == (C, "done elsewhere", 5.25)
+    assert [d.status for d in h.delivered] == [C] and h.finished == []
+
+
+def test_a_status_wait_wakes_at_once_for_an_ending_its_manager_claims(tmp_path):
+    """Notes 3.6, TestStatus_WaitsForCompletion: this Manager's own finalize
+    signals the waiter at once (no poll to wait for)."""
+    h, _other = _two_connections(tmp_path)
+    t = _spawn(h)
+    clock = h.mgr.c.clock
+    clock.call_at(0.02, lambda: _end(h, t, C, text="quick"))
+    assert h.mgr.status(t.id, wait=10).status is C and clock.now() == 0.02
+
+
+def test_a_status_wait_polls_until_the_deadline(tmp_path):
+    """Notes 3.6, TestStatus_WaitIsBounded: nothing ends the task - the wait
+    reads the store every poll until the deadline, then answers working and
+    delivers nothing."""
+    h, _other = _two_connections(tmp_path)
+    t = _spawn(h)
+    reads = []
+    real = h.store.get
+    h.store.get = lambda tid: reads.append(h.mgr.c.clock.now()) or real(tid)
+    assert h.mgr.status(t.id, wait=1).status is W
+    assert reads == [0.0, 0.25, 0.5, 0.75, 1.0] and h.delivered == []
+
+
+def test_a_retry_launch_failure_wakes_a_status_waiter():
+    """TestRetry_LaunchFailureWakesWaiters: a waiter on a task whose retry is
+    launching returns as soon as the launch fails and the claim is released
+    (an ending this Manager wrote wakes it; the 5 s poll never comes)."""
+    import threading
+    import time
+
+    from forge.lifecycle.clock import ThreadClock
+    h = _host(clock=ThreadClock(poll=5.0), status_poll=5.0)
+    t = _spawn(h)
+    _end(h, t, F, err="x")
+    waiting, answer = threading.Event(), {}
+
+    def launch_fails(_req):
+        def wait():
+            waiting.set()
+            answer["row"] = h.mgr.status(t.id, wait=10)
+        answer["thread"] = threading.Thread(target=wait)
+        answer["thread"].start()
+        waiting.wait(5)
+        time.sleep(0.2)  # the waiter is inside its wait
+        raise RuntimeError("no capacity")
+    h.on_launch = launch_fails
+    start = time.monotonic()
+    with pytest.raises(TaskError):
+        h.mgr.retry(t.id)
+    answer["thread"].join(10)
+    assert answer["row"].status is F and time.monotonic() - start < 3
+
+
+class _DebtLedger:
+    """A durable host's view of its debt rows (notes 6): each OnFinished must
+    find the row its transition wrote - same task, run, status and summary -
+    already in the store, and each row the store holds must be one an
+    OnFinished announced; OnResultDelivered drops it."""
+
+    def __init__(self, h):
+        self.h, self.announced = h, set()
+        h.mgr.c.on_finished = self.finished
+        h.mgr.c.on_result_delivered = self.delivered
+
+    def finished(self, snap):
+        from forge.lifecycle.records import Debt
+        debt = Debt(snap.id, snap.run_id, snap.status, snap.summary)
+        assert debt in self.h.store.owed(), f"OnFinished with no debt row: {debt}"
+        self.announced.add(debt)
+        self.h.finished.append(snap)
+
+    def delivered(self, snap):
+        self.h.store.settle(snap.id, snap.run_id)
+        self.h.delivered.append(snap)
+
+    def check(self):
+        rows = set(self.h.store.owed())
+        assert rows <= self.announced, f"debt rows nobody was told of: {rows - self.announced}"
+
+
+@pytest.mark.parametrize("which", ["memory", "sqlite"])
+def test_every_on_finished_matches_a_debt_row_and_back(which):
+    """Notes 6 and TestRetry_LaunchFailureDebtFollowsTheCaller: every OnFinished
+    matches the debt row written in its own transition, and every debt row was
+    announced by an OnFinished - a retry whose launch fails included, on the
+    tool path too, where the tool then settles it (lifecycle.durable.debt-atomic,
+    lifecycle.retry.launch-failure-tool)."""
+    from forge.lifecycle.tools import ToolContext, retry_in_hand, tools
+    h = dict(_repos())[which]
+    ledger = _DebtLedger(h)
+    h.mgr.recover()
+    a, b, c, d = (_spawn(h) for _ in range(4))
+    _end(h, a, C, text="done")
+    h.mgr.stop(b.id)
+    _end(h, c, F, err="boom")
+    ledger.check()
+    assert {x.task_id for x in h.store.owed()} == {a.id, c.id}
+    h.launch_error = "no capacity"  # host API: owed, nothing settles it
+    with pytest.raises(TaskError, match="^tasks: restarting task run: no capacity$"):
+        h.mgr.retry(c.id)
+    ledger.check()
+    [owed_c] = [x for x in h.store.owed() if x.task_id == c.id]
+    assert owed_c.summary == "retry could not start: no capacity"
+    h.launch_error = "still no capacity"  # the model's path: owed, then settled in hand
+    with pytest.raises(TaskError):
+        retry_in_hand(h.mgr, c.id)
+    ledger.check()
+    assert c.id not in {x.task_id for x in h.store.owed()}
+    assert h.finished[-1].result == h.delivered[-1].result == (
+        "retry could not start: still no capacity")
+    h.mgr.recover()  # d is orphaned: owed through the sweep
+    ledger.check()
+    assert {x.task_id for x in h.store.owed()} == {a.id, d.id}
+    r = tools(h.mgr)[1].call(ToolContext(session_id="p"), {"task_id": a.id})
+    assert not r.is_error and {x.task_id for x in h.store.owed()} == {d.id}
+
+
+@pytest.mark.parametrize("which", ["memory", "sqlite"])
+def test_only_a_won_retry_claim_drops_the_debt(which):
+    """Notes 6 rule 2: the debt is dropped inside RetryClaim's transition - only
+    a claim that wins; a claim refused (the ceiling, the cap, not failed) or
+    lost leaves the undelivered debt where it was
+    (lifecycle.durable.drop-in-retry-claim)."""
+    h = dict(_repos())[which]
+    h.mgr.recover()
+    t = _spawn(h)
+    _end(h, t, F, err="boom")
+    owed = h.store.owed()
+    assert h.store.retry_claim(t.id, "x1", 1) is None  # at the ceiling
+    other = _spawn(h)
+    assert h.store.retry_claim(t.id, "x2", 3, max_live=1) is None  # the parent is full
+    assert h.store.owed() == owed
+    h.mgr.stop(other.id)
+    assert h.store.retry_claim(t.id, "x3", 3) is not None  # won: the task is live again
+    assert h.store.owed() == []
+    assert h.store.retry_claim(t.id, "x4", 3) is None  # lost: nothing to drop anyway
