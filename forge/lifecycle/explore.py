@@ -355,6 +355,8 @@ class Scenario:
     #: The scenario file's text (what a replay file records), or None for a
     #: race built in code.
     text: str | None = attrs.field(default=None, repr=False)
+    #: What reading the file noticed and the user should hear (old spellings).
+    notes: tuple[str, ...] = ()
 
 
 class World:
