@@ -15,6 +15,7 @@ repository's).
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -34,7 +35,7 @@ from forge.lifecycle.records import (
     TaskStatus,
 )
 from forge.lifecycle.clock import Clock, VirtualClock
-from forge.lifecycle.errors import LookupFailed, TaskError
+from forge.lifecycle.errors import LookupFailed, Refused, TaskError
 from forge.lifecycle.history import Recorder
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, CapReached, NotFound, Store
@@ -55,6 +56,9 @@ STATUS_DELIVERS_WORKING = declare("lifecycle.status-delivers-working", "lifecycl
 GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "lifecycle",
                                       "a graceful stop followed by a failed last turn still "
                                       "asks the Continue hook")
+
+#: Store failures the original logs and moves past (component=tasks in its slog).
+LOG = logging.getLogger("forge.lifecycle")
 
 SUMMARY_LIMIT = 300
 DEFAULT_CAP = 6
@@ -190,7 +194,15 @@ class Manager:
 
     def _finish(self, task_id: str, run_id: str, status: TaskStatus, summary: str,
                 result: str, state: Any = KEEP) -> Task | None:
-        snap = self.store.finalize(task_id, run_id, status, summary, result, state)
+        """Claim a run's ending and announce it; a store that fails the write
+        records nothing (logged, as notes 3.3 step 8)."""
+        try:
+            snap = self.store.finalize(task_id, run_id, status, summary, result, state)
+        except (NotFound, Refused):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any store failure: log, record nothing
+            LOG.warning("tasks: finalizing task %s: %s", task_id, exc)
+            return None
         if snap is not None:
             self._announce(snap)
         return snap
@@ -358,8 +370,17 @@ class Manager:
 
     # -- run endings -------------------------------------------------------
     def on_run_finished(self, session_id: str, out: RunOutcome) -> Task | None:
-        """lifecycle.outcome.entry-point: the single entry for run endings."""
-        row = self.store.by_child_session(session_id)
+        """lifecycle.outcome.entry-point: the single entry for run endings.
+
+        As the original (notes 3.3), a store that cannot say whose session
+        this is, or cannot write the ending, records nothing: the failure is
+        logged and the call returns None (the host's restart sweep, or the
+        stop's lost-outcome rule, ends such a task later)."""
+        try:
+            row = self.store.by_child_session(session_id)
+        except Exception as exc:  # noqa: BLE001 - any store failure: log, record nothing
+            LOG.warning("tasks: looking up the task of session %r: %s", session_id, exc)
+            return None
         if row is None:
             return None
         run_id = out.run_id or row.run_id  # lifecycle.outcome.run-id
@@ -445,47 +466,56 @@ class Manager:
 
     # -- stop --------------------------------------------------------------
     def stop(self, task_id: str, graceful: bool = False) -> Task:
-        """Chase the current run (lifecycle.stop.chases-current-run)."""
-        row = self.store.get(task_id)
-        if row.status.terminal:
-            raise TaskError(f"tasks: task already {row.status.value}", row)
+        """Chase the current run (lifecycle.stop.chases-current-run), in at most
+        two passes, as the original (notes 3.5): each pass reads the row and
+        tries to end the attempt it names; a pass that lost its claim to a
+        retry, or heard "already finished" and waited, leaves the second pass
+        to look again. A finished task on the first pass is refused; on the
+        second, someone else's ending stands."""
         passes = 1 if STOP_DOES_NOT_CHASE.on else 2
-        for _pass in range(passes):  # a lost claim earns one more pass on the new attempt
-            if row.status is TaskStatus.INPUT_REQUIRED:
-                # claim first, then tell the host (lifecycle.race.stop-vs-approval)
-                snap = self._finish(row.id, row.run_id, TaskStatus.CANCELLED,
-                                    STOPPED_AWAITING, STOPPED_AWAITING)
-                if snap is not None:
-                    self._ask_stopper(row.run_id, graceful)
-                    return snap
-            else:
-                answer = self._ask_stopper(row.run_id, graceful)
-                if answer is StopOutcome.AFTER_TURN and graceful:
-                    return self.store.get(task_id)  # lifecycle.stop.after-turn-finishes-call
-                if answer is StopOutcome.ALREADY_FINISHED:
-                    self._settle(row)  # lifecycle.stop.already-finished-waits
-                    now = self.store.get(task_id)
-                    if now.run_id != row.run_id or now.status is not TaskStatus.WORKING:
-                        if now.status.terminal:
-                            return now  # the real ending arrived and stands
-                        row = now
-                        continue
-                    # still this attempt, still running: the outcome was lost
-                snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
-                                           STOPPED)
-                if snap is not None:
-                    # The first ask may have missed a run still being launched
-                    # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
-                    # whatever the first answer was (notes 3.5: the Stopper must
-                    # tolerate it) - with the launch's own check after it starts a
-                    # run, this closes the window from both sides.
-                    self._ask_stopper(row.run_id, False)
-                    self._announce(snap)
-                    return snap
+        row = None
+        for n in range(passes):
             row = self.store.get(task_id)
             if row.status.terminal:
+                if n == 0:
+                    raise TaskError(f"tasks: task already {row.status.value}", row)
                 return row
-        return row
+            done = self._stop_attempt(row, graceful, last=n == passes - 1)
+            if done is not None:
+                return done
+        return self.store.get(task_id)  # two lost passes: the row as it stands
+
+    def _stop_attempt(self, row: Task, graceful: bool, last: bool) -> Task | None:
+        """One pass at the attempt ``row`` names: the row the call ends with, or
+        None to go round again."""
+        if row.status is TaskStatus.INPUT_REQUIRED:
+            # claim first, then tell the host, won or not (lifecycle.race.stop-vs-approval)
+            snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED,
+                                       STOPPED_AWAITING, STOPPED_AWAITING)
+            self._ask_stopper(row.run_id, graceful)
+            if snap is not None:
+                self._announce(snap)
+            return snap
+        answer = self._ask_stopper(row.run_id, graceful)
+        if answer is StopOutcome.AFTER_TURN and graceful:
+            return self.store.get(row.id)  # lifecycle.stop.after-turn-finishes-call
+        if answer is StopOutcome.ALREADY_FINISHED and not last:
+            # lifecycle.stop.already-finished-waits: the outcome may be on its
+            # way; give it its moment and look again on the last pass (which,
+            # hearing the same, records the ending itself: it was lost)
+            self._settle(row)
+            return None
+        snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED, STOPPED)
+        if snap is None:
+            return None  # a retry moved the row: the next pass chases the new attempt
+        # The first ask may have missed a run still being launched
+        # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
+        # whatever the first answer was (notes 3.5: the Stopper must tolerate
+        # it) - with the launch's own check after it starts a run, this closes
+        # the window from both sides.
+        self._ask_stopper(row.run_id, False)
+        self._announce(snap)
+        return snap
 
     def _settle(self, row: Task) -> None:
         """Give a run that "already finished" its moment: wait until the row leaves
@@ -500,9 +530,25 @@ class Manager:
         self.c.clock.wait_for(moved, self.c.stop_settle_wait)
 
     def stop_tree(self, session_id: str) -> list[Task]:
-        """Stop every live task of a session; deletes nothing."""
-        return [self.stop(t.id) for t in self.store.list_by_parent(session_id)[::-1]
-                if not t.status.terminal]
+        """Stop every live task of a session, oldest first; deletes nothing
+        (notes 2.8). A task that finished meanwhile is skipped; every other
+        refusal is gathered into one error, one line each."""
+        try:
+            live = self.store.list_non_terminal(session_id)
+        except Exception as exc:  # noqa: BLE001 - a store failure, one text
+            raise TaskError(f"tasks: listing live tasks: {exc}") from exc
+        stopped, errors = [], []
+        for task in live:
+            try:
+                stopped.append(self.stop(task.id))
+            except TaskError as exc:
+                if not str(exc).startswith("tasks: task already "):
+                    errors.append(str(exc))
+            except NotFound as exc:
+                errors.append(str(exc))
+        if errors:
+            raise TaskError("\n".join(errors))
+        return stopped
 
     # -- retry -------------------------------------------------------------
     def retry(self, task_id: str) -> Task:
@@ -646,7 +692,10 @@ class Manager:
     # -- restart -----------------------------------------------------------
     def recover(self) -> list[Task]:
         """lifecycle.restart.recover-at-startup: fail every working row, report each."""
-        failed = self.store.fail_orphans()
+        try:
+            failed = self.store.fail_orphans()
+        except Exception as exc:  # noqa: BLE001 - a store failure, one text (notes 2.8)
+            raise TaskError(f"tasks: failing orphaned tasks: {exc}") from exc
         for snap in failed:
             self._update(snap)
             if not SWEEP_REPORTS_NOTHING.on:
