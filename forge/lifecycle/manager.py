@@ -224,6 +224,8 @@ class Manager:
         (lifecycle.depth.lookup-error-refuses)."""
         try:
             row = self.store.by_child_session(session_id)
+        except NotFound:  # a store that answers "not found" rather than None
+            return None, False
         except Exception as exc:  # noqa: BLE001 - any store failure is "could not tell"
             raise LookupFailed(f'tasks: looking up session "{session_id}": {exc}') from exc
         return row, row is not None
@@ -361,12 +363,14 @@ class Manager:
         return row
 
     def _ask_stopper(self, run_id: str, graceful: bool) -> StopOutcome:
+        # notes 2.5: no Stopper, or one that fails, is "the host has no such
+        # run" - nothing was cancelled, so the stop claims the ending itself
         if self.c.stopper is None:
-            return StopOutcome.CANCELLED
+            return StopOutcome.UNKNOWN_RUN
         try:
             return self.c.stopper(run_id, graceful)
         except Exception:  # noqa: BLE001 - a failing stopper still lets the stop claim
-            return StopOutcome.CANCELLED
+            return StopOutcome.UNKNOWN_RUN
 
     # -- run endings -------------------------------------------------------
     def on_run_finished(self, session_id: str, out: RunOutcome) -> Task | None:
@@ -378,6 +382,8 @@ class Manager:
         stop's lost-outcome rule, ends such a task later)."""
         try:
             row = self.store.by_child_session(session_id)
+        except NotFound:  # not a task's session (a store that says so rather than None)
+            return None
         except Exception as exc:  # noqa: BLE001 - any store failure: log, record nothing
             LOG.warning("tasks: looking up the task of session %r: %s", session_id, exc)
             return None

@@ -552,3 +552,57 @@ def test_every_test_the_notes_table_names_exists():
                 assert name in cases, name
     assert {"2.4", "2.6", "2.9", "2.10", "3.1", "3.2", "3.3", "3.4", "3.5", "3.6", "3.7",
             "3.8", "4.1", "4.4", "6", "7"} <= sections
+
+
+def test_a_store_answering_not_found_for_a_session_means_not_a_task(caplog):
+    """Notes 2.8 (MetaFor) and 3.3 step 1: ErrNotFound from the session lookup,
+    like no row, means "not a task's session" - not a failed lookup: a spawn
+    from it is at depth 1, and a run ending there is ignored without a warning
+    (lifecycle.depth.lookup-error-refuses only for real failures)."""
+    from forge.lifecycle.store import MemoryStore, NotFound
+
+    class SaysNotFound(MemoryStore):
+        def by_child_session(self, session_id):
+            row = super().by_child_session(session_id)
+            if row is None:
+                raise NotFound(session_id)
+            return row
+    h = FakeHost(store=SaysNotFound())
+    h.mgr.recover()
+    assert h.mgr.meta_for("p") == (None, False)
+    t = _spawn(h)
+    assert t.depth == 1
+    with caplog.at_level("WARNING", logger="forge.lifecycle"):
+        assert h.mgr.on_run_finished("elsewhere", RunOutcome(status=C)) is None
+    assert caplog.text == ""
+
+
+def test_a_fast_finish_is_delivered_only_on_the_models_path():
+    """TestTools_FastFinishReportsDeliveryOnlyForTheModel (notes 3.8, 4.4): a run
+    that ends inside its launch is owed (OnFinished) either way; only the
+    tools, which hand the finished task to the model, settle it through
+    ModelHasResult - spawn_task and task_retry, not Manager.spawn/retry
+    (lifecycle.tools.model-has-result)."""
+    from forge.lifecycle.tools import ToolContext, tools
+
+    def quick(h):
+        h.on_launch = lambda req: h.mgr.on_run_finished(
+            req.session_id, RunOutcome(status=F, run_id=req.run_id, err="fast"))
+    for via in ("tool", "api"):
+        h = _host()
+        spawn_task, _status, task_retry, _stop = tools(h.mgr)
+        quick(h)
+        if via == "tool":
+            card = spawn_task.call(ToolContext(session_id="p"), {"input": "x"})
+            tid = card.details["task_id"]
+        else:
+            tid = _spawn(h).id
+        assert [f.status for f in h.finished] == [F]
+        assert len(h.delivered) == (1 if via == "tool" else 0)
+        quick(h)
+        if via == "tool":
+            card = task_retry.call(ToolContext(session_id="p"), {"task_id": tid})
+            assert card.details["task_status"] == "failed" and card.details["task_attempt"] == 2
+        else:
+            assert h.mgr.retry(tid).status is F
+        assert len(h.finished) == 2 and len(h.delivered) == (2 if via == "tool" else 0)
