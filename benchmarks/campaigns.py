@@ -1,8 +1,9 @@
 """Spread campaigns: schedules per second of `forge explore` serial, with a
 local pool of 2 workers, and (with the distributed extra) on a Dask local
-cluster of 2 workers - one campaign, one run, so the figures are ratios.
+cluster of 2 workers - one run, so the figures are ratios.
 
     python benchmarks/campaigns.py [--runs N] [--rounds R] [--no-dask] [--json]
+                                   [--only random|exhaustive]
 
 **Wall time, not CPU time**, unlike the other benchmarks: the point of a
 pool is that the wall clock moves less while more CPUs work; this process's
@@ -12,8 +13,10 @@ round runs every configuration in turn (the first one rotating) and the
 report gives the min and the median over rounds.  Every configuration's
 report is checked to be the serial one.
 
-The campaign: `examples/explore/store-race.md --args 2`, random, every
-schedule passing (a failure would end the campaign early).  The pool's and
+Two campaigns, every schedule passing (a failure would end one early):
+`examples/explore/store-race.md --args 2`, random, `--runs` seeds; and
+the exhaustive walk of `store-race.md --args 3` without reduction, the
+whole tree of 10,080 schedules, spread by subtrees.  The pool's and
 the cluster's start-up are inside each timed campaign, as a user waits for
 them; the cluster's start-up is also timed alone.
 """
@@ -30,7 +33,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from forge.campaign import explore_campaign  # noqa: E402
+from forge.campaign import explore_campaign, walk_campaign  # noqa: E402
 from forge.pool import Backend  # noqa: E402
 from forge.repro import explore_prompt  # noqa: E402
 from forge.runspec import spec_from_flags  # noqa: E402
@@ -38,46 +41,73 @@ from forge.runspec import spec_from_flags  # noqa: E402
 PROMPT = ROOT / "examples" / "explore" / "store-race.md"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-dask", action="store_true")
-    parser.add_argument("--json", action="store_true")
-    opts = parser.parse_args()
-    spec = spec_from_flags(str(PROMPT), args="2")
-    seeds = range(0, opts.runs)
+#: The exhaustive walk's tree: every schedule of the race among three writers.
+WALK_RUNS = 20_000
 
-    def serial():
-        return explore_prompt(spec, runs=opts.runs).report
 
-    def pool2():
-        return explore_campaign(spec, seeds=seeds, workers=2).outcome.report
+def campaigns(runs: int, dask: bool) -> dict:
+    """Each campaign's configurations: name -> a function giving its report."""
+    seeds_spec = spec_from_flags(str(PROMPT), args="2")
+    walk_spec = spec_from_flags(str(PROMPT), args="3")
+    seeds = range(0, runs)
+    out = {
+        f"random, {runs} seeds of store-race --args 2": {
+            "serial": lambda: explore_prompt(seeds_spec, runs=runs).report,
+            "local pool, 2 workers": lambda: explore_campaign(
+                seeds_spec, seeds=seeds, workers=2).outcome.report,
+            "dask local cluster, 2 workers": lambda: explore_campaign(
+                seeds_spec, seeds=seeds, workers=2, where=Backend("dask")).outcome.report,
+        },
+        "exhaustive, the whole tree of store-race --args 3, no reduction": {
+            "serial": lambda: explore_prompt(walk_spec, strategy="exhaustive", runs=WALK_RUNS,
+                                             reduce=False).report,
+            "local pool, 2 workers": lambda: walk_campaign(
+                walk_spec, runs=WALK_RUNS, workers=2, reduce=False).outcome.report,
+            "dask local cluster, 2 workers": lambda: walk_campaign(
+                walk_spec, runs=WALK_RUNS, workers=2, reduce=False,
+                where=Backend("dask")).outcome.report,
+        },
+    }
+    if not dask:
+        for configs in out.values():
+            del configs["dask local cluster, 2 workers"]
+    return out
 
-    def dask2():
-        return explore_campaign(spec, seeds=seeds, workers=2,
-                                where=Backend("dask")).outcome.report
 
-    configs = {"serial": serial, "local pool, 2 workers": pool2}
-    if not opts.no_dask:
-        configs["dask local cluster, 2 workers"] = dask2
+def measure(configs: dict, rounds: int) -> dict:
+    """Wall seconds of each configuration over `rounds` interleaved rounds,
+    the first configuration rotating; every report must be the serial one."""
     names = list(configs)
     times: dict = {n: [] for n in names}
-    expected = serial()
-    for r in range(opts.rounds):
+    expected = configs["serial"]()
+    for r in range(rounds):
         for k in range(len(names)):
             name = names[(r + k) % len(names)]
             start = time.perf_counter()
             report = configs[name]()
             times[name].append(time.perf_counter() - start)
             assert report == expected, f"{name}: not the serial report"
-    out = {"runs": opts.runs, "clock": "wall", "configs": {}}
     base = statistics.median(times["serial"])
-    for name in names:
-        med, low = statistics.median(times[name]), min(times[name])
-        out["configs"][name] = {"schedules_per_s_median": opts.runs / med,
-                                "schedules_per_s_best": opts.runs / low,
-                                "speedup_median": base / med}
+    return {"schedules": expected.runs,
+            "configs": {name: {"schedules_per_s_median": expected.runs / statistics.median(t),
+                               "schedules_per_s_best": expected.runs / min(t),
+                               "seconds_min": min(t), "seconds_median": statistics.median(t),
+                               "speedup_median": base / statistics.median(t)}
+                        for name, t in times.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--only", choices=["random", "exhaustive"], default=None)
+    parser.add_argument("--json", action="store_true")
+    opts = parser.parse_args()
+    out: dict = {"clock": "wall", "rounds": opts.rounds, "campaigns": {}}
+    for title, configs in campaigns(opts.runs, not opts.no_dask).items():
+        if opts.only is None or title.startswith(opts.only):
+            out["campaigns"][title] = measure(configs, opts.rounds)
     if not opts.no_dask:
         from distributed import Client, LocalCluster
         starts = []
@@ -90,11 +120,11 @@ def main() -> None:
     if opts.json:
         print(json.dumps(out, indent=2))
         return
-    print(f"{opts.runs} schedules of {PROMPT.name} --args 2, random, wall clock, "
-          f"{opts.rounds} rounds:")
-    for name, row in out["configs"].items():
-        print(f"  {name:32} {row['schedules_per_s_median']:8.0f} schedules/s median "
-              f"({row['schedules_per_s_best']:.0f} best), {row['speedup_median']:.2f}x serial")
+    for title, result in out["campaigns"].items():
+        print(f"{title}: {result['schedules']} schedules, wall clock, {opts.rounds} rounds")
+        for name, row in result["configs"].items():
+            print(f"  {name:32} {row['schedules_per_s_median']:8.0f} schedules/s median "
+                  f"({row['schedules_per_s_best']:.0f} best), {row['speedup_median']:.2f}x serial")
     if "dask_cluster_start_s" in out:
         s = out["dask_cluster_start_s"]
         print(f"  dask LocalCluster(2) start-up: {s['min']:.2f} s min, {s['median']:.2f} s median")

@@ -1011,8 +1011,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         progress: called with the number of schedules run so far.
         replay_out: write the shrunk failing run's replay file here (for
             `replay` or `forge replay FILE`).
-        workers: run the schedules in this many processes (random and pct;
-            the report is the one-process report).  `checks` must then be
+        workers: run the schedules in this many processes (an exhaustive
+            walk by subtrees; the report is the one-process report).  `checks` must then be
             picklable on the dask backend (module-level functions are).
         backend, address: `local` processes, or `dask` (the distributed
             extra): the scheduler at `address`, or a local cluster of
@@ -1026,9 +1026,10 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             argument is out of range, or `max_deviations` is given to a
             strategy other than `exhaustive`.
     """
-    from forge.campaign import check_spread, explore_campaign
+    from forge.campaign import check_spread, explore_campaign, walk_campaign
     from forge.pool import backend as _backend
     from forge.repro import check_bound, check_seeds, explore_prompt
+    from forge.sim.strategies import lookup
     from forge.runspec import Expectation
     from forge.sim.replayfile import write_record
 
@@ -1043,7 +1044,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
                          ending=Verdict.of(expect_outcome, expect_error, allow_failed))
-    if workers > 1 or where.kind != "local":
+    if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
+        outcome = walk_campaign(spec, expect=expect, runs=runs, workers=workers, reduce=reduce,
+                                max_deviations=max_deviations, shrink_budget=shrink_budget,
+                                where=where, extra_checks=extra).outcome
+    elif workers > 1 or where.kind != "local":
         outcome = explore_campaign(spec, expect=expect, strategy=strategy,
                                    seeds=range(start_seed, start_seed + runs), workers=workers,
                                    pct_depth=pct_depth, shrink_budget=shrink_budget,

@@ -19,11 +19,13 @@ parts.  A shard's report carries what merging needs (`shard_section`: its
 distinct trace hashes, its replay record, and a fingerprint of the
 campaign), and `merge_shards` gives the one-process report.  PCT cannot be
 sharded: a later shard would need every earlier shard's horizon.  Neither
-can the exhaustive strategy be spread: it walks one choice tree in one
-order under one `--runs` budget, and its reduction prunes a subtree because
-an equivalent one was run earlier in that order; cut by prefix, the budget
-and the pruning would fall elsewhere and the merged report would not be the
-serial one.  Both refusals are one line (`check_spread`).
+can the exhaustive strategy: it walks one choice tree in one order under one
+`--runs` budget, and its reduction prunes a subtree because an equivalent
+one was run earlier in that order.  It is spread over workers instead by
+subtrees (`walk_campaign`, `forge.sim.exhaustive.spread`): each worker walks
+a slice of a subtree and hands back the rest, and the steps are folded here
+in the serial order, so the report is the serial one.  The refusals are one
+line (`check_spread`).
 
 What does not live here: the pool and its backends (`forge.pool`), the
 serial search (`forge.sim.explore`), the run and its record
@@ -45,6 +47,7 @@ from forge.run.record import record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
 from forge.sim.chooser import Chooser
+from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
 from forge.sim.explore import Report, check_all, finding, tally
 from forge.sim.strategies import STRATEGIES, lookup
 
@@ -121,15 +124,9 @@ def check_spread(strategy: str, workers: int, shard: Shard | None, backend: Back
     Raises:
         InputError: naming the flag.
     """
-    spread = workers > 1 or backend.kind != "local"
     chosen = lookup(strategy)
-    spreading = [s.name for s in STRATEGIES if s.explores and s.one_process is None]
-    if chosen.one_process is not None and (spread or shard is not None):
-        flag = "--shard" if shard is not None else ("--workers" if workers > 1 else "--backend")
-        raise InputError(f"the {chosen.name} strategy {chosen.one_process}, so it runs in one "
-                         f"process; spread {' or '.join(spreading)} schedules instead", file=flag)
     if chosen.unshardable is not None and shard is not None:
-        sharding = [s for s in spreading if lookup(s).unshardable is None]
+        sharding = [s.name for s in STRATEGIES if s.explores and s.unshardable is None]
         raise InputError(f"{chosen.name} {chosen.unshardable}, so its seeds cannot be cut into "
                          f"shards; use --workers, or --strategy {' or '.join(sharding)}",
                          file="--shard")
@@ -166,7 +163,42 @@ def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
     return Chunk(first, horizon, tuple(runs))
 
 
+def _setup_walk(spec: RunSpec, expect: Expectation, extra_checks: tuple, reduce: bool,
+                max_deviations: int | None, stop_at_first: bool) -> None:
+    runner, _, checks = prepare(spec, expect, extra_checks)
+    _WORKER.update(walk=Walk(runner.subject, checks, reduce, max_deviations),
+                   stop_at_first=stop_at_first)
+
+
+def _walk_slice(task: tuple[Entry, int]) -> Slice:
+    entry, budget = task
+    return slice_of(_WORKER["walk"], entry, budget, _WORKER["stop_at_first"])
+
+
 # -- in the driving process -----------------------------------------------------------------
+
+#: Runs a worker walks before it hands the rest of its subtree back: enough
+#: to hide a round trip, few enough that an idle worker soon gets a subtree.
+SLICE = 32
+
+
+def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), runs: int,
+                  workers: int = 2, reduce: bool = True, max_deviations: int | None = None,
+                  shrink_budget: int = 3000, where: Backend = LOCAL,
+                  extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
+    """`forge.repro.explore_prompt`'s exhaustive walk with its subtrees on a
+    pool: the same outcome (a walk is never sharded, so it keeps no traces)."""
+    # A walk explores orderings of completions, as `explore_prompt`'s does.
+    spec = attrs.evolve(spec, orders=True)
+    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    walk = Walk(runner.subject, checks, reduce, max_deviations)
+    with Pool(workers, _setup_walk, (spec, expect, tuple(extra_checks), reduce, max_deviations,
+                                     False), where) as pool:
+        report = spread(walk, lambda entry, budget: pool.submit(_walk_slice, (entry, budget)),
+                        pool.first_done, 2 * workers, limit=runs, shrink_budget=shrink_budget,
+                        budget=SLICE)
+    return Campaign(outcome_of(runner, canonical, checks, expect, report), ())
+
 
 def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                      strategy: str = "random", seeds: range, workers: int = 2,

@@ -135,6 +135,19 @@ class Pool:
         return self._client.submit(_in_worker, self._token, self.setup, self._shared, fn, item,
                                    pure=False)
 
+    def first_done(self, futures: Sequence[Any]) -> Any:
+        """Wait until one of `futures` (this pool's) is done, and return it."""
+        if self._executor is not None:
+            done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+        elif self._client is None:
+            done = futures[:1]
+        else:
+            from distributed import wait
+
+            done, _ = wait(futures, return_when="FIRST_COMPLETED")
+        # The first of them in the caller's order, when several are done.
+        return next(f for f in futures if f in done)
+
     def cancel(self, futures: Sequence[Any]) -> None:
         """Drop tasks whose results are no longer wanted."""
         for future in futures:

@@ -6,7 +6,8 @@ prints the shrunk failure as a story with its first divergence from the
 canonical run, and writes a self-contained replay file that `forge replay
 FILE` alone reproduces.
 
-`--workers N` and `--backend dask` spread the seeds over processes, and
+`--workers N` and `--backend dask` spread the seeds (an exhaustive walk's
+subtrees) over processes, and
 `--shard I/N` runs one part of the seed range (`forge.campaign`); `forge
 explore merge A.json B.json ...` (`merge`) joins shard reports into the
 report one process gives.  Both print the report from one dict
@@ -32,6 +33,7 @@ from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seco
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
+from forge.sim.strategies import lookup
 
 
 class _ExploreCommand(click.Command):
@@ -91,8 +93,8 @@ class _ExploreCommand(click.Command):
               help="Where to write the shrunk failing schedule.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
 @click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
-              help="Run schedules in this many processes (random and pct; the report is "
-                   "the one-process report).")
+              help="Run schedules in this many processes (the report is the one-process "
+                   "report).")
 @click.option("--shard", default=None, metavar="I/N", type=TEXT,
               help="Run only part I of N of the seeds (a CI matrix); with --json, join "
                    "the parts with `forge explore merge`.")
@@ -203,9 +205,15 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
             seeds = part.seeds(start_seed, runs) if part is not None else \
                 range(start_seed, start_seed + runs)
             bar = Progress(len(seeds), "schedules")
-            done = spread.explore_campaign(spec, expect=expect, strategy=strategy, seeds=seeds,
-                                           workers=workers, pct_depth=pct_depth, where=where,
-                                           progress=bar.update)
+            if lookup(strategy).walks:
+                done = spread.walk_campaign(spec, expect=expect, runs=runs, workers=workers,
+                                            reduce=not no_reduce, max_deviations=max_deviations,
+                                            where=where)
+            else:
+                done = spread.explore_campaign(spec, expect=expect, strategy=strategy,
+                                               seeds=seeds, workers=workers,
+                                               pct_depth=pct_depth, where=where,
+                                               progress=bar.update)
             outcome = done.outcome
         else:
             bar = Progress(runs, "schedules")

@@ -54,8 +54,6 @@ class Strategy:
     #: Whether it walks the choice tree in orders mode (exhaustive search)
     #: instead of drawing a schedule per seed.
     walks: bool = False
-    #: Why its search runs in one process (None: it may be spread).
-    one_process: str | None = None
     #: Why its seeds cannot be cut into shards (None: they can).
     unshardable: str | None = None
 

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import EXAMPLES
 
 PROMPT = str(EXAMPLES / "explore" / "store-race.md")
@@ -23,10 +25,12 @@ def _env(tmp_path) -> dict:
     return env
 
 
-def test_a_dask_local_cluster_gives_the_serial_report(tmp_path):
+@pytest.mark.parametrize("strategy", ["random", "exhaustive"])
+def test_a_dask_local_cluster_gives_the_serial_report(tmp_path, strategy):
     env = _env(tmp_path)
     base = [sys.executable, "-m", "forge", "explore", PROMPT, "--args", "2", "--runs", "400",
-            "--check", "rarecheck:rare", "--json", "--replay-out", "r.json"]
+            "--check", "rarecheck:rare", "--json", "--replay-out", "r.json",
+            "--strategy", strategy]
     serial = subprocess.run(base, cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     replay = (tmp_path / "r.json").read_bytes()
@@ -60,3 +64,5 @@ def test_the_api_spreads_a_campaign_with_the_same_report(tmp_path, monkeypatch):
     spread = api.explore(PROMPT, workers=2, **kwargs)
     assert spread == serial and not serial.ok
     assert serial.failures[0].seed == 247
+    walk = dict(args="2", runs=300, named_checks=["rarecheck:rare"], strategy="exhaustive")
+    assert api.explore(PROMPT, workers=2, **walk) == api.explore(PROMPT, **walk)
