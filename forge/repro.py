@@ -33,7 +33,7 @@ from forge.run.spec import RunSpec
 from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
-from forge.sim.strategies import STRATEGIES, lookup
+from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -96,7 +96,7 @@ class ReplayOutcome:
 
 
 def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
-                   strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                   strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                    shrink_budget: int = 3000,
                    progress: Callable[[int], None] | None = None,
