@@ -17,6 +17,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 
+from forge.engine.letgo import let_go
 from forge.engine.requests import FanoutArms
 from forge.engine.rules import ids, waits
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
@@ -38,7 +39,7 @@ class Fanout:
 
     def let_go(self) -> None:
         """The run has ended: let go of the context and the collaborators."""
-        self.ctx = self.tasks = self.host = None
+        let_go(self, "ctx", "tasks", "host")
 
     def members(self, collection: Any) -> tuple[list | None, Any]:
         """(member values, original items) in the chapter's member order."""
@@ -51,7 +52,7 @@ class Fanout:
         ordered = keys[0]
         n = keys[1] if len(keys) > 1 else 0
         border = len(collection)
-        out = []
+        out: list[Any] = []
         for i in range(1, (n or 0) + 1):
             key = ordered[i]
             value = collection[key]

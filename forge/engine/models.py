@@ -53,6 +53,7 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
+from forge.engine.letgo import let_go
 from forge.engine.modelside import LocalTool, LoopOp, RoundCall, ScriptCallOp, SectionState
 from forge.engine.roles import RolesAPI
 from forge.engine.parking import PARK
@@ -181,10 +182,11 @@ class ModelsAPI:
 
     def let_go(self) -> None:
         """The run has ended: the model side lets go of it (`Run._let_go`)."""
-        self.ctx = self.tasks_api = self.host = None
+        let_go(self, "ctx", "tasks_api", "host")
         if self._needed:
-            self.tools.ctx = self.tasks.ctx = None
-            self.roles.models = self.tools.models = self.tasks.models = None
+            for part in (self.tools, self.tasks):
+                let_go(part, "ctx", "models")
+            let_go(self.roles, "models")
 
     # ------------------------------------------------------------ hooks
     #: The globals of the model side: a prompt whose code and prose never

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from forge.engine.rules import endings, ids, timeouts, waits
 from forge.engine.rules.endings import AbandonReason
+from forge.engine.letgo import let_go
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.requests import FanoutArms, Join
 from forge.engine.quotas import data_size
@@ -107,7 +108,7 @@ class TasksAPI:
 
     def let_go(self) -> None:
         """The run has ended: let go of the context and the collaborators."""
-        self.ctx = self.host = self.fanout = None
+        let_go(self, "ctx", "host", "fanout")
 
     def count(self) -> None:
         """An immediate tasks function is called: count it as a suspending call.

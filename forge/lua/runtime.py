@@ -246,7 +246,7 @@ class LuaRuntime:
         )
         self.max_memory = max_memory
         #: The first Python exception a host function raised, if any.
-        self.internal_error: Exception | None = None
+        self.internal_error: BaseException | None = None
         g = self.lua.globals()
         g.python = None
         host = self.lua.table_from(
