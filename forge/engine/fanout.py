@@ -4,7 +4,7 @@ The Tasks chapter leans on fanout (each arm is a task), so the kit carries
 the part of the fanout chapter that concerns tasks: member order, arms as
 tasks with their ids and seeds, admission under the concurrency limit, the
 depth cap, and fail-fast.  What does not live here: store claims between
-arms (the store's rule, in `run`) and the generic wait machinery (`rules.waits`).
+arms (the store's rule, `claims` and `effects`) and the generic wait machinery (`rules.waits`).
 
 Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
 cancels every live sibling, started or not - an arm that had not started

@@ -28,7 +28,7 @@ that very request (it was stopped, or another answer came first).
 What lives here: the ready list, the transitions, stepping a chain's block
 coroutine and dispatching its suspending calls to their handlers, event
 handling, the step budget and deadlock detection.  What does not: what a
-block or a section does (the walk, in `run`), and what each suspending call
+block or a section does (the walk, `walk`), and what each suspending call
 means (the parts' methods the table in `library` names).
 """
 

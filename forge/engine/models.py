@@ -1,7 +1,7 @@
 """Models, conversations and operator input, on the scripted model harness.
 
-What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `compactors`, `input.ask()`/`input.connected()`, the per-section-entry
-state (`SectionState`), and the `models.loop` state machine: every round
+What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `compactors`, `input.ask()`/`input.connected()`, keeping the per-section-entry
+state (`SectionState`, whose records are `modelside`'s), and the `models.loop` state machine: every round
 gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
 the model's tool calls in order (task built-ins, bound tools, local tool
