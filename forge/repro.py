@@ -21,6 +21,7 @@ search strategies and the shrinker (`sim`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -419,15 +420,13 @@ def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:
     def bare(rec: dict) -> dict:
         return {k: v for k, v in rec.items() if k != "i"}
 
-    for index, (a, b) in enumerate(zip(canonical, failing)):
-        if bare(a) != bare(b):
-            return [f"step {index}: canonical   {describe(a, True)}",
-                    f"step {index}: this run    {describe(b, True)}"]
-    if len(canonical) != len(failing):
-        index = min(len(canonical), len(failing))
-        longer, name = (canonical, "canonical") if len(canonical) > index else (failing, "this run")
-        return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
-    return []
+    index, longer, name = _parting(canonical, failing, lambda a, b: bare(a) == bare(b))
+    if index is None:
+        return []
+    if longer is None:
+        return [f"step {index}: canonical   {describe(canonical[index], True)}",
+                f"step {index}: this run    {describe(failing[index], True)}"]
+    return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
 
 
 def observation_divergence(canonical: dict, failing: dict) -> list[str]:
@@ -435,19 +434,33 @@ def observation_divergence(canonical: dict, failing: dict) -> list[str]:
     differing event, else the first differing field (a refused store write,
     say, leaves the trace as it was)."""
     a, b = canonical.get("events", []), failing.get("events", [])
-    for index, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return [f"same trace; event {index}: canonical {_event(x)}",
-                    f"same trace; event {index}: this run  {_event(y)}"]
-    if len(a) != len(b):
-        index = min(len(a), len(b))
-        longer, name = (a, "canonical") if len(a) > index else (b, "this run")
+    index, longer, name = _parting(a, b, lambda x, y: x == y)
+    if index is not None and longer is None:
+        return [f"same trace; event {index}: canonical {_event(a[index])}",
+                f"same trace; event {index}: this run  {_event(b[index])}"]
+    if index is not None:
         return [f"same trace; event {index}: only {name} has {_event(longer[index])}"]
     for key in sorted(set(canonical) | set(failing)):
         if key != "trace_sha256" and canonical.get(key) != failing.get(key):
             return [f"same trace; {key}: canonical {canonical.get(key)!r}, this run "
                     f"{failing.get(key)!r}"[:300]]
     return []
+
+
+def _parting(canonical: list, this_run: list, same: Callable[[Any, Any], bool]
+             ) -> tuple[int | None, list | None, str]:
+    """Where two sequences first part: (index, None, "") at the first pair
+    that is not `same`; else (index, the longer, its name) where one goes on
+    past the other's end; else (None, None, "")."""
+    for index, (x, y) in enumerate(zip(canonical, this_run)):
+        if not same(x, y):
+            return index, None, ""
+    index = min(len(canonical), len(this_run))
+    if len(canonical) > index:
+        return index, canonical, "canonical"
+    if len(this_run) > index:
+        return index, this_run, "this run"
+    return None, None, ""
 
 
 def _event(event: dict) -> str:

@@ -346,12 +346,16 @@ class TasksAPI:
         parent = chain.parent
         return parent.limit if parent is not None else self.ctx.harness.ceiling
 
-    def ready(self, task=None, *rest):
-        chain = self.ctx.scheduler.current
-        task_id, error = self.task_arg("tasks.ready", task)
+    def _looked_at(self, call, task):
+        """The task a read (`tasks.ready`, `tasks.status`) names: one the
+        calling chain owns, or its own; else an error tuple."""
+        task_id, error = self.task_arg(call, task)
         if error:
-            return error
-        t, error = self.owned(chain, task_id, allow_self=True)
+            return None, error
+        return self.owned(self.ctx.scheduler.current, task_id, allow_self=True)
+
+    def ready(self, task=None, *rest):
+        t, error = self._looked_at("tasks.ready", task)
         if error:
             return error
         if READY_FALSE_WHEN_CANCELLED.on and t.state == "cancelled":
@@ -359,11 +363,7 @@ class TasksAPI:
         return (True, not t.live)
 
     def status(self, task=None, *rest):
-        chain = self.ctx.scheduler.current
-        task_id, error = self.task_arg("tasks.status", task)
-        if error:
-            return error
-        t, error = self.owned(chain, task_id, allow_self=True)
+        t, error = self._looked_at("tasks.status", task)
         if error:
             return error
         # What status shows of a task (note, blocked, section) changes in that
