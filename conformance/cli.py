@@ -45,6 +45,7 @@ from forge.conformance.report import terminal_safe
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.run.options import RULES
+from forge.sim.strategies import lookup
 
 #: Names a mutant (conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
@@ -466,7 +467,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # implementation's words, so escaped); the failure, told here.
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          False, strategy if outcome.explored else "canonical", ())
+          False, outcome.explored and lookup(strategy).walks, ())
     if not_run:
         click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))

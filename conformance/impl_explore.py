@@ -60,6 +60,7 @@ from forge.run.spec import RunSpec
 from forge.runspec import Expectation
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report
+from forge.sim.strategies import SEARCH, lookup
 
 #: The case id runs of an explored prompt carry over the pipe.
 CASE_ID = "explore"
@@ -228,7 +229,7 @@ def where(found: Finding) -> str:
 
 
 def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectation,
-                 strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                 strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
                  pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                  shrink_budget: int = 3000,
                  progress: Callable[[int], None] | None = None, differential: bool = True,
@@ -258,14 +259,14 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         values = tuple(first.values())
         found = Finding(None, errored, values, values, canonical, 0, True, ON_CANONICAL)
         outcomes = {str(canonical.get("outcome")): 1}
-        report = Report(1, 1, (found,), outcomes, complete=strategy != "exhaustive")
+        report = Report(1, 1, (found,), outcomes, complete=not lookup(strategy).walks)
         diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
                                   errored, (), explored=False, diff=diff, not_run=not_run)
     checks = pipe_checks(expect, canonical, pipe.case.harness.concurrency)
     if differential:
         checks.append(subject.check)
-    if strategy == "exhaustive":
+    if lookup(strategy).walks:
         report = exhaustive(subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:

@@ -64,6 +64,8 @@ from forge.run.values import Switch as _Switch
 from forge.run.values import Text as _Text
 from forge.run.values import check_value as _check_value
 from forge.run.values import shown as _shown
+from forge.sim.strategies import SEARCH as _SEARCH
+from forge.sim.strategies import lookup as _lookup
 from forge.lifecycle.clock import ThreadClock, VirtualClock
 from forge.lifecycle.contract import run_contract as run_store_contract
 from forge.lifecycle.errors import TaskError
@@ -109,7 +111,9 @@ __all__ = [
 #: `AssertionError`'s message is the problem.  Named checks follow the same
 #: rule (`forge.runspec.UserCheck`).
 Check = Callable[["Observation"], Union[Iterable[str], str, bool, None]]
-Strategy = Literal["random", "pct", "exhaustive"]
+#: A strategy `explore` offers, by name (`forge.sim.strategies.EXPLORING`,
+#: the registry each strategy declares itself in; `explore` refuses another).
+Strategy = str
 
 
 # -- frozen JSON -----------------------------------------------------------------------------
@@ -931,7 +935,7 @@ class ExploreReport:
                 f"outcomes: {plain_counts(self.outcomes)}")
         if self.faults:
             line += f"; faults fired: {plain_counts(self.faults)}"
-        if self.strategy == "exhaustive":
+        if _lookup(self.strategy).walks:
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
         if self.failures:
@@ -967,7 +971,7 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 
 @_checked
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
-            strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
+            strategy: Strategy = _SEARCH, runs: int = 200, start_seed: int = 0,
             pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
             expect_result: str | None = None, expect_outcome: str | None = None,
             expect_error: str | None = None, allow_failed: bool = False,

@@ -49,7 +49,7 @@ from forge.runspec import Expectation, in_mode
 from forge.sim.chooser import Chooser
 from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
 from forge.sim.explore import Report, check_all, finding, tally
-from forge.sim.strategies import STRATEGIES, lookup
+from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: Seeds a worker runs per task: enough to hide the cost of a round trip,
 #: few enough that a failure early in the range wastes little.
@@ -201,7 +201,7 @@ def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), strateg
 
 
 def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
-                     strategy: str = "random", seeds: range, workers: int = 2,
+                     strategy: str = SEARCH, seeds: range, workers: int = 2,
                      pct_depth: int = 3, shrink_budget: int = 3000,
                      where: Backend = LOCAL,
                      progress: Callable[[int], None] | None = None,

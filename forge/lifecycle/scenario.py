@@ -29,6 +29,8 @@ import attrs
 from forge import shipped
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
+from forge.sim.readlimited import NotUTF8, TooLarge
+from forge.sim.readlimited import read_text as read_limited_text
 from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, TASKLESS, perform
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
@@ -320,27 +322,25 @@ def load(path: str) -> Scenario:
 def read_text(path: str) -> str:
     """A scenario file's text, held to the size limit and UTF-8."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        return read_limited_text(path, MAX_BYTES)
     except OSError as e:
         raise ScenarioError(path, "", f"cannot read the scenario: {e.strerror or e}") from None
-    _check_size(path, len(raw))
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ScenarioError(path, "", f"not valid UTF-8 (byte {e.start})") from None
+    except TooLarge:
+        raise _too_large(path) from None
+    except NotUTF8 as e:
+        raise ScenarioError(path, "", str(e)) from None
 
 
-def _check_size(path: str, size: int) -> None:
-    if size > MAX_BYTES:
-        raise ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
+def _too_large(path: str) -> ScenarioError:
+    return ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
 
 
 def from_text(path: str, text: str) -> Scenario:
     """The checked scenario whose file at ``path`` holds ``text`` (the path
     names the file in a refusal, gives the format by its suffix and the
     default name); the scenario keeps ``text``, what a replay file records."""
-    _check_size(path, len(text.encode("utf-8", "surrogatepass")))
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise _too_large(path)
     try:
         data = json.loads(text) if str(path).endswith(".json") else tomllib.loads(text)
     except json.JSONDecodeError as e:
