@@ -45,6 +45,7 @@ from forge.conformance.report import terminal_safe
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.run.options import RULES
+from forge.sim.strategies import lookup
 
 #: Names a mutant (conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
@@ -134,6 +135,12 @@ Examples:
                    "its duration and schedules, per-clause tallies, coverage by feature.")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
+@click.option("--matrix", "matrix_file", metavar="FILE", default=None, type=OutputPath(),
+              help="Write a static HTML page of cases x engines (this run, and each "
+                   "--matrix-with report), grouped by clause, with the interop score.")
+@click.option("--matrix-with", "matrix_with", metavar="REPORT", multiple=True, type=InputPath(),
+              help="A saved --json report of another run, a column of --matrix. Repeat for "
+                   "several engines.")
 @click.option("--write-expectations", "expectations_out", metavar="FILE", default=None,
               type=OutputPath(),
               help="Write an expectations file that accepts this run: every case that "
@@ -159,8 +166,9 @@ Examples:
 @known_differences_option
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
-                junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
-                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
+                junit_file, matrix_file, matrix_with, expectations_out, timeout, run_seconds,
+                max_decisions, catalogue_dir, dump_cases, verbose, fuzz_count, fuzz_seed,
+                fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -178,7 +186,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                               known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
-    outputs = {"--json": json_file, "--junit": junit_file,
+    if matrix_with and matrix_file is None:
+        raise InputError("adds a column to --matrix, which is not given",
+                         file="--matrix-with")
+    others = [_matrix_column(path) for path in matrix_with]
+    outputs = {"--json": json_file, "--junit": junit_file, "--matrix": matrix_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
@@ -225,7 +237,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
                            expectations=expected, catalogue=catalogue, progress=progress)
+    from forge.conformance import matrix
+
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
+                  "--matrix": lambda: matrix.render(
+                      [matrix.column(report.to_json(), "this run"), *others]),
                   "--write-expectations": report.expectations_toml}
     unwritten = []
     for flag, path in outputs.items():
@@ -239,6 +255,23 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
     refuse_all(unwritten)
     ctx.exit(report.exit_code)
+
+
+def _matrix_column(path: str):
+    """The --matrix column of a saved JSON report.
+
+    Raises:
+        InputError: naming the file, when it is no such report.
+    """
+    from forge.conformance import matrix
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return matrix.column(data, path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise InputError(f"not a readable JSON report: {e}", file=path) from None
+    except ValueError as e:
+        raise InputError(str(e).split(": ", 1)[1], file=path) from None
 
 
 @click.command("impl-serve", help=SERVE_HELP)
@@ -416,9 +449,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                differential=differential, known=known)
     report = outcome.report
     found = report.findings[0] if report.findings else None
-    from forge.conformance.stream_watch import not_run as watchers_not_run
-
-    not_run = watchers_not_run() if expect.invariants else {}
+    not_run = outcome.not_run
     if outcome.record is not None:
         write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
@@ -436,9 +467,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # implementation's words, so escaped); the failure, told here.
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          False, strategy if outcome.explored else "canonical", ())
+          False, outcome.explored and lookup(strategy).walks, ())
     if not_run:
-        click.echo("watchers that cannot run on an engine's events: "
+        click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
         click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))

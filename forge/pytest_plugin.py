@@ -69,7 +69,10 @@ class Settings:
     """How many schedules a test explores, and how they are drawn."""
 
     runs: int = 100
-    strategy: str = "random"
+    #: A strategy `forge.explore` offers, by name; None: `forge.explore`'s
+    #: default (the registry's `forge.sim.strategies.SEARCH`, not imported
+    #: here so that loading the plugin stays cheap).
+    strategy: str | None = None
     #: The first seed; schedules use seeds `seed`, `seed + 1`, ...
     seed: int = 0
     pct_depth: int = 3
@@ -162,8 +165,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="The first seed of every exploration (and forge_run's seed).")
     group.addoption("--forge-runs", type=int, default=None, metavar="N",
                     help="Schedules per exploration (beats the profile and the marker).")
-    group.addoption("--forge-strategy", default=None, metavar="random|pct|exhaustive",
-                    help="How schedules are drawn (beats the profile and the marker).")
+    group.addoption("--forge-strategy", default=None, metavar="NAME",
+                    help="How schedules are drawn: a strategy forge explore --strategy offers "
+                         "(beats the profile and the marker).")
     group.addoption("--forge-profile", default=None, metavar="NAME",
                     help=f"Settings profile: default, dev, ci or your own (env {PROFILE_ENV}).")
     group.addoption("--forge-replay-dir", default=None, metavar="DIR",
@@ -214,7 +218,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         s = _settings(config, {})
     except pytest.UsageError:
         return None         # reported where a test uses it
-    return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, first seed {s.seed})"
+    return (f"forge: profile {name} ({s.runs} runs, {_strategy(s)} strategy, "
+            f"first seed {s.seed})")
+
+
+def _strategy(settings: Settings) -> str:
+    """The strategy the settings explore under, by name."""
+    from forge.sim.strategies import SEARCH
+
+    return settings.strategy if settings.strategy is not None else SEARCH
 
 
 @pytest.hookimpl(wrapper=True)
@@ -308,7 +320,7 @@ class _Explorer:
             return self._scenario(prompt, settings, replay_out, keywords)
         refused: str | None = None
         try:
-            report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
+            report = explore(prompt, strategy=_strategy(settings),
                              runs=settings.runs, start_seed=settings.seed,
                              pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
         except InputError as e:
@@ -345,7 +357,7 @@ class _Explorer:
         if unknown:
             pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
                         "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
-        out = campaign.run(load(path), settings.strategy, settings.runs, settings.seed,
+        out = campaign.run(load(path), _strategy(settings), settings.runs, settings.seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
         if out.failure is not None:
@@ -462,7 +474,7 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     from forge.api import _check_name
 
     lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
-             f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
+             f"(after {report.runs} of {settings.runs} {_strategy(settings)} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
     from forge import verdict
@@ -514,7 +526,7 @@ def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, se
     f = out.failure
     assert f is not None  # called only for a failed campaign
     lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
-             f"(after {out.runs} of {settings.runs} {settings.strategy} schedules, "
+             f"(after {out.runs} of {settings.runs} {_strategy(settings)} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in f.problems]
     minimal = "a proven local minimum" if f.proven else "not proven minimal"

@@ -55,7 +55,7 @@ def _accept(failure) -> str | None:
     return verdict.why(failure.observation)
 
 
-def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
+def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
           faults_asked: bool = False) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired)."""
@@ -68,7 +68,7 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
                f"outcomes: {plain_counts(data['outcomes'])}")
     if faults_asked or data.get("faults"):
         click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
-    if strategy == "exhaustive":
+    if walks:
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
                    f"deviation bound, {data['unfinished']} unfinished")
