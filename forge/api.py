@@ -117,15 +117,36 @@ Strategy = Literal["random", "pct", "exhaustive"]
 class _FrozenMap(Mapping[str, Any]):
     """A read-only mapping of JSON data: what a mapping proxy gives, but it
     pickles and deep-copies (a proxy does neither), so a report can come
-    back from a worker process.  Compares equal to a dict with its items."""
+    back from a worker process.  Compares equal to a dict with its items.
 
-    __slots__ = ("_data",)
+    One made by `_freeze` from a plain dict holds that dict and freezes its
+    values when first read (`_read`): a run's observation holds hundreds of
+    values that most callers never read, and freezing them all cost a fifth
+    of `run_prompt`.  So `_freeze` is given only dicts nobody changes
+    afterwards: the kit's own data, or a copy (`Observation.from_dict`)."""
+
+    __slots__ = ("_data", "_raw")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = dict(data)
+        self._raw = False
+
+    @classmethod
+    def _later(cls, data: dict[str, Any]) -> _FrozenMap:
+        """The map of `data`, its values frozen when first read."""
+        frozen = cls.__new__(cls)
+        frozen._data, frozen._raw = data, True
+        return frozen
+
+    def _read(self) -> dict[str, Any]:
+        if self._raw:
+            self._data = {k: v if type(v) in _LEAVES else _freeze(v)
+                          for k, v in self._data.items()}
+            self._raw = False
+        return self._data
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return self._read()[key]
 
     def __iter__(self) -> _Iterator[str]:
         return iter(self._data)
@@ -134,14 +155,30 @@ class _FrozenMap(Mapping[str, Any]):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return repr(self._data)
+        return repr(self._read())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_FrozenMap, (self._data,))
+        return (_FrozenMap, (self._read(),))
+
+
+#: The types JSON data's leaves have: frozen already, returned as they are.
+_LEAVES = frozenset((str, int, float, bool, type(None)))
 
 
 def _freeze(value: Any) -> Any:
-    """JSON data made read-only: mappings become `_FrozenMap`s, lists tuples."""
+    """JSON data made read-only: mappings become `_FrozenMap`s, lists tuples.
+
+    Plain dicts, lists and leaves (what the engine builds) are told apart by
+    their exact type, which costs a fraction of the abstract classes'
+    `isinstance` that any other mapping or sequence still goes through; a
+    plain dict's values are frozen when first read (`_FrozenMap._later`)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return _FrozenMap._later(value)
+    if kind is list or kind is tuple:
+        return tuple([v if type(v) in _LEAVES else _freeze(v) for v in value])
     if isinstance(value, Mapping):
         return _FrozenMap({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -150,10 +187,10 @@ def _freeze(value: Any) -> Any:
 
 
 def _thaw(value: Any) -> Any:
-    """The plain JSON data back from `_freeze`."""
+    """The plain JSON data back from `_freeze` (or a deep copy of plain JSON data)."""
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
+    if isinstance(value, list | tuple):
         return [_thaw(v) for v in value]
     return value
 
@@ -226,8 +263,9 @@ class Observation:
                 one the conformance runner holds an engine's observations
                 to); or `trace`, `choices` or `drifted_at` is of the wrong kind.
         """
-        _check_observation(obs, trace, choices, drifted_at)
-        return cls._of(obs, trace, choices, drifted_at)
+        # A copy: its values are frozen when first read, and `obs` stays the caller's.
+        data = _check_observation(obs, trace, choices, drifted_at)
+        return cls._of(data, trace, choices, drifted_at)
 
     @classmethod
     def _of(cls, obs: Mapping[str, Any], trace: str = "", choices: Sequence[int] = (),
@@ -246,9 +284,11 @@ class Observation:
             effects=_freeze(list(obs.get("effects", ()))))
 
 
-def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> None:
+def _check_observation(obs: Any, trace: Any, choices: Any,
+                       drifted_at: Any) -> dict[str, Any]:
     """`Observation.from_dict`'s checks: JSON data within the limits
     (`forge.limits.data_problem`), then the shipped observation schema.
+    Gives a plain copy of `obs`.
 
     Raises:
         InputError: naming `Observation.from_dict`, the argument and the place.
@@ -258,7 +298,7 @@ def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> N
     if not isinstance(obs, Mapping):
         raise InputError(f"obs must be an observation, a JSON object (a dict), got {_shown(obs)}",
                          file=where)
-    data = _thaw(obs)
+    data: dict[str, Any] = _thaw(obs)
     found = data_problem(data)
     if found is not None:
         path, rule = found
@@ -279,6 +319,7 @@ def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> N
                                    or drifted_at < 0):
         raise InputError(f"drifted_at must be None or a choice's index (a whole number from 0), "
                          f"got {_shown(drifted_at)}", file=where)
+    return data
 
 
 def _place(path: str) -> str:
@@ -716,12 +757,24 @@ def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: st
     return Script(f"<{name} script>", _thaw(_freeze(value)))
 
 
-def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
-          options: Mapping[str, Any], where: str) -> Any:
+#: Recent run set-ups (`_setup`): the spec and its `Runner` by what made them.
+_SETUPS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+#: How many set-ups are kept (the oldest goes first).
+_SETUPS_KEPT = 32
+
+
+def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
+           options: Mapping[str, Any], where: str) -> tuple[Any, Any]:
     """The `forge.run.spec.RunSpec` of the keywords `run_prompt` and `explore`
-    share: the prompt, the latency menu and the run options given."""
-    from forge.runspec import (parse_refuse, read_prompt_file, read_store_folder,
-                               spec_from_values)
+    share (the prompt, the latency menu and the run options given) and its
+    `forge.runspec.Runner`, which parses the prompt and the scripts once.
+
+    The prompt file is read on every call, so an edit is seen; a call whose
+    prompt text, latency menu and options are those of a recent call gets
+    that call's set-up again (both are frozen, and a `Runner` runs any
+    number of choosers).  Options that name a file or hand over data (a
+    script, the store) are read afresh each call, never kept."""
+    from forge.runspec import Runner, read_prompt_file
 
     if (prompt is None) == (source is None):
         raise InputError("give exactly one of prompt (a path) and source (the prompt's text)",
@@ -731,6 +784,41 @@ def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[fl
         text = read_prompt_file(path)
     else:
         path, text = "<source>", str(source)
+    key = _setup_key(path, text, latency_menu, options)
+    found = _SETUPS.get(key) if key is not None else None
+    if found is not None:
+        return found
+    spec = _spec(path, text, latency_menu, options)
+    made = (spec, Runner(spec))
+    if key is not None:
+        if len(_SETUPS) >= _SETUPS_KEPT:
+            del _SETUPS[next(iter(_SETUPS))]
+        _SETUPS[key] = made
+    return made
+
+
+def _setup_key(path: str, text: str, latency_menu: Sequence[float] | None,
+               options: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What a set-up is kept by, or None when it may not be kept: an option
+    that names a file (its content may change) or holds data."""
+    for name, value in options.items():
+        if value is not None and _BY_NAME[name].shape in ("folder", "script"):
+            return None
+    key = (path, text, None if latency_menu is None else tuple(latency_menu),
+           tuple(sorted(options.items())))
+    try:
+        hash(key)
+    except TypeError:           # a mapping among the values (latency, refuse)
+        return None
+    return key
+
+
+def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
+          options: Mapping[str, Any]) -> Any:
+    """The `forge.run.spec.RunSpec` of the prompt `text` read from `path`,
+    the latency menu and the run options given."""
+    from forge.runspec import parse_refuse, read_store_folder, spec_from_values
+
     given: dict[str, Any] = dict(options)
     made: dict[str, Any] = {}
     for option in _OPTIONS:
@@ -838,11 +926,10 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
     from forge.run.record import record
-    from forge.runspec import Expectation, Runner, run_chooser
+    from forge.runspec import Expectation, run_chooser
     from forge.sim.replayfile import write_record
 
-    spec = _spec(prompt, source, latency_menu, options, where="run_prompt")
-    runner = Runner(spec)
+    spec, runner = _setup(prompt, source, latency_menu, options, where="run_prompt")
     chooser = run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
@@ -1037,7 +1124,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     where = _backend(backend, address)
     check_spread(strategy, workers, None, where)
     check_bound(strategy, max_deviations)
-    spec = _spec(prompt, source, latency_menu, options, where="explore")
+    spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
     from forge.verdict import Verdict
     expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,

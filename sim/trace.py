@@ -36,6 +36,10 @@ def canonical_json(value: Any) -> str:
     return "".join(_C_ENCODER(value, 0))
 
 
+#: Records hashed per update of a long trace's digest, which is not kept as one text.
+_SLICE = 4096
+
+
 class Watcher(Protocol):
     """An incremental oracle: sees each record as it is made."""
 
@@ -67,6 +71,8 @@ class Trace:
         #: (`forge.sim.orders`), so that partial-order reduction sees a step
         #: that observes another task's note or state as dependent on it.
         self.reads: list[tuple[int, str]] = []
+        #: `lines()`'s text and the record count it was made from.
+        self._lines: tuple[int, str] | None = None
 
     def emit(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
@@ -93,11 +99,22 @@ class Trace:
                                                  type(watcher).__name__))
 
     def lines(self) -> str:
-        return "".join(canonical_json(r) + "\n" for r in self.records)
+        """The records as JSON lines: the trace's bytes (decoded)."""
+        n = len(self.records)
+        if self._lines is not None and self._lines[0] == n:
+            return self._lines[1]
+        text = "".join([canonical_json(r) + "\n" for r in self.records])
+        # Kept for the next call while no record is added (records are only
+        # ever appended): a run's observation hashes the text, and the Python
+        # API hands it out as well.
+        self._lines = (n, text)
+        return text
 
     def sha256(self) -> str:
         digest, records = hashlib.sha256(), self.records
-        for start in range(0, len(records), 4096):        # one update per slice, in bounded memory
-            digest.update("".join(canonical_json(r) + "\n"
-                                  for r in records[start:start + 4096]).encode("utf-8"))
+        if len(records) <= _SLICE:
+            return hashlib.sha256(self.lines().encode("utf-8")).hexdigest()
+        for start in range(0, len(records), _SLICE):      # one update per slice, in bounded memory
+            digest.update("".join([canonical_json(r) + "\n"
+                                   for r in records[start:start + _SLICE]]).encode("utf-8"))
         return digest.hexdigest()
