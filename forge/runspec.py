@@ -22,6 +22,7 @@ core, below the command line and the API: it imports neither.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -30,10 +31,11 @@ import attrs
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
 from forge.run.options import engine_keywords
-from forge.run.record import FileReplay, observation_sha256, read_replay
+from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 from forge.sim.strategies import parse
+from forge.sim.trace import canonical_json
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -312,7 +314,24 @@ class Runner:
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return with_violations(obs, run), observation_sha256(obs)
+        return with_violations(obs, run), schedule_identity(obs, run)
+
+
+def schedule_identity(obs: dict, run) -> str:
+    """What tells the explorer's schedules apart (its count of distinct ones):
+    a digest equal for two runs of one spec exactly when their observations
+    (`obs`, without what the watchers found) are.
+
+    It is not `forge.run.record.observation_sha256`, the digest of the
+    observation's JSON a replay file records: that sorts and writes every
+    event's dict, most of a run's observation, where this reads each
+    event's few parts off the run (`Observer.raw`: kind, section, task, seq
+    and its own fields, from which the event's dict is built) and writes the
+    rest of the observation, the trace's digest included, as JSON."""
+    rest = canonical_json({k: v for k, v in obs.items() if k != "events"})
+    events = "\n".join([f"{e[:4]!r}{canonical_json(e[4]) if e[4] else ''}"
+                        for e in run.observer.raw])
+    return hashlib.sha256(f"{rest}\n{events}".encode("utf-8")).hexdigest()
 
 
 def with_violations(obs: dict, run) -> dict:

@@ -7,8 +7,9 @@ address, a hash seed or the wall clock.
 
 `emit` is the one place a record is made, so it is also where oracles that
 check a run while it happens (`forge.conformance.oracles.watchers`) are fed:
-`observe(watchers)` hands each later record to every watcher, and each
-problem a watcher returns becomes a `Violation` pinned to that record.  A
+`observe(watchers)` hands each later record to every watcher that reads
+its kind (`Watcher.SEES`), and each problem a watcher returns becomes a
+`Violation` pinned to that record.  A
 trace nobody observes pays nothing: `observe` swaps in the feeding `emit`.
 """
 
@@ -41,9 +42,29 @@ _SLICE = 4096
 
 
 class Watcher(Protocol):
-    """An incremental oracle: sees each record as it is made."""
+    """An incremental oracle: sees each record as it is made.  A watcher
+    whose class sets `SEES` to a set of record kinds (`what`) is fed only
+    those; one without it (or None) sees every record."""
 
     def see(self, record: dict) -> Iterable[str]: ...
+
+
+def _routes(kinds: tuple[type, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """Which of watchers of these classes (by position) each record kind
+    feeds, and which read every record: worked out once per set of classes
+    (a campaign builds the same watchers for every run)."""
+    found = _ROUTES.get(kinds)
+    if found is None:
+        sees = [getattr(kind, "SEES", None) for kind in kinds]
+        every = tuple(n for n, s in enumerate(sees) if s is None)
+        named = sorted({what for s in sees if s is not None for what in s})
+        found = ({what: tuple(n for n, s in enumerate(sees) if s is None or what in s)
+                  for what in named}, every)
+        _ROUTES[kinds] = found
+    return found
+
+
+_ROUTES: dict[tuple[type, ...], tuple[dict[str, tuple[int, ...]], tuple[int, ...]]] = {}
 
 
 @attrs.frozen
@@ -87,13 +108,19 @@ class Trace:
         """Feed every record from now on to each of `watchers`."""
         self.watchers = tuple(watchers)
         if self.watchers:
+            routes, every = _routes(tuple(type(w) for w in self.watchers))
+            ws = self.watchers
+            #: Record kind -> the watchers it feeds, in the order given (so
+            #: violations are listed as if every watcher saw every record).
+            self._fed = {what: tuple(ws[n] for n in ns) for what, ns in routes.items()}
+            self._fed_every = tuple(ws[n] for n in every)
             self.emit = self._emit_watched      # type: ignore[method-assign]
 
     def _emit_watched(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
         record.update(fields)
         self.records.append(record)
-        for watcher in self.watchers:
+        for watcher in self._fed.get(what, self._fed_every):
             for problem in watcher.see(record):
                 self.violations.append(Violation(record["i"], now, problem,
                                                  type(watcher).__name__))
