@@ -39,10 +39,13 @@ prints, and rewrite none of their rules.  See docs/api.md.
 
 from __future__ import annotations
 
+import difflib as _difflib
 import functools as _functools
+import importlib as _importlib
 import inspect as _inspect
 import json as _json
 import os as _os
+import shlex as _shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
 from typing import Any, Literal, Union, Unpack
@@ -52,6 +55,8 @@ from typing import TypeVar as _TypeVar
 import attrs as _attrs
 
 from forge.errors import InputError
+from forge.limits import data_problem as _data_problem
+from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
@@ -64,6 +69,10 @@ from forge.run.values import Switch as _Switch
 from forge.run.values import Text as _Text
 from forge.run.values import check_value as _check_value
 from forge.run.values import shown as _shown
+from forge.sim.replayfile import write_record as _write_record
+from forge.sim.strategies import lookup as _lookup
+from forge.store import seed_problem as _seed_problem
+from forge.verdict import Verdict as _Verdict
 from forge.lifecycle.clock import ThreadClock, VirtualClock
 from forge.lifecycle.contract import run_contract as run_store_contract
 from forge.lifecycle.errors import TaskError
@@ -73,6 +82,41 @@ from forge.lifecycle.records import RunOutcome, StopOutcome, TaskStatus
 from forge.lifecycle.sessions import MemorySessions
 from forge.lifecycle.sqlite_store import SqliteStore as SqliteTaskStore
 from forge.lifecycle.store import MemoryStore as MemoryTaskStore
+
+
+class _OnFirstUse:
+    """A module of the kit imported when one of its names is first read.
+
+    The one place `forge.api` defers imports.  `import forge` (which
+    imports this module) costs about 75 ms of CPU; importing the modules
+    below with it would make that about 250 ms (measured with
+    `python -X importtime -c "import forge.api"` and the CPU clock): they
+    bring in the engine, lupa, the simulator's search and the conformance
+    suite, which a caller that only drives the lifecycle manager or reads
+    a report never needs.  Every other import of this module is at its top.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(_importlib.import_module(self._name), attr)
+
+
+_progress = _OnFirstUse("forge.progress")
+_runspec = _OnFirstUse("forge.runspec")
+_repro = _OnFirstUse("forge.repro")
+_campaign = _OnFirstUse("forge.campaign")
+_pool = _OnFirstUse("forge.pool")
+_record = _OnFirstUse("forge.run.record")
+_spec_values = _OnFirstUse("forge.run.spec")
+_schemas = _OnFirstUse("forge.conformance.schemas")
+_conformance_cli = _OnFirstUse("forge.conformance.cli")
+_adapters = _OnFirstUse("forge.conformance.adapters")
+_cases = _OnFirstUse("forge.conformance.case")
+_catalogue = _OnFirstUse("forge.conformance.catalogue")
+_report = _OnFirstUse("forge.conformance.report")
+_runner = _OnFirstUse("forge.conformance.runner")
 
 __all__ = [
     "CaseOutcome",
@@ -293,19 +337,16 @@ def _check_observation(obs: Any, trace: Any, choices: Any,
     Raises:
         InputError: naming `Observation.from_dict`, the argument and the place.
     """
-    from forge.limits import data_problem, render_path
     where = "Observation.from_dict"
     if not isinstance(obs, Mapping):
         raise InputError(f"obs must be an observation, a JSON object (a dict), got {_shown(obs)}",
                          file=where)
     data: dict[str, Any] = _thaw(obs)
-    found = data_problem(data)
+    found = _data_problem(data)
     if found is not None:
         path, rule = found
-        raise InputError(f"obs{_place(render_path(path))}: {rule}", file=where)
-    from forge.conformance.schemas import observation_violations
-
-    broken = observation_violations(data, limit=1)
+        raise InputError(f"obs{_place(_render_path(path))}: {rule}", file=where)
+    broken = _schemas.observation_violations(data, limit=1)
     if broken:
         raise InputError(f"obs breaks observation.schema.json at {broken[0]}", file=where)
     if not isinstance(trace, str):
@@ -413,12 +454,10 @@ def _path_or_data(flag: str, data: tuple[type, ...], what: str) -> _Rule:
             return path.check(value, name, where)
         if not isinstance(value, data):
             raise _refusal(name, what, value, where)
-        from forge.limits import data_problem, render_path
-
-        found = data_problem(_thaw(_freeze(value)))
+        found = _data_problem(_thaw(_freeze(value)))
         if found is not None:
             place, rule = found
-            raise InputError(f"{name}{_place(render_path(place))}: {rule}", file=where)
+            raise InputError(f"{name}{_place(_render_path(place))}: {rule}", file=where)
         return value
 
     return _Rule(check, flag)
@@ -436,9 +475,7 @@ def _store() -> _Rule:
         if not isinstance(value, Mapping):
             raise _refusal(name, "a folder's path (a str or an os.PathLike) or {path: text}",
                            value, where)
-        from forge.store import seed_problem
-
-        found = seed_problem(dict(value))
+        found = _seed_problem(dict(value))
         if found is not None:
             path, rule = found
             at = "" if path is None else f"[{repr(path)[:60]}]"
@@ -523,15 +560,11 @@ def _impl() -> _Rule:
     checked as `--impl` is (`forge.conformance.cli`: it splits, it is not
     empty, its program is found).  Gives the argv."""
     def check(value: Any, name: str, where: str) -> Any:
-        import shlex
-
-        from forge.conformance.cli import _impl_argv
-
         if isinstance(value, str):
-            return _impl_argv(value)
+            return _conformance_cli._impl_argv(value)
         if not _is_list(value) or not all(isinstance(word, str) for word in value):
             raise _refusal(name, "a command: a shell-style str or a list of str", value, where)
-        return _impl_argv(shlex.join(value))
+        return _conformance_cli._impl_argv(_shlex.join(value))
 
     return _Rule(check, "--impl")
 
@@ -558,12 +591,10 @@ def _expectations() -> _Rule:
             return path.check(value, name, where)
         if not isinstance(value, Mapping):
             raise _refusal(name, 'a file\'s path or {case_id: "fail" | "skip"}', value, where)
-        from forge.conformance.runner import EXPECTATIONS
-
         for case_id, expected in value.items():
-            if not isinstance(case_id, str) or expected not in EXPECTATIONS:
+            if not isinstance(case_id, str) or expected not in _runner.EXPECTATIONS:
                 raise _refusal(f"{name}[{repr(case_id)[:60]}]",
-                               " or ".join(f'"{e}"' for e in EXPECTATIONS)
+                               " or ".join(f'"{e}"' for e in _runner.EXPECTATIONS)
                                + " (keyed by a case id, a str)", expected, where)
         return dict(value)
 
@@ -664,13 +695,11 @@ def _check_arguments(function: str, values: Mapping[str, Any], where: str) -> di
         InputError: naming `where`, for a keyword the function does not take
             or a value its rule refuses.
     """
-    import difflib
-
     out = {}
     parameters = _SIGNATURES[function].parameters
     for name, value in values.items():
         if name not in parameters:
-            near = difflib.get_close_matches(name, parameters, n=1)
+            near = _difflib.get_close_matches(name, parameters, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise InputError(f"{function}() takes no keyword {name!r}{hint}", file=where)
         out[name] = _check_argument(function, name, value, where)
@@ -747,14 +776,11 @@ def _checked_overrides(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
 def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
     """A script (`forge.run.spec.Script`) from a file's path or from its JSON data."""
-    from forge.run.spec import Script
-    from forge.runspec import read_script_file
-
     if value is None:
         return None
     if isinstance(value, str | _os.PathLike):
-        return read_script_file(_os.fspath(value))
-    return Script(f"<{name} script>", _thaw(_freeze(value)))
+        return _runspec.read_script_file(_os.fspath(value))
+    return _spec_values.Script(f"<{name} script>", _thaw(_freeze(value)))
 
 
 #: Recent run set-ups (`_setup`): the spec and its `Runner` by what made them.
@@ -774,14 +800,12 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     that call's set-up again (both are frozen, and a `Runner` runs any
     number of choosers).  Options that name a file or hand over data (a
     script, the store) are read afresh each call, never kept."""
-    from forge.runspec import Runner, read_prompt_file
-
     if (prompt is None) == (source is None):
         raise InputError("give exactly one of prompt (a path) and source (the prompt's text)",
                          file=where)
     if prompt is not None:
         path = _os.fspath(prompt)
-        text = read_prompt_file(path)
+        text = _runspec.read_prompt_file(path)
     else:
         path, text = "<source>", str(source)
     key = _setup_key(path, text, latency_menu, options)
@@ -789,7 +813,7 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     if found is not None:
         return found
     spec = _spec(path, text, latency_menu, options)
-    made = (spec, Runner(spec))
+    made = (spec, _runspec.Runner(spec))
     if key is not None:
         if len(_SETUPS) >= _SETUPS_KEPT:
             del _SETUPS[next(iter(_SETUPS))]
@@ -817,8 +841,6 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
           options: Mapping[str, Any]) -> Any:
     """The `forge.run.spec.RunSpec` of the prompt `text` read from `path`,
     the latency menu and the run options given."""
-    from forge.runspec import parse_refuse, read_store_folder, spec_from_values
-
     given: dict[str, Any] = dict(options)
     made: dict[str, Any] = {}
     for option in _OPTIONS:
@@ -827,7 +849,7 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
         value = given.pop(option.name)
         if option.shape == "folder":
             made["store_files"] = dict(value) if isinstance(value, Mapping) else \
-                read_store_folder(_os.fspath(value) if value is not None else None)
+                _runspec.read_store_folder(_os.fspath(value) if value is not None else None)
         elif option.shape == "script":
             made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
         elif option.shape == "kinds":
@@ -835,8 +857,8 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
         elif option.shape == "latency":
             made["latency_base"] = dict(value) if value is not None else None
         elif option.shape == "refuse":
-            made["refuse"] = parse_refuse(_refuse_pairs(value))
-    return spec_from_values(
+            made["refuse"] = _runspec.parse_refuse(_refuse_pairs(value))
+    return _runspec.spec_from_values(
         path, text, latency_menu=tuple(latency_menu) if latency_menu is not None else None,
         **made, **given)
 
@@ -869,8 +891,6 @@ def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
     """`refuse` as the `(operation, path)` pairs `--refuse OP[:PATH]` gives
     (`forge.runspec.refuse_pair`): from `OP[:PATH]` strings, or from a
     case's `{operation: [paths]}`."""
-    from forge.runspec import refuse_pair
-
     if refuse is None:
         return []
     if isinstance(refuse, str):
@@ -878,7 +898,7 @@ def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
     if isinstance(refuse, Mapping):
         return [(str(op), str(path)) for op, paths in refuse.items()
                 for path in ([paths] if isinstance(paths, str) else paths)]
-    return [refuse_pair(str(text)) for text in refuse]
+    return [_runspec.refuse_pair(str(text)) for text in refuse]
 
 
 def _write(path: PathLike, text: str) -> str:
@@ -925,18 +945,14 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             the flag that sets it refuses it (`seed` past 64 bits, a ceiling
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
-    from forge.run.record import record
-    from forge.runspec import Expectation, run_chooser
-    from forge.sim.replayfile import write_record
-
     spec, runner = _setup(prompt, source, latency_menu, options, where="run_prompt")
-    chooser = run_chooser(seed, strategy)
+    chooser = _runspec.run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
     if replay_out is not None:
-        _write(replay_out, write_record(record(spec, Expectation(), chooser.seed,
-                                               chooser.choices, obs,
-                                               strategy=chooser.provider.describe())))
+        _write(replay_out, _write_record(_record.record(
+            spec, _runspec.Expectation(), chooser.seed, chooser.choices, obs,
+            strategy=chooser.provider.describe())))
     return Observation._of(obs, trace=done.trace.lines(), choices=chooser.values())
 
 
@@ -1012,12 +1028,10 @@ class ExploreReport:
 
     def summary(self) -> str:
         """The report in one line of plain words."""
-        from forge.progress import plain_counts
-
         line = (f"{self.runs} schedules ({self.strategy}), {self.distinct} distinct; "
-                f"outcomes: {plain_counts(self.outcomes)}")
+                f"outcomes: {_progress.plain_counts(self.outcomes)}")
         if self.faults:
-            line += f"; faults fired: {plain_counts(self.faults)}"
+            line += f"; faults fired: {_progress.plain_counts(self.faults)}"
         if self.strategy == "exhaustive":
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
@@ -1047,9 +1061,7 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
     """The callable checks as the explorer's checks over raw observations
     (`forge.runspec.UserCheck`, the rule named checks follow too); each
     entry was checked with the arguments (`_checks`)."""
-    from forge.runspec import UserCheck
-
-    return [UserCheck(c, _check_name(c), Observation._of) for c in checks]
+    return [_runspec.UserCheck(c, _check_name(c), Observation._of) for c in checks]
 
 
 @_checked
@@ -1113,49 +1125,41 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             argument is out of range, or `max_deviations` is given to a
             strategy other than `exhaustive`.
     """
-    from forge.campaign import check_spread, explore_campaign, walk_campaign
-    from forge.pool import backend as _backend
-    from forge.repro import check_bound, check_seeds, explore_prompt
-    from forge.sim.strategies import lookup
-    from forge.runspec import Expectation
-    from forge.sim.replayfile import write_record
-
-    check_seeds(start_seed, runs)
-    where = _backend(backend, address)
-    check_spread(strategy, workers, None, where)
-    check_bound(strategy, max_deviations)
+    _repro.check_seeds(start_seed, runs)
+    where = _pool.backend(backend, address)
+    _campaign.check_spread(strategy, workers, None, where)
+    _repro.check_bound(strategy, max_deviations)
     spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
-    from forge.verdict import Verdict
-    expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
+    expect = _runspec.Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
-                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
-    if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
-        outcome = walk_campaign(spec, expect=expect, runs=runs, workers=workers, reduce=reduce,
-                                max_deviations=max_deviations, shrink_budget=shrink_budget,
-                                where=where, extra_checks=extra).outcome
+                         ending=_Verdict.of(expect_outcome, expect_error, allow_failed))
+    if (workers > 1 or where.kind != "local") and _lookup(strategy).walks:
+        outcome = _campaign.walk_campaign(spec, expect=expect, runs=runs, workers=workers,
+                                          reduce=reduce, max_deviations=max_deviations,
+                                          shrink_budget=shrink_budget, where=where,
+                                          extra_checks=extra).outcome
     elif workers > 1 or where.kind != "local":
-        outcome = explore_campaign(spec, expect=expect, strategy=strategy,
-                                   seeds=range(start_seed, start_seed + runs), workers=workers,
-                                   pct_depth=pct_depth, shrink_budget=shrink_budget,
-                                   where=where, progress=progress, extra_checks=extra).outcome
+        outcome = _campaign.explore_campaign(spec, expect=expect, strategy=strategy,
+                                             seeds=range(start_seed, start_seed + runs),
+                                             workers=workers, pct_depth=pct_depth,
+                                             shrink_budget=shrink_budget, where=where,
+                                             progress=progress, extra_checks=extra).outcome
     else:
-        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                 start_seed=start_seed, pct_depth=pct_depth,
-                                 max_deviations=max_deviations, reduce=reduce,
-                                 shrink_budget=shrink_budget, progress=progress,
-                                 extra_checks=extra)
+        outcome = _repro.explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                        start_seed=start_seed, pct_depth=pct_depth,
+                                        max_deviations=max_deviations, reduce=reduce,
+                                        shrink_budget=shrink_budget, progress=progress,
+                                        extra_checks=extra)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:
-        import shlex
-
         first = report.findings[0]
         path = command = None
         if replay_out is not None:
-            path = _write(replay_out, write_record(found.record))
-            command = f"forge replay {shlex.quote(path)}"
+            path = _write(replay_out, _write_record(found.record))
+            command = f"forge replay {_shlex.quote(path)}"
         obs = Observation._of(found.observation, trace=found.trace,
                                     choices=[c[2] for c in found.record["choices"]])
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
@@ -1238,10 +1242,8 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None,
             it, or an override is of the wrong type or out of range (as the
             flag that sets it refuses it).
     """
-    from forge.repro import replay_file as run_again
-
     overrides = _overrides(options)
-    done = run_again(_os.fspath(replay_file),
+    done = _repro.replay_file(_os.fspath(replay_file),
                      prompt=_os.fspath(prompt) if prompt is not None else None,
                      overrides=overrides or None)
     drifted_at = done.drift.index if done.drift is not None else None
@@ -1327,43 +1329,40 @@ def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike 
             of seconds, a pattern that is not a regular expression, an
             expectation other than "fail" or "skip").
     """
-    from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
-    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
-    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
-    from forge.conformance.report import dumps
-    from forge.conformance.runner import load_expectations, run_suite, select
-
-    catalogue_dir = default_catalogue_dir()
-    catalogue = load_catalogue(catalogue_dir) if catalogue_dir is not None else None
+    catalogue_dir = _catalogue.default_catalogue_dir()
+    catalogue = _catalogue.load_catalogue(catalogue_dir) if catalogue_dir is not None else None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
-    loaded = load_cases(_os.fspath(cases) if cases is not None else DEFAULT_CASES_DIR, known)
+    loaded = _cases.load_cases(_os.fspath(cases) if cases is not None
+                               else _cases.DEFAULT_CASES_DIR, known)
     wanted = list(features)
     known_features = sorted({f for case in loaded for f in case.features})
     unknown = [f for f in wanted if f not in known_features]
     if unknown:
         raise InputError(f"features: no case needs {', '.join(unknown)}; the suite's features "
                          f"are {', '.join(known_features)}", file="run_conformance")
-    selected = select(loaded, list(patterns), wanted)
+    selected = _runner.select(loaded, list(patterns), wanted)
     if not selected:
         raise InputError("no case matches the selection (patterns / features)",
                          file="run_conformance")
     if isinstance(expectations, Mapping):
         expected = dict(expectations)
     else:
-        expected = load_expectations(_os.fspath(expectations)) if expectations is not None else {}
+        expected = (_runner.load_expectations(_os.fspath(expectations))
+                    if expectations is not None else {})
     if impl is None:
-        report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue)
+        report = _runner.run_suite(selected, _adapters.InProcessAdapter, workers=workers,
+                                   processes=True, expectations=expected, catalogue=catalogue)
     else:
         argv = list(impl)       # the checked argv (`_impl`)
         try:
-            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
-                               workers=workers, expectations=expected, catalogue=catalogue)
-        except HelloError as e:     # a hello that breaks the protocol, as `--impl` reports it
+            report = _runner.run_suite(
+                selected, lambda: _adapters.SubprocessAdapter(argv, timeout=timeout),
+                workers=workers, expectations=expected, catalogue=catalogue)
+        except _adapters.HelloError as e:   # a hello that breaks the protocol, as `--impl` says
             raise InputError(e.reason, file="--impl") from None
     counts = report.counts()
     outcomes = tuple(CaseOutcome(r.case_id, r.status, tuple(r.clauses), tuple(r.problems),
                                  r.diff, r.seed) for r in report.results)
     return ConformanceReport(outcomes, counts["passed"], counts["failed"], counts["errored"],
                              counts["skipped"], _freeze(dict(report.implementation)),
-                             json_text=dumps(report))
+                             json_text=_report.dumps(report))

@@ -23,19 +23,36 @@ core, below the command line and the API: it imports neither.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import math
+import os
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from forge.assembly import build_harness, make_chooser, read_prompt
+from forge.conformance import oracles
+from forge.conformance.oracles import VIOLATIONS
+from forge.engine import run as engine
+from forge.engine.host import STORE_OPS
+from forge.engine.run import Run, RunConfig
 from forge.errors import InputError
-from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
+from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan, Harness,
+                           LatencyModel)
+from forge.limits import MAX_SECONDS
+from forge.prompt import parse_prompt
 from forge.run.options import engine_keywords
 from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
+from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 from forge.sim.strategies import parse
 from forge.sim.trace import canonical_json
+from forge.store import MemoryStore
+from forge.toolscript import tool_script_from_data
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -69,8 +86,6 @@ def parse_refuse(pairs) -> dict:
     Raises:
         InputError: naming `--refuse`, for an operation the store does not have.
     """
-    from forge.engine.host import STORE_OPS
-
     out: dict[str, tuple[str, ...]] = {}
     for op, path in pairs:
         if op not in STORE_OPS + REFUSE_EXTRA:
@@ -103,15 +118,11 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
 def read_prompt_file(path: str) -> str:
     """The prompt file's text, once it parsed (a bad prompt is refused first);
     read once, so a pipe serves."""
-    from forge.assembly import read_prompt
-
     return read_prompt(path)[1]
 
 
 def read_script_file(path: str | None) -> Script | None:
     """The script file at `path` (None: no script), its JSON read within the limits."""
-    from forge.scripts import read_script_data
-
     return Script(path, read_script_data(path)) if path else None
 
 
@@ -122,10 +133,6 @@ def read_store_folder(path: str | None) -> dict:
         InputError: naming `--store`, for a folder that is not there (an
             empty store would hide the mistake); else naming the folder.
     """
-    import os
-
-    from forge.assembly import build_harness
-
     if path is None:
         return {}
     if not os.path.isdir(path):
@@ -181,10 +188,6 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
 
 
 def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
-    import math
-
-    from forge.limits import MAX_SECONDS
-
     def fine(x: object) -> bool:
         return (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
                 and 0 <= x <= MAX_SECONDS)
@@ -212,8 +215,6 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
-    from forge.assembly import make_chooser
-
     try:
         chosen, path = parse(strategy) if strategy else (None, "")
     except ValueError:
@@ -245,10 +246,6 @@ class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
     def __init__(self, spec: RunSpec) -> None:
-        from forge.prompt import parse_prompt
-        from forge.scripts import model_script_from_data, operator_script_from_data
-        from forge.toolscript import tool_script_from_data
-
         self.spec = spec
         self.prompt = parse_prompt(spec.prompt_text, spec.prompt_path)
         self.model = model_script_from_data(spec.model.data, spec.model.path) \
@@ -258,10 +255,6 @@ class Runner:
         self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
 
     def _harness(self, chooser: Chooser):
-        from forge.engine.run import RunConfig
-        from forge.harness import Harness, LatencyModel
-        from forge.store import MemoryStore
-
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
@@ -280,8 +273,6 @@ class Runner:
             InputError: `chooser` replays a file that records another run
                 (`FileReplay.check`).
         """
-        from forge.engine import run as engine
-
         if isinstance(chooser.provider, FileReplay):
             chooser.provider.check(self.spec, chooser.seed)
         return engine.run_prompt(self.prompt, *self._with(chooser))
@@ -293,10 +284,6 @@ class Runner:
     def attempt(self, chooser: Chooser):
         """`(run, None)`, or `(run, exception)` when the engine itself broke:
         exploring keeps such a schedule, since a kit bug deserves a repro too."""
-        from forge.engine.run import Run
-
-        from forge.conformance import oracles
-
         run = Run(self.prompt, *self._with(chooser))
         # The invariants that hold at every step are checked as the run goes,
         # so a violation names the step that broke it (`no_violations`).
@@ -337,8 +324,6 @@ def schedule_identity(obs: dict, run) -> str:
 def with_violations(obs: dict, run) -> dict:
     """`obs` with what the watchers found during the run, if they found anything
     (a clean run's observation is the engine's, key for key)."""
-    from forge.conformance.oracles import VIOLATIONS
-
     if not run.trace.violations:
         return obs
     return {**obs, VIOLATIONS: [v.text() for v in run.trace.violations[:MAX_VIOLATIONS]]}
@@ -411,8 +396,6 @@ class Expectation:
         """The checks, given the canonical run's observation.  Under faults the
         ids are held only to agree where both runs have them: a fault may end
         the run before a task starts."""
-        from forge.conformance import oracles
-
         checks = [no_crash, self.ending.check(faulty)] + (
             [*oracles.DEFAULT_CHECKS, oracles.no_violations] if self.invariants else [])
         if self.same_ids:
@@ -437,10 +420,6 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
         InputError: naming `where`, for a name that is not `module:function`,
             a module that does not import, or a name that is not callable.
     """
-    import importlib
-    import re
-    import sys
-
     if not isinstance(name, str) or not re.fullmatch(_CHECK_NAME, name, re.ASCII):
         raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", file=where)
     module_name, _, function = name.partition(":")
