@@ -98,9 +98,13 @@ class _OnFirstUse:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._module: Any = None
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(_importlib.import_module(self._name), attr)
+        module = self._module
+        if module is None:
+            module = self._module = _importlib.import_module(self._name)
+        return getattr(module, attr)
 
 
 _progress = _OnFirstUse("forge.progress")
@@ -744,14 +748,29 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
     function = fn.__name__
     signature = _SIGNATURES[function] = _signature(fn, recorded)
     call: Callable[..., _R] = fn
+    parameters = signature.parameters
+    positional = tuple(name for name, p in parameters.items()
+                       if p.kind is p.POSITIONAL_OR_KEYWORD)
+    required = tuple(name for name, p in parameters.items() if p.default is p.empty)
 
     @_functools.wraps(fn)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        bound = signature.bind(*args, **kwargs)
+        # What `signature.bind` gives, without its cost on every call: each
+        # public function takes its first arguments by position or keyword
+        # and the rest by keyword.  A call that does not fit is bound by the
+        # signature, which raises Python's own TypeError.
+        given = dict(zip(positional, args))
+        if (len(args) > len(positional) or any(name in given for name in kwargs)
+                or not all(name in parameters for name in kwargs)
+                or not all(name in given or name in kwargs for name in required)):
+            signature.bind(*args, **kwargs)
+        given.update(kwargs)
         try:
-            for name, value in bound.arguments.items():
-                bound.arguments[name] = _check_argument(function, name, value, function)
-            return call(*bound.args, **bound.kwargs)
+            # In the signature's order, as `bind` gives them: the first
+            # argument refused is the one named.
+            checked_values = {name: _check_argument(function, name, given[name], function)
+                              for name in parameters if name in given}
+            return call(**checked_values)
         except InputError as e:
             renamed = _renamed(function, e)
             if renamed is None:

@@ -253,6 +253,10 @@ class Runner:
         self.operator = operator_script_from_data(spec.operator.data, spec.operator.path) \
             if spec.operator else None
         self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
+        # What every run's harness and config take from the spec, read once.
+        self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+        self._harness_keywords = engine_keywords(spec, "harness")
+        self._config_keywords = engine_keywords(spec, "config")
 
     def _harness(self, chooser: Chooser):
         spec = self.spec
@@ -260,10 +264,9 @@ class Runner:
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
                                                spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
-                          **engine_keywords(spec, "harness"))
+                          refuse=dict(self._refuse), **self._harness_keywords)
         harness.attach_faults(spec.faults, chooser)
-        config = RunConfig(seed=chooser.seed, **engine_keywords(spec, "config"))
+        config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
     def run(self, chooser: Chooser):
