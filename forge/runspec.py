@@ -253,6 +253,8 @@ class Runner:
         self.operator = operator_script_from_data(spec.operator.data, spec.operator.path) \
             if spec.operator else None
         self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
+        #: The observation and identity `subject` gave last (`identity_of`).
+        self._last: tuple[dict, str] | None = None
         # What every run's harness and config take from the spec, read once.
         self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
@@ -300,11 +302,55 @@ class Runner:
         return run, None
 
     def subject(self, chooser: Chooser) -> tuple[dict, str]:
-        """`forge.sim.explore`'s subject: the observation and the trace's sha256.  A
-        run the engine broke on is the outcome `crashed` (see `crashed`)."""
+        """`forge.sim.explore`'s subject: the observation and the schedule's
+        identity (`schedule_identity`).  A run the engine broke on is the
+        outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return with_violations(obs, run), schedule_identity(obs, run)
+        seen = with_violations(obs, run), schedule_identity(obs, run)
+        self._last = seen
+        return seen
+
+    def identity_of(self, obs: dict) -> str | None:
+        """The identity of `obs` if it is the observation `subject` gave last
+        (the one a search checks next), else None."""
+        last = self._last
+        return last[1] if last is not None and last[0] is obs else None
+
+
+class KitChecks:
+    """The kit's checks of a search (`Expectation.kit_checks`) as one check
+    whose problems are kept by the schedule's identity: each of them reads
+    the observation alone, so a schedule whose observation (the watchers'
+    violations included) was checked before gets the same problems without
+    running them again.  A search draws the same few observations again and
+    again (200 random schedules of a two-task prompt show two).  An
+    observation `runner.subject` did not give last (a failure's re-run, a
+    shrink's) is checked afresh; the user's checks, which may keep state,
+    are never kept."""
+
+    #: Identities whose problems are kept, at most (the oldest goes first).
+    KEPT = 4096
+
+    def __init__(self, runner: Runner, checks: list) -> None:
+        self.runner = runner
+        self.checks = checks
+        self.kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+
+    def __call__(self, obs: dict) -> list[str]:
+        identity = self.runner.identity_of(obs)
+        if identity is None:
+            return self._problems(obs)
+        key = (identity, tuple(obs.get(VIOLATIONS) or ()))
+        problems = self.kept.get(key)
+        if problems is None:
+            if len(self.kept) >= self.KEPT:
+                del self.kept[next(iter(self.kept))]
+            problems = self.kept[key] = tuple(self._problems(obs))
+        return list(problems)
+
+    def _problems(self, obs: dict) -> list[str]:
+        return [p for check in self.checks for p in check(obs)]
 
 
 def schedule_identity(obs: dict, run) -> str:
@@ -396,9 +442,20 @@ class Expectation:
                    Verdict.from_json(data.get("ending")))
 
     def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
-        """The checks, given the canonical run's observation.  Under faults the
-        ids are held only to agree where both runs have them: a fault may end
-        the run before a task starts."""
+        """The checks, given the canonical run's observation: the kit's
+        (`kit_checks`), then the user's named ones."""
+        return self.kit_checks(canonical, faulty) + self.named_checks(where)
+
+    def named_checks(self, where: str = "--check") -> list:
+        """The user's checks named `module:function` (`load_check`)."""
+        return [load_check(name, where) for name in self.checks_named]
+
+    def kit_checks(self, canonical: dict, faulty: bool = False) -> list:
+        """The kit's checks, given the canonical run's observation: each
+        reads the observation alone, so equal observations pass or fail
+        them alike (`KitChecks`).  Under faults the ids are held only to
+        agree where both runs have them: a fault may end the run before a
+        task starts."""
         checks = [no_crash, self.ending.check(faulty)] + (
             [*oracles.DEFAULT_CHECKS, oracles.no_violations] if self.invariants else [])
         if self.same_ids:
@@ -407,7 +464,6 @@ class Expectation:
             checks.append(result_check(self.result))
         if self.schedule_independent:
             checks.append(oracles.schedule_independent(canonical))
-        checks.extend(load_check(name, where) for name in self.checks_named)
         return checks
 
 
