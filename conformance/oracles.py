@@ -433,7 +433,7 @@ WATCHERS = (EndsOnce, DeliveredOnce, WithinLimits, AdmittedInSpawnOrder, Timeout
 
 def watchers(run, kinds=WATCHERS) -> tuple:
     """Fresh watchers for one run of the reference engine (`Trace.observe`)."""
-    return tuple(kind(run) for kind in kinds)
+    return tuple([kind(run) for kind in kinds])
 
 
 #: The observation key a run's violations are reported under, present only

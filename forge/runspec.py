@@ -299,6 +299,8 @@ class Runner:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
             return run, e
+        finally:
+            run.trace.unobserve()
         return run, None
 
     def subject(self, chooser: Chooser) -> tuple[dict, str]:

@@ -108,22 +108,29 @@ class Trace:
         """Feed every record from now on to each of `watchers`."""
         self.watchers = tuple(watchers)
         if self.watchers:
-            routes, every = _routes(tuple(type(w) for w in self.watchers))
-            ws = self.watchers
-            #: Record kind -> the watchers it feeds, in the order given (so
-            #: violations are listed as if every watcher saw every record).
-            self._fed = {what: tuple(ws[n] for n in ns) for what, ns in routes.items()}
-            self._fed_every = tuple(ws[n] for n in every)
+            #: Record kind -> the positions of the watchers it feeds, in the
+            #: order given (so violations are listed as if every watcher saw
+            #: every record); a kind none names feeds those that read all.
+            self._routes, self._every = _routes(tuple([type(w) for w in self.watchers]))
             self.emit = self._emit_watched      # type: ignore[method-assign]
+
+    def unobserve(self) -> None:
+        """Feed no watcher from now on.  The violations found stay; the
+        watchers (which hold the run they watch) and the trace let go of
+        each other, so a finished run is freed by reference counting rather
+        than left for the cyclic collector to find."""
+        self.watchers = ()
+        self.__dict__.pop("emit", None)
 
     def _emit_watched(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
         record.update(fields)
         self.records.append(record)
-        for watcher in self._fed.get(what, self._fed_every):
-            for problem in watcher.see(record):
+        watchers = self.watchers
+        for n in self._routes.get(what, self._every):
+            for problem in watchers[n].see(record):
                 self.violations.append(Violation(record["i"], now, problem,
-                                                 type(watcher).__name__))
+                                                 type(watchers[n]).__name__))
 
     def lines(self) -> str:
         """The records as JSON lines: the trace's bytes (decoded)."""
