@@ -965,6 +965,9 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
     spec, runner = _setup(prompt, source, latency_menu, options, where="run_prompt")
+    moded = _runspec.in_mode(spec, strategy)
+    if moded is not spec:       # a strategy that runs in orders mode: a spec of its own
+        spec, runner = moded, _runspec.Runner(moded)
     chooser = _runspec.run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
@@ -1155,8 +1158,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          checks_named=tuple(named_checks),
                          ending=_Verdict.of(expect_outcome, expect_error, allow_failed))
     if (workers > 1 or where.kind != "local") and _lookup(strategy).walks:
-        outcome = _campaign.walk_campaign(spec, expect=expect, runs=runs, workers=workers,
-                                          reduce=reduce, max_deviations=max_deviations,
+        outcome = _campaign.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                          workers=workers, reduce=reduce,
+                                          max_deviations=max_deviations,
                                           shrink_budget=shrink_budget, where=where,
                                           extra_checks=extra).outcome
     elif workers > 1 or where.kind != "local":
