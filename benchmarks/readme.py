@@ -65,6 +65,20 @@ def render(run: dict, scaling: dict) -> str:
         f"from {joins['rows'][-2]['tasks']:,} to {largest['tasks']:,} tasks, CPU time "
         f"with {joins['fit']:.2f} fitted from 100 tasks."
     )
+    users = run.get("users")
+    if users is not None:
+        text += (
+            " Through the Python API, on the prompt's path: `forge.api.run_prompt` costs "
+            f"{_span(users['api_run_prompt_vs_fresh_floor'])}x the floor (the engine's run "
+            f"{_span(users['run_vs_fresh_floor'])}x, with its observation "
+            f"{_span(users['run_with_observation_vs_fresh_floor'])}x), one schedule of "
+            f"`forge.api.explore` {_span(users['api_explore_random_vs_fresh_floor'])}x "
+            f"(random) and {_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT); the Lua "
+            f"kernel bound {_span(users['lua_kernel_bound_vs_fresh_floor'])}x."
+        )
+        if users.get("parallel_exhaustive") is not None:
+            text += (" An exhaustive search with 2 workers runs "
+                     f"{_span(users['parallel_exhaustive'])}x as fast as serial.")
     return "\n".join([BEGIN, textwrap.fill(text, WIDTH, break_on_hyphens=False), END])
 
 

@@ -25,6 +25,14 @@ is the ratios; the absolute rates are for this machine only.
   executing it, building its observation less hashing the trace, and
   hashing the trace (which the floors pay too), as fractions of a run.
 - `explore`: one random schedule of two-tasks plus the oracle checks.
+- `users`: what a user pays through the public API (`forge.api`), on the
+  prompt's path, next to the same floor: `run_prompt(path)` (a run with its
+  observation, per call), and one schedule of `explore(path)` (random and
+  PCT, a campaign of `EXPLORE_RUNS` schedules divided by them); beside them
+  a plain run (`Run(prompt).execute()`, no observation) and the Lua kernel
+  bound (`lua_kernel_bound.py`'s kernel, the same observation in Lua).
+  The speedup of a parallel exhaustive search has its slot
+  (`parallel_exhaustive`, None until it is measured here).
 - `conformance`: every case on its canonical schedule, cases per second.
 - `endless_jump`: the runaway prompt that jumps between two sections until
   the section entry budget (50,000 entries) stops it.
@@ -233,7 +241,11 @@ def phase_split(prompt, runs: int) -> dict:
         t2 = clock()
         run.observation()
         t3 = clock()
-        run.trace.sha256()
+        # The observation kept the trace's text it hashed: hash the records
+        # again as a trace of them, as the observation did.
+        again = Trace()
+        again.records = run.trace.records
+        again.sha256()
         t4 = clock()
         sums["creation"] += t1 - t0
         sums["execute"] += t2 - t1
@@ -283,15 +295,32 @@ def _conformance_pass():
     return one_pass, len(cases)
 
 
+#: Schedules in each measured `forge.api.explore` campaign: a user's campaign
+#: is some hundreds, and its set-up (the canonical run, the checks) is spread
+#: over them as here.
+EXPLORE_RUNS = 100
+
+
+def _pair(row: dict, floor: dict) -> dict:
+    return {stat: row[stat] / floor[stat] for stat in ("min", "median")}
+
+
 def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
+    import forge.api as api
     from forge.conformance import oracles
     from forge.sim.chooser import Chooser, RandomProvider
+    from lua_kernel_bound import LuaKernel
 
     walk = parse_prompt(WALK, "walk.md")
     two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")
     assert run_prompt(walk).observation()["result"] == "helper:x:alpha+1"
     assert run_prompt(two).observation()["result"] == "alpha text + beta text"
     two_floor, walk_floor = Floor(two), Floor(walk)
+    two_path = str(ROOT / "examples" / "two-tasks.md")
+    kernel = LuaKernel(two)
+    assert kernel.observation() == run_prompt(two).observation(), \
+        "the Lua kernel bound no longer does the engine's work (lua_kernel_bound.py)"
+    assert api.explore(two_path, runs=EXPLORE_RUNS).ok
     seed = iter(range(10**9))
 
     def explore_one():
@@ -311,7 +340,14 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "run_creation_fresh_runtime": _fresh(lambda: Run(two)),
         "bare_lupa_runtime": _runtime,
         "explore_schedule": explore_one,
+        "two_tasks_run": lambda: Run(two).execute(),
+        "lua_kernel_bound": kernel.observation,
+        "api_run_prompt": lambda: api.run_prompt(two_path),
+        "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS),
+        "api_explore_pct": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="pct"),
     }, seconds)
+    for name in ("api_explore_random", "api_explore_pct"):
+        per_call[name] = {stat: v / EXPLORE_RUNS for stat, v in per_call[name].items()}
     out: dict = {"per_call_s": per_call}
     m = {k: v["min"] for k, v in per_call.items()}
     med = {k: v["median"] for k, v in per_call.items()}
@@ -337,6 +373,18 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
             "median": med["run_creation_fresh_runtime"] / med["bare_lupa_runtime"]},
         "explore_schedule_vs_two_tasks": {"min": m["explore_schedule"] / m["two_tasks"],
                                           "median": med["explore_schedule"] / med["two_tasks"]},
+    }
+    floor = per_call["two_tasks_fresh_floor"]
+    out["users"] = {
+        "run_vs_fresh_floor": _pair(per_call["two_tasks_run"], floor),
+        "run_with_observation_vs_fresh_floor": _pair(per_call["two_tasks"], floor),
+        "api_run_prompt_vs_fresh_floor": _pair(per_call["api_run_prompt"], floor),
+        "api_explore_random_vs_fresh_floor": _pair(per_call["api_explore_random"], floor),
+        "api_explore_pct_vs_fresh_floor": _pair(per_call["api_explore_pct"], floor),
+        "lua_kernel_bound_vs_fresh_floor": _pair(per_call["lua_kernel_bound"], floor),
+        # The parallel exhaustive search's speedup over serial (2 workers)
+        # goes here once measured in this run.
+        "parallel_exhaustive": None,
     }
     out["runs_per_s"] = {
         "two_tasks": 1 / med["two_tasks"],
@@ -402,6 +450,9 @@ def main() -> None:
         print(f"{name:28} min {v['min'] * 1e6:9.1f} us   median {v['median'] * 1e6:9.1f} us")
     for name, v in out["ratios"].items():
         print(f"{name:34} min {v['min']:6.2f}x  median {v['median']:6.2f}x")
+    for name, v in out["users"].items():
+        if v is not None:
+            print(f"{name:34} min {v['min']:6.2f}x  median {v['median']:6.2f}x")
     print("two_tasks phases: " + ", ".join(f"{name} {share:.0%}"
                                            for name, share in out["phases"].items()))
     for name, v in out["runs_per_s"].items():

@@ -183,6 +183,9 @@ def _ancestors(task_id: str):
 class EndsOnce:
     """Each task starts once and ends exactly once, after it started."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"spawn", "task_end", "run_end"})
+
     def __init__(self, facts) -> None:
         self.started: set[str] = set()
         self.ended: dict[str, str] = {}
@@ -214,6 +217,9 @@ class DeliveredOnce:
     """A finished task's result is delivered at most once, and only after it
     ended (a cancelled task's error may be read by every wait that names it)."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"task_end", "deliver"})
+
     def __init__(self, facts) -> None:
         self.ended: dict[str, str] = {}
         self.delivered: dict[str, int] = {}
@@ -238,6 +244,9 @@ class WithinLimits:
     """At every admission: no more tasks hold a slot than the ceiling, and no
     owner's tasks more than its limit clamped to its parent's (read off the
     run: the trace does not carry the counters or the limits)."""
+
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"admit"})
 
     def __init__(self, facts) -> None:
         self.run = facts
@@ -268,6 +277,9 @@ class AdmittedInSpawnOrder:
     """An owner's queued tasks take their first slot in spawn order (their
     limit is the same, so an earlier one is never passed over)."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"spawn", "admit", "task_end"})
+
     def __init__(self, facts) -> None:
         self.queued: dict[str, list[str]] = {}       # owner chain -> never admitted, in order
         self.owner: dict[str, str] = {}
@@ -293,6 +305,9 @@ class TimeoutLosesTies:
     instant: when it fires, the wait is not yet met, and no member ends
     normally at that instant afterwards (timers sort last in their instant)."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"wait", "timeout", "task_end"})
+
     def __init__(self, facts) -> None:
         self.ended: set[str] = set()
         self.waits: dict[str, tuple[str, tuple[str, ...]]] = {}
@@ -305,6 +320,9 @@ class TimeoutLosesTies:
         return all(ended) if every else any(ended)
 
     def see(self, r: dict):
+        # Fed only the records it reads: an instant's timeouts are still
+        # forgotten at the first of them at a later instant, since the
+        # trace's instants never go back.
         if r["t"] != self.now:
             self.now, self.fired = r["t"], []
         what = r["what"]
@@ -330,6 +348,9 @@ class AbandonReasonFits:
     """Every abandon has the one reason that who ended first gives: a task
     under a stopped task is `owner_aborted`; the tasks a finishing owner
     abandons in the same step say how it finished."""
+
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"step", "task_end", "run_end"})
 
     def __init__(self, facts) -> None:
         self.run = facts
@@ -391,6 +412,10 @@ class SeqContiguous:
     Over a foreign engine's events (`facts.seq_may_skip`) the spec's own
     rule: a task's numbers strictly increase, and may skip (docs/observation.md)."""
 
+    #: Every record: an event may be emitted between any two records, and a gap is pinned
+    #: to the first record after it.
+    SEES = None
+
     def __init__(self, facts) -> None:
         self.run = facts
         self.seen = 0
@@ -399,6 +424,11 @@ class SeqContiguous:
 
     def see(self, r: dict):
         events = self.run._events
+        if len(events) == self.seen:
+            return ()           # most records follow no new event
+        return self._check(events)
+
+    def _check(self, events):
         for kind, _section, task, seq, _fields in events[self.seen:]:
             want = self.next.get(task, 0)
             if seq < want if self.may_skip else seq != want:
@@ -415,7 +445,7 @@ WATCHERS = (EndsOnce, DeliveredOnce, WithinLimits, AdmittedInSpawnOrder, Timeout
 
 def watchers(run, kinds=WATCHERS) -> tuple:
     """Fresh watchers for one run of the reference engine (`Trace.observe`)."""
-    return tuple(kind(run) for kind in kinds)
+    return tuple([kind(run) for kind in kinds])
 
 
 #: The observation key a run's violations are reported under, present only

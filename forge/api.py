@@ -39,10 +39,13 @@ prints, and rewrite none of their rules.  See docs/api.md.
 
 from __future__ import annotations
 
+import difflib as _difflib
 import functools as _functools
+import importlib as _importlib
 import inspect as _inspect
 import json as _json
 import os as _os
+import shlex as _shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
 from typing import Any, Literal, Union, Unpack
@@ -52,6 +55,8 @@ from typing import TypeVar as _TypeVar
 import attrs as _attrs
 
 from forge.errors import InputError
+from forge.limits import data_problem as _data_problem
+from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
@@ -64,8 +69,11 @@ from forge.run.values import Switch as _Switch
 from forge.run.values import Text as _Text
 from forge.run.values import check_value as _check_value
 from forge.run.values import shown as _shown
+from forge.sim.replayfile import write_record as _write_record
 from forge.sim.strategies import SEARCH as _SEARCH
 from forge.sim.strategies import lookup as _lookup
+from forge.store import seed_problem as _seed_problem
+from forge.verdict import Verdict as _Verdict
 from forge.lifecycle.clock import ThreadClock, VirtualClock
 from forge.lifecycle.contract import run_contract as run_store_contract
 from forge.lifecycle.errors import TaskError
@@ -75,6 +83,45 @@ from forge.lifecycle.records import RunOutcome, StopOutcome, TaskStatus
 from forge.lifecycle.sessions import MemorySessions
 from forge.lifecycle.sqlite_store import SqliteStore as SqliteTaskStore
 from forge.lifecycle.store import MemoryStore as MemoryTaskStore
+
+
+class _OnFirstUse:
+    """A module of the kit imported when one of its names is first read.
+
+    The one place `forge.api` defers imports.  `import forge` (which
+    imports this module) costs about 75 ms of CPU; importing the modules
+    below with it would make that about 250 ms (measured with
+    `python -X importtime -c "import forge.api"` and the CPU clock): they
+    bring in the engine, lupa, the simulator's search and the conformance
+    suite, which a caller that only drives the lifecycle manager or reads
+    a report never needs.  Every other import of this module is at its top.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: Any = None
+
+    def __getattr__(self, attr: str) -> Any:
+        module = self._module
+        if module is None:
+            module = self._module = _importlib.import_module(self._name)
+        return getattr(module, attr)
+
+
+_progress = _OnFirstUse("forge.progress")
+_runspec = _OnFirstUse("forge.runspec")
+_repro = _OnFirstUse("forge.repro")
+_campaign = _OnFirstUse("forge.campaign")
+_pool = _OnFirstUse("forge.pool")
+_record = _OnFirstUse("forge.run.record")
+_spec_values = _OnFirstUse("forge.run.spec")
+_schemas = _OnFirstUse("forge.conformance.schemas")
+_conformance_cli = _OnFirstUse("forge.conformance.cli")
+_adapters = _OnFirstUse("forge.conformance.adapters")
+_cases = _OnFirstUse("forge.conformance.case")
+_catalogue = _OnFirstUse("forge.conformance.catalogue")
+_report = _OnFirstUse("forge.conformance.report")
+_runner = _OnFirstUse("forge.conformance.runner")
 
 __all__ = [
     "CaseOutcome",
@@ -121,15 +168,36 @@ Strategy = str
 class _FrozenMap(Mapping[str, Any]):
     """A read-only mapping of JSON data: what a mapping proxy gives, but it
     pickles and deep-copies (a proxy does neither), so a report can come
-    back from a worker process.  Compares equal to a dict with its items."""
+    back from a worker process.  Compares equal to a dict with its items.
 
-    __slots__ = ("_data",)
+    One made by `_freeze` from a plain dict holds that dict and freezes its
+    values when first read (`_read`): a run's observation holds hundreds of
+    values that most callers never read, and freezing them all cost a fifth
+    of `run_prompt`.  So `_freeze` is given only dicts nobody changes
+    afterwards: the kit's own data, or a copy (`Observation.from_dict`)."""
+
+    __slots__ = ("_data", "_raw")
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         self._data = dict(data)
+        self._raw = False
+
+    @classmethod
+    def _later(cls, data: dict[str, Any]) -> _FrozenMap:
+        """The map of `data`, its values frozen when first read."""
+        frozen = cls.__new__(cls)
+        frozen._data, frozen._raw = data, True
+        return frozen
+
+    def _read(self) -> dict[str, Any]:
+        if self._raw:
+            self._data = {k: v if type(v) in _LEAVES else _freeze(v)
+                          for k, v in self._data.items()}
+            self._raw = False
+        return self._data
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        return self._read()[key]
 
     def __iter__(self) -> _Iterator[str]:
         return iter(self._data)
@@ -138,14 +206,30 @@ class _FrozenMap(Mapping[str, Any]):
         return len(self._data)
 
     def __repr__(self) -> str:
-        return repr(self._data)
+        return repr(self._read())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_FrozenMap, (self._data,))
+        return (_FrozenMap, (self._read(),))
+
+
+#: The types JSON data's leaves have: frozen already, returned as they are.
+_LEAVES = frozenset((str, int, float, bool, type(None)))
 
 
 def _freeze(value: Any) -> Any:
-    """JSON data made read-only: mappings become `_FrozenMap`s, lists tuples."""
+    """JSON data made read-only: mappings become `_FrozenMap`s, lists tuples.
+
+    Plain dicts, lists and leaves (what the engine builds) are told apart by
+    their exact type, which costs a fraction of the abstract classes'
+    `isinstance` that any other mapping or sequence still goes through; a
+    plain dict's values are frozen when first read (`_FrozenMap._later`)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return value
+    if kind is dict:
+        return _FrozenMap._later(value)
+    if kind is list or kind is tuple:
+        return tuple([v if type(v) in _LEAVES else _freeze(v) for v in value])
     if isinstance(value, Mapping):
         return _FrozenMap({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -154,10 +238,10 @@ def _freeze(value: Any) -> Any:
 
 
 def _thaw(value: Any) -> Any:
-    """The plain JSON data back from `_freeze`."""
+    """The plain JSON data back from `_freeze` (or a deep copy of plain JSON data)."""
     if isinstance(value, Mapping):
         return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
+    if isinstance(value, list | tuple):
         return [_thaw(v) for v in value]
     return value
 
@@ -230,8 +314,9 @@ class Observation:
                 one the conformance runner holds an engine's observations
                 to); or `trace`, `choices` or `drifted_at` is of the wrong kind.
         """
-        _check_observation(obs, trace, choices, drifted_at)
-        return cls._of(obs, trace, choices, drifted_at)
+        # A copy: its values are frozen when first read, and `obs` stays the caller's.
+        data = _check_observation(obs, trace, choices, drifted_at)
+        return cls._of(data, trace, choices, drifted_at)
 
     @classmethod
     def _of(cls, obs: Mapping[str, Any], trace: str = "", choices: Sequence[int] = (),
@@ -250,26 +335,25 @@ class Observation:
             effects=_freeze(list(obs.get("effects", ()))))
 
 
-def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> None:
+def _check_observation(obs: Any, trace: Any, choices: Any,
+                       drifted_at: Any) -> dict[str, Any]:
     """`Observation.from_dict`'s checks: JSON data within the limits
     (`forge.limits.data_problem`), then the shipped observation schema.
+    Gives a plain copy of `obs`.
 
     Raises:
         InputError: naming `Observation.from_dict`, the argument and the place.
     """
-    from forge.limits import data_problem, render_path
     where = "Observation.from_dict"
     if not isinstance(obs, Mapping):
         raise InputError(f"obs must be an observation, a JSON object (a dict), got {_shown(obs)}",
                          file=where)
-    data = _thaw(obs)
-    found = data_problem(data)
+    data: dict[str, Any] = _thaw(obs)
+    found = _data_problem(data)
     if found is not None:
         path, rule = found
-        raise InputError(f"obs{_place(render_path(path))}: {rule}", file=where)
-    from forge.conformance.schemas import observation_violations
-
-    broken = observation_violations(data, limit=1)
+        raise InputError(f"obs{_place(_render_path(path))}: {rule}", file=where)
+    broken = _schemas.observation_violations(data, limit=1)
     if broken:
         raise InputError(f"obs breaks observation.schema.json at {broken[0]}", file=where)
     if not isinstance(trace, str):
@@ -283,6 +367,7 @@ def _check_observation(obs: Any, trace: Any, choices: Any, drifted_at: Any) -> N
                                    or drifted_at < 0):
         raise InputError(f"drifted_at must be None or a choice's index (a whole number from 0), "
                          f"got {_shown(drifted_at)}", file=where)
+    return data
 
 
 def _place(path: str) -> str:
@@ -376,12 +461,10 @@ def _path_or_data(flag: str, data: tuple[type, ...], what: str) -> _Rule:
             return path.check(value, name, where)
         if not isinstance(value, data):
             raise _refusal(name, what, value, where)
-        from forge.limits import data_problem, render_path
-
-        found = data_problem(_thaw(_freeze(value)))
+        found = _data_problem(_thaw(_freeze(value)))
         if found is not None:
             place, rule = found
-            raise InputError(f"{name}{_place(render_path(place))}: {rule}", file=where)
+            raise InputError(f"{name}{_place(_render_path(place))}: {rule}", file=where)
         return value
 
     return _Rule(check, flag)
@@ -399,9 +482,7 @@ def _store() -> _Rule:
         if not isinstance(value, Mapping):
             raise _refusal(name, "a folder's path (a str or an os.PathLike) or {path: text}",
                            value, where)
-        from forge.store import seed_problem
-
-        found = seed_problem(dict(value))
+        found = _seed_problem(dict(value))
         if found is not None:
             path, rule = found
             at = "" if path is None else f"[{repr(path)[:60]}]"
@@ -486,15 +567,11 @@ def _impl() -> _Rule:
     checked as `--impl` is (`forge.conformance.cli`: it splits, it is not
     empty, its program is found).  Gives the argv."""
     def check(value: Any, name: str, where: str) -> Any:
-        import shlex
-
-        from forge.conformance.cli import _impl_argv
-
         if isinstance(value, str):
-            return _impl_argv(value)
+            return _conformance_cli._impl_argv(value)
         if not _is_list(value) or not all(isinstance(word, str) for word in value):
             raise _refusal(name, "a command: a shell-style str or a list of str", value, where)
-        return _impl_argv(shlex.join(value))
+        return _conformance_cli._impl_argv(_shlex.join(value))
 
     return _Rule(check, "--impl")
 
@@ -521,12 +598,10 @@ def _expectations() -> _Rule:
             return path.check(value, name, where)
         if not isinstance(value, Mapping):
             raise _refusal(name, 'a file\'s path or {case_id: "fail" | "skip"}', value, where)
-        from forge.conformance.runner import EXPECTATIONS
-
         for case_id, expected in value.items():
-            if not isinstance(case_id, str) or expected not in EXPECTATIONS:
+            if not isinstance(case_id, str) or expected not in _runner.EXPECTATIONS:
                 raise _refusal(f"{name}[{repr(case_id)[:60]}]",
-                               " or ".join(f'"{e}"' for e in EXPECTATIONS)
+                               " or ".join(f'"{e}"' for e in _runner.EXPECTATIONS)
                                + " (keyed by a case id, a str)", expected, where)
         return dict(value)
 
@@ -627,13 +702,11 @@ def _check_arguments(function: str, values: Mapping[str, Any], where: str) -> di
         InputError: naming `where`, for a keyword the function does not take
             or a value its rule refuses.
     """
-    import difflib
-
     out = {}
     parameters = _SIGNATURES[function].parameters
     for name, value in values.items():
         if name not in parameters:
-            near = difflib.get_close_matches(name, parameters, n=1)
+            near = _difflib.get_close_matches(name, parameters, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise InputError(f"{function}() takes no keyword {name!r}{hint}", file=where)
         out[name] = _check_argument(function, name, value, where)
@@ -678,14 +751,29 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
     function = fn.__name__
     signature = _SIGNATURES[function] = _signature(fn, recorded)
     call: Callable[..., _R] = fn
+    parameters = signature.parameters
+    positional = tuple(name for name, p in parameters.items()
+                       if p.kind is p.POSITIONAL_OR_KEYWORD)
+    required = tuple(name for name, p in parameters.items() if p.default is p.empty)
 
     @_functools.wraps(fn)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        bound = signature.bind(*args, **kwargs)
+        # What `signature.bind` gives, without its cost on every call: each
+        # public function takes its first arguments by position or keyword
+        # and the rest by keyword.  A call that does not fit is bound by the
+        # signature, which raises Python's own TypeError.
+        given = dict(zip(positional, args))
+        if (len(args) > len(positional) or any(name in given for name in kwargs)
+                or not all(name in parameters for name in kwargs)
+                or not all(name in given or name in kwargs for name in required)):
+            signature.bind(*args, **kwargs)
+        given.update(kwargs)
         try:
-            for name, value in bound.arguments.items():
-                bound.arguments[name] = _check_argument(function, name, value, function)
-            return call(*bound.args, **bound.kwargs)
+            # In the signature's order, as `bind` gives them: the first
+            # argument refused is the one named.
+            checked_values = {name: _check_argument(function, name, given[name], function)
+                              for name in parameters if name in given}
+            return call(**checked_values)
         except InputError as e:
             renamed = _renamed(function, e)
             if renamed is None:
@@ -710,31 +798,71 @@ def _checked_overrides(fn: Callable[_P, _R]) -> Callable[_P, _R]:
 
 def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: str) -> Any:
     """A script (`forge.run.spec.Script`) from a file's path or from its JSON data."""
-    from forge.run.spec import Script
-    from forge.runspec import read_script_file
-
     if value is None:
         return None
     if isinstance(value, str | _os.PathLike):
-        return read_script_file(_os.fspath(value))
-    return Script(f"<{name} script>", _thaw(_freeze(value)))
+        return _runspec.read_script_file(_os.fspath(value))
+    return _spec_values.Script(f"<{name} script>", _thaw(_freeze(value)))
 
 
-def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
-          options: Mapping[str, Any], where: str) -> Any:
+#: Recent run set-ups (`_setup`): the spec and its `Runner` by what made them.
+_SETUPS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+#: How many set-ups are kept (the oldest goes first).
+_SETUPS_KEPT = 32
+
+
+def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
+           options: Mapping[str, Any], where: str) -> tuple[Any, Any]:
     """The `forge.run.spec.RunSpec` of the keywords `run_prompt` and `explore`
-    share: the prompt, the latency menu and the run options given."""
-    from forge.runspec import (parse_refuse, read_prompt_file, read_store_folder,
-                               spec_from_values)
+    share (the prompt, the latency menu and the run options given) and its
+    `forge.runspec.Runner`, which parses the prompt and the scripts once.
 
+    The prompt file is read on every call, so an edit is seen; a call whose
+    prompt text, latency menu and options are those of a recent call gets
+    that call's set-up again (both are frozen, and a `Runner` runs any
+    number of choosers).  Options that name a file or hand over data (a
+    script, the store) are read afresh each call, never kept."""
     if (prompt is None) == (source is None):
         raise InputError("give exactly one of prompt (a path) and source (the prompt's text)",
                          file=where)
     if prompt is not None:
         path = _os.fspath(prompt)
-        text = read_prompt_file(path)
+        text = _runspec.read_prompt_file(path)
     else:
         path, text = "<source>", str(source)
+    key = _setup_key(path, text, latency_menu, options)
+    found = _SETUPS.get(key) if key is not None else None
+    if found is not None:
+        return found
+    spec = _spec(path, text, latency_menu, options)
+    made = (spec, _runspec.Runner(spec))
+    if key is not None:
+        if len(_SETUPS) >= _SETUPS_KEPT:
+            del _SETUPS[next(iter(_SETUPS))]
+        _SETUPS[key] = made
+    return made
+
+
+def _setup_key(path: str, text: str, latency_menu: Sequence[float] | None,
+               options: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What a set-up is kept by, or None when it may not be kept: an option
+    that names a file (its content may change) or holds data."""
+    for name, value in options.items():
+        if value is not None and _BY_NAME[name].shape in ("folder", "script"):
+            return None
+    key = (path, text, None if latency_menu is None else tuple(latency_menu),
+           tuple(sorted(options.items())))
+    try:
+        hash(key)
+    except TypeError:           # a mapping among the values (latency, refuse)
+        return None
+    return key
+
+
+def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
+          options: Mapping[str, Any]) -> Any:
+    """The `forge.run.spec.RunSpec` of the prompt `text` read from `path`,
+    the latency menu and the run options given."""
     given: dict[str, Any] = dict(options)
     made: dict[str, Any] = {}
     for option in _OPTIONS:
@@ -743,7 +871,7 @@ def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[fl
         value = given.pop(option.name)
         if option.shape == "folder":
             made["store_files"] = dict(value) if isinstance(value, Mapping) else \
-                read_store_folder(_os.fspath(value) if value is not None else None)
+                _runspec.read_store_folder(_os.fspath(value) if value is not None else None)
         elif option.shape == "script":
             made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
         elif option.shape == "kinds":
@@ -751,8 +879,8 @@ def _spec(prompt: PathLike | None, source: str | None, latency_menu: Sequence[fl
         elif option.shape == "latency":
             made["latency_base"] = dict(value) if value is not None else None
         elif option.shape == "refuse":
-            made["refuse"] = parse_refuse(_refuse_pairs(value))
-    return spec_from_values(
+            made["refuse"] = _runspec.parse_refuse(_refuse_pairs(value))
+    return _runspec.spec_from_values(
         path, text, latency_menu=tuple(latency_menu) if latency_menu is not None else None,
         **made, **given)
 
@@ -785,8 +913,6 @@ def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
     """`refuse` as the `(operation, path)` pairs `--refuse OP[:PATH]` gives
     (`forge.runspec.refuse_pair`): from `OP[:PATH]` strings, or from a
     case's `{operation: [paths]}`."""
-    from forge.runspec import refuse_pair
-
     if refuse is None:
         return []
     if isinstance(refuse, str):
@@ -794,7 +920,7 @@ def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
     if isinstance(refuse, Mapping):
         return [(str(op), str(path)) for op, paths in refuse.items()
                 for path in ([paths] if isinstance(paths, str) else paths)]
-    return [refuse_pair(str(text)) for text in refuse]
+    return [_runspec.refuse_pair(str(text)) for text in refuse]
 
 
 def _write(path: PathLike, text: str) -> str:
@@ -841,19 +967,17 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             the flag that sets it refuses it (`seed` past 64 bits, a ceiling
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
-    from forge.run.record import record
-    from forge.runspec import Expectation, Runner, in_mode, run_chooser
-    from forge.sim.replayfile import write_record
-
-    spec = in_mode(_spec(prompt, source, latency_menu, options, where="run_prompt"), strategy)
-    runner = Runner(spec)
-    chooser = run_chooser(seed, strategy)
+    spec, runner = _setup(prompt, source, latency_menu, options, where="run_prompt")
+    moded = _runspec.in_mode(spec, strategy)
+    if moded is not spec:       # a strategy that runs in orders mode: a spec of its own
+        spec, runner = moded, _runspec.Runner(moded)
+    chooser = _runspec.run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
     if replay_out is not None:
-        _write(replay_out, write_record(record(spec, Expectation(), chooser.seed,
-                                               chooser.choices, obs,
-                                               strategy=chooser.provider.describe())))
+        _write(replay_out, _write_record(_record.record(
+            spec, _runspec.Expectation(), chooser.seed, chooser.choices, obs,
+            strategy=chooser.provider.describe())))
     return Observation._of(obs, trace=done.trace.lines(), choices=chooser.values())
 
 
@@ -929,12 +1053,10 @@ class ExploreReport:
 
     def summary(self) -> str:
         """The report in one line of plain words."""
-        from forge.progress import plain_counts
-
         line = (f"{self.runs} schedules ({self.strategy}), {self.distinct} distinct; "
-                f"outcomes: {plain_counts(self.outcomes)}")
+                f"outcomes: {_progress.plain_counts(self.outcomes)}")
         if self.faults:
-            line += f"; faults fired: {plain_counts(self.faults)}"
+            line += f"; faults fired: {_progress.plain_counts(self.faults)}"
         if _lookup(self.strategy).walks:
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
@@ -964,9 +1086,7 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
     """The callable checks as the explorer's checks over raw observations
     (`forge.runspec.UserCheck`, the rule named checks follow too); each
     entry was checked with the arguments (`_checks`)."""
-    from forge.runspec import UserCheck
-
-    return [UserCheck(c, _check_name(c), Observation._of) for c in checks]
+    return [_runspec.UserCheck(c, _check_name(c), Observation._of) for c in checks]
 
 
 @_checked
@@ -1030,50 +1150,42 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             argument is out of range, or `max_deviations` is given to a
             strategy other than `exhaustive`.
     """
-    from forge.campaign import check_spread, explore_campaign, walk_campaign
-    from forge.pool import backend as _backend
-    from forge.repro import check_bound, check_seeds, explore_prompt
-    from forge.sim.strategies import lookup
-    from forge.runspec import Expectation
-    from forge.sim.replayfile import write_record
-
-    check_seeds(start_seed, runs)
-    where = _backend(backend, address)
-    check_spread(strategy, workers, None, where)
-    check_bound(strategy, max_deviations)
-    spec = _spec(prompt, source, latency_menu, options, where="explore")
+    _repro.check_seeds(start_seed, runs)
+    where = _pool.backend(backend, address)
+    _campaign.check_spread(strategy, workers, None, where)
+    _repro.check_bound(strategy, max_deviations)
+    spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
-    from forge.verdict import Verdict
-    expect = Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
+    expect = _runspec.Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
-                         ending=Verdict.of(expect_outcome, expect_error, allow_failed))
-    if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
-        outcome = walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
-                                workers=workers, reduce=reduce,
-                                max_deviations=max_deviations, shrink_budget=shrink_budget,
-                                where=where, extra_checks=extra).outcome
+                         ending=_Verdict.of(expect_outcome, expect_error, allow_failed))
+    if (workers > 1 or where.kind != "local") and _lookup(strategy).walks:
+        outcome = _campaign.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                          workers=workers, reduce=reduce,
+                                          max_deviations=max_deviations,
+                                          shrink_budget=shrink_budget, where=where,
+                                          extra_checks=extra).outcome
     elif workers > 1 or where.kind != "local":
-        outcome = explore_campaign(spec, expect=expect, strategy=strategy,
-                                   seeds=range(start_seed, start_seed + runs), workers=workers,
-                                   pct_depth=pct_depth, shrink_budget=shrink_budget,
-                                   where=where, progress=progress, extra_checks=extra).outcome
+        outcome = _campaign.explore_campaign(spec, expect=expect, strategy=strategy,
+                                             seeds=range(start_seed, start_seed + runs),
+                                             workers=workers, pct_depth=pct_depth,
+                                             shrink_budget=shrink_budget, where=where,
+                                             progress=progress, extra_checks=extra).outcome
     else:
-        outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                 start_seed=start_seed, pct_depth=pct_depth,
-                                 max_deviations=max_deviations, reduce=reduce,
-                                 shrink_budget=shrink_budget, progress=progress,
-                                 extra_checks=extra)
+        outcome = _repro.explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                        start_seed=start_seed, pct_depth=pct_depth,
+                                        max_deviations=max_deviations, reduce=reduce,
+                                        shrink_budget=shrink_budget, progress=progress,
+                                        extra_checks=extra)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:
-        import shlex
-
         first = report.findings[0]
         path = command = None
         if replay_out is not None:
-            path = _write(replay_out, write_record(found.record))
-            command = f"forge replay {shlex.quote(path)}"
+            path = _write(replay_out, _write_record(found.record))
+            command = f"forge replay {_shlex.quote(path)}"
         obs = Observation._of(found.observation, trace=found.trace,
                                     choices=[c[2] for c in found.record["choices"]])
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
@@ -1156,10 +1268,8 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None,
             it, or an override is of the wrong type or out of range (as the
             flag that sets it refuses it).
     """
-    from forge.repro import replay_file as run_again
-
     overrides = _overrides(options)
-    done = run_again(_os.fspath(replay_file),
+    done = _repro.replay_file(_os.fspath(replay_file),
                      prompt=_os.fspath(prompt) if prompt is not None else None,
                      overrides=overrides or None)
     drifted_at = done.drift.index if done.drift is not None else None
@@ -1245,43 +1355,40 @@ def run_conformance(impl: str | Sequence[str] | None = None, *, cases: PathLike 
             of seconds, a pattern that is not a regular expression, an
             expectation other than "fail" or "skip").
     """
-    from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
-    from forge.conformance.case import DEFAULT_CASES_DIR, load_cases
-    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
-    from forge.conformance.report import dumps
-    from forge.conformance.runner import load_expectations, run_suite, select
-
-    catalogue_dir = default_catalogue_dir()
-    catalogue = load_catalogue(catalogue_dir) if catalogue_dir is not None else None
+    catalogue_dir = _catalogue.default_catalogue_dir()
+    catalogue = _catalogue.load_catalogue(catalogue_dir) if catalogue_dir is not None else None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
-    loaded = load_cases(_os.fspath(cases) if cases is not None else DEFAULT_CASES_DIR, known)
+    loaded = _cases.load_cases(_os.fspath(cases) if cases is not None
+                               else _cases.DEFAULT_CASES_DIR, known)
     wanted = list(features)
     known_features = sorted({f for case in loaded for f in case.features})
     unknown = [f for f in wanted if f not in known_features]
     if unknown:
         raise InputError(f"features: no case needs {', '.join(unknown)}; the suite's features "
                          f"are {', '.join(known_features)}", file="run_conformance")
-    selected = select(loaded, list(patterns), wanted)
+    selected = _runner.select(loaded, list(patterns), wanted)
     if not selected:
         raise InputError("no case matches the selection (patterns / features)",
                          file="run_conformance")
     if isinstance(expectations, Mapping):
         expected = dict(expectations)
     else:
-        expected = load_expectations(_os.fspath(expectations)) if expectations is not None else {}
+        expected = (_runner.load_expectations(_os.fspath(expectations))
+                    if expectations is not None else {})
     if impl is None:
-        report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue)
+        report = _runner.run_suite(selected, _adapters.InProcessAdapter, workers=workers,
+                                   processes=True, expectations=expected, catalogue=catalogue)
     else:
         argv = list(impl)       # the checked argv (`_impl`)
         try:
-            report = run_suite(selected, lambda: SubprocessAdapter(argv, timeout=timeout),
-                               workers=workers, expectations=expected, catalogue=catalogue)
-        except HelloError as e:     # a hello that breaks the protocol, as `--impl` reports it
+            report = _runner.run_suite(
+                selected, lambda: _adapters.SubprocessAdapter(argv, timeout=timeout),
+                workers=workers, expectations=expected, catalogue=catalogue)
+        except _adapters.HelloError as e:   # a hello that breaks the protocol, as `--impl` says
             raise InputError(e.reason, file="--impl") from None
     counts = report.counts()
     outcomes = tuple(CaseOutcome(r.case_id, r.status, tuple(r.clauses), tuple(r.problems),
                                  r.diff, r.seed) for r in report.results)
     return ConformanceReport(outcomes, counts["passed"], counts["failed"], counts["errored"],
                              counts["skipped"], _freeze(dict(report.implementation)),
-                             json_text=dumps(report))
+                             json_text=_report.dumps(report))

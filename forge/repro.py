@@ -31,8 +31,8 @@ from forge.run.options import PLAIN
 from forge.run.record import (kit_version, observation_sha256, read_replay, record,
                                spec_from_record)
 from forge.run.spec import RunSpec
-from forge.runspec import (Expectation, Runner, crashed, in_mode, spec_from_flags,
-                           with_violations)
+from forge.runspec import (Expectation, KitChecks, Runner, crashed, in_mode,
+                           spec_from_flags, with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 from forge.sim.strategies import SEARCH, STRATEGIES, lookup
@@ -162,7 +162,8 @@ def prepare(spec: RunSpec, expect: Expectation,
     must pass (which depend on the canonical observation)."""
     runner = Runner(spec)
     canonical = runner.run(Chooser(Canonical()))
-    checks = expect.checks(canonical.observation(), faulty=bool(spec.faults)) + list(extra_checks)
+    kit = KitChecks(runner, expect.kit_checks(canonical.observation(), faulty=bool(spec.faults)))
+    checks = [kit, *expect.named_checks(), *extra_checks]
     return runner, canonical, checks
 
 

@@ -22,18 +22,37 @@ core, below the command line and the API: it imports neither.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import math
+import os
+import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from forge.assembly import build_harness, make_chooser, read_prompt
+from forge.conformance import oracles
+from forge.conformance.oracles import VIOLATIONS
+from forge.engine import run as engine
+from forge.engine.host import STORE_OPS
+from forge.engine.run import Run, RunConfig
 from forge.errors import InputError
-from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
+from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan, Harness,
+                           LatencyModel)
+from forge.limits import MAX_SECONDS
+from forge.prompt import parse_prompt
 from forge.run.options import engine_keywords
-from forge.run.record import FileReplay, observation_sha256, read_replay
+from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
+from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 from forge.sim.strategies import lookup, parse
+from forge.sim.trace import canonical_json
+from forge.store import MemoryStore
+from forge.toolscript import tool_script_from_data
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -67,8 +86,6 @@ def parse_refuse(pairs) -> dict:
     Raises:
         InputError: naming `--refuse`, for an operation the store does not have.
     """
-    from forge.engine.host import STORE_OPS
-
     out: dict[str, tuple[str, ...]] = {}
     for op, path in pairs:
         if op not in STORE_OPS + REFUSE_EXTRA:
@@ -101,15 +118,11 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
 def read_prompt_file(path: str) -> str:
     """The prompt file's text, once it parsed (a bad prompt is refused first);
     read once, so a pipe serves."""
-    from forge.assembly import read_prompt
-
     return read_prompt(path)[1]
 
 
 def read_script_file(path: str | None) -> Script | None:
     """The script file at `path` (None: no script), its JSON read within the limits."""
-    from forge.scripts import read_script_data
-
     return Script(path, read_script_data(path)) if path else None
 
 
@@ -120,10 +133,6 @@ def read_store_folder(path: str | None) -> dict:
         InputError: naming `--store`, for a folder that is not there (an
             empty store would hide the mistake); else naming the folder.
     """
-    import os
-
-    from forge.assembly import build_harness
-
     if path is None:
         return {}
     if not os.path.isdir(path):
@@ -179,10 +188,6 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
 
 
 def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
-    import math
-
-    from forge.limits import MAX_SECONDS
-
     def fine(x: object) -> bool:
         return (isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
                 and 0 <= x <= MAX_SECONDS)
@@ -210,8 +215,6 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
-    from forge.assembly import make_chooser
-
     try:
         chosen, path = parse(strategy) if strategy else (None, "")
     except ValueError:
@@ -255,10 +258,6 @@ class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
     def __init__(self, spec: RunSpec) -> None:
-        from forge.prompt import parse_prompt
-        from forge.scripts import model_script_from_data, operator_script_from_data
-        from forge.toolscript import tool_script_from_data
-
         self.spec = spec
         self.prompt = parse_prompt(spec.prompt_text, spec.prompt_path)
         self.model = model_script_from_data(spec.model.data, spec.model.path) \
@@ -266,21 +265,22 @@ class Runner:
         self.operator = operator_script_from_data(spec.operator.data, spec.operator.path) \
             if spec.operator else None
         self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
+        #: The observation and identity `subject` gave last (`identity_of`).
+        self._last: tuple[dict, str] | None = None
+        # What every run's harness and config take from the spec, read once.
+        self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+        self._harness_keywords = engine_keywords(spec, "harness")
+        self._config_keywords = engine_keywords(spec, "config")
 
     def _harness(self, chooser: Chooser):
-        from forge.engine.run import RunConfig
-        from forge.harness import Harness, LatencyModel
-        from forge.store import MemoryStore
-
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
                                                spec.orders, _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse={op: tuple(paths) for op, paths in spec.refuse.items()},
-                          **engine_keywords(spec, "harness"))
+                          refuse=dict(self._refuse), **self._harness_keywords)
         harness.attach_faults(spec.faults, chooser)
-        config = RunConfig(seed=chooser.seed, **engine_keywords(spec, "config"))
+        config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
     def run(self, chooser: Chooser):
@@ -290,8 +290,6 @@ class Runner:
             InputError: `chooser` replays a file that records another run
                 (`FileReplay.check`).
         """
-        from forge.engine import run as engine
-
         if isinstance(chooser.provider, FileReplay):
             chooser.provider.check(self.spec, chooser.seed)
         return engine.run_prompt(self.prompt, *self._with(chooser))
@@ -303,10 +301,6 @@ class Runner:
     def attempt(self, chooser: Chooser):
         """`(run, None)`, or `(run, exception)` when the engine itself broke:
         exploring keeps such a schedule, since a kit bug deserves a repro too."""
-        from forge.engine.run import Run
-
-        from forge.conformance import oracles
-
         run = Run(self.prompt, *self._with(chooser))
         # The invariants that hold at every step are checked as the run goes,
         # so a violation names the step that broke it (`no_violations`).
@@ -317,21 +311,82 @@ class Runner:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
             return run, e
+        finally:
+            run.trace.unobserve()
         return run, None
 
     def subject(self, chooser: Chooser) -> tuple[dict, str]:
-        """`forge.sim.explore`'s subject: the observation and the trace's sha256.  A
-        run the engine broke on is the outcome `crashed` (see `crashed`)."""
+        """`forge.sim.explore`'s subject: the observation and the schedule's
+        identity (`schedule_identity`).  A run the engine broke on is the
+        outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return with_violations(obs, run), observation_sha256(obs)
+        seen = with_violations(obs, run), schedule_identity(obs, run)
+        self._last = seen
+        return seen
+
+    def identity_of(self, obs: dict) -> str | None:
+        """The identity of `obs` if it is the observation `subject` gave last
+        (the one a search checks next), else None."""
+        last = self._last
+        return last[1] if last is not None and last[0] is obs else None
+
+
+class KitChecks:
+    """The kit's checks of a search (`Expectation.kit_checks`) as one check
+    whose problems are kept by the schedule's identity: each of them reads
+    the observation alone, so a schedule whose observation (the watchers'
+    violations included) was checked before gets the same problems without
+    running them again.  A search draws the same few observations again and
+    again (200 random schedules of a two-task prompt show two).  An
+    observation `runner.subject` did not give last (a failure's re-run, a
+    shrink's) is checked afresh; the user's checks, which may keep state,
+    are never kept."""
+
+    #: Identities whose problems are kept, at most (the oldest goes first).
+    KEPT = 4096
+
+    def __init__(self, runner: Runner, checks: list) -> None:
+        self.runner = runner
+        self.checks = checks
+        self.kept: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
+
+    def __call__(self, obs: dict) -> list[str]:
+        identity = self.runner.identity_of(obs)
+        if identity is None:
+            return self._problems(obs)
+        key = (identity, tuple(obs.get(VIOLATIONS) or ()))
+        problems = self.kept.get(key)
+        if problems is None:
+            if len(self.kept) >= self.KEPT:
+                del self.kept[next(iter(self.kept))]
+            problems = self.kept[key] = tuple(self._problems(obs))
+        return list(problems)
+
+    def _problems(self, obs: dict) -> list[str]:
+        return [p for check in self.checks for p in check(obs)]
+
+
+def schedule_identity(obs: dict, run) -> str:
+    """What tells the explorer's schedules apart (its count of distinct ones):
+    a digest equal for two runs of one spec exactly when their observations
+    (`obs`, without what the watchers found) are.
+
+    It is not `forge.run.record.observation_sha256`, the digest of the
+    observation's JSON a replay file records: that sorts and writes every
+    event's dict, most of a run's observation, where this reads each
+    event's few parts off the run (`Observer.raw`: kind, section, task, seq
+    and its own fields, from which the event's dict is built) and writes the
+    rest of the observation, the trace's digest included, as JSON."""
+    rest = canonical_json({k: v for k, v in obs.items() if k != "events"})
+    events = "\n".join([f"{e[:4]!r}{canonical_json(e[4]) if e[4] else ''}"
+                        for e in run.observer.raw])
+    return hashlib.sha256(f"{rest}\n{events}".encode("utf-8")).hexdigest()
 
 
 def with_violations(obs: dict, run) -> dict:
     """`obs` with what the watchers found during the run, if they found anything
     (a clean run's observation is the engine's, key for key)."""
-    from forge.conformance.oracles import VIOLATIONS
-
     if not run.trace.violations:
         return obs
     return {**obs, VIOLATIONS: [v.text() for v in run.trace.violations[:MAX_VIOLATIONS]]}
@@ -401,11 +456,20 @@ class Expectation:
                    Verdict.from_json(data.get("ending")))
 
     def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
-        """The checks, given the canonical run's observation.  Under faults the
-        ids are held only to agree where both runs have them: a fault may end
-        the run before a task starts."""
-        from forge.conformance import oracles
+        """The checks, given the canonical run's observation: the kit's
+        (`kit_checks`), then the user's named ones."""
+        return self.kit_checks(canonical, faulty) + self.named_checks(where)
 
+    def named_checks(self, where: str = "--check") -> list:
+        """The user's checks named `module:function` (`load_check`)."""
+        return [load_check(name, where) for name in self.checks_named]
+
+    def kit_checks(self, canonical: dict, faulty: bool = False) -> list:
+        """The kit's checks, given the canonical run's observation: each
+        reads the observation alone, so equal observations pass or fail
+        them alike (`KitChecks`).  Under faults the ids are held only to
+        agree where both runs have them: a fault may end the run before a
+        task starts."""
         checks = [no_crash, self.ending.check(faulty)] + (
             [*oracles.DEFAULT_CHECKS, oracles.no_violations] if self.invariants else [])
         if self.same_ids:
@@ -414,7 +478,6 @@ class Expectation:
             checks.append(result_check(self.result))
         if self.schedule_independent:
             checks.append(oracles.schedule_independent(canonical))
-        checks.extend(load_check(name, where) for name in self.checks_named)
         return checks
 
 
@@ -430,10 +493,6 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
         InputError: naming `where`, for a name that is not `module:function`,
             a module that does not import, or a name that is not callable.
     """
-    import importlib
-    import re
-    import sys
-
     if not isinstance(name, str) or not re.fullmatch(_CHECK_NAME, name, re.ASCII):
         raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", file=where)
     module_name, _, function = name.partition(":")

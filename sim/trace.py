@@ -7,8 +7,9 @@ address, a hash seed or the wall clock.
 
 `emit` is the one place a record is made, so it is also where oracles that
 check a run while it happens (`forge.conformance.oracles.watchers`) are fed:
-`observe(watchers)` hands each later record to every watcher, and each
-problem a watcher returns becomes a `Violation` pinned to that record.  A
+`observe(watchers)` hands each later record to every watcher that reads
+its kind (`Watcher.SEES`), and each problem a watcher returns becomes a
+`Violation` pinned to that record.  A
 trace nobody observes pays nothing: `observe` swaps in the feeding `emit`.
 """
 
@@ -36,10 +37,34 @@ def canonical_json(value: Any) -> str:
     return "".join(_C_ENCODER(value, 0))
 
 
+#: Records hashed per update of a long trace's digest, which is not kept as one text.
+_SLICE = 4096
+
+
 class Watcher(Protocol):
-    """An incremental oracle: sees each record as it is made."""
+    """An incremental oracle: sees each record as it is made.  A watcher
+    whose class sets `SEES` to a set of record kinds (`what`) is fed only
+    those; one without it (or None) sees every record."""
 
     def see(self, record: dict) -> Iterable[str]: ...
+
+
+def _routes(kinds: tuple[type, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+    """Which of watchers of these classes (by position) each record kind
+    feeds, and which read every record: worked out once per set of classes
+    (a campaign builds the same watchers for every run)."""
+    found = _ROUTES.get(kinds)
+    if found is None:
+        sees = [getattr(kind, "SEES", None) for kind in kinds]
+        every = tuple(n for n, s in enumerate(sees) if s is None)
+        named = sorted({what for s in sees if s is not None for what in s})
+        found = ({what: tuple(n for n, s in enumerate(sees) if s is None or what in s)
+                  for what in named}, every)
+        _ROUTES[kinds] = found
+    return found
+
+
+_ROUTES: dict[tuple[type, ...], tuple[dict[str, tuple[int, ...]], tuple[int, ...]]] = {}
 
 
 @attrs.frozen
@@ -67,6 +92,8 @@ class Trace:
         #: (`forge.sim.orders`), so that partial-order reduction sees a step
         #: that observes another task's note or state as dependent on it.
         self.reads: list[tuple[int, str]] = []
+        #: `lines()`'s text and the record count it was made from.
+        self._lines: tuple[int, str] | None = None
 
     def emit(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
@@ -81,23 +108,47 @@ class Trace:
         """Feed every record from now on to each of `watchers`."""
         self.watchers = tuple(watchers)
         if self.watchers:
+            #: Record kind -> the positions of the watchers it feeds, in the
+            #: order given (so violations are listed as if every watcher saw
+            #: every record); a kind none names feeds those that read all.
+            self._routes, self._every = _routes(tuple([type(w) for w in self.watchers]))
             self.emit = self._emit_watched      # type: ignore[method-assign]
+
+    def unobserve(self) -> None:
+        """Feed no watcher from now on.  The violations found stay; the
+        watchers (which hold the run they watch) and the trace let go of
+        each other, so a finished run is freed by reference counting rather
+        than left for the cyclic collector to find."""
+        self.watchers = ()
+        self.__dict__.pop("emit", None)
 
     def _emit_watched(self, now: int, what: str, **fields: Any) -> None:
         record = {"i": len(self.records), "t": now, "what": what}
         record.update(fields)
         self.records.append(record)
-        for watcher in self.watchers:
-            for problem in watcher.see(record):
+        watchers = self.watchers
+        for n in self._routes.get(what, self._every):
+            for problem in watchers[n].see(record):
                 self.violations.append(Violation(record["i"], now, problem,
-                                                 type(watcher).__name__))
+                                                 type(watchers[n]).__name__))
 
     def lines(self) -> str:
-        return "".join(canonical_json(r) + "\n" for r in self.records)
+        """The records as JSON lines: the trace's bytes (decoded)."""
+        n = len(self.records)
+        if self._lines is not None and self._lines[0] == n:
+            return self._lines[1]
+        text = "".join([canonical_json(r) + "\n" for r in self.records])
+        # Kept for the next call while no record is added (records are only
+        # ever appended): a run's observation hashes the text, and the Python
+        # API hands it out as well.
+        self._lines = (n, text)
+        return text
 
     def sha256(self) -> str:
         digest, records = hashlib.sha256(), self.records
-        for start in range(0, len(records), 4096):        # one update per slice, in bounded memory
-            digest.update("".join(canonical_json(r) + "\n"
-                                  for r in records[start:start + 4096]).encode("utf-8"))
+        if len(records) <= _SLICE:
+            return hashlib.sha256(self.lines().encode("utf-8")).hexdigest()
+        for start in range(0, len(records), _SLICE):      # one update per slice, in bounded memory
+            digest.update("".join([canonical_json(r) + "\n"
+                                   for r in records[start:start + _SLICE]]).encode("utf-8"))
         return digest.hexdigest()

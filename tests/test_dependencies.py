@@ -1,7 +1,8 @@
 """Dependencies point one way: the layering the README's layout describes.
 
 Walks every module of the four packages, reads its imports from the source
-(module level and inside functions alike), and checks three things:
+(module level and inside functions alike, and the modules `forge.api`
+imports on first use, `_OnFirstUse("...")`), and checks three things:
 
 - the layer rules below: a module imports nothing from a layer above it,
   and no core module imports the top layer (`TOP`: the commands, the API);
@@ -87,6 +88,13 @@ def _imports(module: str, type_only: bool = False) -> set[str]:
                 target = _resolve(f"{base}.{alias.name}") or _resolve(base)
                 if target:
                     out.add(target)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "_OnFirstUse" and node.args
+              and isinstance(node.args[0], ast.Constant)):
+            # An import on first use (`forge.api`'s one place for them).
+            target = _resolve(node.args[0].value)
+            if target:
+                out.add(target)
         for child in ast.iter_child_nodes(node):
             visit(child)
 

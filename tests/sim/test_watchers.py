@@ -125,3 +125,23 @@ def test_the_story_shows_the_violation_after_the_step_that_showed_it():
     assert "delivered twice" in story[at] and "reaches chain 0" in story[at - 1]
     assert any("delivered twice (to chain 0, then to chain 0) (trace record" in p
                for p in out.failure.problems)
+
+
+def test_a_watched_run_leaves_no_cyclic_garbage():
+    """The watchers hold the run and the trace holds them: once the run has
+    executed the trace lets go of them (`Trace.unobserve`), so an explored
+    schedule is freed by reference counting, as a plain run is."""
+    import gc
+
+    from forge.runspec import Runner, spec_from_flags
+
+    runner = Runner(spec_from_flags(str(EXAMPLES / "watch-delivery.md")))
+    runner.subject(Chooser(RandomProvider(0), seed=0))
+    gc.collect()
+    gc.disable()
+    try:
+        for seed in range(5):
+            runner.subject(Chooser(RandomProvider(seed), seed=seed))
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
