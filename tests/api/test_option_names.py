@@ -35,7 +35,7 @@ CEILINGS = {
     "model_script": (8, "a field of the conformance case format and its features"),
     "operator_script": (8, "a field of the conformance case format and its features"),
     "cancel_at": (7, "the harness's cancel instant and the case format's field"),
-    "concurrency": (6, "the harness's ceiling and the case format's field"),
+    "concurrency": (7, "the harness's ceiling, read by the case format, the adapters and the --impl watchers"),
     "tool_script": (6, "a field of the conformance case format and its features"),
     "fault_budget": (4, "built into the chooser's fault budget by the run definition"),
 }
