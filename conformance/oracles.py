@@ -133,8 +133,8 @@ DEFAULT_CHECKS = (each_task_ends_once, abandon_has_one_reason, status_matches_ev
 #: Observation fields a schedule may change: the interleaving (events, the
 #: trace), when things happen (virtual time, and when each harness operation
 #: was issued and answered), and the order - not the content - of the log
-#: lines and of the model rounds.
-SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256", "effects")
+#: lines and of the model rounds; and which probes a run reached (`forge.probes`).
+SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256", "effects", "probes")
 
 
 def _fixed(obs: dict) -> dict:

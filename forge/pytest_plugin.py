@@ -23,6 +23,9 @@ Registered by the `pytest11` entry point `forge` (disable it with
   the settings of the test's `forge_explore` calls; with `prompt=` (or
   `source=`) it is the exploration itself: the test fails when a schedule
   does, before its body runs.
+- `require=["timeout-tie"]` fails an exploration that never reached a probe
+  (`forge.probes`), and the session's summary lists how many schedules
+  reached each probe over every exploration, and those none reached.
 
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
@@ -62,6 +65,8 @@ __all__ = ["Settings", "get_profile", "register_profile"]
 PROFILE_ENV = "FORGE_PROFILE"
 _MARKER = "forge_explore"
 _PENDING = pytest.StashKey[Callable[[], None]]()
+#: The probe counts of every exploration of the session, summed (the summary's).
+_PROBES = pytest.StashKey[dict[str, int]]()
 
 
 @attrs.frozen
@@ -217,6 +222,20 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, first seed {s.seed})"
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The probes the session's explorations reached, summed over them, and
+    those none reached (said only when a test explored)."""
+    counts = config.stash.get(_PROBES, None)
+    if not counts:
+        return
+    reached = ", ".join(f"{name} {n}" for name, n in counts.items() if n) or "none"
+    missed = [name for name, n in counts.items() if not n]
+    terminalreporter.write_sep("-", "forge probes")
+    terminalreporter.write_line(f"probes reached: {reached}")
+    if missed:
+        terminalreporter.write_line(f"never reached: {', '.join(missed)}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     pending = item.stash.get(_PENDING, None)
@@ -315,6 +334,12 @@ class _Explorer:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
             pytest.fail(f"forge: {refused}", pytrace=False)
+        totals = request.config.stash.setdefault(_PROBES, {})
+        for name, count in report.probes.items():
+            totals[name] = totals.get(name, 0) + count
+        if report.required_unreached and not report.failures:
+            pytest.fail(f"forge: {report.runs} schedules never reached the required "
+                        f"probe(s) {', '.join(report.required_unreached)}", pytrace=False)
         if report.failures:
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)

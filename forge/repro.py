@@ -100,12 +100,14 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                    shrink_budget: int = 3000,
                    progress: Callable[[int], None] | None = None,
-                   extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> ExploreOutcome:
+                   extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+                   probes: Sequence = ()) -> ExploreOutcome:
     """Run `spec` under `runs` schedules; the first failure comes back shrunk.
 
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
     checks given as callables): being code, they are not in the replay
-    record, which keeps only the problems they found."""
+    record, which keeps only the problems they found.  `probes` are users'
+    probes (`forge.probes.UserProbe`) counted beside the catalogue's."""
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
@@ -114,7 +116,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     if walks:
         # A walk of the tree explores orderings of completions, not durations.
         spec = attrs.evolve(spec, orders=True)
-    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -157,10 +159,12 @@ def check_seeds(start_seed: int, runs: int) -> None:
 
 
 def prepare(spec: RunSpec, expect: Expectation,
-            extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> tuple:
-    """The runner of `spec`, its canonical run, and the checks every schedule
-    must pass (which depend on the canonical observation)."""
-    runner = Runner(spec)
+            extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+            probes: Sequence = ()) -> tuple:
+    """The runner of `spec` (trying users' `probes` on every schedule), its
+    canonical run, and the checks every schedule must pass (which depend on
+    the canonical observation)."""
+    runner = Runner(spec, probes)
     canonical = runner.run(Chooser(Canonical()))
     checks = expect.checks(canonical.observation(), faulty=bool(spec.faults)) + list(extra_checks)
     return runner, canonical, checks

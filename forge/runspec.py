@@ -22,7 +22,7 @@ core, below the command line and the API: it imports neither.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -242,12 +242,14 @@ def _ties(spec: RunSpec, chooser: Chooser) -> bool:
 class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, probes: Sequence[Any] = ()) -> None:
         from forge.prompt import parse_prompt
         from forge.scripts import model_script_from_data, operator_script_from_data
         from forge.toolscript import tool_script_from_data
 
         self.spec = spec
+        #: Users' probes (`forge.probes.UserProbe`) each schedule is tried on.
+        self.probes = tuple(probes)
         self.prompt = parse_prompt(spec.prompt_text, spec.prompt_path)
         self.model = model_script_from_data(spec.model.data, spec.model.path) \
             if spec.model else None
@@ -312,7 +314,18 @@ class Runner:
         run the engine broke on is the outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        return with_violations(obs, run), observation_sha256(obs)
+        return self.probed(with_violations(obs, run), run), observation_sha256(obs)
+
+    def probed(self, obs: dict, run) -> dict:
+        """`obs` with the probes its run reached (`forge.probes`), under the
+        key the searches count (outside the observation's sha256)."""
+        from forge import probes
+        from forge.sim.explore import PROBES
+
+        faults = [kind for kind, _ in run.harness.faults.fired] if run.harness.faults else ()
+        reached = probes.hits(run.trace.records, obs, faults)
+        reached.update(p.name for p in self.probes if p(obs))
+        return {**obs, PROBES: sorted(reached)}
 
 
 def with_violations(obs: dict, run) -> dict:
@@ -436,6 +449,18 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
     if not callable(fn):
         raise InputError(f"{module_name} has no function {function}", file=where)
     return UserCheck(fn, name)
+
+
+def load_probe(name: str, where: str = "--probe"):
+    """The user probe `module:function` (`forge.probes.UserProbe`), loaded
+    as `load_check` loads a check.
+
+    Raises:
+        InputError: naming `where`, as `load_check`.
+    """
+    from forge.probes import UserProbe
+
+    return UserProbe(load_check(name, where).fn, name)
 
 
 @attrs.frozen

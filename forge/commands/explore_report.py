@@ -18,10 +18,19 @@ import click
 from forge.difference import differences_of
 
 
-def report_json(report, failure, replay_out: str) -> dict:
-    """The report as `--json` prints it (and `merge` re-assembles it)."""
+def report_json(report, failure, replay_out: str, user_probes=(), required=()) -> dict:
+    """The report as `--json` prints it (and `merge` re-assembles it): with
+    each probe's count of runs that reached it (`forge.probes`, the users'
+    probes named `user_probes` too), those never reached, and the
+    `required` ones no run reached."""
+    from forge import probes
+
     command = f"forge replay {shlex.quote(replay_out)}"
+    reached = probes.coverage(report.probes, user_probes)
     return {
+        "probes": reached,
+        "probes_missed": [name for name, count in reached.items() if not count],
+        "required_unreached": probes.unreached(reached, required),
         "runs": report.runs,
         "distinct_schedules": report.distinct_traces,
         "outcomes": report.outcomes,
@@ -68,6 +77,8 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
                f"outcomes: {plain_counts(data['outcomes'])}")
     if faults_asked or data.get("faults"):
         click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
+    if "probes" in data:
+        _show_probes(data)
     if strategy == "exhaustive":
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
@@ -94,6 +105,17 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+
+
+def _show_probes(data: dict) -> None:
+    """The probes reached, with their counts, and those never reached."""
+    reached = {name: count for name, count in data["probes"].items() if count}
+    click.echo("probes reached: " + (", ".join(f"{n} {c}" for n, c in reached.items())
+                                     or "none"))
+    if data.get("probes_missed"):
+        click.echo("never reached: " + ", ".join(data["probes_missed"]))
+    if data.get("required_unreached"):
+        click.echo("REQUIRED and never reached: " + ", ".join(data["required_unreached"]))
 
 
 def show_saved(still, replay_out: str, as_json: bool) -> None:
