@@ -396,9 +396,40 @@ class SeqContiguous:
         self.seen = len(events)
 
 
+class ChildCounter:
+    """Each chain numbers its children from one counter starting at 0: a
+    spawn and a call take the next index (the child's id is the chain's id,
+    a dot and the index), and so does a timed wait that parks; an untimed
+    wait takes none (tasks.ids, tasks.timeout-ids.timed-wait-takes-index,
+    tasks.timeout-ids.no-index)."""
+
+    def __init__(self, facts) -> None:
+        self.next: dict[str, int] = {}
+
+    def _child(self, chain: str, child: str, what: str):
+        want = f"{chain}.{self.next.get(chain, 0)}"
+        if child != want:
+            yield (f"chain {chain}'s {what} got id {child}; its child counter gives {want} "
+                   "(spawns, calls and timed waits that park each take the next index)")
+        head, _, index = child.rpartition(".")
+        if head == chain and index.isdigit():
+            self.next[chain] = int(index) + 1
+        else:
+            self.next[chain] = self.next.get(chain, 0) + 1
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "spawn":
+            yield from self._child(r["owner"], r["task"], "spawn")
+        elif what == "call_start":
+            yield from self._child(r["chain"], r["callee"], "call")
+        elif what == "wait" and r.get("timeout") is not None:
+            self.next[r["chain"]] = self.next.get(r["chain"], 0) + 1
+
+
 #: The watchers every schedule runs under by default (`watchers`).
 WATCHERS = (EndsOnce, DeliveredOnce, WithinLimits, AdmittedInSpawnOrder, TimeoutLosesTies,
-            AbandonReasonFits, SeqContiguous)
+            AbandonReasonFits, SeqContiguous, ChildCounter)
 
 
 def watchers(run, kinds=WATCHERS) -> tuple:

@@ -464,12 +464,15 @@ def _write_timeline(failure: Failure, replay_out: Path) -> Path:
     """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
     import json
 
-    from forge.timeline import abandon_reasons, render_html
+    from forge.timeline import abandon_reasons, hot_suffixes, render_html
 
     path = replay_out.with_name(replay_out.name.replace(".replay.json", "") + ".timeline.html")
     records = [json.loads(line) for line in failure.observation.trace.splitlines()]
-    path.write_text(render_html(records, abandon_reasons(failure.observation.to_dict()),
-                                "Timeline of the shrunk failing schedule"), encoding="utf-8")
+    observed = failure.observation.to_dict()
+    path.write_text(render_html(records, abandon_reasons(observed),
+                                "Timeline of the shrunk failing schedule",
+                                hot_suffixes({"violations": list(failure.problems)})),
+                    encoding="utf-8")
     return path
 
 

@@ -204,7 +204,8 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
                        or observation_divergence(canonical.observation(), obs))
     return ExploreOutcome(report, spec, expect,
-                          Failure(seed, problems, rec, story, divergence, faults, obs,
+                          Failure(seed, problems, rec, story, divergence, faults,
+                                  with_violations(obs, run),
                                   run.trace.lines()))
 
 
@@ -373,6 +374,11 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
             marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
     after: dict[int, list[str]] = {}
     for v in violations:
+        if v.hot_from is not None:
+            # A liveness violation: mark where its hot state began; the
+            # records after that line are the suffix that never left it.
+            after.setdefault(v.hot_from, []).append(
+                f"{_seconds(v.hot_from_t or 0)}  HOT from here: {v.problem}")
         after.setdefault(v.i, []).append(f"{_seconds(v.t)}  VIOLATION {v.problem}")
     lines = []
     issued = 0
@@ -407,7 +413,7 @@ def _abridged(lines: list[str]) -> list[str]:
     half = STORY_LINES // 2
     keep = set(range(half)) | set(range(len(lines) - half, len(lines)))
     for i, line in enumerate(lines):
-        if "  FAULT " in line or "  VIOLATION " in line:
+        if "  FAULT " in line or "  VIOLATION " in line or "  HOT from here: " in line:
             keep |= {i - 1, i, i + 1}
     out, last = [], -1
     for i in sorted(k for k in keep if 0 <= k < len(lines)):

@@ -295,12 +295,13 @@ class Runner:
         exploring keeps such a schedule, since a kit bug deserves a repro too."""
         from forge.engine.run import Run
 
+        from forge import liveness
         from forge.conformance import oracles
 
         run = Run(self.prompt, *self._with(chooser))
         # The invariants that hold at every step are checked as the run goes,
         # so a violation names the step that broke it (`no_violations`).
-        run.trace.observe(oracles.watchers(run))
+        run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
         if run.harness.faults is not None:
             run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:

@@ -37,9 +37,21 @@ def canonical_json(value: Any) -> str:
 
 
 class Watcher(Protocol):
-    """An incremental oracle: sees each record as it is made."""
+    """An incremental oracle: sees each record as it is made.  A problem is
+    a string, or `Hot(problem, since)` for a state that had to be left and
+    never was (a liveness monitor's), naming the record it began at."""
 
-    def see(self, record: dict) -> Iterable[str]: ...
+    def see(self, record: dict) -> Iterable[str | Hot]: ...
+
+
+@attrs.frozen
+class Hot:
+    """A liveness problem: a hot state entered at record `since` (instant
+    `since_t`) and not left within its bound."""
+
+    problem: str
+    since: int
+    since_t: int
 
 
 @attrs.frozen
@@ -51,8 +63,16 @@ class Violation:
     problem: str
     #: The watcher's class name, for tallies of which oracle fired.
     by: str = ""
+    #: For a liveness problem: the record and instant its hot state began
+    #: (the story and the timeline mark the suffix from there).
+    hot_from: int | None = None
+    hot_from_t: int | None = None
 
     def text(self) -> str:
+        if self.hot_from is not None:
+            return (f"{self.problem} (hot from trace record {self.hot_from}, "
+                    f"t={(self.hot_from_t or 0) / 1e9:g}s, to record {self.i}, "
+                    f"t={self.t / 1e9:g}s)")
         return f"{self.problem} (trace record {self.i}, t={self.t / 1e9:g}s)"
 
 
@@ -89,8 +109,13 @@ class Trace:
         self.records.append(record)
         for watcher in self.watchers:
             for problem in watcher.see(record):
-                self.violations.append(Violation(record["i"], now, problem,
-                                                 type(watcher).__name__))
+                if isinstance(problem, Hot):
+                    self.violations.append(Violation(record["i"], now, problem.problem,
+                                                     type(watcher).__name__, problem.since,
+                                                     problem.since_t))
+                else:
+                    self.violations.append(Violation(record["i"], now, problem,
+                                                     type(watcher).__name__))
 
     def lines(self) -> str:
         return "".join(canonical_json(r) + "\n" for r in self.records)
