@@ -109,7 +109,7 @@ __all__ = [
 #: `AssertionError`'s message is the problem.  Named checks follow the same
 #: rule (`forge.runspec.UserCheck`).
 Check = Callable[["Observation"], Union[Iterable[str], str, bool, None]]
-Strategy = Literal["random", "pct", "exhaustive"]
+Strategy = Literal["random", "pct", "exhaustive", "portfolio", "ties"]
 
 
 # -- frozen JSON -----------------------------------------------------------------------------

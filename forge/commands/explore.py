@@ -61,8 +61,10 @@ class _ExploreCommand(click.Command):
 @click.option("--database", default=None, metavar="DIR", type=TEXT,
               help="Where failing schedules are kept and replayed first next time "
                    "(default .forge, or FORGE_DATABASE; none keeps none).")
-@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default="random",
-              show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
+@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=None,
+              help="How schedules are drawn (exhaustive walks the choice tree).  Default: "
+                   "portfolio, which draws each seed with random, PCT at depths 1-3 or "
+                   "ties in turn (random with --shard).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
 @click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
               help="Exhaustive only (random and pct refuse it): only schedules with at "
@@ -166,6 +168,9 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     from forge.repro import check_seeds
     from forge.lifecycle.scenario import is_scenario
     part = spread.parse_shard(shard) if shard is not None else None
+    if strategy is None:
+        from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED
+        strategy = DEFAULT_SHARDED if part is not None else DEFAULT
     where = pick_backend(backend, address)
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound

@@ -51,7 +51,18 @@ def report_json(report, failure, replay_out: str, user_probes=(), required=()) -
         "accept": _accept(failure),
         # Each shrunk-run problem's structured difference (None: it has none).
         "differences": differences_of(failure.problems) if failure else None,
+        # Which strategy drew the failing run (a portfolio's member, say).
+        "found_by": found_by(report.findings[0].provider) if report.findings else None,
     }
+
+
+def found_by(provider: dict) -> str | None:
+    """The strategy that drew a run, from its description: `random`,
+    `pct depth 2`, `ties`, `exhaustive`."""
+    name = provider.get("strategy") if isinstance(provider, dict) else None
+    if name == "pct":
+        return f"pct depth {provider.get('depth')}"
+    return name
 
 
 def _accept(failure) -> str | None:
@@ -89,6 +100,8 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
             f"at seed {found['seed']}"
         # The first line of each: the shrunk run's problems below show their differences.
         click.echo(f"FAILED {where}: " + "; ".join(p.split("\n")[0] for p in found["problems"]))
+        if strategy == "portfolio" and data.get("found_by"):
+            click.echo(f"found by the portfolio's {data['found_by']} strategy")
         minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
         click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
                    f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
