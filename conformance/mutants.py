@@ -221,11 +221,23 @@ def oracle_specs() -> list:
     return out
 
 
-def oracle_kills(specs, seeds: int) -> list[str]:
+def oracle_scenarios() -> list:
+    """The lifecycle race scenarios (`examples/lifecycle/`), whose schedules
+    the lifecycle manager's own oracles check, as `(name, scenario)`."""
+    from forge.lifecycle.scenario import load
+
+    assert EXAMPLES is not None
+    return [(p.name, load(str(p)))
+            for p in sorted((EXAMPLES / "lifecycle").glob("*.scenario.toml"))]
+
+
+def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
     """What the oracles alone - the invariants, the watchers and the liveness
     monitors, with no conformance case, no ending expected and no user check -
-    find on the canonical schedule and `seeds` random ones of each spec
-    (run under the mutant already switched on): `oracles:PROMPT:SCHEDULE`."""
+    find on the canonical schedule and `seeds` random ones of each spec, and
+    the lifecycle manager's oracles on `3 * seeds` random schedules of each
+    lifecycle scenario (run under the mutant already switched on):
+    `oracles:PROMPT:SCHEDULE`."""
     from forge.repro import prepare
     from forge.runspec import Expectation
     from forge.sim.chooser import Canonical, Chooser, RandomProvider
@@ -247,6 +259,16 @@ def oracle_kills(specs, seeds: int) -> list[str]:
                     break
         except Exception as e:  # noqa: BLE001 - a mutant that breaks the engine is found
             found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
+    from forge.lifecycle import campaign
+
+    for name, scenario in scenarios:
+        try:
+            outcome = campaign.run(scenario, strategy="random", runs=max(1, 3 * seeds))
+        except Exception as e:  # noqa: BLE001 - as above
+            found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
+            continue
+        if outcome.failure is not None:
+            found.append(f"{ORACLES}{name}:random")
     return found
 
 
@@ -283,14 +305,15 @@ _WORKER: dict = {}
 
 
 def _start_worker(cases, seeds: int) -> None:
-    _WORKER.update(cases=cases, prompts=explore_prompts(), seeds=seeds, specs=oracle_specs())
+    _WORKER.update(cases=cases, prompts=explore_prompts(), seeds=seeds, specs=oracle_specs(),
+                   scenarios=oracle_scenarios())
 
 
 def _kill_in_worker(mutant_id: str) -> list[str]:
     mutant = by_id()[mutant_id]
     found = kills(mutant, _WORKER["cases"], _WORKER["prompts"], _WORKER["seeds"])
     with mutant.applied():
-        return found + oracle_kills(_WORKER["specs"], _WORKER["seeds"])
+        return found + oracle_kills(_WORKER["specs"], _WORKER["seeds"], _WORKER["scenarios"])
 
 
 def kill_matrix(mutants: Sequence[Mutant], cases, seeds: int, workers: int = 1,

@@ -9,8 +9,6 @@ from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
 from forge.conformance.mutants import ORACLES, CATALOGUE, kill_matrix, with_fewer_schedules
 
 TASKS_FEATURES = {"tasks", "tasks-model", "fanout"}
-#: How many mutants the oracles alone kill at least (measured: see CHANGELOG).
-ORACLE_KILLS = 15
 
 
 def test_every_tasks_clause_is_covered_and_every_case_cites_real_clauses():
@@ -57,4 +55,4 @@ def test_every_non_equivalent_mutant_is_killed():
     alone = [m.id for m, k in zip(scored, killers) if any(x.startswith(ORACLES) for x in k)]
     assert {"release-admits-nobody", "wake-waits-for-slot", "last-end-wakes-nobody",
             "cancel-lost-when-parked", "tie-goes-to-timeout"} <= set(alone)
-    assert len(alone) >= ORACLE_KILLS
+    assert 2 * len(alone) >= len(scored), (len(alone), len(scored))

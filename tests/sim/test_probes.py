@@ -179,7 +179,8 @@ def test_a_user_probe_is_counted_and_can_be_required(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("flag", [("--workers", "2"), ("--shard", "1/1")])
 def test_spread_campaigns_count_probes_as_one_process_does(flag):
-    serial = forge("explore", TIE, "--runs", "60", "--start-seed", "0", "--json")
-    spread = forge("explore", TIE, "--runs", "60", "--start-seed", "0", "--json", *flag)
+    base = ("explore", TIE, "--runs", "60", "--start-seed", "0", "--json", "--strategy", "random")
+    serial = forge(*base)
+    spread = forge(*base, *flag)
     one, two = (json.loads(r.output.splitlines()[-1]) for r in (serial, spread))
     assert one["probes"] == two["probes"] and one["probes_missed"] == two["probes_missed"]
