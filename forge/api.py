@@ -841,10 +841,10 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
     from forge.run.record import record
-    from forge.runspec import Expectation, Runner, run_chooser
+    from forge.runspec import Expectation, Runner, in_mode, run_chooser
     from forge.sim.replayfile import write_record
 
-    spec = _spec(prompt, source, latency_menu, options, where="run_prompt")
+    spec = in_mode(_spec(prompt, source, latency_menu, options, where="run_prompt"), strategy)
     runner = Runner(spec)
     chooser = run_chooser(seed, strategy)
     done = runner.run(chooser)
@@ -1072,7 +1072,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          checks_named=tuple(named_checks),
                          ending=Verdict.of(expect_outcome, expect_error, allow_failed))
     if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
-        outcome = walk_campaign(spec, expect=expect, runs=runs, workers=workers, reduce=reduce,
+        outcome = walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                workers=workers, reduce=reduce,
                                 max_deviations=max_deviations, shrink_budget=shrink_budget,
                                 where=where, extra_checks=extra, probes=users).outcome
     elif workers > 1 or where.kind != "local":

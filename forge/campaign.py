@@ -46,7 +46,7 @@ from forge.probes import coverage
 from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.run.record import record
 from forge.run.spec import RunSpec
-from forge.runspec import Expectation
+from forge.runspec import Expectation, in_mode
 from forge.sim.chooser import Chooser
 from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
 from forge.sim.explore import PROBES, Report, check_all, finding, tally
@@ -185,15 +185,15 @@ def _walk_slice(task: tuple[Entry, int]) -> Slice:
 SLICE = 32
 
 
-def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), runs: int,
+def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), strategy: str, runs: int,
                   workers: int = 2, reduce: bool = True, max_deviations: int | None = None,
                   shrink_budget: int = 3000, where: Backend = LOCAL,
                   extra_checks: Sequence[Callable[[dict], list[str]]] = (),
                   probes: Sequence = ()) -> Campaign:
-    """`forge.repro.explore_prompt`'s exhaustive walk with its subtrees on a
-    pool: the same outcome (a walk is never sharded, so it keeps no traces)."""
-    # A walk explores orderings of completions, as `explore_prompt`'s does.
-    spec = attrs.evolve(spec, orders=True)
+    """`forge.repro.explore_prompt`'s walk of the tree (`strategy` walks)
+    with its subtrees on a pool: the same outcome (a walk is never sharded,
+    so it keeps no traces)."""
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     walk = Walk(runner.subject, checks, reduce, max_deviations)
     with Pool(workers, _setup_walk, (spec, expect, tuple(extra_checks), reduce, max_deviations,
@@ -213,6 +213,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                      probes: Sequence = ()) -> Campaign:
     """`forge.repro.explore_prompt` over `seeds` on a pool: the same outcome,
     with the distinct trace hashes a shard report carries."""
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
                                                                           CHUNK)]

@@ -30,7 +30,8 @@ from forge.run.options import PLAIN
 from forge.run.record import (kit_version, observation_sha256, read_replay, record,
                                spec_from_record)
 from forge.run.spec import RunSpec
-from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
+from forge.runspec import (Expectation, Runner, crashed, in_mode, spec_from_flags,
+                           with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
 from forge.sim.strategies import STRATEGIES, lookup
@@ -113,9 +114,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
 
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
-    if walks:
-        # A walk of the tree explores orderings of completions, not durations.
-        spec = attrs.evolve(spec, orders=True)
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,

@@ -224,7 +224,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                 range(start_seed, start_seed + runs)
             bar = Progress(len(seeds), "schedules")
             if lookup(strategy).walks:
-                done = spread.walk_campaign(spec, expect=expect, runs=runs, workers=workers,
+                done = spread.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                            workers=workers,
                                             reduce=not no_reduce, max_deviations=max_deviations,
                                             where=where, probes=loaded)
             else:

@@ -58,6 +58,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
 
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
     scenario = load(path)
+    for note in scenario.notes:
+        click.echo(f"note: {note}", err=True)
     out = campaign.run(scenario, strategy, runs, start_seed, pct_depth, not no_reduce,
                        max_deviations)
     f = out.failure
@@ -115,6 +117,8 @@ def replay_file(path: str | None, replay: str, as_json: bool,
     check_flags(replay, given, REPLAY_FLAGS, "a lifecycle replay")
     recorded = replayfile.read(replay)
     scenario = replayfile.scenario_of(recorded, replay, path)
+    for note in scenario.notes:
+        click.echo(f"note: {note}", err=True)
     if recorded.kit is not None and recorded.kit != kit_version():
         click.echo(f"note: {replay} was written by {recorded.kit}", err=True)
     got = campaign.replay(scenario, recorded)

@@ -33,6 +33,7 @@ from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, TASKLESS, perform
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
 from forge.lifecycle.records import Continuation, Task, TaskStatus
+from forge.lifecycle.vocabulary import modern
 
 #: The suffixes a scenario file has (``forge explore`` dispatches on them).
 SUFFIXES = (".scenario.toml", ".scenario.json")
@@ -84,6 +85,22 @@ def _is(value: Any, t: Any) -> bool:
 class _Checker:
     def __init__(self, path: str) -> None:
         self.path = path
+        self.renamed: dict[str, str] = {}  # "old -> new" -> the first place it was met
+
+    def modern(self, name: str, params: dict, where: str) -> tuple[str, dict]:
+        """An earlier spelling of a run's report, read as the current one
+        (``vocabulary``); each rename is noted once, with where it was met."""
+        name, params, renamed = modern(name, params)
+        for rename in renamed:
+            self.renamed.setdefault(rename, where)
+        return name, params
+
+    def notes(self) -> tuple[str, ...]:
+        if not self.renamed:
+            return ()
+        return (f"{self.path}: old action names read as the current ones: "
+                + ", ".join(f"{r} ({w})" for r, w in self.renamed.items())
+                + "; rename them (docs/lifecycle.md, the scenario format)",)
 
     def bad(self, where: str, rule: str):
         raise ScenarioError(self.path, where, rule)
@@ -108,6 +125,7 @@ class _Checker:
         name = value.get("do")
         if not isinstance(name, str):
             self.bad(f"{where}.do", "names the action, a string")
+        name, value = self.modern(name, value, f"{where}.do")
         if name not in ACTIONS:
             self.bad(f"{where}.do", f"unknown action {name!r}; expected one of "
                      + ", ".join(sorted(ACTIONS)))
@@ -187,7 +205,8 @@ def parse(path: str, data: Any) -> Scenario:
         actors.append((name, steps))
     expect = _expect(c, data.get("expect", {}))
     name = data.get("name") or pathlib.Path(path).name.split(".")[0]
-    scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store)
+    scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store,
+                            notes=c.notes())
     spawned = _dry_run(c, scenario, setup)
     for where, action, params in placed:
         _check_task(c, where, action, params, spawned)
@@ -230,13 +249,16 @@ def _expect(c: _Checker, raw: Any) -> dict:
     for i, status in enumerate(raw.get("final_status", [])):
         if status not in _STATUSES:
             c.bad(f"expect.final_status[{i}]", "must be one of " + ", ".join(_STATUSES))
+    wins = {}
     for action, n in raw.get("wins", {}).items():
+        action = c.modern(action, {}, f"expect.wins.{action}")[0]
+        wins[action] = n
         if action not in ACTIONS:
             c.bad(f"expect.wins.{action}", "unknown action; expected one of "
                   + ", ".join(sorted(ACTIONS)))
         if not _is(n, int) or n < 0:
             c.bad(f"expect.wins.{action}", "must be a whole number from 0")
-    return raw
+    return {**raw, "wins": wins} if wins else raw
 
 
 def _build(name: str, config: dict, host: Host, setup: list, actors: list,

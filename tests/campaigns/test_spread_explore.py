@@ -3,8 +3,9 @@ report (and the replay file) of a spread campaign is the one-process one,
 byte for byte (kit: campaigns).
 
 The campaign is `examples/explore/store-race.md --args 2` with a user check
-that fails on a rare trace (its sha256 starts `00`): random seed 247 and
-pct seed 63 are the first to fail, so the failure lands inside a later
+that fails on a rare trace (its sha256 starts `00`; under pct, which runs
+in orders mode and meets fewer traces, `90`): random seed 247 and pct seed
+302 are the first to fail, so the failure lands inside a later
 chunk and shard, and everything before it must be counted as one process
 counts it.
 """
@@ -23,6 +24,14 @@ from conftest import EXAMPLES
 PROMPT = str(EXAMPLES / "explore" / "store-race.md")
 CHECK = '''def rare(obs):
     return ["a rare trace"] if obs["trace_sha256"].startswith("00") else []
+
+
+def rare_pct(obs):
+    return ["a rare trace"] if obs["trace_sha256"].startswith("90") else []
+
+
+def often(obs):
+    return ["a trace starting 0"] if obs["trace_sha256"].startswith("0") else []
 '''
 
 
@@ -39,38 +48,41 @@ def forge(tmp_path):
     return run
 
 
-def campaign(*extra: str) -> list[str]:
-    return ["explore", PROMPT, "--args", "2", "--runs", "400", "--check", "rarecheck:rare",
+def campaign(*extra: str, check: str = "rare") -> list[str]:
+    return ["explore", PROMPT, "--args", "2", "--runs", "400", "--check", f"rarecheck:{check}",
             "--json", *extra]
 
 
 @pytest.mark.parametrize("strategy", ["random", "pct", "portfolio"])
 def test_workers_give_the_serial_report_and_replay_file(forge, tmp_path, strategy):
-    serial = forge(*campaign("--strategy", strategy, "--replay-out", "serial.json"))
+    check = "rare" if strategy == "random" else "rare_pct"
+    serial = forge(*campaign("--strategy", strategy, "--replay-out", "serial.json", check=check))
     serial_replay = (tmp_path / "serial.json").read_bytes()
     spread = forge(*campaign("--strategy", strategy, "--workers", "2", "--replay-out",
-                             "serial.json"))
+                             "serial.json", check=check))
     assert serial.returncode == spread.returncode == 1, spread.stderr
     assert spread.stdout == serial.stdout
     assert (tmp_path / "serial.json").read_bytes() == serial_replay
     report = json.loads(serial.stdout)
-    assert report["failures"][0]["seed"] == (247 if strategy == "random" else 63)
+    assert report["failures"][0]["seed"] == (247 if strategy == "random" else 302)
 
 
-@pytest.mark.parametrize("runs", ["3000", "150"])
-def test_workers_walk_the_exhaustive_tree_as_one_process_does(forge, tmp_path, runs):
+@pytest.mark.parametrize("runs, reduce", [("3000", ()), ("60", ()), ("3000", ("--no-reduce",))])
+def test_workers_walk_the_exhaustive_tree_as_one_process_does(forge, tmp_path, runs, reduce):
     """Subtrees walked by two workers, the whole tree and a budget that cuts
-    it: the report and the replay file of the first failure are the serial
-    walk's, byte for byte."""
-    walk = ["--strategy", "exhaustive", "--runs", runs]
-    serial = forge(*campaign(*walk, "--replay-out", "serial.json"))
+    it, reduced or not: the report and the replay file of the first failure
+    are the serial walk's, byte for byte."""
+    walk = ["explore", PROMPT, "--args", "3" if not reduce else "2", "--runs", runs,
+            "--check", "rarecheck:often", "--json", "--strategy", "exhaustive", *reduce]
+    serial = forge(*walk, "--replay-out", "serial.json")
     serial_replay = (tmp_path / "serial.json").read_bytes()
-    spread = forge(*campaign(*walk, "--workers", "2", "--replay-out", "serial.json"))
+    spread = forge(*walk, "--workers", "2", "--replay-out", "serial.json")
     assert serial.returncode == spread.returncode == 1, spread.stderr
     assert spread.stdout == serial.stdout
     assert (tmp_path / "serial.json").read_bytes() == serial_replay
     report = json.loads(serial.stdout)
-    assert report["pruned"] > 0 and report["complete"] is (runs == "3000")
+    assert len(report["failures"]) > 1 and report["complete"] is (runs == "3000")
+    assert (report["pruned"] > 0) is not reduce
 
 
 def test_merged_shards_give_the_serial_report(forge, tmp_path):
