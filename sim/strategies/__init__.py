@@ -77,5 +77,5 @@ def make_provider(spelling: str) -> Provider:
     return strategy.provider(arguments)
 
 
-__all__ = ["Campaign", "DEFAULT", "DEFAULT_SHARDED", "EXPLORING", "SPELLING", "SPELLINGS", "STRATEGIES", "Strategy",
-           "lookup", "make_provider", "parse", "usage"]
+__all__ = ["Campaign", "DEFAULT", "DEFAULT_SHARDED", "EXPLORING", "SPELLING", "SPELLINGS",
+           "STRATEGIES", "Strategy", "lookup", "make_provider", "parse", "usage"]
