@@ -36,6 +36,10 @@ CANNOT_RUN = {
     "AdmittedInSpawnOrder": "the events report no admissions to a concurrency slot",
     "TimeoutLosesTies": "the events report no waits, no timeouts and no instants",
     "SeqContiguous": "seq numbering is implementation-defined: an engine may skip numbers",
+    "ChildCounter": "the events report no calls and no timed waits, which take indices too",
+    "WithinDepthCap": "the events report no calls, which nest chains too",
+    "TimedOutJoinKeepsFinished": "the events report no waits, no timeouts and no deliveries",
+    "LeakFailsOwner": "the events report a failure's kind only for the run, not each task's",
 }
 
 
