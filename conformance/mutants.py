@@ -105,6 +105,11 @@ _ROWS = [
     ("concurrency-not-clamped", "concurrency", "admission.not-clamped"),
     ("admit-newest-first", "concurrency", "admission.newest-first"),
     ("no-concurrency-limit", "concurrency", "admission.no-limit"),
+    # liveness: lost wake-ups and a lost cancel (the liveness monitors, forge.liveness)
+    ("release-admits-nobody", "liveness", "admission.release-admits-nobody"),
+    ("wake-waits-for-slot", "liveness", "admission.wake-waits-for-slot"),
+    ("last-end-wakes-nobody", "liveness", "waits.last-end-wakes-nobody"),
+    ("cancel-lost-when-parked", "liveness", "endings.cancel-lost-when-parked"),
     # errors
     ("spawn-errors-internal", "errors", "errors.spawn-errors-internal"),
     ("wait-raises-cancelled", "errors", "errors.wait-raises-cancelled"),
@@ -193,6 +198,80 @@ def explore_prompts() -> list:
             if not (EXAMPLES / (p.stem + ".model.json")).exists()]
 
 
+#: The prefix of a killer found by the oracles alone (`oracle_kills`).
+ORACLES = "oracles:"
+
+
+def oracle_specs() -> list:
+    """What the oracles alone explore each mutant over: every example prompt
+    (with its model, operator and tool scripts where it has them) and the
+    `explore/` prompts made to exercise the watchers and the liveness
+    monitors, under a ceiling of 2 (`watch-admission.md`: 1), as `(name, spec)`."""
+    from forge.runspec import spec_from_flags
+
+    assert EXAMPLES is not None      # `explore_prompts` refused a missing folder first
+    out = []
+    for path in sorted(EXAMPLES.glob("*.md")) + sorted((EXAMPLES / "explore").glob("*.md")):
+        scripts = {f"{kind}_script": str(path.with_suffix(f".{ext}.json"))
+                   for kind, ext in (("model", "model"), ("operator", "operator"),
+                                     ("tool", "tools"))
+                   if path.with_suffix(f".{ext}.json").exists()}
+        ceiling = 1 if path.name == "watch-admission.md" else 2
+        out.append((path.name, spec_from_flags(str(path), concurrency=ceiling, **scripts)))
+    return out
+
+
+def oracle_scenarios() -> list:
+    """The lifecycle race scenarios (`examples/lifecycle/`), whose schedules
+    the lifecycle manager's own oracles check, as `(name, scenario)`."""
+    from forge.lifecycle.scenario import load
+
+    assert EXAMPLES is not None
+    return [(p.name, load(str(p)))
+            for p in sorted((EXAMPLES / "lifecycle").glob("*.scenario.toml"))]
+
+
+def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
+    """What the oracles alone - the invariants, the watchers and the liveness
+    monitors, with no conformance case, no ending expected and no user check -
+    find on the canonical schedule and `seeds` random ones of each spec, and
+    the lifecycle manager's oracles on `3 * seeds` random schedules of each
+    lifecycle scenario (run under the mutant already switched on):
+    `oracles:PROMPT:SCHEDULE`."""
+    from forge.repro import prepare
+    from forge.runspec import Expectation
+    from forge.sim.chooser import Canonical, Chooser, RandomProvider
+    from forge.sim.explore import check_all
+    from forge.verdict import Verdict
+
+    expect = Expectation(same_ids=True, ending=Verdict(allow_failed=True))
+    found = []
+    for name, spec in specs:
+        try:
+            runner, canonical, checks = prepare(spec, expect)
+            if check_all(runner.subject(Chooser(Canonical()))[0], checks):
+                found.append(f"{ORACLES}{name}:canonical")
+                continue
+            for seed in range(seeds):
+                obs, _ = runner.subject(Chooser(RandomProvider(seed), seed=seed))
+                if check_all(obs, checks):
+                    found.append(f"{ORACLES}{name}:seed {seed}")
+                    break
+        except Exception as e:  # noqa: BLE001 - a mutant that breaks the engine is found
+            found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
+    from forge.lifecycle import campaign
+
+    for name, scenario in scenarios:
+        try:
+            outcome = campaign.run(scenario, strategy="random", runs=max(1, 3 * seeds))
+        except Exception as e:  # noqa: BLE001 - as above
+            found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
+            continue
+        if outcome.failure is not None:
+            found.append(f"{ORACLES}{name}:random")
+    return found
+
+
 def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     """What kills a mutant: failing case ids, then invariant findings."""
     from forge.conformance.adapters import InProcessAdapter
@@ -226,16 +305,22 @@ _WORKER: dict = {}
 
 
 def _start_worker(cases, seeds: int) -> None:
-    _WORKER.update(cases=cases, prompts=explore_prompts(), seeds=seeds)
+    _WORKER.update(cases=cases, prompts=explore_prompts(), seeds=seeds, specs=oracle_specs(),
+                   scenarios=oracle_scenarios())
 
 
 def _kill_in_worker(mutant_id: str) -> list[str]:
-    return kills(by_id()[mutant_id], _WORKER["cases"], _WORKER["prompts"], _WORKER["seeds"])
+    mutant = by_id()[mutant_id]
+    found = kills(mutant, _WORKER["cases"], _WORKER["prompts"], _WORKER["seeds"])
+    with mutant.applied():
+        return found + oracle_kills(_WORKER["specs"], _WORKER["seeds"], _WORKER["scenarios"])
 
 
 def kill_matrix(mutants: Sequence[Mutant], cases, seeds: int, workers: int = 1,
                 progress=None) -> list[list[str]]:
-    """The killers of each mutant, in the order given, whatever `workers` is.
+    """The killers of each mutant, in the order given, whatever `workers` is:
+    the suite's (failing cases, then invariant findings), then those of the
+    oracles alone (`oracle_kills`, each starting `ORACLES`).
 
     With more than one worker, each mutant runs in a worker process of the
     campaigns' pool (`forge.pool`; one worker is this process); the rows come

@@ -54,16 +54,18 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
     A mutant is a deliberately wrong variant of the reference engine (see
     conformance/mutants.py; --list lists them).  It is killed when a
     case fails or errors, or a schedule breaks an invariant.  Prints the
-    kill matrix and the mutation score; exit code 1 when a mutant that is
-    not marked equivalent survives, 2 for bad input (a -k that selects no
-    mutant included).
+    kill matrix and the mutation score, and beside it which mutants the
+    oracles alone kill (the invariants, watchers and liveness monitors,
+    explored over the example prompts with no case and no user check);
+    exit code 1 when a mutant that is not marked equivalent survives the
+    suite, 2 for bad input (a -k that selects no mutant included).
 
     \b
     forge mutants --list                    the ids, categories and sites
     forge mutants -k '^tie-' --workers 2    the mutants whose id starts tie-
     """
     from forge.conformance.cli import load_suite, refuse_flags, write_flagged
-    from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
+    from forge.conformance.mutants import ORACLES, CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.conformance.runner import matches
     from forge.errors import InputError
     from forge.progress import reporter
@@ -89,21 +91,31 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
     show = reporter(len(selected), "mutants")
     matrix = kill_matrix(selected, cases, seeds, workers=workers,
                          progress=lambda n, m: show(n, m.id))
-    rows = [{"id": m.id, "category": m.category, "description": m.description,
-             "site": m.site, "killed": bool(killers), "killers": killers[:5],
-             "equivalent": m.equivalent}
-            for m, killers in zip(selected, matrix)]
+    rows = []
+    for m, found in zip(selected, matrix):
+        killers = [k for k in found if not k.startswith(ORACLES)]
+        alone = [k[len(ORACLES):] for k in found if k.startswith(ORACLES)]
+        rows.append({"id": m.id, "category": m.category, "description": m.description,
+                     "site": m.site, "killed": bool(killers), "killers": killers[:5],
+                     "oracles_killed": bool(alone), "oracles_killers": alone[:5],
+                     "equivalent": m.equivalent})
     for row in rows:
         mark = "killed " if row["killed"] else ("equiv. " if row["equivalent"] else "SURVIVED")
+        alone = "oracles" if row["oracles_killed"] else "-      "
         by = ", ".join(row["killers"][:3]) if row["killed"] else (row["equivalent"] or row["description"])
-        click.echo(f"{mark} {row['category']:12} {row['id']:36} {by}",
+        click.echo(f"{mark} {alone} {row['category']:12} {row['id']:36} {by}",
                    err=json_file == "-")
     scored = [r for r in rows if not r["equivalent"]]
     killed = sum(1 for r in scored if r["killed"])
+    by_oracles = sum(1 for r in scored if r["oracles_killed"])
     score = killed / len(scored) if scored else 1.0
     click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_file == "-")
+    click.echo(f"oracles alone (invariants, watchers, liveness monitors over the example "
+               f"prompts; no case, no user check): {by_oracles}/{len(scored)} = "
+               f"{by_oracles / len(scored) if scored else 1.0:.1%}", err=json_file == "-")
     if json_file:
         write_flagged("--json", json_file, json.dumps({"mutants": rows, "killed": killed,
+                                                       "oracles_killed": by_oracles,
                                                        "total": len(scored), "score": score},
                                                       indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)

@@ -127,14 +127,50 @@ def consistent_ids(reference: dict) -> Callable[[dict], list[str]]:
     return check
 
 
-DEFAULT_CHECKS = (each_task_ends_once, abandon_has_one_reason, status_matches_events)
+#: The four shapes a task notice takes (tasks.model.notices.four-shapes),
+#: by the task's final state and ok: the text after its head.
+_NOTICE_SHAPES = {("done", True): "completed: ", ("done", False): "failed: ",
+                  ("cancelled", False): "was canceled: the author cancelled it",
+                  ("abandoned", False): "was abandoned: "}
+
+
+def notices_tell_endings(obs: dict) -> list[str]:
+    """Each task notice a model is told is told once, and takes the shape
+    of how its task ended, under the head `Task id={task} (## {target})`
+    (tasks.model.notices.four-shapes, tasks.model.notices.queued-for-owner)."""
+    problems = []
+    tasks = obs.get("tasks") or {}
+    told: set[str] = set()
+    for event in obs.get("events", []):
+        if event.get("kind") != "task_notice":
+            continue
+        task_id, text = str(event.get("task")), str(event.get("text", ""))
+        if task_id in told:
+            problems.append(f"task {task_id}'s notice was told twice")
+        told.add(task_id)
+        status = tasks.get(task_id)
+        if not isinstance(status, dict):
+            continue
+        head = f"Task id={task_id} (## {status.get('target')}) "
+        shape = _NOTICE_SHAPES.get((status.get("state"), status.get("ok")))
+        if not text.startswith(head):
+            problems.append(f"task {task_id}'s notice does not start {head.strip()!r}: "
+                            f"{text[:60]!r}")
+        elif shape is not None and not text[len(head):].startswith(shape):
+            problems.append(f"task {task_id} ended {status.get('state')}, but its notice "
+                            f"reads {text[len(head):][:50]!r} (expected {shape!r})")
+    return problems
+
+
+DEFAULT_CHECKS = (each_task_ends_once, abandon_has_one_reason, status_matches_events,
+                  notices_tell_endings)
 
 
 #: Observation fields a schedule may change: the interleaving (events, the
 #: trace), when things happen (virtual time, and when each harness operation
 #: was issued and answered), and the order - not the content - of the log
-#: lines and of the model rounds.
-SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256", "effects")
+#: lines and of the model rounds; and which probes a run reached (`forge.probes`).
+SCHEDULE_OPEN = ("events", "virtual_time", "trace_sha256", "effects", "probes")
 
 
 def _fixed(obs: dict) -> dict:
@@ -438,9 +474,125 @@ class SeqContiguous:
         self.seen = len(events)
 
 
+class ChildCounter:
+    """Each chain numbers its children from one counter starting at 0: a
+    spawn and a call take the next index (the child's id is the chain's id,
+    a dot and the index), and so does a timed wait that parks; an untimed
+    wait takes none (tasks.ids, tasks.timeout-ids.timed-wait-takes-index,
+    tasks.timeout-ids.no-index)."""
+
+    def __init__(self, facts) -> None:
+        self.next: dict[str, int] = {}
+
+    def _child(self, chain: str, child: str, what: str):
+        want = f"{chain}.{self.next.get(chain, 0)}"
+        if child != want:
+            yield (f"chain {chain}'s {what} got id {child}; its child counter gives {want} "
+                   "(spawns, calls and timed waits that park each take the next index)")
+        head, _, index = child.rpartition(".")
+        if head == chain and index.isdigit():
+            self.next[chain] = int(index) + 1
+        else:
+            self.next[chain] = self.next.get(chain, 0) + 1
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "spawn":
+            yield from self._child(r["owner"], r["task"], "spawn")
+        elif what == "call_start":
+            yield from self._child(r["chain"], r["callee"], "call")
+        elif what == "wait" and r.get("timeout") is not None:
+            self.next[r["chain"]] = self.next.get(r["chain"], 0) + 1
+
+
+class WithinDepthCap:
+    """No chain is spawned, called or fanned out deeper than the cap of 8
+    (tasks.ids: an id has at most nine components, `0` and eight more)."""
+
+    def __init__(self, facts) -> None:
+        from forge.engine.rules.ids import DEPTH_CAP
+
+        self.cap = DEPTH_CAP
+
+    def see(self, r: dict):
+        child = r.get("task") if r["what"] == "spawn" else \
+            r.get("callee") if r["what"] == "call_start" else None
+        if child is not None and str(child).count(".") > self.cap:
+            yield (f"chain {child} runs at depth {str(child).count('.')}, past the cap of "
+                   f"{self.cap}")
+
+
+class TimedOutJoinKeepsFinished:
+    """A `tasks.join` that times out still delivers every member that had
+    ended: only the missing positions are holes (tasks.timeouts.join-timed-out)."""
+
+    def __init__(self, facts) -> None:
+        self.ended: set[str] = set()
+        self.waits: dict[str, tuple[str, ...]] = {}
+        #: chain -> the ended members its timed-out join still owes.
+        self.owed: dict[str, set[str]] = {}
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "wait" and r.get("call") == "tasks.join":
+            self.waits[r["chain"]] = tuple(r.get("members", ()))
+        elif what == "task_end":
+            self.ended.add(r["task"])
+        elif what == "timeout" and r["chain"] in self.waits:
+            members = self.waits.pop(r["chain"])
+            self.owed[r["chain"]] = {m for m in members if m in self.ended}
+        elif what == "deliver" and r["chain"] in self.owed:
+            self.owed[r["chain"]].discard(r["task"])
+        elif what == "step" and r["chain"] in self.owed:
+            missing = sorted(self.owed.pop(r["chain"]))
+            if missing:
+                yield (f"chain {r['chain']}'s timed-out tasks.join dropped the finished "
+                       f"member(s) {', '.join(missing)}")
+
+
+class LeakFailsOwner:
+    """A chain that ends normally with tasks it spawned by `tasks.spawn`
+    still live fails with `tasks_live`, and those tasks are abandoned as
+    `owner_returned` (tasks.leak.tasks-live); live tasks its model started
+    are abandoned quietly, failing nothing (tasks.model.owner-end.abandoned-quietly).
+    Who started a task and why its owner failed are read off the run."""
+
+    def __init__(self, facts) -> None:
+        self.run = facts
+        #: Tasks abandoned as owner_returned since the last step: (task, origin).
+        self.recent: list[tuple[str, str | None]] = []
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what == "step":
+            self.recent = []
+        elif what == "task_end":
+            task = self.run.tasks.get(r["task"])
+            if r["end"] == "task_abandoned" and r.get("reason") == "owner_returned":
+                self.recent.append((r["task"], task.origin if task is not None else None))
+            elif r["end"] in ("task_succeeded", "task_failed") and task is not None:
+                yield from self._ended(r["task"], task.failure)
+        elif what == "run_end" and r.get("outcome") in ("ok", "failed"):
+            yield from self._ended("0", self.run.error)
+
+    def _ended(self, owner: str, failure):
+        leaked = [(t, origin) for t, origin in self.recent if t.rsplit(".", 1)[0] == owner]
+        if not leaked:
+            return
+        authors = [t for t, origin in leaked if origin == "author"]
+        said = failure is not None and "tasks_live" in repr(failure)
+        if authors and not said:
+            yield (f"chain {owner} ended with task(s) {', '.join(authors)} it spawned still "
+                   "live, and did not fail with tasks_live")
+        elif said and not authors:
+            yield (f"chain {owner} failed with tasks_live, but the only live tasks it left "
+                   f"({', '.join(t for t, _ in leaked)}) were its model's")
+
+
 #: The watchers every schedule runs under by default (`watchers`).
 WATCHERS = (EndsOnce, DeliveredOnce, WithinLimits, AdmittedInSpawnOrder, TimeoutLosesTies,
-            AbandonReasonFits, SeqContiguous)
+            AbandonReasonFits, SeqContiguous, ChildCounter, WithinDepthCap,
+            TimedOutJoinKeepsFinished, LeakFailsOwner)
 
 
 def watchers(run, kinds=WATCHERS) -> tuple:

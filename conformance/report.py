@@ -105,6 +105,8 @@ class CaseResult:
     schedules: tuple[int | None, ...] = ()
     #: For a case skipped for want of features: the ones the implementation lacks.
     lacks: tuple[str, ...] = ()
+    #: The probes its observations' events reached (`forge.probes.observed`).
+    probes: tuple[str, ...] = ()
 
     @property
     def bucket(self) -> str:
@@ -115,7 +117,8 @@ class CaseResult:
                "features": list(self.features), "problems": list(self.problems),
                "duration": round(self.duration, 6),
                "schedules": [schedule_json(s) for s in self.schedules],
-               "seeds": sum(1 for s in self.schedules if s is not None)}
+               "seeds": sum(1 for s in self.schedules if s is not None),
+               "probes": list(self.probes)}
         if self.status in (FAILED, ERRORED, EXPECTED_FAIL):
             out["schedule"] = schedule_name(self.seed)
         if self.diff:
@@ -191,6 +194,29 @@ class Report:
             parts.append(f"{len(rest)} more reasons ({sum(n for _, n in rest)}; -v shows each)")
         return f"{len(skipped)} skipped: " + "; ".join(parts)
 
+    def probes(self) -> dict[str, int]:
+        """Each probe an observation's events show (`forge.probes.OBSERVED`)
+        and how many cases reached it, 0 for one no case reached."""
+        from forge.probes import OBSERVED
+
+        out = dict.fromkeys(OBSERVED, 0)
+        for r in self.results:
+            for name in r.probes:
+                if name in out:
+                    out[name] += 1
+        return out
+
+    def probe_line(self) -> str | None:
+        """The probes the cases reached, with counts, and those none reached
+        (None when no case ran)."""
+        if not any(r.schedules for r in self.results):
+            return None
+        counts = self.probes()
+        line = "probes reached: " + (", ".join(f"{n} {c}" for n, c in counts.items() if c)
+                                     or "none")
+        missed = [n for n, c in counts.items() if not c]
+        return line + (f"; never reached: {', '.join(missed)}" if missed else "")
+
     def by_clause(self) -> list[dict]:
         """Per clause a case cites: how many cases, and how they went, by bucket."""
         out: dict[str, dict] = {}
@@ -229,6 +255,9 @@ class Report:
             unrun = sum(1 for c in clauses if c["skipped"] == c["cases"])
             blocks.append(f"{len(clauses)} clauses cited: {clean} passed in every case, "
                           f"{len(clauses) - clean - unrun} not, {unrun} only skipped")
+        probes = self.probe_line()
+        if probes is not None:
+            blocks.append(probes)
         skips = self.skip_line()
         if skips is not None:
             blocks.append(skips)
@@ -249,6 +278,7 @@ class Report:
             "cases": [r.to_json() for r in self.results],
             "clauses": self.by_clause(),
             "coverage": self.coverage,
+            "probes": self.probes(),
         }
 
     def to_junit(self) -> str:

@@ -170,12 +170,16 @@ def stale_expectations(expectations: dict[str, str], cases: Iterable[Case]) -> l
 
 def run_case(adapter: Adapter, case: Case) -> CaseResult:
     """Run `case` on each of its schedules; never raises for the implementation's faults."""
+    from forge.probes import observed
+
     started = time.monotonic()
     ran: list[int | None] = []
+    reached: set[str] = set()
 
     def result(status: str, problems: Sequence[str] = (), **more) -> CaseResult:
         return CaseResult(case.id, status, case.clauses, case.features, tuple(problems),
-                          duration=time.monotonic() - started, schedules=tuple(ran), **more)
+                          duration=time.monotonic() - started, schedules=tuple(ran),
+                          probes=tuple(sorted(reached)), **more)
 
     try:
         reason = adapter.skip_reason(case)
@@ -200,6 +204,7 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
         if any(_alike(observation, seen) for seen in passed):
             continue
+        reached.update(observed(observation))
         trusted = isinstance(adapter, InProcessAdapter)
         broken = [] if trusted else schema_problems(case, observation)
         if broken:

@@ -47,6 +47,13 @@ NEED_STEPS = {
 }
 #: Every watcher this module adapts.
 ADAPTED = ON_EVENTS + tuple(NEED_STEPS)
+#: Watchers the steps do not feed yet, and why.
+UNADAPTED = {
+    "ChildCounter": "the steps report no calls and no timed waits, which take indices too",
+    "WithinDepthCap": "the steps report no calls, which nest chains too",
+    "TimedOutJoinKeepsFinished": "the steps report no results a timed-out join kept",
+    "LeakFailsOwner": "the steps report no failure kind for each task",
+}
 
 
 def not_run(obs: dict | None = None) -> dict[str, str]:
@@ -57,7 +64,7 @@ def not_run(obs: dict | None = None) -> dict[str, str]:
     for kind in oracles.WATCHERS:
         name = kind.__name__
         if name not in ADAPTED:
-            out[name] = "not adapted to a foreign engine's reports"
+            out[name] = UNADAPTED.get(name, "not adapted to a foreign engine's reports")
         elif name in NEED_STEPS and not with_steps:
             out[name] = NEED_STEPS[name] + " (and the engine reported no `steps`)"
     return out

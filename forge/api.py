@@ -112,6 +112,7 @@ _progress = _OnFirstUse("forge.progress")
 _runspec = _OnFirstUse("forge.runspec")
 _repro = _OnFirstUse("forge.repro")
 _campaign = _OnFirstUse("forge.campaign")
+_probing = _OnFirstUse("forge.probes")
 _pool = _OnFirstUse("forge.pool")
 _record = _OnFirstUse("forge.run.record")
 _spec_values = _OnFirstUse("forge.run.spec")
@@ -547,7 +548,8 @@ def _shape(fits: Callable[[Any], bool], what: str, flag: str | None = None) -> _
 
 def _checks(argument: str, fits: Callable[[Any], bool], what: str) -> _Rule:
     """`checks` or `named_checks`: a list, each entry a check (`Check`) or
-    a `module:function` name (loaded by `forge.runspec.load_check`)."""
+    a `module:function` name (loaded by `forge.runspec.load_check`); and
+    `probes` and `require`, lists of callables and of names the same way."""
     def check(value: Any, name: str, where: str) -> Any:
         if not _is_list(value):
             raise InputError(f"{argument}: a list of checks, each {what}; got {_shown(value)}",
@@ -655,6 +657,8 @@ def _rules() -> dict[str, dict[str, _Rule]]:
                                               "named module:function goes in named_checks)"),
         "named_checks": _checks("named_checks", lambda c: isinstance(c, str),
                                 "a string module:function"),
+        "probes": _checks("probes", callable, "a callable taking an Observation"),
+        "require": _checks("require", lambda c: isinstance(c, str), "a probe's name"),
         "expect_result": _text("--expect-result"), "same_ids": switch, "invariants": switch,
         "expect_outcome": _text("--expect-outcome"), "expect_error": _text("--expect-error"),
         "allow_failed": switch,
@@ -1032,7 +1036,10 @@ class ExploreReport:
     it covered its tree; `pruned` subtrees were skipped as equivalent,
     `bounded` beyond the deviation bound, `unfinished` left at the budget.
     `faults` counts the faults fired over all schedules, by kind (empty
-    without `faults=`, or when none fired).
+    without `faults=`, or when none fired).  `probes` counts the schedules
+    that reached each probe (`forge.probes`: the catalogue's and yours),
+    every probe listed, 0 for one never reached; `required_unreached` names
+    the `require`d probes no schedule reached (then `ok` is False).
     """
 
     runs: int
@@ -1045,11 +1052,19 @@ class ExploreReport:
     bounded: int = 0
     unfinished: int = 0
     faults: Mapping[str, int] = _attrs.field(factory=lambda: _FrozenMap({}))
+    probes: Mapping[str, int] = _attrs.field(factory=lambda: _FrozenMap({}))
+    required_unreached: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
-        """Every schedule passed, and an exhaustive search covered its tree."""
-        return not self.failures and self.complete
+        """Every schedule passed, an exhaustive search covered its tree, and
+        every required probe was reached."""
+        return not self.failures and self.complete and not self.required_unreached
+
+    @property
+    def probes_missed(self) -> tuple[str, ...]:
+        """The probes no schedule reached, in the order `probes` lists them."""
+        return tuple(name for name, count in self.probes.items() if not count)
 
     def summary(self) -> str:
         """The report in one line of plain words."""
@@ -1060,6 +1075,8 @@ class ExploreReport:
         if _lookup(self.strategy).walks:
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
+        if self.required_unreached:
+            line += f"; REQUIRED and never reached: {', '.join(self.required_unreached)}"
         if self.failures:
             first = self.failures[0]
             where = "on an exhaustive schedule" if first.seed is None else f"at seed {first.seed}"
@@ -1074,7 +1091,9 @@ class ExploreReport:
                        "failures": [f.to_json() for f in self.failures],
                        "complete": self.complete, "pruned": self.pruned,
                        "bounded": self.bounded, "unfinished": self.unfinished,
-                       "faults": dict(self.faults)})
+                       "faults": dict(self.faults), "probes": dict(self.probes),
+                       "probes_missed": list(self.probes_missed),
+                       "required_unreached": list(self.required_unreached)})
 
 
 def _check_name(check: Check) -> str:
@@ -1099,6 +1118,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             schedule_independent: bool = False, latency_menu: Sequence[float] | None = None,
             max_deviations: int | None = None, reduce: bool = True, shrink_budget: int = 3000,
             progress: Callable[[int], None] | None = None,
+            probes: Sequence[Callable[[Observation], Any]] = (), require: Sequence[str] = (),
             replay_out: PathLike | None = None, workers: int = 1,
             backend: Literal["local", "dask"] = "local",
             address: str | None = None, **options: Unpack[RunOptions]) -> ExploreReport:
@@ -1133,6 +1153,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             makes the schedules inject faults too.
         shrink_budget: the most runs shrinking the failure may take.
         progress: called with the number of schedules run so far.
+        probes: your own probes (callables taking an `Observation`, named by
+            their `__name__`): a schedule reaches one when it returns a true
+            value; the report counts them beside the catalogue's.
+        require: probe names (the catalogue's or yours) some schedule must
+            reach, or the report is not `ok` (`--require`).
         replay_out: write the shrunk failing run's replay file here (for
             `replay` or `forge replay FILE`).
         workers: run the schedules in this many processes (an exhaustive
@@ -1156,6 +1181,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     _repro.check_bound(strategy, max_deviations)
     spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
+    users = tuple(_probing.UserProbe(p, _check_name(p), Observation._of) for p in probes)
+    _probing.check_required(require, [p.name for p in users], where="require")
     expect = _runspec.Expectation(invariants=invariants, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
@@ -1165,19 +1192,20 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                                           workers=workers, reduce=reduce,
                                           max_deviations=max_deviations,
                                           shrink_budget=shrink_budget, where=where,
-                                          extra_checks=extra).outcome
+                                          extra_checks=extra, probes=users).outcome
     elif workers > 1 or where.kind != "local":
         outcome = _campaign.explore_campaign(spec, expect=expect, strategy=strategy,
                                              seeds=range(start_seed, start_seed + runs),
                                              workers=workers, pct_depth=pct_depth,
                                              shrink_budget=shrink_budget, where=where,
-                                             progress=progress, extra_checks=extra).outcome
+                                             progress=progress, extra_checks=extra,
+                                             probes=users).outcome
     else:
         outcome = _repro.explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
                                         start_seed=start_seed, pct_depth=pct_depth,
                                         max_deviations=max_deviations, reduce=reduce,
                                         shrink_budget=shrink_budget, progress=progress,
-                                        extra_checks=extra)
+                                        extra_checks=extra, probes=users)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:
@@ -1192,9 +1220,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                             tuple(first.shrunk), first.deviations, first.proven, obs,
                             tuple(found.story), tuple(found.divergence),
                             tuple((str(k), str(w)) for k, w in found.faults), path, command),)
+    reached = _probing.coverage(report.probes, [p.name for p in users])
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,
-                         report.unfinished, _freeze(dict(report.faults)))
+                         report.unfinished, _freeze(dict(report.faults)), _freeze(reached),
+                         tuple(_probing.unreached(reached, require)))
 
 
 # -- replaying -------------------------------------------------------------------------------

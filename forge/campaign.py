@@ -42,13 +42,14 @@ import attrs
 
 from forge.errors import InputError
 from forge.pool import LOCAL, Backend, Pool
+from forge.probes import coverage
 from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.run.record import record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation, in_mode
 from forge.sim.chooser import Chooser
 from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
-from forge.sim.explore import Report, check_all, finding, tally
+from forge.sim.explore import PROBES, Report, check_all, finding, tally
 from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: Seeds a worker runs per task: enough to hide the cost of a round trip,
@@ -70,6 +71,8 @@ class SeedRun:
     steps: int = 0
     #: The kinds of the faults it fired (`Chooser.faults_fired`).
     faults: tuple[str, ...] = ()
+    #: The probes it reached (`forge.sim.explore.PROBES`).
+    probes: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -139,8 +142,8 @@ _WORKER: dict = {}
 
 
 def _setup(spec: RunSpec, expect: Expectation, extra_checks: tuple, strategy: str,
-           pct_depth: int) -> None:
-    runner, _, checks = prepare(spec, expect, extra_checks)
+           pct_depth: int, probes: tuple = ()) -> None:
+    runner, _, checks = prepare(spec, expect, extra_checks, probes)
     _WORKER.update(runner=runner, checks=checks, strategy=strategy, pct_depth=pct_depth)
 
 
@@ -157,15 +160,15 @@ def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
         campaign.learn(provider)    # as the serial search learns (`forge.sim.explore`)
         failed = bool(check_all(obs, checks))
         runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps,
-                            tuple(chooser.faults_fired())))
+                            tuple(chooser.faults_fired()), tuple(obs.get(PROBES, ()))))
         if failed:
             break
     return Chunk(first, horizon, tuple(runs))
 
 
 def _setup_walk(spec: RunSpec, expect: Expectation, extra_checks: tuple, reduce: bool,
-                max_deviations: int | None, stop_at_first: bool) -> None:
-    runner, _, checks = prepare(spec, expect, extra_checks)
+                max_deviations: int | None, stop_at_first: bool, probes: tuple = ()) -> None:
+    runner, _, checks = prepare(spec, expect, extra_checks, probes)
     _WORKER.update(walk=Walk(runner.subject, checks, reduce, max_deviations),
                    stop_at_first=stop_at_first)
 
@@ -185,15 +188,16 @@ SLICE = 32
 def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), strategy: str, runs: int,
                   workers: int = 2, reduce: bool = True, max_deviations: int | None = None,
                   shrink_budget: int = 3000, where: Backend = LOCAL,
-                  extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
+                  extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+                  probes: Sequence = ()) -> Campaign:
     """`forge.repro.explore_prompt`'s walk of the tree (`strategy` walks)
     with its subtrees on a pool: the same outcome (a walk is never sharded,
     so it keeps no traces)."""
     spec = in_mode(spec, strategy)
-    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     walk = Walk(runner.subject, checks, reduce, max_deviations)
     with Pool(workers, _setup_walk, (spec, expect, tuple(extra_checks), reduce, max_deviations,
-                                     False), where) as pool:
+                                     False, tuple(probes)), where) as pool:
         report = spread(walk, lambda entry, budget: pool.submit(_walk_slice, (entry, budget)),
                         pool.first_done, 2 * workers, limit=runs, shrink_budget=shrink_budget,
                         budget=SLICE)
@@ -205,22 +209,24 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                      pct_depth: int = 3, shrink_budget: int = 3000,
                      where: Backend = LOCAL,
                      progress: Callable[[int], None] | None = None,
-                     extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
+                     extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+                     probes: Sequence = ()) -> Campaign:
     """`forge.repro.explore_prompt` over `seeds` on a pool: the same outcome,
     with the distinct trace hashes a shard report carries."""
     spec = in_mode(spec, strategy)
-    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
                                                                           CHUNK)]
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
+    probes_hit: dict[str, int] = {}
     # What the runs so far taught the strategy's campaign (PCT: its horizon),
     # learned here in seed order, as the serial search learns it.
     learned = lookup(strategy).campaign(pct_depth)
     done, failing, drawn_with = 0, None, None
-    with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth),
-              where) as pool:
+    with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth,
+                                tuple(probes)), where) as pool:
         sent: dict[int, object] = {}  # chunk index -> future, in flight
 
         def send(i: int) -> None:
@@ -242,6 +248,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                 traces.add(run.trace_sha)
                 tally(outcomes, (run.outcome,))
                 tally(faults, run.faults)
+                tally(probes_hit, run.probes)
                 learned.learn(run)      # a run's `steps`, as a provider's
                 if run.failed:
                     failing = run
@@ -259,7 +266,8 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                              shrink_budget),)
     report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
                     horizon=learned.horizon,
-                    faults=dict(sorted(faults.items())))
+                    faults=dict(sorted(faults.items())),
+                    probes=dict(sorted(probes_hit.items())))
     return Campaign(outcome_of(runner, canonical, checks, expect, report),
                     tuple(sorted(traces)))
 
@@ -302,7 +310,7 @@ def shard_section(shard: Shard, seeds: range, campaign: Campaign, print_: str) -
 
 #: The report fields that add up (or unite) across shards; the rest are
 #: the failing shard's (or, with no failure, the first shard's).
-_SUMMED = ("runs", "distinct_schedules", "outcomes", "faults")
+_SUMMED = ("runs", "distinct_schedules", "outcomes", "faults", "probes", "probes_missed")
 
 
 def _count(value: object) -> bool:
@@ -325,6 +333,8 @@ def _shard_shape(data: dict) -> str | None:
         ("outcomes", data.get("outcomes"),
          lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
         ("faults", data.get("faults", {}),
+         lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
+        ("probes", data.get("probes", {}),
          lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
     )
     for name, value, ok in fields:
@@ -375,12 +385,12 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
                          "shard", file=first_path)
     merged: dict | None = None
     traces: set[str] = set()
-    runs, outcomes, faults = 0, {}, {}
+    runs, outcomes, faults, probes = 0, {}, {}, {}
     for index in range(1, first["of"] + 1):
         _, data = by_index[index]
         runs += data["runs"]
         traces.update(data[SHARD_KEY]["traces"])
-        for key, into in (("outcomes", outcomes), ("faults", faults)):
+        for key, into in (("outcomes", outcomes), ("faults", faults), ("probes", probes)):
             for name, count in data.get(key, {}).items():
                 into[name] = into.get(name, 0) + count
         merged = data
@@ -390,4 +400,6 @@ def merge_shards(reports: Sequence[tuple[str, dict]]) -> tuple[dict, dict | None
     out = {k: v for k, v in merged.items() if k != SHARD_KEY and k not in _SUMMED}
     out.update(runs=runs, distinct_schedules=len(traces), outcomes=dict(sorted(outcomes.items())),
                faults=dict(sorted(faults.items())))
+    out["probes"] = coverage(probes, list(probes))
+    out["probes_missed"] = [name for name, count in out["probes"].items() if not count]
     return out, merged[SHARD_KEY]["record"]

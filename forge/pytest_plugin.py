@@ -23,6 +23,9 @@ Registered by the `pytest11` entry point `forge` (disable it with
   the settings of the test's `forge_explore` calls; with `prompt=` (or
   `source=`) it is the exploration itself: the test fails when a schedule
   does, before its body runs.
+- `require=["timeout-tie"]` fails an exploration that never reached a probe
+  (`forge.probes`), and the session's summary lists how many schedules
+  reached each probe over every exploration, and those none reached.
 
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
@@ -62,6 +65,8 @@ __all__ = ["Settings", "get_profile", "register_profile"]
 PROFILE_ENV = "FORGE_PROFILE"
 _MARKER = "forge_explore"
 _PENDING = pytest.StashKey[Callable[[], None]]()
+#: The probe counts of every exploration of the session, summed (the summary's).
+_PROBES = pytest.StashKey[dict[str, int]]()
 
 
 @attrs.frozen
@@ -229,6 +234,20 @@ def _strategy(settings: Settings) -> str:
     return settings.strategy if settings.strategy is not None else SEARCH
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The probes the session's explorations reached, summed over them, and
+    those none reached (said only when a test explored)."""
+    counts = config.stash.get(_PROBES, None)
+    if not counts:
+        return
+    reached = ", ".join(f"{name} {n}" for name, n in counts.items() if n) or "none"
+    missed = [name for name, n in counts.items() if not n]
+    terminalreporter.write_sep("-", "forge probes")
+    terminalreporter.write_line(f"probes reached: {reached}")
+    if missed:
+        terminalreporter.write_line(f"never reached: {', '.join(missed)}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     pending = item.stash.get(_PENDING, None)
@@ -327,6 +346,12 @@ class _Explorer:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
             pytest.fail(f"forge: {refused}", pytrace=False)
+        totals = request.config.stash.setdefault(_PROBES, {})
+        for name, count in report.probes.items():
+            totals[name] = totals.get(name, 0) + count
+        if report.required_unreached and not report.failures:
+            pytest.fail(f"forge: {report.runs} schedules never reached the required "
+                        f"probe(s) {', '.join(report.required_unreached)}", pytrace=False)
         if report.failures:
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)
@@ -451,12 +476,15 @@ def _write_timeline(failure: Failure, replay_out: Path) -> Path:
     """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
     import json
 
-    from forge.timeline import abandon_reasons, render_html
+    from forge.timeline import abandon_reasons, hot_suffixes, render_html
 
     path = replay_out.with_name(replay_out.name.replace(".replay.json", "") + ".timeline.html")
     records = [json.loads(line) for line in failure.observation.trace.splitlines()]
-    path.write_text(render_html(records, abandon_reasons(failure.observation.to_dict()),
-                                "Timeline of the shrunk failing schedule"), encoding="utf-8")
+    observed = failure.observation.to_dict()
+    path.write_text(render_html(records, abandon_reasons(observed),
+                                "Timeline of the shrunk failing schedule",
+                                hot_suffixes({"violations": list(failure.problems)})),
+                    encoding="utf-8")
     return path
 
 

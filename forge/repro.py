@@ -102,19 +102,21 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                    shrink_budget: int = 3000,
                    progress: Callable[[int], None] | None = None,
-                   extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> ExploreOutcome:
+                   extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+                   probes: Sequence = ()) -> ExploreOutcome:
     """Run `spec` under `runs` schedules; the first failure comes back shrunk.
 
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
     checks given as callables): being code, they are not in the replay
-    record, which keeps only the problems they found."""
+    record, which keeps only the problems they found.  `probes` are users'
+    probes (`forge.probes.UserProbe`) counted beside the catalogue's."""
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
     spec = in_mode(spec, strategy)
-    runner, canonical, checks = prepare(spec, expect, extra_checks)
+    runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -157,10 +159,12 @@ def check_seeds(start_seed: int, runs: int) -> None:
 
 
 def prepare(spec: RunSpec, expect: Expectation,
-            extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> tuple:
-    """The runner of `spec`, its canonical run, and the checks every schedule
-    must pass (which depend on the canonical observation)."""
-    runner = Runner(spec)
+            extra_checks: Sequence[Callable[[dict], list[str]]] = (),
+            probes: Sequence = ()) -> tuple:
+    """The runner of `spec` (trying users' `probes` on every schedule), its
+    canonical run, and the checks every schedule must pass (which depend on
+    the canonical observation)."""
+    runner = Runner(spec, probes)
     canonical = runner.run(Chooser(Canonical()))
     kit = KitChecks(runner, expect.kit_checks(canonical.observation(), faulty=bool(spec.faults)))
     checks = [kit, *expect.named_checks(), *extra_checks]
@@ -201,7 +205,8 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
                        or observation_divergence(canonical.observation(), obs))
     return ExploreOutcome(report, spec, expect,
-                          Failure(seed, problems, rec, story, divergence, faults, obs,
+                          Failure(seed, problems, rec, story, divergence, faults,
+                                  with_violations(obs, run),
                                   run.trace.lines()))
 
 
@@ -370,6 +375,11 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
             marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
     after: dict[int, list[str]] = {}
     for v in violations:
+        if v.hot_from is not None:
+            # A liveness violation: mark where its hot state began; the
+            # records after that line are the suffix that never left it.
+            after.setdefault(v.hot_from, []).append(
+                f"{_seconds(v.hot_from_t or 0)}  HOT from here: {v.problem}")
         after.setdefault(v.i, []).append(f"{_seconds(v.t)}  VIOLATION {v.problem}")
     lines = []
     issued = 0
@@ -404,7 +414,7 @@ def _abridged(lines: list[str]) -> list[str]:
     half = STORY_LINES // 2
     keep = set(range(half)) | set(range(len(lines) - half, len(lines)))
     for i, line in enumerate(lines):
-        if "  FAULT " in line or "  VIOLATION " in line:
+        if "  FAULT " in line or "  VIOLATION " in line or "  HOT from here: " in line:
             keep |= {i - 1, i, i + 1}
     out, last = [], -1
     for i in sorted(k for k in keep if 0 <= k < len(lines)):

@@ -28,12 +28,13 @@ import math
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from forge.assembly import build_harness, make_chooser, read_prompt
+from forge import liveness, probes
 from forge.conformance import oracles
 from forge.conformance.oracles import VIOLATIONS
 from forge.engine import run as engine
@@ -49,6 +50,7 @@ from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
+from forge.sim.explore import PROBES
 from forge.sim.strategies import lookup, parse
 from forge.sim.trace import canonical_json
 from forge.store import MemoryStore
@@ -257,8 +259,10 @@ def _ties(spec: RunSpec, chooser: Chooser) -> bool:
 class Runner:
     """One spec, parsed once (prompt and scripts), run under many choosers."""
 
-    def __init__(self, spec: RunSpec) -> None:
+    def __init__(self, spec: RunSpec, probes: Sequence[Any] = ()) -> None:
         self.spec = spec
+        #: Users' probes (`forge.probes.UserProbe`) each schedule is tried on.
+        self.probes = tuple(probes)
         self.prompt = parse_prompt(spec.prompt_text, spec.prompt_path)
         self.model = model_script_from_data(spec.model.data, spec.model.path) \
             if spec.model else None
@@ -304,7 +308,7 @@ class Runner:
         run = Run(self.prompt, *self._with(chooser))
         # The invariants that hold at every step are checked as the run goes,
         # so a violation names the step that broke it (`no_violations`).
-        run.trace.observe(oracles.watchers(run))
+        run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
         if run.harness.faults is not None:
             run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:
@@ -321,7 +325,7 @@ class Runner:
         outcome `crashed` (see `crashed`)."""
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        seen = with_violations(obs, run), schedule_identity(obs, run)
+        seen = self.probed(with_violations(obs, run), run), schedule_identity(obs, run)
         self._last = seen
         return seen
 
@@ -330,6 +334,14 @@ class Runner:
         (the one a search checks next), else None."""
         last = self._last
         return last[1] if last is not None and last[0] is obs else None
+
+    def probed(self, obs: dict, run) -> dict:
+        """`obs` with the probes its run reached (`forge.probes`), under the
+        key the searches count (outside the observation's sha256)."""
+        faults = [kind for kind, _ in run.harness.faults.fired] if run.harness.faults else ()
+        reached = probes.hits(run.trace.records, obs, faults)
+        reached.update(p.name for p in self.probes if p(obs))
+        return {**obs, PROBES: sorted(reached)}
 
 
 class KitChecks:
@@ -507,6 +519,18 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
     if not callable(fn):
         raise InputError(f"{module_name} has no function {function}", file=where)
     return UserCheck(fn, name)
+
+
+def load_probe(name: str, where: str = "--probe"):
+    """The user probe `module:function` (`forge.probes.UserProbe`), loaded
+    as `load_check` loads a check.
+
+    Raises:
+        InputError: naming `where`, as `load_check`.
+    """
+    from forge.probes import UserProbe
+
+    return UserProbe(load_check(name, where).fn, name)
 
 
 @attrs.frozen

@@ -9,6 +9,9 @@ chain spends queued for a slot and parked (on a harness operation - store,
 model round, operator, tool - or on a wait, with what it waits on), the
 instants it runs, and marks for spawns, deliveries, timeouts and each
 task's end (succeeded, failed, cancelled, abandoned with its reason).
+A liveness violation (`forge.liveness`) shades its hot suffix: from the
+record where the state turned hot to the run's end (`hot_suffixes` reads
+them off the observation's violations).
 
 The axis is virtual time, one band per instant at which something
 happened; inside a band, records keep their trace order, so the many things
@@ -24,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -146,6 +150,22 @@ def abandon_reasons(observation: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+#: How a liveness violation's text names where its hot state began (`forge.sim.trace.Violation`).
+_HOT_FROM = re.compile(r"^(.*) \(hot from trace record ([0-9]+), ")
+
+
+def hot_suffixes(observation: Mapping[str, Any]) -> list[tuple[int, str]]:
+    """`(record index, problem)` of each liveness violation the observation
+    reports (its `violations`), in the order reported."""
+    out = []
+    found = observation.get("violations")
+    for text in found if isinstance(found, list) else ():
+        m = _HOT_FROM.match(str(text))
+        if m:
+            out.append((int(m.group(2)), m.group(1)))
+    return out
+
+
 # -- layout ----------------------------------------------------------------------------------
 
 @attrs.frozen
@@ -184,6 +204,8 @@ class _Layout:
     width: float = 0.0
     #: Just past the last drawn record: where a lane with no recorded end stops.
     end_x: float = 0.0
+    #: Each drawn record's index and x, in trace order (where a hot suffix starts).
+    xs: list[tuple[int, float]] = attrs.Factory(list)
     run_end: Mapping[str, Any] | None = None
 
     def lane(self, chain: str, title: str | None = None) -> None:
@@ -228,6 +250,7 @@ def layout(records: Sequence[Mapping[str, Any]], reasons: Mapping[str, str] | No
             now = r["t"]
             out.ticks.append((x, now))
         x += STEP
+        out.xs.append((r.get("i", -1), x))
         _place(out, r, x, pending_call, reasons)
     out.end_x = x + STEP
     out.width = x + STEP * 4 + 140      # room for the last mark's label
@@ -366,8 +389,9 @@ def _e(text: Any) -> str:
 
 
 def render_html(records: Sequence[Mapping[str, Any]], reasons: Mapping[str, str] | None = None,
-                title: str | None = None) -> str:
-    """One self-contained HTML page drawing the trace (see the module docstring)."""
+                title: str | None = None, hot: Sequence[tuple[int, str]] = ()) -> str:
+    """One self-contained HTML page drawing the trace (see the module
+    docstring); `hot` shades each liveness violation's suffix (`hot_suffixes`)."""
     lay = layout(records, reasons)
     start = next((r for r in records if r["what"] == "run_start"), {})
     ending = lay.run_end or {}
@@ -385,6 +409,12 @@ def render_html(records: Sequence[Mapping[str, Any]], reasons: Mapping[str, str]
         svg.append(f'<line class="alive" x1="{x0:.0f}" x2="{x1:.0f}" y1="{y + LANE / 2:.0f}" '
                    f'y2="{y + LANE / 2:.0f}"/></g>')
     svg.append("</g>")
+    for since, problem in hot:
+        x0 = next((x for i, x in lay.xs if i >= since), lay.end_x)
+        svg.append(f'<rect class="hot" data-title="{_e(problem)}" x="{x0 - STEP / 2:.0f}" '
+                   f'y="{TOP}" width="{max(lay.end_x - x0, STEP):.0f}" '
+                   f'height="{height - TOP - 6}" fill="#f4a6a6" fill-opacity="0.35">'
+                   f'<title>hot until the end: {_e(problem)}</title></rect>')
     for x, t in lay.ticks:
         svg.append(f'<g class="tick"><line x1="{x:.0f}" x2="{x:.0f}" y1="{TOP - 14}" '
                    f'y2="{height - 6}"/><text x="{x + 2:.0f}" y="{TOP - 18}">'

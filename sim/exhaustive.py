@@ -47,7 +47,8 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from forge.sim.chooser import Choice, Chooser, ReplayProvider
-from forge.sim.explore import Check, Finding, Report, Subject, check_all, finding, tally
+from forge.sim.explore import (PROBES, Check, Finding, Report, Subject, check_all, finding,
+                               tally)
 from forge.sim.orders import GLOBAL, footprints
 from forge.sim.reduction import BOUNDED_PICKS, PICKS, Asleep, SleepProvider
 from forge.sim.shrink import trim
@@ -84,6 +85,8 @@ class Step:
     bounded: int
     redundant: int
     pushed: tuple[Entry, ...]
+    #: The probes the run reached (`forge.sim.explore.PROBES`).
+    probes: tuple[str, ...] = ()
 
 
 @attrs.frozen
@@ -151,7 +154,8 @@ def step(walk: Walk, entry: Entry) -> Step:
             push(Entry(head + (alt,), carried))
     problems = tuple(check_all(obs, walk.checks))
     return Step(sha, str(obs.get("outcome")), tuple(chooser.faults_fired()), tuple(values),
-                problems, obs if problems else None, pruned, bounded, redundant, tuple(pushed))
+                problems, obs if problems else None, pruned, bounded, redundant, tuple(pushed),
+                tuple(obs.get(PROBES, ())))
 
 
 class Tally:
@@ -169,6 +173,7 @@ class Tally:
         self.traces: set[str] = set()
         self.outcomes: dict[str, int] = {}
         self.faults: dict[str, int] = {}
+        self.probes: dict[str, int] = {}
         self.runs = self.pruned = self.bounded = self.redundant = 0
         #: Entries pushed and not yet run: the serial stack's height.
         self.waiting = 1
@@ -184,6 +189,7 @@ class Tally:
         self.traces.add(s.sha)
         tally(self.outcomes, (s.outcome,))
         tally(self.faults, s.faults)
+        tally(self.probes, s.probes)
         if s.problems:
             self.findings.append(self._finding(s))
             if self.stop_at_first:
@@ -211,7 +217,8 @@ class Tally:
                       dict(sorted(self.outcomes.items())),
                       complete=self.waiting == 0 and not self.stopped, pruned=self.pruned,
                       bounded=self.bounded, unfinished=self.waiting, redundant=self.redundant,
-                      faults=dict(sorted(self.faults.items())))
+                      faults=dict(sorted(self.faults.items())),
+                      probes=dict(sorted(self.probes.items())))
 
 
 def exhaustive(subject: Subject, checks: Sequence[Check], limit: int = 10_000, reduce: bool = True,

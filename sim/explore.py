@@ -28,6 +28,10 @@ from forge.sim.strategies import SEARCH, lookup
 Subject = Callable[[Chooser], tuple[dict, str]]
 Check = Callable[[dict], list[str]]
 
+#: The observation key a subject lists the probes its run reached under
+#: (the run domain's names, `forge.probes`): the searches only count them.
+PROBES = "probes"
+
 
 @attrs.frozen
 class Finding:
@@ -68,6 +72,9 @@ class Report:
     horizon: int | None = None
     #: Faults fired over all runs, by kind (`Chooser.faults_fired`).
     faults: dict = attrs.field(factory=dict)
+    #: Runs that reached each probe, by name (`PROBES`); a probe no run
+    #: reached is absent.
+    probes: dict = attrs.field(factory=dict)
 
     @property
     def explored(self) -> int:
@@ -75,7 +82,7 @@ class Report:
 
 
 def tally(counts: dict[str, int], names: Iterable[str]) -> None:
-    """Count each of `names` into `counts` (outcomes, faults fired)."""
+    """Count each of `names` into `counts` (outcomes, faults fired, probes reached)."""
     for name in names:
         counts[name] = counts.get(name, 0) + 1
 
@@ -132,6 +139,7 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
+    probes: dict[str, int] = {}
     campaign = lookup(strategy).campaign(pct_depth)
     runs = 0
     for seed in seeds:
@@ -145,6 +153,7 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
         traces.add(sha)
         tally(outcomes, (str(obs.get("outcome")),))
         tally(faults, chooser.faults_fired())
+        tally(probes, obs.get(PROBES, ()))
         problems = check_all(obs, checks)
         if progress:
             progress(runs)
@@ -155,4 +164,4 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
                 break
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
                   horizon=campaign.horizon,
-                  faults=dict(sorted(faults.items())))
+                  faults=dict(sorted(faults.items())), probes=dict(sorted(probes.items())))

@@ -44,9 +44,21 @@ _SLICE = 4096
 class Watcher(Protocol):
     """An incremental oracle: sees each record as it is made.  A watcher
     whose class sets `SEES` to a set of record kinds (`what`) is fed only
-    those; one without it (or None) sees every record."""
+    those; one without it (or None) sees every record.  A problem is a
+    string, or `Hot(problem, since)` for a state that had to be left and
+    never was (a liveness monitor's), naming the record it began at."""
 
-    def see(self, record: dict) -> Iterable[str]: ...
+    def see(self, record: dict) -> Iterable[str | Hot]: ...
+
+
+@attrs.frozen
+class Hot:
+    """A liveness problem: a hot state entered at record `since` (instant
+    `since_t`) and not left within its bound."""
+
+    problem: str
+    since: int
+    since_t: int
 
 
 def _routes(kinds: tuple[type, ...]) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
@@ -76,8 +88,16 @@ class Violation:
     problem: str
     #: The watcher's class name, for tallies of which oracle fired.
     by: str = ""
+    #: For a liveness problem: the record and instant its hot state began
+    #: (the story and the timeline mark the suffix from there).
+    hot_from: int | None = None
+    hot_from_t: int | None = None
 
     def text(self) -> str:
+        if self.hot_from is not None:
+            return (f"{self.problem} (hot from trace record {self.hot_from}, "
+                    f"t={(self.hot_from_t or 0) / 1e9:g}s, to record {self.i}, "
+                    f"t={self.t / 1e9:g}s)")
         return f"{self.problem} (trace record {self.i}, t={self.t / 1e9:g}s)"
 
 
@@ -129,8 +149,12 @@ class Trace:
         watchers = self.watchers
         for n in self._routes.get(what, self._every):
             for problem in watchers[n].see(record):
-                self.violations.append(Violation(record["i"], now, problem,
-                                                 type(watchers[n]).__name__))
+                name = type(watchers[n]).__name__
+                if isinstance(problem, Hot):
+                    self.violations.append(Violation(record["i"], now, problem.problem, name,
+                                                     problem.since, problem.since_t))
+                else:
+                    self.violations.append(Violation(record["i"], now, problem, name))
 
     def lines(self) -> str:
         """The records as JSON lines: the trace's bytes (decoded)."""

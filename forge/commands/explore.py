@@ -33,7 +33,7 @@ from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seco
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
-from forge.sim.strategies import SEARCH, STRATEGIES, lookup
+from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, lookup
 
 # The flags' help names strategies by what they declare (`forge.sim.strategies`).
 _WALKING = " and ".join(s.name for s in STRATEGIES if s.explores and s.walks)
@@ -67,8 +67,9 @@ class _ExploreCommand(click.Command):
 @click.option("--database", default=None, metavar="DIR", type=TEXT,
               help="Where failing schedules are kept and replayed first next time "
                    "(default .forge, or FORGE_DATABASE; none keeps none).")
-@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=SEARCH,
-              show_default=True, help=f"How schedules are drawn ({_WALKING} walks the choice tree).")
+@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=None,
+              help=f"How schedules are drawn ({_WALKING} walks the choice tree).  Default: "
+                   f"{DEFAULT}, {lookup(DEFAULT).summary} ({DEFAULT_SHARDED} with --shard).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
 @click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
               help=f"{_BOUNDED.capitalize()} only ({_UNBOUNDED} refuse it): only schedules with at "
@@ -94,6 +95,12 @@ class _ExploreCommand(click.Command):
 @click.option("--check", "checks", multiple=True, metavar="MODULE:FUNCTION", type=TEXT,
               help="Also run this user check on every schedule (repeatable): it takes the "
                    "observation and returns its problems.")
+@click.option("--probe", "user_probes", multiple=True, metavar="MODULE:FUNCTION", type=TEXT,
+              help="Also count the schedules that reach this user probe (repeatable): it "
+                   "takes the observation and returns true when the run reached it.")
+@click.option("--require", "required", multiple=True, metavar="PROBE", type=TEXT,
+              help="Fail the campaign (exit 1) if no schedule reaches this probe "
+                   "(repeatable; a built-in probe's name or a --probe MODULE:FUNCTION).")
 @click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
@@ -121,7 +128,7 @@ class _ExploreCommand(click.Command):
 @differential_options
 def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, expect_outcome, expect_error, allow_failed, same_ids,
-            schedule_independent, checks, replay_out, as_json, workers, shard, backend,
+            schedule_independent, checks, user_probes, required, replay_out, as_json, workers, shard, backend,
             address, impl, timeout, run_seconds, max_decisions, differential,
             known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
@@ -134,6 +141,9 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     schedule (--same-ids); the result equals --expect-result if given;
     the observation is the canonical one (--schedule-independent); each
     --check MODULE:FUNCTION holds.
+    The report lists how many schedules reached each probe (a named
+    behaviour such as a timeout tie or a cancel of a queued task) and those
+    never reached; --require PROBE fails a campaign that never reached it.
     With --faults, the chooser also injects faults (at most --fault-budget
     a run).  A failure is shrunk to a minimal schedule and saved as a
     replay file that `forge replay FILE` reproduces on its own.
@@ -163,6 +173,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     from forge.repro import check_seeds
     from forge.lifecycle.scenario import is_scenario
     part = spread.parse_shard(shard) if shard is not None else None
+    if strategy is None:
+        strategy = DEFAULT_SHARDED if part is not None else DEFAULT
     where = pick_backend(backend, address)
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound
@@ -183,6 +195,10 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks),
                          ending=Verdict.of(expect_outcome, expect_error, allow_failed))
+    from forge import probes as probing
+    from forge.runspec import load_probe
+    loaded = tuple(load_probe(name) for name in user_probes)
+    probing.check_required(required, user_probes)
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
         if part is not None or workers > 1 or where.kind != "local":
             raise InputError("--impl explores in one process; --workers, --shard and --backend "
@@ -215,19 +231,19 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                 done = spread.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
                                             workers=workers,
                                             reduce=not no_reduce, max_deviations=max_deviations,
-                                            where=where)
+                                            where=where, probes=loaded)
             else:
                 done = spread.explore_campaign(spec, expect=expect, strategy=strategy,
                                                seeds=seeds, workers=workers,
                                                pct_depth=pct_depth, where=where,
-                                               progress=bar.update)
+                                               progress=bar.update, probes=loaded)
             outcome = done.outcome
         else:
             bar = Progress(runs, "schedules")
             outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
                                      start_seed=start_seed, pct_depth=pct_depth,
                                      max_deviations=max_deviations, reduce=not no_reduce,
-                                     progress=bar.update)
+                                     progress=bar.update, probes=loaded)
     except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
         if bar is not None:
             bar.close()
@@ -240,13 +256,14 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         write_output(replay_out, write_record(failure.record))
         if db is not None:
             db.save(key, write_record(failure.record))
-    data = report_json(report, failure, replay_out)
+    data = report_json(report, failure, replay_out, user_probes, required)
     if part is not None:
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    show(data, as_json, lookup(strategy).walks, failure.problems if failure else (), bool(spec.faults))
-    if failure is not None:
+    show(data, as_json, lookup(strategy).walks, failure.problems if failure else (),
+         bool(spec.faults))
+    if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
 

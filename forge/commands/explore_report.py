@@ -18,10 +18,19 @@ import click
 from forge.difference import differences_of
 
 
-def report_json(report, failure, replay_out: str) -> dict:
-    """The report as `--json` prints it (and `merge` re-assembles it)."""
+def report_json(report, failure, replay_out: str, user_probes=(), required=()) -> dict:
+    """The report as `--json` prints it (and `merge` re-assembles it): with
+    each probe's count of runs that reached it (`forge.probes`, the users'
+    probes named `user_probes` too), those never reached, and the
+    `required` ones no run reached."""
+    from forge import probes
+
     command = f"forge replay {shlex.quote(replay_out)}"
+    reached = probes.coverage(report.probes, user_probes)
     return {
+        "probes": reached,
+        "probes_missed": [name for name, count in reached.items() if not count],
+        "required_unreached": probes.unreached(reached, required),
         "runs": report.runs,
         "distinct_schedules": report.distinct_traces,
         "outcomes": report.outcomes,
@@ -42,7 +51,18 @@ def report_json(report, failure, replay_out: str) -> dict:
         "accept": _accept(failure),
         # Each shrunk-run problem's structured difference (None: it has none).
         "differences": differences_of(failure.problems) if failure else None,
+        # Which strategy drew the failing run (a portfolio's member, say).
+        "found_by": found_by(report.findings[0].provider) if report.findings else None,
     }
+
+
+def found_by(provider: dict) -> str | None:
+    """The strategy that drew a run, from its description: `random`,
+    `pct depth 2`, `ties`, `exhaustive`."""
+    name = provider.get("strategy") if isinstance(provider, dict) else None
+    if name == "pct":
+        return f"pct depth {provider.get('depth')}"
+    return name
 
 
 def _accept(failure) -> str | None:
@@ -68,6 +88,8 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
                f"outcomes: {plain_counts(data['outcomes'])}")
     if faults_asked or data.get("faults"):
         click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
+    if "probes" in data:
+        _show_probes(data)
     if walks:
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
@@ -78,6 +100,8 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
             f"at seed {found['seed']}"
         # The first line of each: the shrunk run's problems below show their differences.
         click.echo(f"FAILED {where}: " + "; ".join(p.split("\n")[0] for p in found["problems"]))
+        if strategy == "portfolio" and data.get("found_by"):
+            click.echo(f"found by the portfolio's {data['found_by']} strategy")
         minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
         click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
                    f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
@@ -94,6 +118,17 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+
+
+def _show_probes(data: dict) -> None:
+    """The probes reached, with their counts, and those never reached."""
+    reached = {name: count for name, count in data["probes"].items() if count}
+    click.echo("probes reached: " + (", ".join(f"{n} {c}" for n, c in reached.items())
+                                     or "none"))
+    if data.get("probes_missed"):
+        click.echo("never reached: " + ", ".join(data["probes_missed"]))
+    if data.get("required_unreached"):
+        click.echo("REQUIRED and never reached: " + ", ".join(data["required_unreached"]))
 
 
 def show_saved(still, replay_out: str, as_json: bool) -> None:

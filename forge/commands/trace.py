@@ -36,7 +36,8 @@ def trace(trace_file, html_out, observation_file, title, every):
     or a flag).
     """
     from forge.errors import InputError
-    from forge.timeline import abandon_reasons, load_trace, read_observation, render_html
+    from forge.timeline import (abandon_reasons, hot_suffixes, load_trace, read_observation,
+                                render_html)
 
     records, sha256 = load_trace(trace_file)
     if html_out is None:
@@ -52,7 +53,8 @@ def trace(trace_file, html_out, observation_file, title, every):
             if line is not None:
                 click.echo(line)
         return
-    reasons = {}
+    reasons, hot = {}, []
     if observation_file is not None:
-        reasons = abandon_reasons(read_observation(observation_file, trace_file, sha256))
-    write_output(html_out, render_html(records, reasons, title))
+        observed = read_observation(observation_file, trace_file, sha256)
+        reasons, hot = abandon_reasons(observed), hot_suffixes(observed)
+    write_output(html_out, render_html(records, reasons, title, hot))

@@ -199,6 +199,8 @@ class Task:
     #: For a model-started task: the owner's section state that gets notices.
     model_owner: Any = None
     cancelled_value: Any = None
+    #: Its owner asked to cancel it (`tasks.cancel`): it must end by the next step.
+    stop_asked: bool = False
 
     @classmethod
     def main(cls, title: str) -> Task:

@@ -292,7 +292,7 @@ class TasksAPI:
                 self.fanout.arm_ended(waiter, request, task)
         if task.model_owner is not None:
             task.model_owner.task_ended(task)
-        ctx.admission.admit()
+        ctx.admission.after_end()
 
     def joined(self, task: Task) -> None:
         """A delivery (or the owner's end) joins the task: its store work is
@@ -302,6 +302,9 @@ class TasksAPI:
 
     def cancel(self, task: Task) -> None:
         if not task.live:
+            return
+        if (endings.CANCEL_LOST_WHEN_PARKED.on and task.chain is not None
+                and task.chain.state == "parked"):
             return
         ctx = self.ctx
         if task.chain is not None:
@@ -418,6 +421,8 @@ class TasksAPI:
             return error
         if CANCEL_NOT_IDEMPOTENT.on and not t.live:
             return self.err(f"task `{task_id}` already ended")
+        if t.live:
+            t.stop_asked = True     # what the liveness monitors hold the cancel to (forge.liveness)
         self.cancel(t)
         return (True,)
 
@@ -496,6 +501,8 @@ class TasksAPI:
         assert chain.live and chain.parked_on is join
         chain.join_left -= 1
         if join.every and chain.join_left > 0:
+            return
+        if join.every and waits.LAST_END_WAKES_NOBODY.on:
             return
         self.unregister(chain)
         self.ctx.admission.wake(chain, self._deliver(chain, join, timed_out=False))

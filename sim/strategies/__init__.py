@@ -21,14 +21,19 @@ from __future__ import annotations
 import re
 
 from forge.sim.chooser import Provider
-from forge.sim.strategies import canonical, exhaustive, pct, random, replay
+from forge.sim.strategies import canonical, exhaustive, pct, portfolio, random, replay, ties
 from forge.sim.strategies.base import Campaign, Strategy
 
 #: Every strategy, in the order usage lines name them.
-STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, random.STRATEGY, pct.STRATEGY,
-                                    exhaustive.STRATEGY, replay.STRATEGY)
+STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, portfolio.STRATEGY, random.STRATEGY,
+                                    pct.STRATEGY, ties.STRATEGY, exhaustive.STRATEGY,
+                                    replay.STRATEGY)
+#: What `forge explore` draws schedules with when no `--strategy` is given
+#: (`DEFAULT_SHARDED` when its seeds are cut into shards).
+DEFAULT, DEFAULT_SHARDED = portfolio.STRATEGY.name, random.STRATEGY.name
 _BY_NAME = {s.name: s for s in STRATEGIES}
-#: The strategy a search over seeds draws with when it is given none.
+#: The strategy a search over seeds draws with when the Python API or the
+#: pytest plugin is given none.
 SEARCH = random.STRATEGY.name
 #: The strategies `forge explore` offers, by name.
 EXPLORING = tuple(s.name for s in STRATEGIES if s.explores)
@@ -75,5 +80,5 @@ def make_provider(spelling: str) -> Provider:
     return strategy.provider(arguments)
 
 
-__all__ = ["Campaign", "EXPLORING", "SEARCH", "SPELLING", "SPELLINGS", "STRATEGIES", "Strategy",
-           "lookup", "make_provider", "parse", "usage"]
+__all__ = ["Campaign", "DEFAULT", "DEFAULT_SHARDED", "EXPLORING", "SEARCH", "SPELLING",
+           "SPELLINGS", "STRATEGIES", "Strategy", "lookup", "make_provider", "parse", "usage"]

@@ -187,7 +187,8 @@ def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
     (("--forge-seed", str(2**63)), {},
      f"forge: --forge-seed must be at most {2**63 - 1}, got {2**63}"),
     (("--forge-strategy", "sideways"), {},
-     "forge: --forge-strategy must be one of random, pct, exhaustive, got 'sideways'"),
+     "forge: --forge-strategy must be one of portfolio, random, pct, ties, exhaustive, "
+     "got 'sideways'"),
     (("--forge-profile", "nope"), {}, "forge: --forge-profile: no settings profile 'nope'"),
     ((), {"FORGE_PROFILE": "nope"}, "forge: FORGE_PROFILE: no settings profile 'nope'"),
 ])
@@ -308,3 +309,25 @@ def test_a_profile_with_a_bad_setting_is_refused():
         register_profile("bad", runs=0)
     with pytest.raises(pytest.UsageError, match="'rnus' is not a setting"):
         register_profile("bad", rnus=3)
+
+
+TIE = ROOT / "examples" / "explore" / "watch-tie.md"
+
+
+def test_the_summary_lists_the_probes_reached_and_require_fails_a_test(pytester):
+    """The session's summary sums each probe over the explorations and names
+    those never reached; `require=` fails an exploration that never reached
+    its probe (tasks.timeouts.tie-member-wins, tasks.stop.unstarted-never-runs)."""
+    pytester.makepyfile(f"""
+        def test_tie(forge_explore):
+            report = forge_explore({str(TIE)!r}, require=["timeout-tie"])
+            assert report.probes["timeout-tie"] > 0
+
+        def test_queued(forge_explore):
+            forge_explore({str(TIE)!r}, require=["cancel-queued"])
+    """)
+    result = _run(pytester, "--forge-runs", "60", "--forge-seed", "0")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*never reached the required probe(s) cancel-queued*",
+                                 "*forge probes*", "probes reached: timeout-tie *",
+                                 "never reached: join-any-same-instant, task-queued*"])

@@ -53,7 +53,7 @@ def campaign(*extra: str, check: str = "rare") -> list[str]:
             "--json", *extra]
 
 
-@pytest.mark.parametrize("strategy", ["random", "pct"])
+@pytest.mark.parametrize("strategy", ["random", "pct", "portfolio"])
 def test_workers_give_the_serial_report_and_replay_file(forge, tmp_path, strategy):
     check = "rare" if strategy == "random" else "rare_pct"
     serial = forge(*campaign("--strategy", strategy, "--replay-out", "serial.json", check=check))
@@ -64,7 +64,7 @@ def test_workers_give_the_serial_report_and_replay_file(forge, tmp_path, strateg
     assert spread.stdout == serial.stdout
     assert (tmp_path / "serial.json").read_bytes() == serial_replay
     report = json.loads(serial.stdout)
-    assert report["failures"][0]["seed"] == (247 if strategy == "random" else 302)
+    assert report["failures"][0]["seed"] == {"random": 247, "pct": 302, "portfolio": 58}[strategy]
 
 
 @pytest.mark.parametrize("runs, reduce", [("3000", ()), ("60", ()), ("3000", ("--no-reduce",))])
@@ -86,7 +86,8 @@ def test_workers_walk_the_exhaustive_tree_as_one_process_does(forge, tmp_path, r
 
 
 def test_merged_shards_give_the_serial_report(forge, tmp_path):
-    serial = forge(*campaign("--replay-out", "out.json"))
+    # Shards with no --strategy draw random seeds (the portfolio cannot be sharded).
+    serial = forge(*campaign("--strategy", "random", "--replay-out", "out.json"))
     serial_replay = (tmp_path / "out.json").read_bytes()
     (tmp_path / "out.json").unlink()
     for i in (1, 2, 3):
@@ -107,7 +108,8 @@ def test_merged_shards_give_the_serial_report(forge, tmp_path):
 def test_the_faults_fired_add_up_alike_serial_spread_and_sharded(forge, tmp_path):
     """A campaign with --faults counts the faults it fired, by kind, over every
     schedule: workers and merged shards count exactly what one process counts."""
-    base = ("explore", PROMPT, "--args", "2", "--runs", "120", "--faults", "store", "--json")
+    base = ("explore", PROMPT, "--args", "2", "--runs", "120", "--faults", "store", "--json",
+            "--strategy", "random")
     serial = forge(*base)
     assert serial.returncode == 0, serial.stderr
     report = json.loads(serial.stdout)

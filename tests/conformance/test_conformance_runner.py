@@ -88,6 +88,9 @@ def test_text_report_shows_the_failure_with_a_diff():
         "per clause (cases: passed/failed/errored/skipped/expected failures):\n"
         "  c.one  1: 0/1/0/0/0\n"
         "1 clauses cited: 0 passed in every case, 1 not, 0 only skipped\n"
+        "probes reached: none; never reached: cancel-queued, abandon-owner-returned, "
+        "abandon-owner-failed, abandon-tool-loop-exhausted, abandon-owner-aborted, "
+        "abandon-run-terminated, notice-delivered\n"
         "0 passed, 1 failed, 0 errored, 0 skipped\n")
 
 
@@ -194,7 +197,8 @@ def test_json_and_junit_reports():
     assert failed.pop("duration") >= 0
     assert failed == {"id": "g/b", "status": "failed", "clauses": ["c.two"],
                       "features": ["tasks"], "schedule": "canonical", "schedules": ["canonical"],
-                      "seeds": 0, "problems": ['result: expected "other", got "right"']}
+                      "seeds": 0, "problems": ['result: expected "other", got "right"'],
+                      "probes": []}
     assert data["clauses"] == [
         {"id": "c.one", "feature": "tasks", "cases": 1, "passed": 1, "failed": 0, "errored": 0,
          "skipped": 0, "expected_fail": 0},

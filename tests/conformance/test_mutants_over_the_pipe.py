@@ -30,14 +30,25 @@ from forge.runspec import Expectation, spec_from_values
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE2 = [sys.executable, "-m", "forge", "impl-serve", "--level", "2"]
 RUNS = 30
+#: Prompts made for the watchers and liveness monitors that read the trace
+#: alone (`forge mutants`' oracle column): over the pipe only the
+#: differential comparison could see what they catch, which this test does
+#: not claim for them.
+TRACE_ONLY = ("watch-ids.md", "watch-depth.md", "watch-liveness.md")
 #: The watchers' prompts (docs/exploring.md), with the flags they need.
 PROMPTS = [("examples/explore/watch-admission.md", {"concurrency": 1})] + [
     (str(p.relative_to(ROOT)), {}) for p in sorted((ROOT / "examples" / "explore").glob("watch-*.md"))
-    if "admission" not in p.name] + [
+    if "admission" not in p.name and p.name not in TRACE_ONLY] + [
     ("examples/two-tasks.md", {}),
     ("tests/conformance/differential/first-in-set-order.md", {}),
     ("tests/conformance/differential/tie.md", {}),
     ("tests/conformance/differential/second-join.md", {})]
+#: (mutant, prompt) -> why it fails in process and cannot over the pipe.
+UNSEEABLE = {
+    ("waiting-task-keeps-slot", "examples/explore/watch-limits.md"):
+        "the queued task is admitted a step late but the run ends alike: only the liveness "
+        "monitor QueuedWhileSlotFree, which the steps do not feed, sees it",
+}
 EXPECT = Expectation(invariants=True)
 #: The mutants of the Tasks chapter (a lifecycle mutant has no prompt to run).
 MUTANTS = [m for m in CATALOGUE if m.category != "lifecycle" and not m.equivalent]
@@ -79,8 +90,12 @@ def test_the_mutant_fails_over_the_pipe_where_it_fails_in_process(mutant, monkey
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     for path, flags in in_process_failures().get(mutant, ()):
         outcome = explored_over_the_pipe(["env", f"FORGE_MUTANT={mutant}", *SERVE2], path, flags)
-        assert outcome.report.findings, (mutant, path)
-        assert outcome.not_run == {}
+        # The watchers the steps do not feed yet are named, and no other.
+        assert set(outcome.not_run) == set(stream_watch.UNADAPTED)
+        if (mutant, path) in UNSEEABLE:
+            assert not outcome.report.findings, "seen now: drop it from UNSEEABLE"
+        else:
+            assert outcome.report.findings, (mutant, path)
 
 
 def test_the_reference_over_the_pipe_fails_none_of_the_prompts(monkeypatch):

@@ -9,6 +9,8 @@ everywhere; --write-expectations writes a file that makes the same run pass.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 import os
 import shutil
@@ -265,3 +267,23 @@ def test_a_report_file_the_os_refuses_is_refused_before_the_suite_runs():
     assert result.exit_code == 2
     assert "passed" not in result.stdout
     assert "--json cannot write '/dev/full'" in result.stderr
+
+
+def test_the_report_counts_the_probes_the_cases_reached():
+    """Text and JSON list each probe an observation's events show, how many
+    cases reached it, and those none did (tasks.stop.unstarted-never-runs,
+    tasks.reasons.owner-returned, tasks.model.notices.queued-for-owner)."""
+    from forge.conformance.case import load_cases
+    from forge.conformance.adapters import InProcessAdapter
+    from forge.conformance.runner import run_suite
+    from forge.probes import OBSERVED
+
+    root = Path(__file__).resolve().parents[2] / "conformance" / "cases"
+    cases = [c for c in load_cases(root) if c.id.startswith(("lifetimes/", "model-tasks/"))]
+    report = run_suite(cases, InProcessAdapter)
+    counts = report.probes()
+    assert list(counts) == list(OBSERVED)
+    assert counts["cancel-queued"] > 0 and counts["abandon-owner-returned"] > 0
+    assert counts["notice-delivered"] > 0
+    assert report.to_json()["probes"] == counts
+    assert "probes reached: cancel-queued " in report.render_text()

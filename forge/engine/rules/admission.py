@@ -35,6 +35,12 @@ WAITING_KEEPS_SLOT = declare("admission.waiting-keeps-slot", "admission",
                              "a task parked on a wait keeps its slot")
 NEWEST_FIRST = declare("admission.newest-first", "admission", "queued tasks are admitted newest first")
 NO_LIMIT = declare("admission.no-limit", "admission", "the harness ceiling and owner limits are ignored")
+RELEASE_ADMITS_NOBODY = declare("admission.release-admits-nobody", "admission",
+                                "a slot an ending task gives back admits nobody queued "
+                                "(a lost wake-up)")
+WAKE_WAITS_FOR_SLOT = declare("admission.wake-waits-for-slot", "admission",
+                              "a woken task queued for its slot again is not admitted though "
+                              "a slot is free (a lost wake-up)")
 NOT_CLAMPED = declare("admission.not-clamped", "admission",
                       "tasks.concurrency(n) is not clamped to the parent's limit")
 
@@ -148,7 +154,14 @@ class Admission:
         task.waking = chain
         self.scheduler.park(chain, Slot(value))
         self._queue(task)
-        self.admit()
+        if not WAKE_WAITS_FOR_SLOT.on:
+            self.admit()
+
+    def after_end(self) -> None:
+        """An ending's wake-ups are made: the slot it gave back admits the
+        first queued task that fits."""
+        if not RELEASE_ADMITS_NOBODY.on:
+            self.admit()
 
     def ended(self, task: Any) -> None:
         """A task ended: its slot (or its place in the queue) goes.  The caller

@@ -37,6 +37,8 @@ ABANDON_READS_CANCELLED = declare("endings.abandon-recorded-as-cancel", "endings
                                   "an abandoned task reads state cancelled")
 ABANDON_ALSO_FAILED = declare("endings.abandon-also-failed", "endings",
                               "an abandoned task is also recorded as failed")
+CANCEL_LOST_WHEN_PARKED = declare("endings.cancel-lost-when-parked", "endings",
+                                  "a cancel of a task parked on a wait never lands")
 LEAK_NOT_REPORTED = declare("endings.leak-not-reported", "endings",
                             "a chain ending with live tasks ends cleanly")
 LEAK_IDS_COMMA = declare("endings.leak-ids-comma", "endings",

@@ -34,6 +34,11 @@ from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from forge.engine.rules import ids
+from forge.variation import declare
+
+LAST_END_WAKES_NOBODY = declare("waits.last-end-wakes-nobody", "waits",
+                                "a join of every member is not woken when its last member "
+                                "ends (a lost wake-up)")
 
 
 class Parking(Protocol):
