@@ -262,7 +262,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
     show(data, as_json, lookup(strategy).walks, failure.problems if failure else (),
-         bool(spec.faults))
+         bool(spec.faults), strategy)
     if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)

@@ -57,11 +57,11 @@ def report_json(report, failure, replay_out: str, user_probes=(), required=()) -
 
 
 def found_by(provider: dict) -> str | None:
-    """The strategy that drew a run, from its description: `random`,
-    `pct depth 2`, `ties`, `exhaustive`."""
+    """The strategy that drew a run, from its description: its name, and
+    its depth when it has one (`pct depth 2`)."""
     name = provider.get("strategy") if isinstance(provider, dict) else None
-    if name == "pct":
-        return f"pct depth {provider.get('depth')}"
+    if name is not None and "depth" in provider:
+        return f"{name} depth {provider.get('depth')}"
     return name
 
 
@@ -76,9 +76,11 @@ def _accept(failure) -> str | None:
 
 
 def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
-          faults_asked: bool = False) -> None:
+          faults_asked: bool = False, strategy: str | None = None) -> None:
     """Print the report: JSON, or in words (the faults fired over all
-    schedules when --faults asked for them, even if none fired)."""
+    schedules when --faults asked for them, even if none fired; which of a
+    mixed campaign's strategies drew the failure when it is not
+    `strategy`, the campaign's own)."""
     from forge.progress import plain_counts
 
     if as_json:
@@ -96,12 +98,12 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
                    f"deviation bound, {data['unfinished']} unfinished")
     if data["failures"]:
         found = data["failures"][0]
-        where = "on an exhaustive schedule" if found["seed"] is None else \
+        where = "on a schedule of the walk" if found["seed"] is None else \
             f"at seed {found['seed']}"
         # The first line of each: the shrunk run's problems below show their differences.
         click.echo(f"FAILED {where}: " + "; ".join(p.split("\n")[0] for p in found["problems"]))
-        if strategy == "portfolio" and data.get("found_by"):
-            click.echo(f"found by the portfolio's {data['found_by']} strategy")
+        if strategy is not None and data.get("found_by") not in (None, strategy):
+            click.echo(f"found by the {strategy}'s {data['found_by']} strategy")
         minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
         click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
                    f"{found['deviations']} deviations from canonical ({minimal}); the shrunk "
