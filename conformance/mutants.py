@@ -37,6 +37,7 @@ import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its dur
 from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
+from forge.sim.strategies import SEARCH
 
 
 @attrs.frozen
@@ -263,12 +264,12 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
 
     for name, scenario in scenarios:
         try:
-            outcome = campaign.run(scenario, strategy="random", runs=max(1, 3 * seeds))
+            outcome = campaign.run(scenario, strategy=SEARCH, runs=max(1, 3 * seeds))
         except Exception as e:  # noqa: BLE001 - as above
             found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
             continue
         if outcome.failure is not None:
-            found.append(f"{ORACLES}{name}:random")
+            found.append(f"{ORACLES}{name}:{SEARCH}")
     return found
 
 
