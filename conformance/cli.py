@@ -30,6 +30,7 @@ from pathlib import Path
 
 import click
 
+from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import (
     STDOUT,
     BoundedInt,
@@ -111,7 +112,7 @@ Examples:
 """
 
 
-@click.command("conformance", help=CONFORMANCE_HELP)
+@click.command("conformance", cls=JsonCommand, help=CONFORMANCE_HELP)
 @click.option("--impl", metavar="CMD", default=None,
               help="The implementation's command line (shell-style quoting). "
                    "Default: the reference engine, in process.")
@@ -129,9 +130,8 @@ Examples:
                    "An expected failure that passes counts as failed.")
 @click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
               help="Cases run at once.")
-@click.option("--json", "json_file", metavar="FILE", default=None, type=OutputPath(),
-              help="Write the JSON report (docs/report.md; - for stdout): every case with "
-                   "its duration and schedules, per-clause tallies, coverage by feature.")
+@json_option("The report (docs/report.md: every case with its duration and schedules, "
+             "per-clause tallies, coverage by feature)")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
 @click.option("--write-expectations", "expectations_out", metavar="FILE", default=None,
@@ -158,7 +158,7 @@ Examples:
               show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
 @known_differences_option
 @click.pass_context
-def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
+def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_out,
                 junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
                 dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
@@ -178,7 +178,7 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                               known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
-    outputs = {"--json": json_file, "--junit": junit_file,
+    outputs = {"--json": json_out, "--junit": junit_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
@@ -340,7 +340,7 @@ def refuse_all(errors: list[InputError]) -> None:
 
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
-            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0,
+            reduce: bool, replay_out: str, json_out: str | None, timeout: float = 10.0,
             limits: dict | None = None, differential: bool = True,
             known_path: str | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
@@ -388,10 +388,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                           Expectation.from_json(data["expect"]),
                                           differential, known)
         verdict = replay_verdict(data, problems, drift)
-        if as_json:
-            click.echo(json.dumps({"problems": problems, "drift": drift, "verdict": verdict},
-                                  sort_keys=True))
-        else:
+        emit_json(json_out, json.dumps({"problems": problems, "drift": drift,
+                                        "verdict": verdict}, sort_keys=True))
+        if not on_stdout(json_out):
             click.echo(terminal_safe(f"drifted: the engine now asks other decisions than the "
                                      f"record holds: {drift}") if drift
                        else "replayed the recorded schedule")
@@ -429,14 +428,14 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             "watchers_not_run": not_run,
             "replay": replay_out if found else None,
             "replay_command": again if found else None}
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True))
+    emit_json(json_out, json.dumps(data, sort_keys=True))
+    if on_stdout(json_out):
         return 1 if found is not None else 0 if report.complete else 3
     # The summary lines as the reference prints them (outcomes are the
     # implementation's words, so escaped); the failure, told here.
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          False, strategy if outcome.explored else "canonical", ())
+          None, strategy if outcome.explored else "canonical", ())
     if not_run:
         click.echo("watchers that cannot run on an engine's events: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))

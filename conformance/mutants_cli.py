@@ -17,7 +17,8 @@ import sys
 
 import click
 
-from forge.commands.params import BoundedInt, InputPath, OutputPath, Regex
+from forge.commands.jsonflag import JsonCommand, json_option
+from forge.commands.params import BoundedInt, InputPath, Regex
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
@@ -31,7 +32,7 @@ def register(main: click.Group) -> None:
     main.add_command(mutants)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.option("--cases", "cases_dir", type=InputPath(exists=True), default=None,
               help="A case directory or one case file (default: the installed suite).")
 @click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
@@ -41,8 +42,7 @@ def register(main: click.Group) -> None:
               help="Random schedules per example prompt in the invariant check.")
 @click.option("--case-seeds", type=BoundedInt(0, MAX_SEEDS), default=3, show_default=True,
               help="Random schedules per any-schedule case (the suite itself uses 20).")
-@click.option("--json", "json_file", type=OutputPath(), default=None,
-              help="Write the kill matrix as JSON (with --list: the catalogue; - for stdout).")
+@json_option("The kill matrix (with --list: the catalogue)")
 @click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
               help="Worker processes; each mutant runs in one (the matrix is the same).")
 @click.option("--list", "list_only", is_flag=True,

@@ -15,6 +15,7 @@ import shlex
 
 import click
 
+from forge.commands.jsonflag import emit_json, on_stdout
 from forge.difference import differences_of
 
 
@@ -55,14 +56,14 @@ def _accept(failure) -> str | None:
     return verdict.why(failure.observation)
 
 
-def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
+def show(data: dict, json_out: str | None, strategy: str, shrunk_problems,
           faults_asked: bool = False) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired)."""
     from forge.progress import plain_counts
 
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True))
+    emit_json(json_out, json.dumps(data, sort_keys=True))
+    if on_stdout(json_out):
         return
     click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
                f"outcomes: {plain_counts(data['outcomes'])}")
@@ -96,14 +97,14 @@ def show(data: dict, as_json: bool, strategy: str, shrunk_problems,
         click.echo(f"reproduce with: {data['replay_command']}")
 
 
-def show_saved(still, replay_out: str, as_json: bool) -> None:
+def show_saved(still, replay_out: str, json_out: str | None) -> None:
     """A failure the database kept (`forge.failuredb`) that fails again: it
     is the campaign's failure, found before any new schedule ran."""
     command = f"forge replay {shlex.quote(replay_out)}"
-    if as_json:
-        click.echo(json.dumps({"runs": 0, "saved_failure": str(still.path),
-                               "problems": list(still.problems), "replay": replay_out,
-                               "replay_command": command}, sort_keys=True))
+    emit_json(json_out, json.dumps({"runs": 0, "saved_failure": str(still.path),
+                                    "problems": list(still.problems), "replay": replay_out,
+                                    "replay_command": command}, sort_keys=True))
+    if on_stdout(json_out):
         return
     click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "
                "of this prompt and settings still fails (it is replayed before new schedules; "
