@@ -48,7 +48,7 @@ def register(main: click.Group) -> None:
 @click.option("--list", "list_only", is_flag=True,
               help="List the mutants (id, category, what it gets wrong) and exit: the ids "
                    "FORGE_MUTANT=ID forge impl-serve takes.")
-def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_only):
+def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only):
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
@@ -77,10 +77,10 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
                      f"--list runs nothing (it takes {', '.join(LIST_FLAGS[1:])})")
         rows = [{"id": m.id, "category": m.category, "description": m.description,
                  "site": m.site, "equivalent": m.equivalent} for m in selected]
-        if json_file:
-            write_flagged("--json", json_file, json.dumps({"mutants": rows}, indent=1,
+        if json_out:
+            write_flagged("--json", json_out, json.dumps({"mutants": rows}, indent=1,
                                                           sort_keys=True))
-        if json_file != "-":
+        if json_out != "-":
             for row in rows:
                 same = " (equivalent)" if row["equivalent"] else ""
                 click.echo(f"{row['id']:36} {row['category']:12} {row['description']}{same}")
@@ -97,13 +97,13 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
         mark = "killed " if row["killed"] else ("equiv. " if row["equivalent"] else "SURVIVED")
         by = ", ".join(row["killers"][:3]) if row["killed"] else (row["equivalent"] or row["description"])
         click.echo(f"{mark} {row['category']:12} {row['id']:36} {by}",
-                   err=json_file == "-")
+                   err=json_out == "-")
     scored = [r for r in rows if not r["equivalent"]]
     killed = sum(1 for r in scored if r["killed"])
     score = killed / len(scored) if scored else 1.0
-    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_file == "-")
-    if json_file:
-        write_flagged("--json", json_file, json.dumps({"mutants": rows, "killed": killed,
+    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_out == "-")
+    if json_out:
+        write_flagged("--json", json_out, json.dumps({"mutants": rows, "killed": killed,
                                                        "total": len(scored), "score": score},
                                                       indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)
