@@ -33,6 +33,7 @@ import click
 from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import (
     STDOUT,
+    TEXT,
     BoundedInt,
     InputPath,
     OutputPath,
@@ -42,10 +43,14 @@ from forge.commands.params import (
 )
 from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
-from forge.conformance.report import terminal_safe
+from forge.conformance.report import ERRORED, FAILED, INTERRUPTED, UNEXPECTED_PASS, terminal_safe
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
+from forge.limits import I64_MAX
 from forge.run.options import RULES
+
+#: Ctrl-C (forge.cli's EXIT_INTERRUPTED: 128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 #: Names a mutant (conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
@@ -147,6 +152,19 @@ Examples:
 @click.option("--dump-cases", is_flag=True,
               help="Print the selected cases as JSON and exit without running them.")
 @click.option("-v", "--verbose", is_flag=True, help="List every case, not only failures.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Only the failures and the summary line (no per-clause tally).")
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first case that fails or errors.")
+@click.option("--maxfail", type=BoundedInt(1, I64_MAX), default=None, metavar="N",
+              help="Stop once N cases failed or errored.")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True,
+              help="Run only the cases that failed or errored last time (kept in the failure "
+                   "database, .forge/ by default); all of them when none did.")
+@click.option("--collect-only", is_flag=True,
+              help="List the ids of the cases that would run, and run none.")
+@click.option("--database", default=None, metavar="DIR", type=TEXT,
+              help="The failure database --lf reads and every run updates (default .forge, "
+                   "or FORGE_DATABASE; none keeps none).")
 @click.option("--fuzz", "fuzz_count", type=BoundedInt(1, MAX_FUZZ), default=None, metavar="N",
               help="Instead of the suite: run N random task programs on the reference and on "
                    "--impl (level 2) under one schedule each, and write the first difference, "
@@ -160,7 +178,8 @@ Examples:
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_out,
                 junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
-                dump_cases, verbose, fuzz_count, fuzz_seed, fuzz_case, known_differences):
+                dump_cases, verbose, quiet, exitfirst, maxfail, last_failed, collect_only,
+                database, fuzz_count, fuzz_seed, fuzz_case, known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -195,8 +214,19 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     selected = select(cases, patterns, features)
     if not selected:
         raise InputError("no case matches the selection (-k / --features)")
+    from forge import failuredb
+
+    db = failuredb.database(database)
+    suite_key = _suite_key(impl, cases_path)
+    if last_failed:
+        selected = _last_failed(selected, failuredb.last_failed(db, suite_key))
     if dump_cases:
         click.echo(json.dumps([c.to_json() for c in selected], indent=2, ensure_ascii=False))
+        return
+    if collect_only:
+        for case in selected:
+            click.echo(case.id)
+        click.echo(f"{len(selected)} case{'s' if len(selected) != 1 else ''} selected")
         return
     expected = load_expectations(expectations) if expectations else {}
     stale = stale_expectations(expected, cases)
@@ -207,6 +237,7 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     from forge.progress import reporter
 
     show = reporter(len(selected), "cases")
+    maxfail = 1 if exitfirst else maxfail
 
     def progress(done: int, total: int, case_id: str) -> None:
         show(done, case_id)
@@ -219,12 +250,13 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                                                          run_seconds=run_seconds,
                                                          max_decisions=max_decisions),
                                workers=workers, expectations=expected, catalogue=catalogue,
-                               progress=progress)
+                               progress=progress, maxfail=maxfail)
         except HelloError as e:
             raise InputError(e.reason, file="--impl") from None
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue, progress=progress)
+                           expectations=expected, catalogue=catalogue, progress=progress,
+                           maxfail=maxfail)
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
                   "--write-expectations": report.expectations_toml}
     unwritten = []
@@ -236,8 +268,13 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                 unwritten.append(e)
     # With a report on standard output, the human summary goes to stderr;
     # it is shown even when a report could not be written.
-    click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
+    click.echo(report.render_text(verbose, quiet), nl=False, err=bool(on_stdout))
+    failuredb.record_last_failed(db, suite_key, (r.case_id for r in report.results),
+                                 (r.case_id for r in report.results
+                                  if r.status in (FAILED, ERRORED, UNEXPECTED_PASS)))
     refuse_all(unwritten)
+    if report.stopped is not None and report.stopped.startswith(INTERRUPTED):
+        ctx.exit(EXIT_INTERRUPTED)
     ctx.exit(report.exit_code)
 
 
@@ -255,6 +292,28 @@ def impl_serve(level):
 def register(main: click.Group) -> None:
     main.add_command(conformance)
     main.add_command(impl_serve)
+
+
+def _suite_key(impl: str | None, cases_path: str | None) -> str:
+    """Which suite run `--lf` remembers: the implementation's command line
+    and the case folder (each run of another engine keeps its own)."""
+    import hashlib
+
+    where = str(Path(cases_path).resolve()) if cases_path else "installed"
+    return hashlib.sha256(f"{impl or 'reference'}\0{where}".encode("utf-8")).hexdigest()
+
+
+def _last_failed(selected: list, ids: list[str] | None) -> list:
+    """The selected cases that failed last time, or all of them (with a
+    note) when none of them did."""
+    chosen = [c for c in selected if c.id in set(ids or ())]
+    if chosen:
+        click.echo(f"--lf: running the {len(chosen)} case{'s' if len(chosen) != 1 else ''} "
+                   "that failed last time", err=True)
+        return chosen
+    click.echo("--lf: no case of this selection failed last time; running all of them",
+               err=True)
+    return selected
 
 
 def _impl_argv(command: str) -> list[str]:
