@@ -467,11 +467,18 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                 click.echo("passed")
         return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
+    from forge.progress import interrupted, reporter
+
+    show = reporter(runs, "schedules")
     with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
-        outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
-                               start_seed=start_seed, pct_depth=pct_depth,
-                               max_deviations=max_deviations, reduce=reduce,
-                               differential=differential, known=known)
+        try:
+            outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
+                                   start_seed=start_seed, pct_depth=pct_depth,
+                                   max_deviations=max_deviations, reduce=reduce,
+                                   differential=differential, known=known, progress=show)
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            interrupted(show, f"no failure among those checked (from start seed {start_seed})")
+            raise
     report = outcome.report
     found = report.findings[0] if report.findings else None
     from forge.conformance.stream_watch import not_run as watchers_not_run
@@ -560,7 +567,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         import forge.conformance.programs  # noqa: F401 - fails here without Hypothesis
     except ImportError as e:
         raise InputError(str(e), file="--fuzz") from None
-    from forge.progress import reporter
+    from forge.progress import interrupted, reporter
 
     known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     show = reporter(count, "programs")
@@ -572,7 +579,12 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         if level != LEVEL:
             raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
                              "cannot give it the reference's schedule", file="--impl")
-        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"), known=known)
+        try:
+            report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"),
+                          known=known)
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            interrupted(show, f"no difference reported (seed {seed})")
+            raise
     per = report.seconds_per_program * 1000
     click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
                f"{report.seconds:.1f} s ({per:.1f} ms a program, both engines)")

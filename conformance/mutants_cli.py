@@ -66,7 +66,7 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only
     from forge.conformance.mutants import CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.conformance.runner import matches
     from forge.errors import InputError
-    from forge.progress import reporter
+    from forge.progress import interrupted, reporter
 
     selected = [m for m in CATALOGUE if matches(patterns, m.id)]
     if not selected:
@@ -87,8 +87,12 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only
         return
     cases = with_fewer_schedules(load_suite(cases_dir)[0], case_seeds)
     show = reporter(len(selected), "mutants")
-    matrix = kill_matrix(selected, cases, seeds, workers=workers,
-                         progress=lambda n, m: show(n, m.id))
+    try:
+        matrix = kill_matrix(selected, cases, seeds, workers=workers,
+                             progress=lambda n, m: show(n, m.id))
+    except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+        interrupted(show, "no mutation score: the kill matrix is incomplete")
+        raise
     rows = [{"id": m.id, "category": m.category, "description": m.description,
              "site": m.site, "killed": bool(killers), "killers": killers[:5],
              "equivalent": m.equivalent}

@@ -124,6 +124,11 @@ def main() -> None:
     Try 200 random schedules of it:       forge explore examples/two-tasks.md --runs 200
     Run the conformance suite:            forge conformance
     Test another engine over a pipe:      forge conformance --impl 'node my-engine.js'
+
+    Exit codes (the same on every command; docs/limits.md): 0 passed, 1
+    failed, 2 bad input, 3 an exhaustive search stopped at its budget, 70 a
+    bug in the kit, 130 interrupted (Ctrl-C).  Every --json [FILE] prints
+    JSON alone (or with -) and writes it to FILE when given one.
     """
 
 

@@ -152,6 +152,10 @@ def check_command(history: str, html_out: str | None, json_out: str | None) -> N
     Examples:
       forge lifecycle check history.jsonl
       forge lifecycle check history.jsonl --html why.html
+
+    \b
+    Exit codes: 0 passed (the history is linearizable), 1 failed (it is not),
+    2 bad input (the history or a flag).
     """
     import sys
 
@@ -189,6 +193,10 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
     Examples:
       forge lifecycle contract forge.lifecycle.store:MemoryStore
       forge lifecycle contract mystore:make_store -k connections_history_is_linearizable
+
+    \b
+    Exit codes: 0 every check passed, 1 a check failed, 2 bad input (a
+    FACTORY that does not import, an unknown check).
     """
     import importlib
     import os
@@ -212,9 +220,15 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
         raise InputError(f"{module} has no {name}") from None
     chosen = list(names) or list(CHECKS)
     failures = []
-    for check in chosen:
+    for done, check in enumerate(chosen):
         try:
             failures.extend(run_contract(make, [check]))
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            for line in failures:
+                click.echo(f"FAIL {line}")
+            click.echo(f"interrupted after {done} of {len(chosen)} checks; "
+                       f"{len(failures)} failures among them", err=True)
+            raise
         except Exception as exc:  # noqa: BLE001 - the user's store failing is a finding
             failures.append(f"{check}: raised {type(exc).__name__}: {exc}")
     for line in failures:
