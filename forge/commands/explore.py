@@ -28,8 +28,11 @@ import click
 
 from forge.errors import InputError
 
-from forge.commands.explore_report import report_json, show, show_saved
-from forge.commands.jsonflag import JsonCommand, json_option
+from forge.commands.explore_report import report_json, rerun_line, show, show_saved
+
+#: Where `forge explore` keeps its arguments as given (`ctx.meta`).
+RERUN_ARGS = "forge.explore.args"
+from forge.commands.jsonflag import JsonCommand, json_option, spell_json
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
@@ -41,6 +44,12 @@ class _ExploreCommand(JsonCommand):
     """`forge explore PROMPT ...`, and `forge explore merge REPORT...`: a
     first argument `merge` is the merge command (a prompt file of that name
     is `./merge`)."""
+
+    def parse_args(self, ctx, args):
+        # The flags as given, for the failure's one-line reproduction.
+        args = spell_json(self, ctx, args)
+        ctx.meta[RERUN_ARGS] = tuple(args)
+        return click.Command.parse_args(self, ctx, args)
 
     def make_context(self, info_name, args, parent=None, **extra):
         if args and args[0] == "merge":
@@ -239,7 +248,10 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    show(data, json_out, strategy, failure.problems if failure else (), bool(spec.faults))
+    rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
+                       data["failures"][0]["seed"]) if data["failures"] else None
+    show(data, json_out, strategy, failure.problems if failure else (), bool(spec.faults),
+         rerun)
     if failure is not None:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)

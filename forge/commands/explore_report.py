@@ -56,8 +56,37 @@ def _accept(failure) -> str | None:
     return verdict.why(failure.observation)
 
 
+#: `forge explore` flags a one-seed rerun leaves out (they spread, bound or
+#: write the campaign, not what one schedule does), each taking a value.
+_NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", "--backend",
+              "--address", "--database")
+
+
+def rerun_line(args, seed: int | None) -> str | None:
+    """The one-line reproduction that needs no file: `forge explore` with the
+    campaign's own flags (`args`, as given) but one schedule, the failing
+    seed's, and no database, which finds and shrinks the same failure again
+    (seed N is the same schedule in any campaign).  None for an exhaustive
+    walk's failure, which has no seed: its replay file is the way back."""
+    if seed is None or args is None:
+        return None
+    kept, skip = [], False
+    for token in args:
+        if skip:
+            skip = False
+        elif token in _NOT_RERUN:
+            skip = True
+        elif token.startswith(tuple(f + "=" for f in _NOT_RERUN)) or token == "--json" \
+                or token.startswith("--json="):
+            pass
+        else:
+            kept.append(token)
+    return shlex.join(["forge", "explore", *kept, "--start-seed", str(seed), "--runs", "1",
+                       "--database", "none"])
+
+
 def show(data: dict, json_out: str | None, strategy: str, shrunk_problems,
-          faults_asked: bool = False) -> None:
+          faults_asked: bool = False, rerun: str | None = None) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired)."""
     from forge.progress import plain_counts
@@ -95,6 +124,8 @@ def show(data: dict, json_out: str | None, strategy: str, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+        if rerun is not None:
+            click.echo(f"or, with no file: {rerun}")
 
 
 def show_saved(still, replay_out: str, json_out: str | None) -> None:
