@@ -582,7 +582,7 @@ def _rules() -> dict[str, dict[str, _Rule]]:
         "schedule_independent": switch, "reduce": switch,
         "progress": _shape(callable, "None or a callable taking the count of schedules run"),
         "replay_out": _path("--replay-out"), "backend": _text("--backend"),
-        "address": _text("--address"),
+        "address": _text("--address"), "database": _path("--database"),
     }
     replay = {**_harness(data=False), "replay_file": _path("REPLAY_FILE"),
               "prompt": _path("PROMPT")}
@@ -977,7 +977,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             progress: Callable[[int], None] | None = None,
             replay_out: PathLike | None = None, workers: int = 1,
             backend: Literal["local", "dask"] = "local",
-            address: str | None = None, **options: Unpack[RunOptions]) -> ExploreReport:
+            address: str | None = None, database: PathLike | None = None,
+            **options: Unpack[RunOptions]) -> ExploreReport:
     """Run a prompt under many schedules, check each one, shrink the first failure:
     `forge explore`.
 
@@ -1017,6 +1018,12 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         backend, address: `local` processes, or `dask` (the distributed
             extra): the scheduler at `address`, or a local cluster of
             `workers` processes when it is None.
+        database: a failure database folder (`forge explore --database`,
+            docs/exploring.md; `.forge` is the command's default): failures
+            found are kept there, and a kept failure of the same prompt and
+            settings is run first, before any new schedule - one that fails
+            again is the report's failure (`runs` 0), one that passes now is
+            dropped.  None (the default) keeps none.
 
     Returns:
         An `ExploreReport`; `report.ok` is False when a schedule failed.
@@ -1044,6 +1051,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
                          ending=Verdict.of(expect_outcome, expect_error, allow_failed))
+    db, key, saved = _from_database(database, spec, expect, strategy, pct_depth, replay_out)
+    if saved is not None:
+        return saved
     if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
         outcome = walk_campaign(spec, expect=expect, runs=runs, workers=workers, reduce=reduce,
                                 max_deviations=max_deviations, shrink_budget=shrink_budget,
@@ -1071,6 +1081,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             command = f"forge replay {shlex.quote(path)}"
         obs = Observation._of(found.observation, trace=found.trace,
                                     choices=[c[2] for c in found.record["choices"]])
+        if db is not None:
+            db.save(key, write_record(found.record))
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
                             tuple(first.shrunk), first.deviations, first.proven, obs,
                             tuple(found.story), tuple(found.divergence),
@@ -1078,6 +1090,33 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,
                          report.unfinished, _freeze(dict(report.faults)))
+
+
+def _from_database(database: PathLike | None, spec: Any, expect: Any, strategy: str,
+                   pct_depth: int, replay_out: PathLike | None
+                   ) -> tuple[Any, str | None, ExploreReport | None]:
+    """The failure database `database` names (None: none is kept), the
+    campaign's key in it, and the report of a kept failure that fails again
+    (`forge.failuredb.replay_saved`; None when none does)."""
+    if database is None:
+        return None, None, None
+    import shlex
+
+    from forge import failuredb
+
+    db = failuredb.database(_os.fspath(database))
+    if db is None:
+        return None, None, None
+    key = failuredb.campaign_key(spec, expect, strategy, pct_depth)
+    still = failuredb.replay_saved(db, key, spec, expect)
+    if still is None:
+        return db, key, None
+    path = _write(replay_out, still.text) if replay_out is not None else str(still.path)
+    obs = Observation._of(still.observation, trace=still.trace, choices=list(still.choices))
+    failure = Failure(still.seed, still.problems, still.choices, still.choices,
+                      sum(1 for c in still.choices if c), False, obs, replay_file=path,
+                      replay_command=f"forge replay {shlex.quote(path)}")
+    return db, key, ExploreReport(0, 0, _freeze({}), (failure,), strategy)
 
 
 # -- replaying -------------------------------------------------------------------------------

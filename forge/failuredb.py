@@ -177,11 +177,16 @@ def campaign_key(spec, expect, strategy: str, pct_depth: int) -> str:
 @attrs.frozen
 class StillFailing:
     """A saved failure that fails again on the prompt as it is now: its
-    file, the problems, and the replay file of this run."""
+    file, the problems, the replay file of this run, and the run itself
+    (its seed, choice values, observation and trace), for the API's report."""
 
     path: pathlib.Path
     problems: tuple[str, ...]
     text: str
+    seed: int = 0
+    choices: tuple[int, ...] = ()
+    observation: dict = attrs.field(factory=dict, eq=False, repr=False)
+    trace: str = attrs.field(default="", eq=False, repr=False)
 
 
 def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | None:
@@ -219,5 +224,6 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
                    "deviations": sum(1 for c in chooser.choices if c.value),
                    "proven_minimal": False, "faults": []}
         text = write_record(record(spec, expect, seed, chooser.choices, obs, failure=failure))
-        return StillFailing(path, problems, text)
+        return StillFailing(path, problems, text, seed, tuple(values), obs,
+                            run.trace.lines() if crash is None else "")
     return None
