@@ -62,6 +62,7 @@ __all__ = ["Settings", "get_profile", "register_profile"]
 PROFILE_ENV = "FORGE_PROFILE"
 _MARKER = "forge_explore"
 _PENDING = pytest.StashKey[Callable[[], None]]()
+_SEED = pytest.StashKey[tuple[int, bool]]()
 
 
 @attrs.frozen
@@ -70,8 +71,10 @@ class Settings:
 
     runs: int = 100
     strategy: str = "random"
-    #: The first seed; schedules use seeds `seed`, `seed + 1`, ...
-    seed: int = 0
+    #: The first seed; schedules use seeds `seed`, `seed + 1`, ...  None:
+    #: one drawn fresh for the session (`forge.failuredb.fresh_start_seed`,
+    #: which `FORGE_START_SEED` pins), printed with any failure.
+    seed: int | None = None
     pct_depth: int = 3
 
     def merged(self, **changes: Any) -> Settings:
@@ -82,8 +85,9 @@ class Settings:
 _PROFILES: dict[str, Settings] = {
     "default": Settings(),
     # A quick loop at the desk: few schedules, the same ones every run.
-    "dev": Settings(runs=20),
-    # CI has the time: ten times the default.
+    "dev": Settings(runs=20, seed=0),
+    # CI has the time: ten times the default (a fresh first seed each run;
+    # pin it with seed= in a profile of your own, or FORGE_START_SEED).
     "ci": Settings(runs=1000),
 }
 
@@ -169,6 +173,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--forge-replay-dir", default=None, metavar="DIR",
                     help="Write failing schedules' replay files here (default: the test's "
                          "tmp_path).")
+    group.addoption("--forge-database", default=None, metavar="DIR",
+                    help="The failure database: failing schedules kept and run first next "
+                         "time (default .forge in the rootdir, or FORGE_DATABASE; none keeps "
+                         "none).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -214,7 +222,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         s = _settings(config, {})
     except pytest.UsageError:
         return None         # reported where a test uses it
-    return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, first seed {s.seed})"
+    first = "a fresh first seed" if s.seed is None else f"first seed {s.seed}"
+    return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, {first})"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -308,9 +317,11 @@ class _Explorer:
             return self._scenario(prompt, settings, replay_out, keywords)
         refused: str | None = None
         try:
+            seed, drawn = _first_seed(request.config, settings)
             report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
-                             runs=settings.runs, start_seed=settings.seed,
-                             pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
+                             runs=settings.runs, start_seed=seed,
+                             pct_depth=settings.pct_depth, replay_out=replay_out,
+                             database=_database(request.config), **keywords)
         except InputError as e:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
@@ -318,9 +329,12 @@ class _Explorer:
         if report.failures:
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)
-            pytest.fail(_failure_text(report, failure, prompt, settings,
+            pytest.fail(_failure_text(report, failure, prompt,
+                                      attrs.evolve(settings, seed=seed),
                                       _profile_name(request.config), timeline,
-                                      keywords.get("checks", ())), pytrace=False)
+                                      keywords.get("checks", ()),
+                                      _rerun(request.node.nodeid, failure.seed), drawn),
+                        pytrace=False)
         return report
 
     def _marked(self) -> dict[str, Any]:
@@ -345,6 +359,8 @@ class _Explorer:
         if unknown:
             pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
                         "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
+        seed, _ = _first_seed(self.request.config, settings)
+        settings = attrs.evolve(settings, seed=seed)
         out = campaign.run(load(path), settings.strategy, settings.runs, settings.seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
@@ -371,7 +387,8 @@ class _Explorer:
 _MARKED = f"@pytest.mark.{_MARKER}"
 _CALLED = f"{_MARKER}()"
 #: Keywords of `forge.explore` the plugin sets itself, and what to use instead.
-_OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir"}
+_OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir",
+        "database": "--forge-database"}
 
 
 def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
@@ -435,6 +452,44 @@ def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
         seed=config.getoption("forge_seed"))
 
 
+def _first_seed(config: pytest.Config, settings: Settings) -> tuple[int, bool]:
+    """The exploration's first seed, and whether it was drawn: the
+    settings' (a profile's, the marker's, the call's, `--forge-seed`), else
+    one drawn once for the session.
+
+    Raises:
+        InputError: a `FORGE_START_SEED` that is not a seed.
+    """
+    if settings.seed is not None:
+        return settings.seed, False
+    if _SEED not in config.stash:
+        from forge.failuredb import fresh_start_seed
+
+        config.stash[_SEED] = fresh_start_seed()
+    return config.stash[_SEED]
+
+
+def _database(config: pytest.Config) -> str:
+    """The failure database folder: `--forge-database`, else `FORGE_DATABASE`,
+    else `.forge` in the rootdir (`none`: none is kept)."""
+    from forge.failuredb import DATABASE_ENV, DEFAULT
+
+    chosen = config.getoption("forge_database") or os.environ.get(DATABASE_ENV)
+    return chosen if chosen is not None else str(config.rootpath / DEFAULT)
+
+
+def _rerun(nodeid: str, seed: int | None) -> str | None:
+    """The failure's one-line reproduction that needs no file: this test
+    alone, exploring one schedule, the failing seed's (an exhaustive walk's
+    failure has no seed: its replay file is the way back)."""
+    import shlex
+
+    if seed is None:
+        return None
+    return (f"pytest {shlex.quote(nodeid)} --forge-seed {seed} --forge-runs 1 "
+            "--forge-database none")
+
+
 def _write_timeline(failure: Failure, replay_out: Path) -> Path:
     """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
     import json
@@ -458,12 +513,20 @@ def _indented(indent: str, text: str) -> str:
 
 def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
                   settings: Settings, profile: str, timeline: Path | None = None,
-                  checks: Iterable[Any] = ()) -> str:
+                  checks: Iterable[Any] = (), rerun: str | None = None,
+                  drawn: bool = False) -> str:
     from forge.api import _check_name
 
-    lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
-             f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
-             f"first seed {settings.seed}, profile {profile})"]
+    if report.runs == 0:    # found in the failure database, before any new schedule
+        lines = [f"forge: a schedule of {prompt or 'the prompt'} failed again: a failure an "
+                 "earlier run kept in the failure database (it runs before new schedules, "
+                 f"and is dropped once it passes; profile {profile})"]
+    else:
+        lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
+                 f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
+                 f"first seed {settings.seed}"
+                 + (f" (drawn; --forge-seed {settings.seed} repeats these schedules)"
+                    if drawn else "") + f", profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
     from forge import verdict
     if any(map(verdict.is_ending_problem, failure.problems)):
@@ -488,6 +551,9 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     if failure.replay_command:
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")
+        if rerun is not None and report.runs:
+            lines.append("  or, with no file:")
+            lines.append(f"    {rerun}")
         code = sorted({name for name in map(_check_name, checks)
                        if any(_by(name, p) for p in failure.problems)})
         if code:
