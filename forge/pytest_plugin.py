@@ -26,7 +26,8 @@ Registered by the `pytest11` entry point `forge` (disable it with
 
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
-`FORGE_PROFILE`), the marker, the call's keywords, then the command line
+`FORGE_PROFILE`; or a Hypothesis profile `--hypothesis-profile` loads,
+reused through its `max_examples` and `derandomize`), the marker, the call's keywords, then the command line
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
 unknown profile stops the session with one usage error naming it, before
 any test runs.  A setting follows the rule the same value has everywhere
@@ -34,6 +35,11 @@ any test runs.  A setting follows the rule the same value has everywhere
 apply too), and every other keyword the rule of `forge.explore`'s
 argument; a marker or a call that breaks one fails its test in one line
 naming the marker (or the call) and the keyword, with no traceback.
+
+With no seed set, a session draws a fresh first seed (`FORGE_START_SEED`
+pins it); failing schedules are kept in the failure database (`.forge` in
+the rootdir, `--forge-database`) and run first next session
+(`forge.failuredb`, through `forge.explore(database=...)`).
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
@@ -207,7 +213,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """The profile is checked once every conftest (where profiles are
     registered) has been read, before any test runs."""
     name = _profile_name(session.config)
-    if name not in _PROFILES:
+    if name not in _PROFILES and name != _hypothesis_name(session.config):
         option = "--forge-profile" if session.config.getoption("forge_profile") else PROFILE_ENV
         raise pytest.UsageError(f"forge: {option}: no settings profile {name!r}; the profiles "
                                 f"are {', '.join(sorted(_PROFILES))}")
@@ -223,6 +229,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     except pytest.UsageError:
         return None         # reported where a test uses it
     first = "a fresh first seed" if s.seed is None else f"first seed {s.seed}"
+    if name not in _PROFILES:
+        name += ", Hypothesis's"
     return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, {first})"
 
 
@@ -441,13 +449,48 @@ def _is_scenario(path: str) -> bool:
 
 
 def _profile_name(config: pytest.Config) -> str:
-    return config.getoption("forge_profile") or os.environ.get(PROFILE_ENV) or "default"
+    """The profile in force: `--forge-profile`, else `FORGE_PROFILE`, else the
+    Hypothesis profile `--hypothesis-profile` loads (`_hypothesis_profile`),
+    else `default`."""
+    chosen = config.getoption("forge_profile") or os.environ.get(PROFILE_ENV)
+    if chosen:
+        return chosen
+    return _hypothesis_name(config) or "default"
+
+
+def _hypothesis_name(config: pytest.Config) -> str | None:
+    """The Hypothesis profile `--hypothesis-profile` names (Hypothesis's own
+    pytest plugin loads it), None without one or without Hypothesis."""
+    try:
+        return config.getoption("hypothesis_profile", None)
+    except ValueError:
+        return None
+
+
+def _profile(config: pytest.Config) -> Settings:
+    """The profile in force's settings.  A Hypothesis profile is reused, not
+    copied: its `max_examples` is the schedules an exploration runs (as the
+    examples a Hypothesis test tries), and `derandomize=True` pins the first
+    seed to 0, as it fixes Hypothesis's.  A forge profile of the same name
+    (`register_profile`), which can say what Hypothesis has no word for
+    (`strategy`, `pct_depth`), is used instead when there is one."""
+    name = _profile_name(config)
+    if name in _PROFILES or name != _hypothesis_name(config):
+        return get_profile(name)
+    try:
+        from hypothesis import settings as hypothesis_settings
+
+        theirs = hypothesis_settings.get_profile(name)
+    except Exception:  # noqa: BLE001 - no Hypothesis, or no such profile: refused as unknown
+        return get_profile(name)
+    return _PROFILES["default"].merged(runs=theirs.max_examples,
+                                       seed=0 if theirs.derandomize else None)
 
 
 def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
     # Each source was checked on its own (the profile when registered, the
     # options at session start, the marker and the call by `_check_keywords`).
-    return get_profile(_profile_name(config)).merged(**tuning).merged(
+    return _profile(config).merged(**tuning).merged(
         runs=config.getoption("forge_runs"), strategy=config.getoption("forge_strategy"),
         seed=config.getoption("forge_seed"))
 

@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from tests.api.test_pytest_plugin import PLUGIN, RACE
+from tests.api.test_pytest_plugin import PLUGIN, RACE, TWO
 
 pytest_plugins = ["pytester"]
 
@@ -92,3 +92,37 @@ def test_dev_pins_the_first_seed_and_default_draws_one(pytester, monkeypatch):
     pytester.makepyfile("def test_nothing(): pass")
     assert "first seed 0" in _run(pytester, "--forge-profile", "dev").stdout.str()
     assert "a fresh first seed" in _run(pytester, "--forge-profile", "ci").stdout.str()
+
+
+def test_a_hypothesis_profile_is_reused_not_copied(pytester, monkeypatch):
+    """`pytest --hypothesis-profile NAME` (issue 29, item 7): the schedules an
+    exploration runs are the profile's `max_examples`, and `derandomize`
+    pins the first seed to 0, with no forge profile of that name.  (In a
+    subprocess: a Hypothesis profile loaded in this one would stay loaded for
+    the kit's own Hypothesis tests.)"""
+    pytest.importorskip("hypothesis")
+    monkeypatch.delenv("FORGE_START_SEED", raising=False)
+    pytester.makeconftest("""
+        from hypothesis import settings
+        settings.register_profile("quick", max_examples=7, derandomize=True)
+        settings.register_profile("wide", max_examples=9, derandomize=False)
+    """)
+    pytester.makepyfile(f"""
+        def test_two(forge_explore):
+            report = forge_explore({str(TWO)!r}, expect_result="alpha text + beta text")
+            assert report.runs == 7
+    """)
+    def _sub(pytester, *args):
+        return pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", *args)
+
+    result = _sub(pytester, "--hypothesis-profile", "quick")
+    result.assert_outcomes(passed=1)
+    assert "forge: profile quick, Hypothesis's (7 runs, random strategy, first seed 0)" in \
+        result.stdout.str()
+    wide = _sub(pytester, "--hypothesis-profile", "wide")
+    wide.assert_outcomes(failed=1)      # 9 runs, not 7
+    assert "forge: profile wide, Hypothesis's (9 runs, random strategy, a fresh first seed)" \
+        in wide.stdout.str()
+    # A forge profile picked by name beats the Hypothesis one.
+    forge_own = _sub(pytester, "--hypothesis-profile", "wide", "--forge-profile", "dev")
+    assert "forge: profile dev (20 runs" in forge_own.stdout.str()
