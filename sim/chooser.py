@@ -48,6 +48,9 @@ import attrs
 
 MASK64 = (1 << 64) - 1
 
+#: The kind of the decision that picks which ready chain runs next.
+CHAIN_KIND = "chain"
+
 
 class SplitMix64:
     """A tiny, fully specified PRNG, so a seed means the same thing everywhere."""
@@ -279,6 +282,9 @@ class Chooser:
         self.choices.append(Choice(kind, n, value))
         self.options.append(tuple(options) if isinstance(options, (tuple, list)) else
                             Offered(n, options[0], value, options[value]))
+        if kind == CHAIN_KIND and self.completions is not None:
+            # In orders mode a chain pick starts a segment too (`forge.sim.orders`).
+            self.completions.chained(len(self.choices) - 1, options[value])
         return value
 
     def values(self) -> list[int]:

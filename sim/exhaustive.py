@@ -6,12 +6,12 @@ decision past the prefix with more than one such option pushes its
 alternatives.  Three things keep the tree small or say that it was not
 covered:
 
-- *Reduction* (`forge.sim.reduction`): sleep sets over the picks of the
-  next completion, for subjects run in orders mode (`forge.sim.orders`,
+- *Reduction* (`forge.sim.reduction`): sleep sets over chain picks and
+  completion picks, for subjects run in orders mode (`forge.sim.orders`,
   which the CLI's `--strategy exhaustive` uses): a pick asleep at a node is
   not taken there (`pruned`), and a run that reaches a node where every pick
-  sleeps is `redundant` from there on.  A subject without completion picks
-  (the duration-menu mode, a subject over a pipe) is walked unreduced.
+  sleeps is `redundant` from there on.  A subject not in orders mode (the
+  duration-menu mode, a subject over a pipe) is walked unreduced.
 - *A deviation bound* (`max_deviations`): no schedule with more than that
   many non-canonical choices other than chain picks is run (`bounded`).
 - *A budget* (`limit` runs): when it runs out, the report says
@@ -48,8 +48,8 @@ import attrs
 
 from forge.sim.chooser import Choice, Chooser, ReplayProvider
 from forge.sim.explore import Check, Finding, Report, Subject, check_all, finding, tally
-from forge.sim.orders import GLOBAL
-from forge.sim.reduction import Asleep, SleepProvider
+from forge.sim.orders import GLOBAL, footprints
+from forge.sim.reduction import BOUNDED_PICKS, PICKS, Asleep, SleepProvider
 from forge.sim.shrink import trim
 
 
@@ -106,7 +106,7 @@ def step(walk: Walk, entry: Entry) -> Step:
 
     A step depends on nothing but its entry, which is what lets a walk be
     cut into subtrees and run anywhere (`slice_of`, `Tally`)."""
-    chooser, provider, segments, (obs, sha) = _run(walk.subject, entry, walk.reduce)
+    chooser, provider, segments, (obs, sha) = _run(walk, entry)
     made, values = chooser.choices, chooser.values()
     pushed: list[Entry] = []
     bounded = pruned = redundant = 0
@@ -120,7 +120,7 @@ def step(walk: Walk, entry: Entry) -> Step:
             pushed.append(candidate)
 
     start = len(entry.prefix)
-    footprint = {s.at: s.keys for s in segments}
+    footprint = footprints(segments)
     if entry.siblings:
         # The next sibling of the choice this prefix ends with sleeps on it.
         at = start - 1
@@ -319,15 +319,17 @@ def spread(walk: Walk, submit: Callable[[Entry, int], object],
     return counts.report()
 
 
-def _run(subject: Subject, entry: Entry, reduce: bool):
+def _run(walk: Walk, entry: Entry):
     """Run one entry: the chooser, its provider, the completion segments
     (none for a subject without them) and the subject's (obs, sha).
 
     A run that reached its seed has only global segments, which the sleep
     sets it kept online did not know; if sleep skipped an option in it, it
     is run again without sleep past its prefix."""
+    subject, reduce = walk.subject, walk.reduce
+    picks = PICKS if walk.max_deviations is None else BOUNDED_PICKS
     for sleepless in (False, True):
-        provider = SleepProvider(entry.prefix, entry.asleep, sleepless) if reduce \
+        provider = SleepProvider(entry.prefix, entry.asleep, sleepless, picks) if reduce \
             else ReplayProvider(entry.prefix)
         chooser = Chooser(provider)
         if reduce:

@@ -47,11 +47,18 @@ from typing import Any
 
 import attrs
 
+from forge.sim.chooser import CHAIN_KIND
+
 #: The kind of the decision that picks the next completion.
 COMPLETE_KIND = "complete"
 #: A footprint key that conflicts with every other one.
 GLOBAL = "*"
 
+#: Events of a chain entering its section and starting a block: they change
+#: only what that task's own status shows (its section), so they are keyed
+#: by the task.  Admission, ending and delivery events stay global.
+_ENTRY_EVENTS = frozenset({"section_started", "lua_shared_load_started",
+                           "lua_shared_load_succeeded", "lua_chunk_started"})
 #: Trace records a segment may hold and still be described by keys.
 _QUIET_RECORDS = frozenset({"step", "call", "harness", "event"})
 
@@ -63,10 +70,12 @@ class Segment:
     keys cannot describe (a task ended, spawned or was admitted, a wait timed
     out, a fault fired, a call that is not a store operation, ...)."""
 
-    #: The position of the `complete` decision in the choice record.
+    #: The position of the decision in the choice record.
     at: int
     label: str
     keys: frozenset[str]
+    #: The decision's kind: `COMPLETE_KIND`, or `CHAIN_KIND` for a chain pick.
+    kind: str = COMPLETE_KIND
 
 
 class CompletionOrder:
@@ -95,8 +104,14 @@ class CompletionOrder:
         at = len(self.chooser.choices)
         value = self.chooser.choose(COMPLETE_KIND, tuple(labels))
         self._marks.append([at, labels[value], len(self.records), len(self.events),
-                            set(keys[value])])
+                            set(keys[value]), COMPLETE_KIND])
         return value
+
+    def chained(self, at: int, label: str) -> None:
+        """A chain pick was made (the chooser tells, forced ones too): its
+        segment is that chain's step and what follows it up to the next
+        decision of either kind."""
+        self._marks.append([at, label, len(self.records), len(self.events), set(), CHAIN_KIND])
 
     def _note(self, keys: frozenset[str]) -> None:
         (self._marks[-1][4] if self._marks else self._pending).update(keys)
@@ -129,7 +144,7 @@ class CompletionOrder:
         return out
 
     def _segment(self, i: int, trace_end: int, event_end: int, choice_end: int) -> Segment:
-        at, label, trace_at, event_at, keys = self._marks[i]
+        at, label, trace_at, event_at, keys, pick = self._marks[i]
         keys = set(keys)
         for record in self.records[trace_at:trace_end]:
             what = record["what"]
@@ -157,11 +172,34 @@ class CompletionOrder:
             if kind == "lua":
                 keys.add("log")
                 keys.add(f"task:{task}")
-            elif kind.startswith("store_"):
+            elif kind.startswith("store_") or kind in _ENTRY_EVENTS:
                 keys.add(f"task:{task}")
             else:
                 keys.add(GLOBAL)
         for choice in self.chooser.choices[at + 1:choice_end]:
-            if choice.kind != "chain":
+            if choice.kind != CHAIN_KIND:
                 keys.add(GLOBAL)
-        return Segment(at, label, frozenset(keys))
+        return Segment(at, label, frozenset(keys), pick)
+
+
+def footprints(segments: Sequence[Segment]) -> dict[int, frozenset[str]]:
+    """What each decision's step touched, by the decision's position.
+
+    A chain pick's step is its own segment.  A completion's is everything up
+    to the next completion pick: the chains it woke run before any other
+    completion can fire, so firing it and running them is one step, however
+    many chain picks cut it into segments."""
+    out: dict[int, frozenset[str]] = {}
+    open_at: int | None = None
+    keys: set[str] = set()
+    for seg in segments:
+        if seg.kind == COMPLETE_KIND:
+            if open_at is not None:
+                out[open_at] = frozenset(keys)
+            open_at, keys = seg.at, set(seg.keys)
+        else:
+            out[seg.at] = seg.keys
+            keys |= seg.keys
+    if open_at is not None:
+        out[open_at] = frozenset(keys)
+    return out

@@ -50,10 +50,11 @@ from collections.abc import Sequence
 
 from sortedcontainers import SortedList
 
-from forge.sim.chooser import Provider, SplitMix64
+from forge.sim.chooser import CHAIN_KIND, Provider, SplitMix64
+from forge.sim.orders import COMPLETE_KIND
 
-#: The kinds of the scheduling decisions PCT counts (see the module docstring).
-CHAIN_KIND, COMPLETE_KIND = "chain", "complete"
+#: The kinds of the scheduling decisions PCT counts (see the module docstring):
+#: `CHAIN_KIND` and `COMPLETE_KIND`.
 
 #: Mixed into the seed for the stream the other draws come from.
 _DATA_SALT = 0xD1B54A32D192ED03

@@ -1,47 +1,57 @@
-"""Partial-order reduction: sleep sets over the order of completions.
+"""Partial-order reduction: sleep sets over chain picks and completion picks.
 
 Exhaustive search need not run two schedules that differ only in the order
-of independent steps.  The steps reduced here are the picks of orders mode
-(`forge.sim.orders`): which pending completion fires next, together with
-everything the run does until the next such pick (its *segment*).  Two picks
-are *independent* when their segments' footprints - the engine's own facts
-about what each touched: chains stepped, tasks whose events they wrote,
-tasks whose status they read (`tasks.status` shows a task's note and what
-it is blocked on, which change in that task's own steps), store paths (a
-path conflicts with itself, its parents and its children; a glob with
-every path), log lines - are disjoint and neither holds `GLOBAL`.
-A segment is `GLOBAL` when it did anything those keys cannot describe: a
-task started, ended, spawned, was admitted or delivered a result, a wait
-timed out, a call other than a store operation, a fault, a host cancel, or,
-anywhere in the run, a draw from `math.random` or a read of the nonce.
+of independent steps.  In orders mode (`forge.sim.orders`) a run is a
+sequence of decisions of two kinds, and each is a step:
 
-Chain picks (which ready chain runs first at one instant) are never
-reduced: every order is explored, so whatever a step does before its
-harness call - a log line, a status read, a table write - is seen in every
-order.  Fault decisions are not reduced either.
+- a *chain pick* (which ready chain runs next at this instant): that
+  chain's step, up to the next decision of either kind;
+- a *completion pick* (which pending completion fires next): the
+  completion and everything the chains it woke do before the next
+  completion pick (no other completion can fire while a chain is ready, so
+  firing it and running them is one step, however many chain picks cut it).
+
+Two steps are *independent* when their footprints - the engine's own facts
+about what each touched: chains stepped, tasks whose events they wrote
+(their log lines, store outcomes, section entry), tasks whose status they
+read (`tasks.status` shows a task's note and what it is blocked on, which
+change in that task's own steps), store paths (a path conflicts with
+itself, its parents and its children; a glob with every path), log lines -
+are disjoint and neither holds `GLOBAL`.  A step is `GLOBAL` when it did
+anything those keys cannot describe: a task ended, spawned, was admitted or
+delivered a result, a wait timed out, a call other than a store operation,
+a fault, a host cancel, or, anywhere in the run, a draw from `math.random`
+or a read of the nonce.  Chains share no Lua state (each runs in its own
+section environment; `var` is copied into a task), so what a step does
+inside Lua is seen by no other chain except through those keys.
 
 Sleep sets (Godefroid): after the search has explored pick `a` at a node,
 every later sibling `b` carries `a` asleep into its subtree, where `a` stays
-asleep until a pick dependent on it runs; an asleep pick is not taken, and a
-node where every pick sleeps ends a redundant run.  Each footprint is read
-from the run where that pick ran at that node, which is what independence
-at that state needs: when `a` and `b` commute there, `a` after `b` is the
-step `a` was.
+asleep until a step dependent on it runs; an asleep pick is not taken, and a
+node where every pick sleeps (a lone ready chain included) ends a redundant
+run.  Each footprint is read from the run where that pick ran at that node,
+which is what independence at that state needs: when `a` and `b` commute
+there, `a` after `b` is the step `a` was.
+
+Under a deviation bound (`max_deviations`), which does not count chain
+picks, only completion picks are pruned: every order of chains must stay in
+reach of the bounded tree, or the bound would fall on other schedules than
+the unreduced walk's.  Fault decisions are never pruned.
 
 What lives here: independence and the provider that keeps sleep sets along
 one run.  What does not: the search (`forge.sim.exhaustive`), and how
 footprints are read (`forge.sim.orders`).
 
 What `tasks.ready` and `tasks.pending` show (whether a task is live) and
-the rest of a status table (state, live children, turns, section) change
-only in segments that are `GLOBAL` anyway: a task starts, ends, spawns,
-runs a model round, calls or jumps.  `tests/sim/test_reduction_differential.py`
+the rest of a status table (state, live children, turns) change only in
+steps that are `GLOBAL` anyway: a task starts, ends, spawns, runs a model
+round, calls or jumps.  `tests/sim/test_reduction_differential.py`
 compares reduced and unreduced searches on generated prompts that race on
 the store, note and read one another's status.
 
-Stated limit: the reduction trusts that a store write never crosses the
+Stated limits: the reduction trusts that a store write never crosses the
 store's quota in one order and not in the other (the quota is a count over
-every path).
+every path), and likewise the run's budget of section entries.
 """
 
 from __future__ import annotations
@@ -50,8 +60,15 @@ from collections.abc import Sequence
 
 import attrs
 
-from forge.sim.chooser import Provider
+from forge.sim.chooser import CHAIN_KIND, Provider
 from forge.sim.orders import COMPLETE_KIND, GLOBAL
+
+#: The decisions that end a segment and may be pruned: a chain pick and a
+#: completion pick.
+PICKS = frozenset({CHAIN_KIND, COMPLETE_KIND})
+#: What a walk under a deviation bound prunes: the bound does not count chain
+#: picks, so every chain order must stay in reach of the bounded tree.
+BOUNDED_PICKS = frozenset({COMPLETE_KIND})
 
 
 @attrs.frozen
@@ -97,15 +114,18 @@ class SleepProvider(Provider):
     (option 0 for every other kind).
 
     `sleepless` ignores sleep past the prefix (a run that reached its seed,
-    whose segments are all global).  Reads the segments through the
+    whose segments are all global); `reduces` names the kinds of decision
+    pruned (every pick still ends a segment that wakes what it touched).  Reads the segments through the
     chooser's picker (`chooser.completions`), so set `chooser` before the run.
     """
 
     name = "exhaustive"
 
     def __init__(self, prefix: Sequence[int], asleep: Sequence[Asleep] = (),
-                 sleepless: bool = False) -> None:
+                 sleepless: bool = False, reduces: frozenset[str] = PICKS) -> None:
         self.prefix = tuple(prefix)
+        #: The kinds of decision whose asleep options are skipped.
+        self.reduces = reduces
         self.carried = tuple(asleep)
         self.sleepless = sleepless
         self.chooser = None
@@ -132,11 +152,22 @@ class SleepProvider(Provider):
             if pos == len(self.prefix) - 1:
                 self.pending = self.carried
             return value
-        self.pending_at[pos] = self.pending
-        if kind != COMPLETE_KIND or self.blocked_at is not None:
+        order = self.chooser.completions if self.chooser is not None else None
+        if order is None:
+            # Not in orders mode: no segments to read, so nothing is pruned.
+            self.pending_at[pos] = self.pending
             return 0
-        segment = self.chooser.completions.last_segment() if self.chooser else None
-        asleep = () if self.sleepless or segment is None else awake(self.pending, segment.keys)
+        if kind in PICKS and self.blocked_at is None:
+            # The segment that just ended wakes what it depends on.
+            segment = order.last_segment()
+            if self.sleepless or segment is None:
+                self.pending = ()
+            else:
+                self.pending = awake(self.pending, segment.keys)
+        self.pending_at[pos] = self.pending
+        if kind not in self.reduces or self.blocked_at is not None:
+            return 0
+        asleep = self.pending
         names = {s.label for s in asleep}
         picks = tuple(i for i, label in enumerate(options) if label not in names)
         if len(picks) < len(options):
@@ -145,5 +176,4 @@ class SleepProvider(Provider):
             self.blocked_at = pos
             return 0
         self.nodes.append(Node(pos, asleep, tuple(options), picks))
-        self.pending = asleep
         return picks[0]

@@ -23,6 +23,10 @@ from conftest import EXAMPLES
 PROMPT = str(EXAMPLES / "explore" / "store-race.md")
 CHECK = '''def rare(obs):
     return ["a rare trace"] if obs["trace_sha256"].startswith("00") else []
+
+
+def often(obs):
+    return ["a trace starting 0"] if obs["trace_sha256"].startswith("0") else []
 '''
 
 
@@ -57,20 +61,22 @@ def test_workers_give_the_serial_report_and_replay_file(forge, tmp_path, strateg
     assert report["failures"][0]["seed"] == (247 if strategy == "random" else 63)
 
 
-@pytest.mark.parametrize("runs", ["3000", "150"])
-def test_workers_walk_the_exhaustive_tree_as_one_process_does(forge, tmp_path, runs):
+@pytest.mark.parametrize("runs, reduce", [("3000", ()), ("60", ()), ("3000", ("--no-reduce",))])
+def test_workers_walk_the_exhaustive_tree_as_one_process_does(forge, tmp_path, runs, reduce):
     """Subtrees walked by two workers, the whole tree and a budget that cuts
-    it: the report and the replay file of the first failure are the serial
-    walk's, byte for byte."""
-    walk = ["--strategy", "exhaustive", "--runs", runs]
-    serial = forge(*campaign(*walk, "--replay-out", "serial.json"))
+    it, reduced or not: the report and the replay file of the first failure
+    are the serial walk's, byte for byte."""
+    walk = ["explore", PROMPT, "--args", "3" if not reduce else "2", "--runs", runs,
+            "--check", "rarecheck:often", "--json", "--strategy", "exhaustive", *reduce]
+    serial = forge(*walk, "--replay-out", "serial.json")
     serial_replay = (tmp_path / "serial.json").read_bytes()
-    spread = forge(*campaign(*walk, "--workers", "2", "--replay-out", "serial.json"))
+    spread = forge(*walk, "--workers", "2", "--replay-out", "serial.json")
     assert serial.returncode == spread.returncode == 1, spread.stderr
     assert spread.stdout == serial.stdout
     assert (tmp_path / "serial.json").read_bytes() == serial_replay
     report = json.loads(serial.stdout)
-    assert report["pruned"] > 0 and report["complete"] is (runs == "3000")
+    assert len(report["failures"]) > 1 and report["complete"] is (runs == "3000")
+    assert (report["pruned"] > 0) is not reduce
 
 
 def test_merged_shards_give_the_serial_report(forge, tmp_path):
