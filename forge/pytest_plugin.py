@@ -369,7 +369,7 @@ class _Explorer:
                         "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
         seed, _ = _first_seed(self.request.config, settings)
         settings = attrs.evolve(settings, seed=seed)
-        out = campaign.run(load(path), settings.strategy, settings.runs, settings.seed,
+        out = campaign.run(load(path), settings.strategy, settings.runs, seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
         if out.failure is not None:
@@ -462,9 +462,10 @@ def _hypothesis_name(config: pytest.Config) -> str | None:
     """The Hypothesis profile `--hypothesis-profile` names (Hypothesis's own
     pytest plugin loads it), None without one or without Hypothesis."""
     try:
-        return config.getoption("hypothesis_profile", None)
+        name = config.getoption("hypothesis_profile", None)
     except ValueError:
         return None
+    return name if isinstance(name, str) else None
 
 
 def _profile(config: pytest.Config) -> Settings:
@@ -576,10 +577,10 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
         lines.append(_indented("  ", verdict.why(failure.observation.to_dict(), api=True)))
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
-    drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
+    where = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
     lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
                  f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
-                 f"{len(failure.choices)} drawn {drawn}; in virtual time:")
+                 f"{len(failure.choices)} drawn {where}; in virtual time:")
     lines += [_indented("    ", line) for line in failure.story]
     if failure.divergence:
         lines.append("  first divergence from the canonical run:")

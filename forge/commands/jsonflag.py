@@ -13,7 +13,7 @@ and `lifecycle check`, so `forge run --json P.md` still means "print JSON,
 run P.md".  The rule: the word after a bare `--json` is its FILE unless the
 command then lacks a required argument, the word names a subcommand, or the
 command takes files of its own beyond one (`replay`, `explore merge`) and
-the word names an existing file - `--json=FILE` is never read otherwise.
+the word names an existing file.  `--json=FILE` always names the FILE.
 
 What does not live here: the reports themselves (each command's), output
 path checks and writing (`forge.commands.params`).
