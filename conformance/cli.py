@@ -467,17 +467,17 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                 click.echo("passed")
         return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    from forge.progress import interrupted, reporter
-
-    show = reporter(runs, "schedules")
+    ran = [0]       # schedules run, for the partial summary after Ctrl-C
     with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         try:
             outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
                                    start_seed=start_seed, pct_depth=pct_depth,
                                    max_deviations=max_deviations, reduce=reduce,
-                                   differential=differential, known=known, progress=show)
+                                   differential=differential, known=known,
+                                   progress=lambda n: ran.__setitem__(0, n))
         except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
-            interrupted(show, f"no failure among those checked (from start seed {start_seed})")
+            click.echo(f"interrupted after {ran[0]} of {runs} schedules; no failure among those "
+                       f"checked (from start seed {start_seed})", err=True)
             raise
     report = outcome.report
     found = report.findings[0] if report.findings else None
