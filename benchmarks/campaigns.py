@@ -62,9 +62,10 @@ def campaigns(runs: int, dask: bool) -> dict:
             "serial": lambda: explore_prompt(walk_spec, strategy="exhaustive", runs=WALK_RUNS,
                                              reduce=False).report,
             "local pool, 2 workers": lambda: walk_campaign(
-                walk_spec, runs=WALK_RUNS, workers=2, reduce=False).outcome.report,
+                walk_spec, strategy="exhaustive", runs=WALK_RUNS, workers=2,
+                reduce=False).outcome.report,
             "dask local cluster, 2 workers": lambda: walk_campaign(
-                walk_spec, runs=WALK_RUNS, workers=2, reduce=False,
+                walk_spec, strategy="exhaustive", runs=WALK_RUNS, workers=2, reduce=False,
                 where=Backend("dask")).outcome.report,
         },
     }

@@ -19,7 +19,8 @@ import tomllib
 from pathlib import Path
 
 from forge.errors import InputError
-from forge.limits import MAX_CASE_BYTES, data_problem, read_limited, render_path
+from forge.limits import MAX_CASE_BYTES, data_problem, render_path
+from forge.sim.readlimited import NotUTF8, TooLarge, read_text
 
 _AT = re.compile(r"\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)$")
 _AT_END = re.compile(r"\s*\(at end of document\)$")
@@ -33,16 +34,13 @@ def read_toml(path: str | Path) -> tuple[str, dict]:
     """
     name = str(path)
     try:
-        data = read_limited(Path(path), MAX_CASE_BYTES)
+        text = read_text(Path(path), MAX_CASE_BYTES)
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
-    except ValueError as e:
+    except TooLarge as e:
         raise InputError(f"file {e}", file=name) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8 (byte {e.start})", file=name,
-                         line=data[: e.start].count(b"\n") + 1) from None
+    except NotUTF8 as e:
+        raise InputError(str(e), file=name, line=e.line) from None
     return text, parse_toml(text, name)
 
 

@@ -50,7 +50,7 @@ from forge.conformance.impl_process import (
     exit_code,
     write_to,
 )
-from forge.conformance.level2 import LEVEL, drive, hello_level
+from forge.conformance.level2 import DECISIONS, LEVEL, Asked, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
@@ -140,10 +140,18 @@ class Adapter(ABC):
         have = self.features()
         return tuple(f for f in case.features if f not in have)
 
+    def asks_decisions(self) -> bool:
+        """Whether the kit sees the decisions this implementation's runs ask
+        (a level-2 engine's), so a case's `decisions` can be checked."""
+        return False
+
     def skip_reason(self, case: Case) -> str | None:
         """Why this implementation cannot run `case`, or None."""
         if case.operations is not None and LIFECYCLE not in self.features():
             return "lifecycle adapter not available"
+        if DECISIONS in case.expect and not self.asks_decisions():
+            return ("the case checks the decisions a level-2 engine asks, and this "
+                    "implementation speaks level 1")
         missing = self.lacks(case)
         if missing:
             names = ", ".join(f"`{f}`" for f in missing)
@@ -154,23 +162,26 @@ class Adapter(ABC):
 # -- the reference engine ------------------------------------------------------------------
 
 def reference_observation(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                          source: str = "<case>", chooser: Any = None) -> dict:
+                          source: str = "<case>", chooser: Any = None,
+                          steps: bool = False) -> dict:
     """Run a prompt on the reference engine; the observation as plain JSON data.
 
     A prompt the parser refuses is an observation too (outcome `failed`,
     error kind `Parse`): refusing bad prompts is behaviour a case can pin.
     `source` names the case in messages (its file, or its id).  `chooser`
     answers the run's open decisions (default: the schedule `seed` names);
-    `forge impl-serve --level 2` passes one that asks the kit.
+    `forge impl-serve --level 2` passes one that asks the kit.  With
+    `steps`, the observation holds the run's `steps` too (`steps.Recorder`,
+    docs/protocol.md "Steps").
 
     Raises:
         AdapterError: a harness script is unusable, or the engine broke.
     """
-    return _reference_run(prompt_text, spec, seed, source, chooser)[0]
+    return _reference_run(prompt_text, spec, seed, source, chooser, steps)[0]
 
 
 def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
-                   source: str, chooser: Any = None) -> tuple[dict, Any]:
+                   source: str, chooser: Any = None, steps: bool = False) -> tuple[dict, Any]:
     """`reference_observation`, with the run (None for a prompt the parser
     refused).
 
@@ -192,8 +203,17 @@ def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
 
         harness = _build_harness(spec, source)
         config = RunConfig(args=spec.args, seed=seed or 0)
-        run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
-        return run.observation(), run
+        if not steps:
+            run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
+            return run.observation(), run
+        from forge.conformance.steps import Recorder
+        from forge.engine.run import Run
+
+        run = Run(prompt, harness, chooser or make_chooser(seed, None), config)
+        recorder = Recorder(run)
+        run.trace.observe((recorder,))
+        run.execute()
+        return {**run.observation(), "steps": recorder.steps}, run
     except AdapterError:
         raise
     except InputError as e:
@@ -334,11 +354,23 @@ class InProcessAdapter(Adapter):
     def features(self) -> frozenset[str]:
         return frozenset(REFERENCE_FEATURES)
 
+    def asks_decisions(self) -> bool:
+        return True
+
     def run(self, case: Case, seed: int | None) -> dict:
         if case.operations is not None:
             return reference_lifecycle_observation(case.operations, case.harness, case.path)
         if case.prompt is None:
             raise AdapterError("the reference engine runs prompts, and this case has none")
+        if DECISIONS in case.expect:
+            # A decision case runs on the canonical schedule only (`case`
+            # refuses it any other): every answer 0, each decision kept.
+            from forge.sim.chooser import Chooser
+
+            provider = Asked()
+            obs = reference_observation(case.prompt, case.harness, None, case.path,
+                                        Chooser(provider))
+            return {**obs, DECISIONS: provider.seen}
         from forge.variation import switched_on
 
         on = switched_on()
@@ -489,20 +521,33 @@ class SubprocessAdapter(Adapter):
         """The protocol level the implementation's hello announced (1 or 2)."""
         return hello_level(self._ensure())
 
+    def asks_decisions(self) -> bool:
+        return self.level == LEVEL
+
     def run(self, case: Case, seed: int | None) -> dict:
         # At level 2 the kit draws the schedule `seed` names itself (docs/protocol.md).
         from forge.assembly import make_chooser
 
         chooser = make_chooser(seed, None) if self.level == LEVEL else None
-        return self.run_with(case, seed, chooser)
+        if DECISIONS not in case.expect or chooser is None:
+            return self.run_with(case, seed, chooser)
+        seen: list[str] = []
+        observation = self.run_with(case, seed, chooser, seen=seen)
+        return {**observation, DECISIONS: seen}
 
-    def run_with(self, case: Case, seed: int | None, chooser: Any = None) -> dict:
+    def run_with(self, case: Case, seed: int | None, chooser: Any = None,
+                 steps: bool = False, seen: list[str] | None = None) -> dict:
         """`run`, with the decisions of a level-2 implementation answered by
-        `chooser` (None: the implementation decides, as at level 1)."""
+        `chooser` (None: the implementation decides, as at level 1); with
+        `steps`, the run message asks for the run's steps (docs/protocol.md,
+        "Steps"), which an implementation may ignore; each decision asked is
+        appended to `seen`, when given (`level2.decision`)."""
         self._ensure()
         self._proc.new_case()
         message: dict[str, Any] = {"type": "run", "id": case.id, "seed": seed,
                                    "harness": case.harness.to_json()}
+        if steps:
+            message["steps"] = True
         if case.prompt is not None:
             message["prompt"] = case.prompt
         else:
@@ -512,7 +557,7 @@ class SubprocessAdapter(Adapter):
             self._send(message)
             if chooser is not None and self.level == LEVEL:
                 reply = drive(lambda: self._receive(f"case {case.id}"), self._send, case.id,
-                              chooser, self._fail, self.max_decisions)
+                              chooser, self._fail, self.max_decisions, seen)
             else:
                 reply = self._receive(f"case {case.id}")
         finally:

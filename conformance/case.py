@@ -275,6 +275,10 @@ def _check_rules(data: dict, text: str, name: str, catalogue: Collection[str] | 
     if ANY_SCHEDULE in flags and CANONICAL in flags:
         raise InputError(f"flags `{ANY_SCHEDULE}` and `{CANONICAL}` exclude each other",
                          file=name, line=line_of(text, ("flags",)), kind="case")
+    if ANY_SCHEDULE in flags and "decisions" in data.get("expect", {}):
+        raise InputError(f"`expect.decisions` are the canonical schedule's: a case that names "
+                         f"them cannot be flagged `{ANY_SCHEDULE}`",
+                         file=name, line=line_of(text, ("flags",)), kind="case")
     for path, message in matchers.check(data.get("expect", {}), ("expect",)):
         raise InputError(f"{json_path(path)}: {message}", file=name,
                          line=line_of(text, path), kind="matcher")

@@ -48,6 +48,7 @@ from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.limits import I64_MAX
 from forge.run.options import RULES
+from forge.sim.strategies import lookup
 
 #: Ctrl-C (forge.cli's EXIT_INTERRUPTED: 128 + SIGINT).
 EXIT_INTERRUPTED = 130
@@ -139,6 +140,12 @@ Examples:
              "per-clause tallies, coverage by feature)")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
+@click.option("--matrix", "matrix_file", metavar="FILE", default=None, type=OutputPath(),
+              help="Write a static HTML page of cases x engines (this run, and each "
+                   "--matrix-with report), grouped by clause, with the interop score.")
+@click.option("--matrix-with", "matrix_with", metavar="REPORT", multiple=True, type=InputPath(),
+              help="A saved --json report of another run, a column of --matrix. Repeat for "
+                   "several engines.")
 @click.option("--write-expectations", "expectations_out", metavar="FILE", default=None,
               type=OutputPath(),
               help="Write an expectations file that accepts this run: every case that "
@@ -177,9 +184,10 @@ Examples:
 @known_differences_option
 @click.pass_context
 def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_out,
-                junit_file, expectations_out, timeout, run_seconds, max_decisions, catalogue_dir,
-                dump_cases, verbose, quiet, exitfirst, maxfail, last_failed, collect_only,
-                database, fuzz_count, fuzz_seed, fuzz_case, known_differences):
+                junit_file, matrix_file, matrix_with, expectations_out, timeout, run_seconds,
+                max_decisions, catalogue_dir, dump_cases, verbose, quiet, exitfirst, maxfail,
+                last_failed, collect_only, database, fuzz_count, fuzz_seed, fuzz_case,
+                known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -197,7 +205,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                               known_differences))
     refuse_flags(ctx, lambda flag: flag not in FUZZ_ONLY,
                  "for --fuzz only, which is not given")
-    outputs = {"--json": json_out, "--junit": junit_file,
+    if matrix_with and matrix_file is None:
+        raise InputError("adds a column to --matrix, which is not given",
+                         file="--matrix-with")
+    others = [_matrix_column(path) for path in matrix_with]
+    outputs = {"--json": json_out, "--junit": junit_file, "--matrix": matrix_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
@@ -257,7 +269,11 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
                            expectations=expected, catalogue=catalogue, progress=progress,
                            maxfail=maxfail)
+    from forge.conformance import matrix
+
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
+                  "--matrix": lambda: matrix.render(
+                      [matrix.column(report.to_json(), "this run"), *others]),
                   "--write-expectations": report.expectations_toml}
     unwritten = []
     for flag, path in outputs.items():
@@ -276,6 +292,23 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if report.stopped is not None and report.stopped.startswith(INTERRUPTED):
         ctx.exit(EXIT_INTERRUPTED)
     ctx.exit(report.exit_code)
+
+
+def _matrix_column(path: str):
+    """The --matrix column of a saved JSON report.
+
+    Raises:
+        InputError: naming the file, when it is no such report.
+    """
+    from forge.conformance import matrix
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return matrix.column(data, path)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise InputError(f"not a readable JSON report: {e}", file=path) from None
+    except ValueError as e:
+        raise InputError(str(e).split(": ", 1)[1], file=path) from None
 
 
 @click.command("impl-serve", help=SERVE_HELP)
@@ -481,9 +514,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             raise
     report = outcome.report
     found = report.findings[0] if report.findings else None
-    from forge.conformance.stream_watch import not_run as watchers_not_run
-
-    not_run = watchers_not_run() if expect.invariants else {}
+    not_run = outcome.not_run
     if outcome.record is not None:
         write_flagged("--replay-out", replay_out, write_record(outcome.record))
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
@@ -501,9 +532,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     # implementation's words, so escaped); the failure, told here.
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          None, strategy if outcome.explored else "canonical", ())
+          None, outcome.explored and lookup(strategy).walks, ())
     if not_run:
-        click.echo("watchers that cannot run on an engine's events: "
+        click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
         click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))

@@ -28,8 +28,13 @@ for), the debug kinds, the optional `effects` and `rounds`, `virtual_time`
 same answers) that a known-differences file can mute (`KnownDifferences`: the expectations
 format, place patterns mapped to "fail"), and `render` tells the first one
 as a readable diff, naming the first differing event and the clauses the
-place touches.  The cases' matchers compare what a case names; a fuzzed or
-explored run compares everything this module calls normative.
+place touches.  The cases' matchers compare what a case names, by the
+same value rule for empty tables (`empty_table`, a module both read); a
+fuzzed or explored run, and a replay through `--impl`, compares
+everything this module calls normative.  The observation schema marks
+each field and event kind with the side it is on (`x-equivalence`:
+`normative` or `implementation-defined`), and a test holds the schema,
+this module and docs/observation.md to one another.
 
 What does not live here: running either engine (`adapters`), searching
 schedules (`impl_explore`, `fuzz`).
@@ -43,6 +48,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
+
+from forge.conformance.empty_table import empty_table
 
 #: The event kinds whose order and fields the spec fixes for one schedule.
 NORMATIVE_EVENTS = frozenset({
@@ -78,13 +85,19 @@ CLAUSES: Mapping[str, tuple[str, ...]] = {
 
 
 def _clean(value: Any) -> Any:
-    """`value` with null fields left out, and an empty table as `{}` (an empty
-    Lua table may read as `[]` or `{}`)."""
+    """`value` with null fields left out, and an empty table as `{}`
+    (`empty_table`)."""
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_clean(v) for v in value] if value else {}
+        return [_clean(v) for v in value] if not empty_table(value) else {}
     return value
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two values are the same by the equivalence: null fields as
+    left out, an empty table as `[]` or `{}`."""
+    return _clean(a) == _clean(b)
 
 
 def normative_event(event: dict) -> dict:

@@ -60,6 +60,7 @@ from forge.run.spec import RunSpec
 from forge.runspec import Expectation
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report
+from forge.sim.strategies import SEARCH, lookup
 
 #: The case id runs of an explored prompt carry over the pipe.
 CASE_ID = "explore"
@@ -98,7 +99,7 @@ class PipeSubject:
     instead of stopping.
     """
 
-    def __init__(self, adapter: SubprocessAdapter, case: Case) -> None:
+    def __init__(self, adapter: SubprocessAdapter, case: Case, steps: bool = False) -> None:
         try:
             level = adapter.level
         except HelloError as e:
@@ -109,11 +110,11 @@ class PipeSubject:
             raise InputError(f"`{shlex.join(adapter.argv)}` speaks level 1: its hello has no "
                              '"level": 2, so the kit cannot choose its schedule',
                              file="--impl")
-        self.adapter, self.case = adapter, case
+        self.adapter, self.case, self.steps = adapter, case, steps
 
     def __call__(self, chooser: Chooser) -> tuple[dict, str]:
         try:
-            obs = self.adapter.run_with(self.case, chooser.seed, chooser)
+            obs = self.adapter.run_with(self.case, chooser.seed, chooser, steps=self.steps)
         except AdapterError as e:
             obs = {"outcome": "errored", "error": {"kind": "Adapter", "message": e.render()},
                    "events": [], "tasks": {}, "logs": []}
@@ -180,16 +181,16 @@ def not_errored(obs: dict) -> list[str]:
     return []
 
 
-def pipe_checks(expect: Expectation, canonical: dict) -> list:
+def pipe_checks(expect: Expectation, canonical: dict, ceiling: int = 8) -> list:
     """`expect`'s checks, as one that reports an errored run alone (the
     invariants have nothing to read in it); with the invariants, the
-    watchers that can run over the implementation's event stream too
-    (`stream_watch`)."""
+    watchers over the implementation's events and steps too
+    (`stream_watch`; `ceiling` is the run's harness concurrency)."""
     from forge.conformance import stream_watch
 
     checks = expect.checks(canonical)
     if expect.invariants:
-        checks.append(stream_watch.watch)
+        checks.append(lambda obs: stream_watch.watch(obs, ceiling))
 
     def check(obs: dict) -> list[str]:
         return not_errored(obs) or [p for c in checks for p in c(obs)]
@@ -214,6 +215,9 @@ class ImplExploreOutcome:
     explored: bool = True
     #: The shrunk run's readable diff from the reference (differential runs).
     diff: tuple[str, ...] = ()
+    #: Watchers that could not run on the implementation's reports, and why
+    #: (`stream_watch.not_run` of its canonical observation).
+    not_run: dict = attrs.field(factory=dict)
 
 
 def where(found: Finding) -> str:
@@ -225,7 +229,7 @@ def where(found: Finding) -> str:
 
 
 def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectation,
-                 strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                 strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
                  pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                  shrink_budget: int = 3000,
                  progress: Callable[[int], None] | None = None, differential: bool = True,
@@ -241,10 +245,13 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
-    pipe = PipeSubject(adapter, case_of(spec))
+    pipe = PipeSubject(adapter, case_of(spec), steps=expect.invariants)
     subject = DifferentialSubject(pipe, known) if differential else pipe
     first = Chooser(Canonical())
     canonical, _ = subject(first)
+    from forge.conformance import stream_watch
+
+    not_run = stream_watch.not_run(canonical) if expect.invariants else {}
     errored = tuple(not_errored(canonical))
     if not errored and differential:
         errored = tuple(subject.check(canonical))
@@ -252,14 +259,14 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         values = tuple(first.values())
         found = Finding(None, errored, values, values, canonical, 0, True, ON_CANONICAL)
         outcomes = {str(canonical.get("outcome")): 1}
-        report = Report(1, 1, (found,), outcomes, complete=strategy != "exhaustive")
+        report = Report(1, 1, (found,), outcomes, complete=not lookup(strategy).walks)
         diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
-                                  errored, (), explored=False, diff=diff)
-    checks = pipe_checks(expect, canonical)
+                                  errored, (), explored=False, diff=diff, not_run=not_run)
+    checks = pipe_checks(expect, canonical, pipe.case.harness.concurrency)
     if differential:
         checks.append(subject.check)
-    if strategy == "exhaustive":
+    if lookup(strategy).walks:
         report = exhaustive(subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:
@@ -267,7 +274,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
                          progress=progress)
     if not report.findings:
-        return ImplExploreOutcome(report)
+        return ImplExploreOutcome(report, not_run=not_run)
     found = report.findings[0]
     seed = found.seed if found.seed is not None else 0
     chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
@@ -275,7 +282,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     problems = tuple(p for check in checks for p in check(obs))
     diff = tuple(subject.diff()) if differential else ()
     return ImplExploreOutcome(report, _record(spec, expect, found, chooser, obs, problems),
-                              problems, tuple(story(chooser)), diff=diff)
+                              problems, tuple(story(chooser)), diff=diff, not_run=not_run)
 
 
 def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser, obs: dict,
@@ -286,7 +293,8 @@ def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser
     # No trace sha256 marks the record as an engine under test's: even one
     # that reports a trace hash ran its own engine, not the reference, so
     # `forge replay` re-checks the expectation instead of comparing bytes.
-    obs = {**obs, "trace_sha256": None}
+    # The steps are the watchers' reading, not the observation a replay compares.
+    obs = {**{k: v for k, v in obs.items() if k != "steps"}, "trace_sha256": None}
     return record(spec, expect, chooser.seed, chooser.choices, obs, failure=failure,
                   strategy=found.provider)
 
@@ -309,12 +317,12 @@ def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
     Raises:
         InputError: as `explore_impl`.
     """
-    pipe = PipeSubject(adapter, case_of(spec))
+    pipe = PipeSubject(adapter, case_of(spec), steps=expect.invariants)
     subject = DifferentialSubject(pipe, known) if differential else pipe
     canonical, _ = pipe(Chooser(Canonical()))
     provider = RecordedProvider(choices)
     obs, _ = subject(Chooser(provider, seed=seed))
-    checks = pipe_checks(expect, canonical)
+    checks = pipe_checks(expect, canonical, pipe.case.harness.concurrency)
     if differential:
         checks.append(subject.check)
     drift = provider.drift.describe() if provider.drift is not None else None

@@ -73,12 +73,38 @@ def choose_problem(message: dict, case_id: str) -> str | None:
     return None
 
 
+#: The observation key a case's `decisions` expectation is read from: the
+#: kit adds it (an engine never sends it), one `decision` line a `choose`.
+DECISIONS = "decisions"
+
+
+def decision(kind: str, options: Sequence[str]) -> str:
+    """A decision as cases and docs/protocol.md write it: `KIND [LABEL, ...]`."""
+    return f"{kind} [{', '.join(options)}]"
+
+
+class Asked(Provider):
+    """The canonical schedule (every answer 0), keeping each decision asked
+    as a `decision` line: what a case's `decisions` is compared with."""
+
+    name = "asked"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        self.seen.append(decision(kind, options))
+        return 0
+
+
 def drive(receive: Callable[[], dict], send: Callable[[dict], None], case_id: str,
-          chooser: Chooser, fail: Callable[[str], Any], max_decisions: int) -> dict:
+          chooser: Chooser, fail: Callable[[str], Any], max_decisions: int,
+          seen: list[str] | None = None) -> dict:
     """The kit's side of one level-2 run, after its `run` message went out:
     answer each `choose` from `chooser`, and return the first other message
     (the observation, or an error).  `fail(reason)` raises; it is called on a
-    malformed `choose` or past `max_decisions` (`--max-decisions`)."""
+    malformed `choose` or past `max_decisions` (`--max-decisions`).  Each
+    decision asked is appended to `seen`, when given, as a `decision` line."""
     asked = 0
     while True:
         message = receive()
@@ -90,6 +116,8 @@ def drive(receive: Callable[[], dict], send: Callable[[dict], None], case_id: st
         asked += 1
         if asked > max_decisions:
             fail(f"asked more than {max_decisions:,} choices in one run (--max-decisions)")
+        if seen is not None:
+            seen.append(decision(message["kind"], message["options"]))
         pick = chooser.choose(message["kind"], message["options"])
         send({"type": "chosen", "id": case_id, "pick": pick})
 

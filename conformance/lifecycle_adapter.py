@@ -501,8 +501,12 @@ class _Run:
         return [self.alias.get(t.id, t.id) for t in self.mgr.stop_tree(self.parent_of(op, where))]
 
     def op_retry(self, op: dict, where: str) -> dict:
-        snap = self.mgr.retry(self.task_id(op["task"], where), via_tool=op.get("via") == "tool")
-        return self.view(snap)
+        from forge.lifecycle.tools import retry_in_hand
+
+        task_id = self.task_id(op["task"], where)
+        if op.get("via") == "tool":  # the model's path: what it is handed is settled
+            return self.view(retry_in_hand(self.mgr, task_id))
+        return self.view(self.mgr.retry(task_id))
 
     def op_recover(self, op: dict, where: str) -> list:
         return [self.alias.get(t.id, t.id) for t in self.mgr.recover()]

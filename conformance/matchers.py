@@ -7,6 +7,8 @@ An expectation is compared with an observation by these rules:
 - a plain table matches as a subset: every key it names must match, keys it
   does not name are ignored;
 - a plain list matches element-wise and must have the same length;
+- an empty table matches an empty table, `[]` or `{}` alike (the spec's
+  equivalence, `empty_table`: an empty Lua table has no shape);
 - a *matcher table* is a table whose keys are all matcher names, and all of
   them must hold:
   `{exact = v}` (deep equality, no subset rule), `{contains = "s"}` (a string
@@ -43,6 +45,7 @@ import attrs
 
 from forge import schemawording
 from forge.conformance.catalogue import did_you_mean
+from forge.conformance.empty_table import empty_table
 
 MATCHER_KEYS = frozenset({"exact", "contains", "regex", "absent", "any_of", "all_of", "subsequence", "none",
                           "once", "length"})
@@ -179,6 +182,8 @@ def _walk_value(exp: Any, obs: Any, path: tuple, problems: list[str]) -> tuple[A
     if obs is MISSING:
         problems.append(f"{render_path(path)}: expected {show(exp)}, got {show(obs)}")
         return exp, MISSING
+    if empty_table(exp) and empty_table(obs):
+        return obs, obs     # `[]` and `{}` are one empty Lua table (the equivalence)
     if isinstance(exp, dict):
         if not isinstance(obs, dict):
             problems.append(f"{render_path(path)}: expected a table, got {show(obs)}")
@@ -343,6 +348,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _deep_equal(a: Any, b: Any) -> bool:
+    if empty_table(a) and empty_table(b):
+        return True
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(
             _deep_equal(a[k], b[k]) for k in a)

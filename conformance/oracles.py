@@ -245,16 +245,23 @@ class WithinLimits:
     def see(self, r: dict):
         if r["what"] != "admit":
             return
-        run = self.run
-        ceiling = run.harness.ceiling
-        if run.admission.running > ceiling:
-            yield (f"admitting task {r['task']} made {run.admission.running} tasks run at once, "
+        ceiling = self.run.harness.ceiling
+        # A foreign engine's step carries the counts (`steps`); in process
+        # they are read off the run at this record.
+        counts = r if "running" in r else self._counts(r["task"])
+        running, owner = counts["running"], counts["owner"]
+        if running > ceiling:
+            yield (f"admitting task {r['task']} made {running} tasks run at once, "
                    f"above the ceiling {ceiling}")
-        owner = run.tasks[r["task"]].owner
-        limit = min(owner.limit, owner.ceiling or ceiling, ceiling)
-        if owner.busy > limit:
-            yield (f"admitting task {r['task']} made {owner.busy} tasks of chain {owner.id} run "
+        limit = min(counts["limit"], counts["parent_limit"] or ceiling, ceiling)
+        if counts["busy"] > limit:
+            yield (f"admitting task {r['task']} made {counts['busy']} tasks of chain {owner} run "
                    f"at once, above its limit {limit}")
+
+    def _counts(self, task_id: str) -> dict:
+        owner = self.run.tasks[task_id].owner
+        return {"running": self.run.admission.running, "owner": owner.id, "busy": owner.busy,
+                "limit": owner.limit, "parent_limit": owner.ceiling or None}
 
 
 class AdmittedInSpawnOrder:
@@ -379,19 +386,24 @@ class AbandonReasonFits:
 
 
 class SeqContiguous:
-    """Each task's events are numbered 0, 1, 2, ... with no gap or repeat."""
+    """Each task's events are numbered 0, 1, 2, ... with no gap or repeat.
+
+    Over a foreign engine's events (`facts.seq_may_skip`) the spec's own
+    rule: a task's numbers strictly increase, and may skip (docs/observation.md)."""
 
     def __init__(self, facts) -> None:
         self.run = facts
         self.seen = 0
         self.next: dict[str, int] = {}
+        self.may_skip = getattr(facts, "seq_may_skip", False)
 
     def see(self, r: dict):
         events = self.run._events
         for kind, _section, task, seq, _fields in events[self.seen:]:
             want = self.next.get(task, 0)
-            if seq != want:
-                yield f"task {task}'s event {kind} has seq {seq}, expected {want}"
+            if seq < want if self.may_skip else seq != want:
+                yield (f"task {task}'s event {kind} has seq {seq}, expected "
+                       f"{'at least ' if self.may_skip else ''}{want}")
             self.next[task] = seq + 1
         self.seen = len(events)
 

@@ -44,6 +44,13 @@ HEADER = "---\nname: plan\ndescription: generated workload\npromptforge: 0\n---\
 LIVE = "do local live = tasks.pending() if #live > 0 then {} end end"
 
 
+def _worker_section(index: int, lines: list[str]) -> str:
+    """Worker `index`'s section with its code `lines`, and its `#### Leaf` child."""
+    body = "\n".join(lines)
+    return (f"### W{index}\n\n```lua\n{body}\n```\n\n"
+            f"#### Leaf\n\n```lua\nstore.exists('leaf')\nreturn 'leaf'\n```\n\n")
+
+
 @st.composite
 def worker(draw, index: int) -> str:
     lines = []
@@ -58,9 +65,7 @@ def worker(draw, index: int) -> str:
     if draw(st.integers(0, 4)) == 0:
         lines.append(f"error('worker {index} failed', 0)")
     lines.append(f"return 'w{index}'")
-    body = "\n".join(lines)
-    return (f"### W{index}\n\n```lua\n{body}\n```\n\n"
-            f"#### Leaf\n\n```lua\nstore.exists('leaf')\nreturn 'leaf'\n```\n\n")
+    return _worker_section(index, lines)
 
 
 @st.composite
@@ -264,9 +269,7 @@ def fuzz_worker(draw) -> str:
         lines.append(f"error('worker {index} failed', 0)")
     if draw(st.integers(0, 5)) < 5:  # else it falls through into the next worker
         lines.append(f"return 'w{index}'")
-    body = "\n".join(lines)
-    return (f"### W{index}\n\n```lua\n{body}\n```\n\n"
-            f"#### Leaf\n\n```lua\nstore.exists('leaf')\nreturn 'leaf'\n```\n\n")
+    return _worker_section(index, lines)
 
 
 @st.composite

@@ -64,7 +64,8 @@ from forge.conformance.report import (
     clause_coverage,
 )
 from forge.errors import InputError
-from forge.limits import MAX_CASE_BYTES, read_limited
+from forge.limits import MAX_CASE_BYTES
+from forge.sim.readlimited import read_text
 
 EXPECTATIONS = ("fail", "skip")
 
@@ -127,7 +128,7 @@ def load_expectations(path: str | Path) -> dict[str, str]:
     name = str(path)
     if name.endswith(".json"):
         try:
-            data = json.loads(read_limited(Path(path), MAX_CASE_BYTES).decode("utf-8"))
+            data = json.loads(read_text(Path(path), MAX_CASE_BYTES))
         except OSError as e:
             raise InputError(f"cannot read file: {e.strerror or e}", file=name) from None
         except RecursionError:

@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from jsonschema.exceptions import ValidationError, relevance
+from jsonschema.exceptions import relevance
 
-from forge.schemawording import Shelf, describe, pointer
+from forge.schemawording import Remembered, Shelf, describe, pointer
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 #: The conformance kit's schemas, each read and compiled once, `$ref`s
 #: between them resolved (`forge.schemawording.Shelf`).
 SHELF = Shelf(SCHEMA_DIR)
-path_of, schema, validator = SHELF.path_of, SHELF.schema, SHELF.validator
+path_of, schema, validator, errors = SHELF.path_of, SHELF.schema, SHELF.validator, SHELF.errors
 CASE = "case"
 OBSERVATION = "observation"
 LIFECYCLE_OBSERVATION = "lifecycle-observation"
@@ -43,23 +43,18 @@ REPORT = "report"
 SHOW_VIOLATIONS = 10
 
 
-def errors(name: str, instance: Any, definition: str | None = None) -> list[ValidationError]:
-    """Every error of `instance` against schema `name` (or one of its
-    definitions), the most relevant first."""
-    return sorted(validator(name, definition).iter_errors(instance), key=relevance,
-                  reverse=True)
-
-
 def violations(name: str, instance: Any, limit: int | None = SHOW_VIOLATIONS) -> list[str]:
     """`/pointer: rule` for each error (at most `limit`, then a count of the rest)."""
-    found = errors(name, instance)
-    # jsonschema's relevance puts the shallowest error first; show in document order.
+    return _lines(errors(name, instance), schema(name), limit)
+
+
+def _lines(found: list, root: dict, limit: int | None) -> list[str]:
+    """The errors `found`, the most relevant first, as lines: the first
+    `limit` of them in document order, then a count of the rest."""
     shown = sorted(found if limit is None else found[:limit],
                    key=lambda e: [str(p) for p in e.absolute_path])
-    lines = []
-    for error in shown:
-        path, message, _ = describe(error, schema(name))
-        lines.append(f"{pointer(path)}: {message}")
+    lines = [f"{pointer(path)}: {message}"
+             for path, message, _ in (describe(e, root) for e in shown)]
     if limit is not None and len(found) > limit:
         lines.append(f"... and {len(found) - limit} more schema violations")
     return lines
@@ -86,7 +81,7 @@ def observation_violations(observation: Any, limit: int | None = SHOW_VIOLATIONS
     else:
         found = list(_shell_validator().iter_errors(shell))
         if not found and shell_key is not None:
-            _remember(shell_key)
+            _VALID.add(shell_key)
     for i, event in enumerate(observation["events"]):
         key = _key(event)
         if key is not None and key in _VALID:
@@ -101,28 +96,15 @@ def observation_violations(observation: Any, limit: int | None = SHOW_VIOLATIONS
             found.append(error)
             clean = False
         if clean and key is not None:
-            _remember(key)
+            _VALID.add(key)
     found.sort(key=relevance, reverse=True)
-    shown = sorted(found if limit is None else found[:limit],
-                   key=lambda e: [str(p) for p in e.absolute_path])
-    lines = [f"{pointer(path)}: {message}"
-             for path, message, _ in (describe(e, schema(OBSERVATION)) for e in shown)]
-    if limit is not None and len(found) > limit:
-        lines.append(f"... and {len(found) - limit} more schema violations")
-    return lines
+    return _lines(found, schema(OBSERVATION), limit)
 
 
 #: Events, and observations without their events, found valid, by their
 #: JSON text: the schedules of one case repeat most of them exactly, so a
 #: suite checks each only once.
-_VALID: set[str] = set()
-MAX_REMEMBERED = 200_000
-
-
-def _remember(key: str) -> None:
-    if len(_VALID) >= MAX_REMEMBERED:
-        _VALID.clear()
-    _VALID.add(key)
+_VALID = Remembered(200_000)
 
 
 def _key(value: Any) -> str | None:

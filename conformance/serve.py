@@ -162,7 +162,8 @@ def _run(message: dict, provider: PipeProvider | None = None) -> dict:
         return _error(case_id, e.message)
     chooser = None if provider is None else Chooser(provider, seed=seed or 0)
     try:
-        observation = reference_observation(prompt, spec, seed, case_id, chooser)
+        observation = reference_observation(prompt, spec, seed, case_id, chooser,
+                                            steps=message.get("steps") is True)
     except AdapterError as e:
         return _error(case_id, e.render())
     except Exception as e:  # noqa: BLE001 - e.g. a malformed harness: say so, keep serving

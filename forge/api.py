@@ -64,6 +64,8 @@ from forge.run.values import Switch as _Switch
 from forge.run.values import Text as _Text
 from forge.run.values import check_value as _check_value
 from forge.run.values import shown as _shown
+from forge.sim.strategies import SEARCH as _SEARCH
+from forge.sim.strategies import lookup as _lookup
 from forge.lifecycle.clock import ThreadClock, VirtualClock
 from forge.lifecycle.contract import run_contract as run_store_contract
 from forge.lifecycle.errors import TaskError
@@ -109,7 +111,9 @@ __all__ = [
 #: `AssertionError`'s message is the problem.  Named checks follow the same
 #: rule (`forge.runspec.UserCheck`).
 Check = Callable[["Observation"], Union[Iterable[str], str, bool, None]]
-Strategy = Literal["random", "pct", "exhaustive"]
+#: A strategy `explore` offers, by name (`forge.sim.strategies.EXPLORING`,
+#: the registry each strategy declares itself in; `explore` refuses another).
+Strategy = str
 
 
 # -- frozen JSON -----------------------------------------------------------------------------
@@ -838,10 +842,10 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
     from forge.run.record import record
-    from forge.runspec import Expectation, Runner, run_chooser
+    from forge.runspec import Expectation, Runner, in_mode, run_chooser
     from forge.sim.replayfile import write_record
 
-    spec = _spec(prompt, source, latency_menu, options, where="run_prompt")
+    spec = in_mode(_spec(prompt, source, latency_menu, options, where="run_prompt"), strategy)
     runner = Runner(spec)
     chooser = run_chooser(seed, strategy)
     done = runner.run(chooser)
@@ -931,7 +935,7 @@ class ExploreReport:
                 f"outcomes: {plain_counts(self.outcomes)}")
         if self.faults:
             line += f"; faults fired: {plain_counts(self.faults)}"
-        if self.strategy == "exhaustive":
+        if _lookup(self.strategy).walks:
             line += ("; covered the whole tree" if self.complete
                      else f"; stopped at the budget with {self.unfinished} subtrees unfinished")
         if self.failures:
@@ -967,7 +971,7 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 
 @_checked
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
-            strategy: Strategy = "random", runs: int = 200, start_seed: int = 0,
+            strategy: Strategy = _SEARCH, runs: int = 200, start_seed: int = 0,
             pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
             expect_result: str | None = None, expect_outcome: str | None = None,
             expect_error: str | None = None, allow_failed: bool = False,
@@ -1055,7 +1059,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     if saved is not None:
         return saved
     if (workers > 1 or where.kind != "local") and lookup(strategy).walks:
-        outcome = walk_campaign(spec, expect=expect, runs=runs, workers=workers, reduce=reduce,
+        outcome = walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                workers=workers, reduce=reduce,
                                 max_deviations=max_deviations, shrink_budget=shrink_budget,
                                 where=where, extra_checks=extra).outcome
     elif workers > 1 or where.kind != "local":

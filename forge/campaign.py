@@ -45,11 +45,11 @@ from forge.pool import LOCAL, Backend, Pool
 from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.run.record import record
 from forge.run.spec import RunSpec
-from forge.runspec import Expectation
+from forge.runspec import Expectation, in_mode
 from forge.sim.chooser import Chooser
 from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
 from forge.sim.explore import Report, check_all, finding, tally
-from forge.sim.strategies import STRATEGIES, lookup
+from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: Seeds a worker runs per task: enough to hide the cost of a round trip,
 #: few enough that a failure early in the range wastes little.
@@ -182,14 +182,14 @@ def _walk_slice(task: tuple[Entry, int]) -> Slice:
 SLICE = 32
 
 
-def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), runs: int,
+def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), strategy: str, runs: int,
                   workers: int = 2, reduce: bool = True, max_deviations: int | None = None,
                   shrink_budget: int = 3000, where: Backend = LOCAL,
                   extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
-    """`forge.repro.explore_prompt`'s exhaustive walk with its subtrees on a
-    pool: the same outcome (a walk is never sharded, so it keeps no traces)."""
-    # A walk explores orderings of completions, as `explore_prompt`'s does.
-    spec = attrs.evolve(spec, orders=True)
+    """`forge.repro.explore_prompt`'s walk of the tree (`strategy` walks)
+    with its subtrees on a pool: the same outcome (a walk is never sharded,
+    so it keeps no traces)."""
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
     walk = Walk(runner.subject, checks, reduce, max_deviations)
     with Pool(workers, _setup_walk, (spec, expect, tuple(extra_checks), reduce, max_deviations,
@@ -201,13 +201,14 @@ def walk_campaign(spec: RunSpec, *, expect: Expectation = Expectation(), runs: i
 
 
 def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
-                     strategy: str = "random", seeds: range, workers: int = 2,
+                     strategy: str = SEARCH, seeds: range, workers: int = 2,
                      pct_depth: int = 3, shrink_budget: int = 3000,
                      where: Backend = LOCAL,
                      progress: Callable[[int], None] | None = None,
                      extra_checks: Sequence[Callable[[dict], list[str]]] = ()) -> Campaign:
     """`forge.repro.explore_prompt` over `seeds` on a pool: the same outcome,
     with the distinct trace hashes a shard report carries."""
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
     chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
                                                                           CHUNK)]

@@ -156,10 +156,11 @@ def run(prompt, seed, strategy, trace_file, replay_out, json_out, **harness):
     """
     from forge.engine.run import observation_json
     from forge.run.record import record
-    from forge.runspec import Expectation, Runner, run_chooser, spec_from_flags
+    from forge.runspec import Expectation, Runner, in_mode, run_chooser, spec_from_flags
     from forge.sim.replayfile import write_record
 
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
+    spec = in_mode(spec, strategy)
     chooser = run_chooser(seed, strategy)
     result = Runner(spec).run(chooser)
     obs = result.observation()

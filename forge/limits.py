@@ -6,17 +6,16 @@ cost unbounded time or memory in a parser, overflow a 64-bit integer, or
 reach the engine as a number it cannot represent.  Each limit is far above
 any real input; passing one is bad input (exit code 2), named in one line.
 
-What does not live here: the checks themselves (beside each reader), and the
-run-time budgets of a prompt's Lua (`forge.lua`, `forge.engine`).
+What does not live here: the checks themselves (beside each reader), the
+one size-limited file read every reader uses (`forge.sim.readlimited`, in
+the simulator so that its replay reader uses it too), and the run-time
+budgets of a prompt's Lua (`forge.lua`, `forge.engine`).
 """
 
 from __future__ import annotations
 
-import errno
 import math
-import os
 import re
-import stat
 from typing import Any
 
 #: Bytes of a prompt file (or a case's prompt text).  Real prompts are a few
@@ -29,8 +28,7 @@ MAX_FRONTMATTER_BYTES = 64 * 1024
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
 #: Bytes of a case file, an expectations file.
 MAX_CASE_BYTES = 16 * 1024 * 1024
-#: Bytes of a replay file (mirrors `forge.sim.chooser.MAX_REPLAY_BYTES`).
-MAX_REPLAY_BYTES = 64 * 1024 * 1024
+#: (A replay file's, `MAX_REPLAY_BYTES`, is the simulator's: `forge.sim.replayfile`.)
 #: Files, and bytes in all, of a folder seeding the store (`forge run --store`).
 MAX_STORE_FILES = 10_000
 MAX_STORE_BYTES = 64 * 1024 * 1024
@@ -99,57 +97,6 @@ def _valid_text(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-#: Seconds a named pipe may stay silent (no writer yet, or a writer that
-#: writes nothing more and does not close) before it is refused.
-PIPE_SILENCE_S = 10.0
-
-
-def read_limited(path, limit: int) -> bytes:
-    """The file's bytes, refusing (ValueError) one past `limit` without reading it all.
-
-    A named pipe (a FIFO, `<(...)`) is opened without waiting for a writer -
-    a plain `open` would wait forever for one - and read as its writer
-    writes; one that stays silent for `PIPE_SILENCE_S` is refused, and one
-    that keeps writing stops at the limit.
-
-    Raises:
-        OSError: the file cannot be read, or is a pipe that stayed silent.
-        ValueError: it is larger than `limit` bytes.
-    """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    with open(fd, "rb", buffering=0, closefd=True) as f:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
-            data = _read_pipe(fd, limit + 1)
-        else:
-            os.set_blocking(fd, True)
-            data = f.read(limit + 1)
-    if len(data) > limit:
-        raise ValueError(f"larger than the limit of {limit} bytes (docs/limits.md)")
-    return data
-
-
-def _read_pipe(fd: int, most: int) -> bytes:
-    """Up to `most` bytes of a non-blocking pipe, until its writer closes it."""
-    import select
-
-    chunks, got = [], 0
-    while got < most:
-        ready, _, _ = select.select([fd], [], [], PIPE_SILENCE_S)
-        if not ready:
-            raise OSError(errno.ETIMEDOUT, f"a named pipe that stayed silent for "
-                                           f"{PIPE_SILENCE_S:g} s (no writer, or one "
-                                           "that neither writes nor closes it)")
-        try:
-            chunk = os.read(fd, min(1 << 20, most - got))
-        except BlockingIOError:
-            continue
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
 
 
 def compile_pattern(value: str) -> re.Pattern:

@@ -76,7 +76,10 @@ class Settings:
     """How many schedules a test explores, and how they are drawn."""
 
     runs: int = 100
-    strategy: str = "random"
+    #: A strategy `forge.explore` offers, by name; None: `forge.explore`'s
+    #: default (the registry's `forge.sim.strategies.SEARCH`, not imported
+    #: here so that loading the plugin stays cheap).
+    strategy: str | None = None
     #: The first seed; schedules use seeds `seed`, `seed + 1`, ...  None:
     #: one drawn fresh for the session (`forge.failuredb.fresh_start_seed`,
     #: which `FORGE_START_SEED` pins), printed with any failure.
@@ -172,8 +175,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="The first seed of every exploration (and forge_run's seed).")
     group.addoption("--forge-runs", type=int, default=None, metavar="N",
                     help="Schedules per exploration (beats the profile and the marker).")
-    group.addoption("--forge-strategy", default=None, metavar="random|pct|exhaustive",
-                    help="How schedules are drawn (beats the profile and the marker).")
+    group.addoption("--forge-strategy", default=None, metavar="NAME",
+                    help="How schedules are drawn: a strategy forge explore --strategy offers "
+                         "(beats the profile and the marker).")
     group.addoption("--forge-profile", default=None, metavar="NAME",
                     help=f"Settings profile: default, dev, ci or your own (env {PROFILE_ENV}).")
     group.addoption("--forge-replay-dir", default=None, metavar="DIR",
@@ -231,7 +235,14 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     first = "a fresh first seed" if s.seed is None else f"first seed {s.seed}"
     if name not in _PROFILES:
         name += ", Hypothesis's"
-    return f"forge: profile {name} ({s.runs} runs, {s.strategy} strategy, {first})"
+    return f"forge: profile {name} ({s.runs} runs, {_strategy(s)} strategy, {first})"
+
+
+def _strategy(settings: Settings) -> str:
+    """The strategy the settings explore under, by name."""
+    from forge.sim.strategies import SEARCH
+
+    return settings.strategy if settings.strategy is not None else SEARCH
 
 
 @pytest.hookimpl(wrapper=True)
@@ -326,7 +337,7 @@ class _Explorer:
         refused: str | None = None
         try:
             seed, drawn = _first_seed(request.config, settings)
-            report = explore(prompt, strategy=settings.strategy,  # type: ignore[arg-type]
+            report = explore(prompt, strategy=_strategy(settings),
                              runs=settings.runs, start_seed=seed,
                              pct_depth=settings.pct_depth, replay_out=replay_out,
                              database=_database(request.config), **keywords)
@@ -369,7 +380,7 @@ class _Explorer:
                         "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
         seed, _ = _first_seed(self.request.config, settings)
         settings = attrs.evolve(settings, seed=seed)
-        out = campaign.run(load(path), settings.strategy, settings.runs, seed,
+        out = campaign.run(load(path), _strategy(settings), settings.runs, seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
         if out.failure is not None:
@@ -567,7 +578,7 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
                  f"and is dropped once it passes; profile {profile})"]
     else:
         lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
-                 f"(after {report.runs} of {settings.runs} {settings.strategy} schedules, "
+                 f"(after {report.runs} of {settings.runs} {_strategy(settings)} schedules, "
                  f"first seed {settings.seed}"
                  + (f" (drawn; --forge-seed {settings.seed} repeats these schedules)"
                     if drawn else "") + f", profile {profile})"]
@@ -624,7 +635,7 @@ def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, se
     f = out.failure
     assert f is not None  # called only for a failed campaign
     lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
-             f"(after {out.runs} of {settings.runs} {settings.strategy} schedules, "
+             f"(after {out.runs} of {settings.runs} {_strategy(settings)} schedules, "
              f"first seed {settings.seed}, profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in f.problems]
     minimal = "a proven local minimum" if f.proven else "not proven minimal"

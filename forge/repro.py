@@ -21,6 +21,7 @@ search strategies and the shrinker (`sim`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 
@@ -30,10 +31,11 @@ from forge.run.options import PLAIN
 from forge.run.record import (kit_version, observation_sha256, read_replay, record,
                                spec_from_record)
 from forge.run.spec import RunSpec
-from forge.runspec import Expectation, Runner, crashed, spec_from_flags, with_violations
+from forge.runspec import (Expectation, Runner, crashed, in_mode, spec_from_flags,
+                           with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
-from forge.sim.strategies import STRATEGIES, lookup
+from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -96,7 +98,7 @@ class ReplayOutcome:
 
 
 def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
-                   strategy: str = "random", runs: int = 200, start_seed: int = 0,
+                   strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                    shrink_budget: int = 3000,
                    progress: Callable[[int], None] | None = None,
@@ -111,9 +113,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
 
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
-    if walks:
-        # A walk of the tree explores orderings of completions, not durations.
-        spec = attrs.evolve(spec, orders=True)
+    spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks)
     if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
@@ -419,15 +419,13 @@ def first_divergence(canonical: list[dict], failing: list[dict]) -> list[str]:
     def bare(rec: dict) -> dict:
         return {k: v for k, v in rec.items() if k != "i"}
 
-    for index, (a, b) in enumerate(zip(canonical, failing)):
-        if bare(a) != bare(b):
-            return [f"step {index}: canonical   {describe(a, True)}",
-                    f"step {index}: this run    {describe(b, True)}"]
-    if len(canonical) != len(failing):
-        index = min(len(canonical), len(failing))
-        longer, name = (canonical, "canonical") if len(canonical) > index else (failing, "this run")
-        return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
-    return []
+    index, longer, name = _parting(canonical, failing, lambda a, b: bare(a) == bare(b))
+    if index is None:
+        return []
+    if longer is None:
+        return [f"step {index}: canonical   {describe(canonical[index], True)}",
+                f"step {index}: this run    {describe(failing[index], True)}"]
+    return [f"step {index}: only {name} goes on: {describe(longer[index], True)}"]
 
 
 def observation_divergence(canonical: dict, failing: dict) -> list[str]:
@@ -435,19 +433,33 @@ def observation_divergence(canonical: dict, failing: dict) -> list[str]:
     differing event, else the first differing field (a refused store write,
     say, leaves the trace as it was)."""
     a, b = canonical.get("events", []), failing.get("events", [])
-    for index, (x, y) in enumerate(zip(a, b)):
-        if x != y:
-            return [f"same trace; event {index}: canonical {_event(x)}",
-                    f"same trace; event {index}: this run  {_event(y)}"]
-    if len(a) != len(b):
-        index = min(len(a), len(b))
-        longer, name = (a, "canonical") if len(a) > index else (b, "this run")
+    index, longer, name = _parting(a, b, lambda x, y: x == y)
+    if index is not None and longer is None:
+        return [f"same trace; event {index}: canonical {_event(a[index])}",
+                f"same trace; event {index}: this run  {_event(b[index])}"]
+    if index is not None:
         return [f"same trace; event {index}: only {name} has {_event(longer[index])}"]
     for key in sorted(set(canonical) | set(failing)):
         if key != "trace_sha256" and canonical.get(key) != failing.get(key):
             return [f"same trace; {key}: canonical {canonical.get(key)!r}, this run "
                     f"{failing.get(key)!r}"[:300]]
     return []
+
+
+def _parting(canonical: list, this_run: list, same: Callable[[Any, Any], bool]
+             ) -> tuple[int | None, list | None, str]:
+    """Where two sequences first part: (index, None, "") at the first pair
+    that is not `same`; else (index, the longer, its name) where one goes on
+    past the other's end; else (None, None, "")."""
+    for index, (x, y) in enumerate(zip(canonical, this_run)):
+        if not same(x, y):
+            return index, None, ""
+    index = min(len(canonical), len(this_run))
+    if len(canonical) > index:
+        return index, canonical, "canonical"
+    if len(this_run) > index:
+        return index, this_run, "this run"
+    return None, None, ""
 
 
 def _event(event: dict) -> str:

@@ -33,7 +33,7 @@ from forge.run.options import engine_keywords
 from forge.run.record import FileReplay, observation_sha256, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import Canonical, Chooser, ReplayProvider
-from forge.sim.strategies import parse
+from forge.sim.strategies import lookup, parse
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -228,6 +228,18 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
     drawn = chooser.provider.describe().get("seed")
     chooser.seed = seed if seed is not None else drawn if isinstance(drawn, int) else 0
     return chooser
+
+
+def in_mode(spec: RunSpec, strategy: str | None) -> RunSpec:
+    """`spec` in the mode its strategy's runs take: orders mode
+    (`forge.sim.orders`) for a strategy that declares it, else as it is.
+    `strategy` is a name or a one-run spelling; an unknown one is left to
+    its own refusal."""
+    try:
+        chosen = lookup((strategy or "").partition(":")[0])
+    except KeyError:
+        return spec
+    return attrs.evolve(spec, orders=True) if chosen.orders else spec
 
 
 def _ties(spec: RunSpec, chooser: Chooser) -> bool:

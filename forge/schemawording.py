@@ -5,7 +5,9 @@ the scripts (`forge.scriptschema`, the folder `forge/schema/`) and the
 conformance kit's cases, observations and reports
 (`forge.conformance.schemas`, `conformance/schema/`).  A `Shelf` is
 one folder of schemas (Draft 2020-12): each read once, each one's
-validator built once, `$ref`s between them resolved within the folder.
+validator built once, `$ref`s between them resolved within the folder, an
+instance's errors listed the most relevant first.  `Remembered` holds the
+instances a reader found valid, so that it checks each only once.
 `describe` words one jsonschema error so a person can act on it, at a JSON
 pointer; a value is shown as compact JSON, cut at `SHOW_LIMIT` characters.
 
@@ -61,6 +63,33 @@ class Shelf:
         root = self.schema(name)
         return whole.evolve(schema={"$schema": root["$schema"], "$id": root["$id"],
                                     "$defs": root["$defs"], "$ref": f"#/$defs/{definition}"})
+
+    def errors(self, name: str, instance: Any, definition: str | None = None
+               ) -> list[ValidationError]:
+        """Every error of `instance` against schema `name` (or one of its
+        definitions), the most relevant first (jsonschema's ranking: the
+        shallowest first)."""
+        from jsonschema.exceptions import relevance
+
+        return sorted(self.validator(name, definition).iter_errors(instance), key=relevance,
+                      reverse=True)
+
+
+class Remembered:
+    """Instances found valid, by a key of their JSON text, at most `most` of
+    them (past that, all are forgotten at once and remembering starts again)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.keys: set[str] = set()
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.keys
+
+    def add(self, key: str) -> None:
+        if len(self.keys) >= self.most:
+            self.keys.clear()
+        self.keys.add(key)
 
 #: `'key' was unexpected` / `'a', 'b' were unexpected` in jsonschema's message.
 _UNEXPECTED = re.compile(r"\('([^']*)'(?:, '[^']*')* (?:was|were) unexpected\)")

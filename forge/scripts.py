@@ -86,7 +86,8 @@ import attrs
 
 from forge import scriptschema
 from forge.errors import InputError
-from forge.limits import MAX_SCRIPT_BYTES, data_problem, read_limited
+from forge.limits import MAX_SCRIPT_BYTES, data_problem
+from forge.sim.readlimited import NotUTF8, TooLarge, read_text
 from forge.schemawording import pointer
 
 DEFAULT_MODEL_ID = "scripted-model"
@@ -189,16 +190,13 @@ def read_json(path: str | Path) -> Any:
     """The decoded script, within the limits of `forge.limits` (size before parsing)."""
     name = str(path)
     try:
-        raw = read_limited(path, MAX_SCRIPT_BYTES)
+        text = read_text(path, MAX_SCRIPT_BYTES)
     except OSError as e:
         raise InputError(f"cannot read this script: {e.strerror or e}", file=name) from None
-    except ValueError as e:
+    except TooLarge as e:
         raise InputError(f"script: {e}", file=name) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"not valid UTF-8 (byte {e.start})", file=name,
-                         line=raw[: e.start].count(b"\n") + 1) from None
+    except NotUTF8 as e:
+        raise InputError(str(e), file=name, line=e.line) from None
     try:
         return json.loads(text, parse_constant=_no_constant, parse_int=_int)
     except json.JSONDecodeError as e:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.errors import InputError
-from forge.schemawording import JSON_TYPE_NAMES, Shelf, describe, pointer
+from forge.schemawording import JSON_TYPE_NAMES, Remembered, Shelf, describe, pointer
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schema"
 #: The script schemas, each read and compiled once (`forge.schemawording.Shelf`).
@@ -48,12 +48,8 @@ def problem(name: str, data: Any) -> tuple[str, str] | None:
     if key in _VALID:
         return None
     # The most relevant first (jsonschema's ranking), then the first in the file.
-    from jsonschema.exceptions import relevance
-
-    found = sorted(validator(name).iter_errors(data), key=relevance, reverse=True)
+    found = SHELF.errors(name, data)
     if not found:
-        if len(_VALID) >= MAX_REMEMBERED:
-            _VALID.clear()
         _VALID.add(key)
         return None
     # The fault itself, not what it breaks around it: an error with another
@@ -78,8 +74,7 @@ def problem(name: str, data: Any) -> tuple[str, str] | None:
 #: Scripts found valid, by kind and JSON text: a conformance case builds its
 #: scripts again for every schedule it runs, and validating one costs about
 #: 50 times building it.
-_VALID: set[str] = set()
-MAX_REMEMBERED = 10_000
+_VALID = Remembered(10_000)
 
 
 def _key(name: str, data: Any) -> str:

@@ -131,16 +131,19 @@ def _segment_match(name: str, pat: str) -> bool:
 
 
 def glob_match(pattern: str, path: str) -> bool:
-    pats, names = pattern.split("/"), path.split("/")
+    return _glob_from(pattern.split("/"), path.split("/"), 0, 0)
 
-    def go(i: int, j: int) -> bool:
-        if i == len(pats):
-            return j == len(names)
-        if pats[i] == "**":
-            return any(go(i + 1, k) for k in range(j, len(names) + 1))
-        return j < len(names) and _segment_match(names[j], pats[i]) and go(i + 1, j + 1)
 
-    return go(0, 0)
+def _glob_from(pats: list[str], names: list[str], i: int, j: int) -> bool:
+    """Whether `pats[i:]` matches `names[j:]`.  A module function, not a
+    closure: a recursive closure is a reference cycle, left to the cyclic
+    collector after every `store.glob` of a run."""
+    if i == len(pats):
+        return j == len(names)
+    if pats[i] == "**":
+        return any(_glob_from(pats, names, i + 1, k) for k in range(j, len(names) + 1))
+    return (j < len(names) and _segment_match(names[j], pats[i])
+            and _glob_from(pats, names, i + 1, j + 1))
 
 
 def split_lines(text: str) -> list[str]:

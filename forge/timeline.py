@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
-from forge.limits import read_limited
+from forge.sim.readlimited import NotUTF8, TooLarge, read_limited, read_text
 
 #: The largest trace file `forge trace` reads.
 MAX_TRACE_BYTES = 64 * 1024 * 1024
@@ -65,14 +65,12 @@ def load_trace(path: str) -> tuple[list[dict[str, Any]], str]:
         InputError: as `read_trace`.
     """
     try:
-        data = read_limited(path, MAX_TRACE_BYTES)
+        text = read_text(path, MAX_TRACE_BYTES)
     except OSError as e:
         raise InputError(f"cannot read the trace: {e.strerror}", file=path) from None
-    except ValueError as e:
+    except TooLarge as e:
         raise InputError(f"the trace is {e}", file=path) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
+    except NotUTF8 as e:
         raise InputError(f"the trace is not UTF-8 (byte {e.start})", file=path) from None
     records = []
     for number, line in enumerate(text.splitlines(), 1):
@@ -92,7 +90,7 @@ def load_trace(path: str) -> tuple[list[dict[str, Any]], str]:
         records.append(record)
     if not records:
         raise InputError("the trace holds no records", file=path)
-    return records, hashlib.sha256(data).hexdigest()
+    return records, hashlib.sha256(text.encode("utf-8")).hexdigest()  # the bytes read, exactly
 
 
 #: What every observation has, and what the page reads from one.

@@ -196,7 +196,7 @@ class Tally:
         self.waiting += len(s.pushed)
 
     def _finding(self, s: Step) -> Finding:
-        provider = {"strategy": "exhaustive"}
+        provider = {"strategy": SleepProvider.name}
         if self.findings:
             return Finding(None, s.problems, s.values, trim(s.values), s.observation,
                            sum(1 for v in s.values if v), False, provider)

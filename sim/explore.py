@@ -23,7 +23,7 @@ import attrs
 
 from forge.sim import shrink as shrinking
 from forge.sim.chooser import Chooser, Provider, ReplayProvider
-from forge.sim.strategies import lookup
+from forge.sim.strategies import SEARCH, lookup
 
 Subject = Callable[[Chooser], tuple[dict, str]]
 Check = Callable[[dict], list[str]]
@@ -125,7 +125,7 @@ def finding(subject: Subject, seed: int | None, chooser: Chooser, obs: dict,
 
 
 def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
-            strategy: str = "random", pct_depth: int = 3, stop_at_first: bool = True,
+            strategy: str = SEARCH, pct_depth: int = 3, stop_at_first: bool = True,
             shrink_budget: int = 3000, progress: Callable[[int], None] | None = None) -> Report:
     """Run one schedule per seed; PCT seeds share one campaign (its horizon)."""
     findings: list[Finding] = []

@@ -28,10 +28,12 @@ from typing import Any, NoReturn
 
 import attrs
 
+from forge.sim.readlimited import NotUTF8, TooLarge, read_text
+
 #: The format number written; a reader refuses any other.
 FORMAT = 1
 #: The largest replay file read, in bytes; checked before parsing.
-MAX_REPLAY_BYTES = 64 * 1024 * 1024  # = forge.limits.MAX_REPLAY_BYTES (sim imports no forge)
+MAX_REPLAY_BYTES = 64 * 1024 * 1024
 #: The most choices a replay file may hold.
 MAX_REPLAY_CHOICES = 10_000_000
 _LEGACY_KEYS = ("args", "choices", "prompt", "seed")
@@ -107,16 +109,15 @@ def load_json(path: str) -> Any:
     """
     r = Reader(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_REPLAY_BYTES + 1)
+        text = read_text(path, MAX_REPLAY_BYTES)
     except OSError as e:
         r.bad("", f"cannot read replay file: {e.strerror or e}")
-    if len(raw) > MAX_REPLAY_BYTES:
+    except TooLarge:
         r.bad("", f"a replay file is at most {MAX_REPLAY_BYTES} bytes")
+    except NotUTF8 as e:
+        r.bad("", str(e), e.line)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        r.bad("", f"not valid UTF-8 (byte {e.start})", raw[:e.start].count(b"\n") + 1)
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         r.bad("", f"not JSON: {e.msg}", e.lineno)
     except RecursionError:
@@ -125,14 +126,14 @@ def load_json(path: str) -> Any:
         r.bad("", f"not a replay file the kit will read: {e}")
     # Decoded UTF-8 holds no surrogate: one can come only from a `\\uD8xx`
     # escape, so the walk runs only when the text has one.
-    if _SURROGATE_ESCAPE.search(raw):
+    if _SURROGATE_ESCAPE.search(text):
         where = _lone_surrogate(data)
         if where is not None:
             r.bad(where, "a string that is not valid Unicode (a lone surrogate)")
     return data
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
 def _lone_surrogate(data: Any) -> str | None:

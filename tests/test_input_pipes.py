@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from forge import limits
+from forge.sim import readlimited
 from forge.errors import PromptError
 from forge.prompt import load_prompt
 
@@ -23,7 +23,7 @@ PROMPT = b"---\nname: p\ndescription: d\npromptforge: 0\n---\n# P\n\n## Main\n\n
 
 @pytest.fixture
 def fifo(tmp_path, monkeypatch):
-    monkeypatch.setattr(limits, "PIPE_SILENCE_S", 0.3)
+    monkeypatch.setattr(readlimited, "PIPE_SILENCE_S", 0.3)
     path = tmp_path / "p.md"
     os.mkfifo(path)
     return path
@@ -66,7 +66,7 @@ def test_a_pipe_that_writes_past_the_limit_is_cut_at_it(fifo):
     thread = threading.Thread(target=flood)
     thread.start()
     with pytest.raises(ValueError, match="larger than the limit of 100000 bytes"):
-        limits.read_limited(fifo, 100_000)
+        readlimited.read_limited(fifo, 100_000)
     thread.join(timeout=5)
     assert not thread.is_alive()
 

@@ -37,7 +37,13 @@ from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seco
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
-from forge.sim.strategies import lookup
+from forge.sim.strategies import SEARCH, STRATEGIES, lookup
+
+# The flags' help names strategies by what they declare (`forge.sim.strategies`).
+_WALKING = " and ".join(s.name for s in STRATEGIES if s.explores and s.walks)
+_BOUNDED = " and ".join(s.name for s in STRATEGIES if "max_deviations" in s.parameters)
+_UNBOUNDED = " and ".join(s.name for s in STRATEGIES
+                          if s.explores and "max_deviations" not in s.parameters)
 
 
 class _ExploreCommand(JsonCommand):
@@ -71,11 +77,11 @@ class _ExploreCommand(JsonCommand):
 @click.option("--database", default=None, metavar="DIR", type=TEXT,
               help="Where failing schedules are kept and replayed first next time "
                    "(default .forge, or FORGE_DATABASE; none keeps none).")
-@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default="random",
-              show_default=True, help="How schedules are drawn (exhaustive walks the choice tree).")
+@click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=SEARCH,
+              show_default=True, help=f"How schedules are drawn ({_WALKING} walks the choice tree).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
 @click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
-              help="Exhaustive only (random and pct refuse it): only schedules with at "
+              help=f"{_BOUNDED.capitalize()} only ({_UNBOUNDED} refuse it): only schedules with at "
                    "most N non-canonical durations.")
 @click.option("--no-reduce", "no_reduce", is_flag=True,
               help="Exhaustive: run every interleaving, equivalent ones included.")
@@ -171,7 +177,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound
     check_bound(strategy, max_deviations)
-    fixed = part is not None or impl is not None or strategy == "exhaustive" or is_scenario(prompt)
+    fixed = part is not None or impl is not None or lookup(strategy).walks or is_scenario(prompt)
     start_seed = failuredb.start_seed(start_seed, fixed)
     check_seeds(start_seed, runs)
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
@@ -216,7 +222,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                 range(start_seed, start_seed + runs)
             bar = Progress(len(seeds), "schedules")
             if lookup(strategy).walks:
-                done = spread.walk_campaign(spec, expect=expect, runs=runs, workers=workers,
+                done = spread.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
+                                            workers=workers,
                                             reduce=not no_reduce, max_deviations=max_deviations,
                                             where=where)
             else:
@@ -250,8 +257,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                                                   pct_depth))
     rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
                        data["failures"][0]["seed"]) if data["failures"] else None
-    show(data, json_out, strategy, failure.problems if failure else (), bool(spec.faults),
-         rerun)
+    show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
+         bool(spec.faults), rerun)
     if failure is not None:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
@@ -288,5 +295,5 @@ def merge(reports, replay_out, json_out):
         write_output(replay_out, write_record(rec))
         data["replay"] = replay_out
         data["replay_command"] = f"forge replay {shlex.quote(replay_out)}"
-    show(data, json_out, "random", rec["failure"]["problems"] if rec else ())
+    show(data, json_out, False, rec["failure"]["problems"] if rec else ())
     sys.exit(1 if rec is not None else 0)

@@ -85,7 +85,7 @@ def rerun_line(args, seed: int | None) -> str | None:
                        "--database", "none"])
 
 
-def show(data: dict, json_out: str | None, strategy: str, shrunk_problems,
+def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
           faults_asked: bool = False, rerun: str | None = None) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired)."""
@@ -98,7 +98,7 @@ def show(data: dict, json_out: str | None, strategy: str, shrunk_problems,
                f"outcomes: {plain_counts(data['outcomes'])}")
     if faults_asked or data.get("faults"):
         click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
-    if strategy == "exhaustive":
+    if walks:
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
                    f"deviation bound, {data['unfinished']} unfinished")

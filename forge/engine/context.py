@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from forge.engine.letgo import let_go
+
 if TYPE_CHECKING:
     from forge.engine.claims import Claims
     from forge.engine.failures import Failure
@@ -117,10 +119,10 @@ class Context:
 
     def let_go(self) -> None:
         """The run has ended: the context lets go of everything it named."""
-        self.prompt = self.config = self.harness = self.lua = self.clock = None
-        self.trace = self.claims = self.scheduler = self.admission = None
-        self.tasks = self.main_task = self.errors = self.budget = self.events = None
-        self.chains = self.effects = self.nonce = None
+        let_go(self, *_CONTEXT_FIELDS)
+
+
+_CONTEXT_FIELDS = tuple(f.name for f in attrs.fields(Context))
 
 
 __all__ = ["Budget", "ChainEnds", "Context", "Effects", "Errors", "Events"]

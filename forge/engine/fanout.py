@@ -4,7 +4,7 @@ The Tasks chapter leans on fanout (each arm is a task), so the kit carries
 the part of the fanout chapter that concerns tasks: member order, arms as
 tasks with their ids and seeds, admission under the concurrency limit, the
 depth cap, and fail-fast.  What does not live here: store claims between
-arms (the store's rule, in `run`) and the generic wait machinery (`rules.waits`).
+arms (the store's rule, `claims` and `effects`) and the generic wait machinery (`rules.waits`).
 
 Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
 cancels every live sibling, started or not - an arm that had not started
@@ -17,6 +17,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 
+from forge.engine.letgo import let_go
 from forge.engine.requests import FanoutArms
 from forge.engine.rules import ids, waits
 from forge.lua.runtime import LuaTable, NotJSON, from_lua_json, typename
@@ -38,7 +39,7 @@ class Fanout:
 
     def let_go(self) -> None:
         """The run has ended: let go of the context and the collaborators."""
-        self.ctx = self.tasks = self.host = None
+        let_go(self, "ctx", "tasks", "host")
 
     def members(self, collection: Any) -> tuple[list | None, Any]:
         """(member values, original items) in the chapter's member order."""
@@ -51,7 +52,7 @@ class Fanout:
         ordered = keys[0]
         n = keys[1] if len(keys) > 1 else 0
         border = len(collection)
-        out = []
+        out: list[Any] = []
         for i in range(1, (n or 0) + 1):
             key = ordered[i]
             value = collection[key]

@@ -4,7 +4,7 @@ What lives here: the host library's own entries (`log`, `list_from_section`,
 `jump`, `call`, `fanout`, `store`), building a fresh environment for each
 section entry (`args`, `argv`, `sys`, `var`, `prose`, `item`), reading `var`
 back, the H1 pass's hand-over to the walk, and the handlers of the
-suspending calls among those entries.  What does not: scheduling (`run`),
+suspending calls among those entries.  What does not: scheduling (`kernel`),
 task semantics and the `tasks` namespace (`tasks`), the model side
 (`models`).
 

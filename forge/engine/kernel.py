@@ -28,7 +28,7 @@ that very request (it was stopped, or another answer came first).
 What lives here: the ready list, the transitions, stepping a chain's block
 coroutine and dispatching its suspending calls to their handlers, event
 handling, the step budget and deadlock detection.  What does not: what a
-block or a section does (the walk, in `run`), and what each suspending call
+block or a section does (the walk, `walk`), and what each suspending call
 means (the parts' methods the table in `library` names).
 """
 
@@ -154,7 +154,7 @@ class ReadyLabels(Sequence):
 class Scheduler:
     def __init__(self, walk: Walk, events: EventQueue, chooser: Chooser, trace: Trace,
                  handlers: dict[str, tuple[type, Callable[..., Any]]], parts: dict,
-                 max_steps: int) -> None:
+                 step_limit: int) -> None:
         self.walk = walk
         self.events = events
         self.chooser = chooser
@@ -164,7 +164,7 @@ class Scheduler:
         self.handlers = handlers
         #: The run's parts by type, the methods' first argument.
         self.parts = parts
-        self.max_steps = max_steps
+        self.step_limit = step_limit
         #: Ready chains, in the order they became ready; a chain choice's
         #: options (their labels), in O(1).
         #: Invariant: exactly the chains whose state is "ready".
@@ -241,9 +241,9 @@ class Scheduler:
                 # run before the step below must not look for it there.
                 chain.state = "running"
                 self.steps += 1
-                if self.steps > self.max_steps:
+                if self.steps > self.step_limit:
                     walk.abort("Budget", f"step budget exhausted: the run took more than "
-                                         f"{self.max_steps:,} scheduling steps "
+                                         f"{self.step_limit:,} scheduling steps "
                                          "(unbounded spawning or waiting?)")
                     return
                 if not walk.check_resources():

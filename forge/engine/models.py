@@ -1,7 +1,7 @@
 """Models, conversations and operator input, on the scripted model harness.
 
-What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `compactors`, `input.ask()`/`input.connected()`, the per-section-entry
-state (`SectionState`), and the `models.loop` state machine: every round
+What lives here: `models.infer` and `models.loop`, `messages.new()` lists, `compactors`, `input.ask()`/`input.connected()`, keeping the per-section-entry
+state (`SectionState`, whose records are `modelside`'s), and the `models.loop` state machine: every round
 gathers the section's task notices, checks the list, offers the section's
 tools, takes its reply from the model script on the virtual clock, and runs
 the model's tool calls in order (task built-ins, bound tools, local tool
@@ -53,6 +53,7 @@ from forge.engine.conversation import (
 from forge.engine.envelope import wrap
 from forge.engine.failures import MISSING_MODEL, Failure
 from forge.engine.modeltasks import ModelTasks
+from forge.engine.letgo import let_go
 from forge.engine.modelside import LocalTool, LoopOp, RoundCall, ScriptCallOp, SectionState
 from forge.engine.roles import RolesAPI
 from forge.engine.parking import PARK
@@ -181,10 +182,11 @@ class ModelsAPI:
 
     def let_go(self) -> None:
         """The run has ended: the model side lets go of it (`Run._let_go`)."""
-        self.ctx = self.tasks_api = self.host = None
+        let_go(self, "ctx", "tasks_api", "host")
         if self._needed:
-            self.tools.ctx = self.tasks.ctx = None
-            self.roles.models = self.tools.models = self.tasks.models = None
+            for part in (self.tools, self.tasks):
+                let_go(part, "ctx", "models")
+            let_go(self.roles, "models")
 
     # ------------------------------------------------------------ hooks
     #: The globals of the model side: a prompt whose code and prose never

@@ -10,8 +10,9 @@ quota bounds their sum over the run; past it the run ends as `Budget`.
 
 What lives here: the quota, its message and how a value is sized.  What does
 not: the other budgets (instructions and memory in `forge.lua.runtime`, logs,
-steps, tasks and section entries in `forge.engine.run` and `kernel`, the
-store in `forge.store`) and ending the run (`Run.abort`).
+steps in `kernel`, tasks in `tasks`, section entries in `walk`, their bounds
+in `forge.engine.run.RunConfig`, the store in `forge.store`) and ending the
+run (the context's `Budget.abort`, which the walk answers).
 """
 
 from __future__ import annotations

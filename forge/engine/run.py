@@ -24,6 +24,7 @@ import attrs
 from forge.engine import collection, fanout, host, library, models, observation, tasks
 from forge.engine.claims import Claims
 from forge.engine.context import Context
+from forge.engine.letgo import let_go
 from forge.engine.effects import Effects
 from forge.engine.failures import RunError
 from forge.engine.kernel import Scheduler
@@ -205,11 +206,11 @@ class Run:
         self.models.let_go()
         self.tasks_api.let_go()
         self.fanout.let_go()
-        self.host.ctx = self.host.models = None
+        let_go(self.host, "ctx", "models")
         self.ctx.let_go()
-        self.observer.abort = None
-        self.walk.host = self.walk.models = self.walk.tasks_api = self.walk.effects = None
-        self.scheduler.walk = None
+        let_go(self.observer, "abort")
+        let_go(self.walk, "host", "models", "tasks_api", "effects")
+        let_go(self.scheduler, "walk")
         self.parts.clear()
         # What never fires now: timers and answers still pending, whose
         # events hold the chains and the run.
@@ -228,7 +229,7 @@ class Run:
             if chain is None or chain.task is None:     # none, or let go already
                 continue
             chains += (chain.parent, chain.callee)
-            chain.on_end = chain.task = chain.section_state = None
+            chain.on_end = chain.task = chain.section_state = None    # type: ignore[assignment]
             chain.parked_on = None
             chain.owned = []
 

@@ -16,7 +16,7 @@ or abandoned with a reason (`rules.endings`).
 Each field says its invariant where it has one; the transitions that could
 break one assert it.  What lives here: the fields and what can be derived
 from them (`live`, `blocked`, `callee`, the status table).  What does not:
-the steps that change them (the kernel, the walk in `run`, the rules).
+the steps that change them (the kernel, the walk in `walk`, the rules).
 """
 
 from __future__ import annotations

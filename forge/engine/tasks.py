@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from forge.engine.rules import endings, ids, timeouts, waits
 from forge.engine.rules.endings import AbandonReason
+from forge.engine.letgo import let_go
 from forge.engine.state import Chain, Frame, Task
 from forge.engine.requests import FanoutArms, Join
 from forge.engine.quotas import data_size
@@ -107,7 +108,7 @@ class TasksAPI:
 
     def let_go(self) -> None:
         """The run has ended: let go of the context and the collaborators."""
-        self.ctx = self.host = self.fanout = None
+        let_go(self, "ctx", "host", "fanout")
 
     def count(self) -> None:
         """An immediate tasks function is called: count it as a suspending call.
@@ -345,12 +346,16 @@ class TasksAPI:
         parent = chain.parent
         return parent.limit if parent is not None else self.ctx.harness.ceiling
 
-    def ready(self, task=None, *rest):
-        chain = self.ctx.scheduler.current
-        task_id, error = self.task_arg("tasks.ready", task)
+    def _looked_at(self, call, task):
+        """The task a read (`tasks.ready`, `tasks.status`) names: one the
+        calling chain owns, or its own; else an error tuple."""
+        task_id, error = self.task_arg(call, task)
         if error:
-            return error
-        t, error = self.owned(chain, task_id, allow_self=True)
+            return None, error
+        return self.owned(self.ctx.scheduler.current, task_id, allow_self=True)
+
+    def ready(self, task=None, *rest):
+        t, error = self._looked_at("tasks.ready", task)
         if error:
             return error
         if READY_FALSE_WHEN_CANCELLED.on and t.state == "cancelled":
@@ -358,11 +363,7 @@ class TasksAPI:
         return (True, not t.live)
 
     def status(self, task=None, *rest):
-        chain = self.ctx.scheduler.current
-        task_id, error = self.task_arg("tasks.status", task)
-        if error:
-            return error
-        t, error = self.owned(chain, task_id, allow_self=True)
+        t, error = self._looked_at("tasks.status", task)
         if error:
             return error
         # What status shows of a task (note, blocked, section) changes in that

@@ -15,7 +15,8 @@ contract they pass (``contract``), store histories and their recording
 Manager (``manager``), the model's four tools (``tools``) and their texts
 (``cards``), the wake-up text formatter (``notices``), and the races on the
 simulator: actors and oracles (``explore``), what actors do (``actors``),
-scenario files (``scenario``), partial-order reduction (``dpor``), running
+the action names shared with lifecycle cases (``vocabulary``), scenario
+files (``scenario``), partial-order reduction (``dpor``), running
 strategies and replays (``campaign``), replay files (``replayfile``) and
 ``forge explore``'s and ``forge replay``'s printing (``command``).
 Not modelled: generation columns on the SQL store (a row surviving a delete

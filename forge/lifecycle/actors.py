@@ -1,7 +1,8 @@
 """What a lifecycle actor can do: the Manager's concurrent callers, by name.
 
 Each action is one call a real host makes into the Manager - a run ending
-(completing, failing, pausing), a stop, a graceful stop, stop-tree, a retry
+(``run_completes``, ``run_fails``, ``run_pauses``, ``run_cancelled``: the
+names lifecycle cases use too, ``vocabulary``), a stop, a graceful stop, stop-tree, a retry
 from the host API or from the model's tool, a spawn, an approval resuming,
 the restart sweep, a task_status read - with the parameters a scenario may give it. ``perform``
 runs one against a ``World``: unscheduled in a scenario's setup, as a step
@@ -20,14 +21,18 @@ from typing import Any
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, World
 from forge.lifecycle.records import RunOutcome, SpawnRequest, TaskStatus
+from forge.lifecycle.tools import retry_in_hand
+from forge.lifecycle.vocabulary import RUN_ENDINGS
 
 #: Parameters every action accepts, with their defaults.
 COMMON = {"task": 1, "process": "main"}
 #: name -> its own parameters and their defaults (a default's type is the rule).
 ACTIONS: dict[str, dict[str, Any]] = {
-    "complete": {"run": "launched", "graceful_stop": False, "text": "done"},
-    "fail": {"run": "launched", "graceful_stop": False, "err": "boom"},
-    "pause": {"run": "launched"},
+    # what the run reports (``vocabulary``: the same names as lifecycle cases')
+    "run_completes": {"run": "launched", "graceful_stop": False, "result": "done"},
+    "run_fails": {"run": "launched", "graceful_stop": False, "error": "boom", "result": ""},
+    "run_pauses": {"run": "launched"},
+    "run_cancelled": {"run": "launched", "result": ""},
     "stop": {"graceful": False},
     "stop_tree": {"parent": "p"},
     "retry": {"via": "host"},
@@ -89,20 +94,31 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     return result
 
 
+def _in_hand(world: World, mgr: Any, info: Any) -> None:
+    """The model's tool settles what it hands the model: a delivery made now is
+    a read's, like task_status's, not an ending's report."""
+    saved, world.acting.action = world.acting.action, "in_hand"
+    try:
+        mgr.model_has_result(info)
+    finally:
+        world.acting.action = saved
+
+
 def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | None) -> Any:
-    if action in ("complete", "fail", "pause"):
-        status = {"complete": TaskStatus.COMPLETED, "fail": TaskStatus.FAILED,
-                  "pause": TaskStatus.INPUT_REQUIRED}[action]
+    if action in RUN_ENDINGS:
         row = _peek(world, tid)
         return mgr.on_run_finished(row.child_session_id, RunOutcome(
-            status=status, run_id=_run_id(world, tid, p["run"]), text=p.get("text", ""),
-            err=p.get("err", ""), graceful_stop=p.get("graceful_stop", False)))
+            status=TaskStatus(RUN_ENDINGS[action]), run_id=_run_id(world, tid, p["run"]),
+            text=p.get("result", ""), err=p.get("error", ""),
+            graceful_stop=p.get("graceful_stop", False)))
     if action == "stop":
         return mgr.stop(tid, graceful=p["graceful"])
     if action == "stop_tree":
         return mgr.stop_tree(p["parent"])
     if action == "retry":
-        return mgr.retry(tid, via_tool=p["via"] == "tool")
+        if p["via"] == "host":
+            return mgr.retry(tid)
+        return retry_in_hand(mgr, tid, lambda info: _in_hand(world, mgr, info))
     if action == "spawn":
         task = mgr.spawn(SpawnRequest(parent_session_id=p["parent"], agent_name="a",
                                       input="go", label=p["label"]))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.lifecycle.explore import Scenario, problems_of, subject
+from forge.sim.strategies import SEARCH, lookup
 
 if TYPE_CHECKING:
     from forge.sim.chooser import Drift
@@ -76,17 +77,20 @@ def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[
     return tuple((c.kind, c.n, c.value) for c in chooser.choices), obs
 
 
-def run(scenario: Scenario, strategy: str = "random", runs: int = 200, start_seed: int = 0,
+def run(scenario: Scenario, strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
         pct_depth: int = 3, reduced: bool = True,
         max_deviations: int | None = None) -> Outcome:
-    """Explore ``scenario``; ``strategy`` is random, pct or exhaustive."""
+    """Explore ``scenario`` under a strategy ``forge explore`` offers
+    (``forge.sim.strategies.EXPLORING``): a walk of the whole tree, with
+    partial-order reduction when ``reduced`` and unbounded, or a search over seeds."""
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
     subj = subject(scenario, reduced)
-    if strategy == "exhaustive" and reduced and max_deviations is None:
-        return _run_dpor(scenario, subj, runs)
-    if strategy == "exhaustive":
+    walks = lookup(strategy).walks
+    if walks and reduced and max_deviations is None:
+        return _run_dpor(scenario, subj, runs, strategy)
+    if walks:
         report = exhaustive(subj, [problems_of], limit=runs, reduce=False,
                             max_deviations=max_deviations, stop_at_first=True)
     else:
@@ -105,7 +109,7 @@ def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
                    tuple((a, label) for a, label in obs["steps"]), f.provider)
 
 
-def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
+def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcome:
     """Exhaustive with partial-order reduction (``dpor``): one schedule per class
     of equivalent schedules; a failure is shrunk as any other."""
     from forge.sim.chooser import Chooser, ReplayProvider
@@ -119,9 +123,9 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int) -> Outcome:
         chooser = Chooser(ReplayProvider(search.choices))
         obs, _ = subj(chooser)
         found = finding(subj, None, chooser, obs, problems_of(obs), [problems_of], 3000,
-                        {"strategy": "exhaustive"})
+                        {"strategy": strategy})
         failure = _failure(scenario, True, found)
-    return Outcome(scenario.name, "exhaustive", True, search.runs, search.runs,
+    return Outcome(scenario.name, strategy, True, search.runs, search.runs,
                    search.complete or failure is not None, failure=failure, por=True,
                    text=scenario.text)
 

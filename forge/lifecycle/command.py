@@ -33,6 +33,7 @@ from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.errors import InputError
 from forge.lifecycle import campaign, replayfile
 from forge.lifecycle.scenario import load
+from forge.sim.strategies import lookup
 
 #: The flags of ``forge explore`` a scenario takes; every other one is a prompt's.
 EXPLORE_FLAGS = ("--runs", "--start-seed", "--strategy", "--pct-depth", "--max-deviations",
@@ -59,6 +60,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
 
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
     scenario = load(path)
+    for note in scenario.notes:
+        click.echo(f"note: {note}", err=True)
     out = campaign.run(scenario, strategy, runs, start_seed, pct_depth, not no_reduce,
                        max_deviations)
     f = out.failure
@@ -80,10 +83,11 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
         por = ", one per class of equivalent schedules" if out.por else ""
         click.echo(f"{out.scenario}: {out.runs} schedules ({steps} as steps{por}), "
                    f"{out.distinct} distinct")
-        if strategy == "exhaustive" and f is None and out.por:
+        walks = lookup(strategy).walks
+        if walks and f is None and out.por:
             click.echo("covered every class of equivalent schedules" if out.complete else
                        "STOPPED at --runs before covering every class of equivalent schedules")
-        elif strategy == "exhaustive" and f is None:
+        elif walks and f is None:
             click.echo(f"{'covered the whole tree' if out.complete else 'STOPPED at --runs'}: "
                        f"{out.bounded} beyond the deviation bound, {out.unfinished} unfinished")
         if f is not None:
@@ -115,6 +119,8 @@ def replay_file(path: str | None, replay: str, json_out: str | None,
     check_flags(replay, given, REPLAY_FLAGS, "a lifecycle replay")
     recorded = replayfile.read(replay)
     scenario = replayfile.scenario_of(recorded, replay, path)
+    for note in scenario.notes:
+        click.echo(f"note: {note}", err=True)
     if recorded.kit is not None and recorded.kit != kit_version():
         click.echo(f"note: {replay} was written by {recorded.kit}", err=True)
     got = campaign.replay(scenario, recorded)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from forge.lifecycle.history import Operation, Recorder
@@ -402,10 +402,8 @@ def concurrent_finalizes_have_one_winner(store: Any) -> None:
     rec = Recorder(store)
     rounds = _finalize_rounds([rec] * THREADS, THREADED_ROUNDS)
     _linearizable(rec.history, "concurrent finalizes")
-    for n, (row, won) in enumerate(rounds):
-        winners = [w for w in won if w is not None]
-        assert len(winners) == 1, f"round {n}: {len(winners)} finalizes won"
-        assert row == winners[0], f"round {n}: the stored row is not the winner's"
+    for n, row, winner in _one_winner(rounds, "finalizes"):
+        assert row == winner, f"round {n}: the stored row is not the winner's"
 
 
 @_check()
@@ -415,10 +413,17 @@ def concurrent_retry_claims_have_one_winner(store: Any) -> None:
     rec = Recorder(store)
     rounds = _claim_rounds([rec] * THREADS, THREADED_ROUNDS)
     _linearizable(rec.history, "concurrent retry claims")
+    for _, row, winner in _one_winner(rounds, "retry claims"):
+        assert (row.attempt, row.run_id) == (2, winner.run_id)
+
+
+def _one_winner(rounds: Any, what: str) -> Iterator[tuple[int, Any, Any]]:
+    """Each round's number, stored row and winner, once the round is seen to
+    have exactly one winner among its racing `what`."""
     for n, (row, won) in enumerate(rounds):
         winners = [w for w in won if w is not None]
-        assert len(winners) == 1, f"round {n}: {len(winners)} retry claims won"
-        assert (row.attempt, row.run_id) == (2, winners[0].run_id)
+        assert len(winners) == 1, f"round {n}: {len(winners)} {what} won"
+        yield n, row, winners[0]
 
 
 def _mixed(store: Any, seed: int, thread: int) -> Callable[[], None]:

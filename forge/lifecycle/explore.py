@@ -355,6 +355,8 @@ class Scenario:
     #: The scenario file's text (what a replay file records), or None for a
     #: race built in code.
     text: str | None = attrs.field(default=None, repr=False)
+    #: What reading the file noticed and the user should hear (old spellings).
+    notes: tuple[str, ...] = ()
 
 
 class World:
@@ -415,7 +417,8 @@ class World:
         def report(kind: str) -> Callable[[Task], None]:
             def hook(task: Task) -> None:
                 host_gate(kind)
-                reading = getattr(self.acting, "action", None) == "status"
+                # a task_status read or a tool settling what it hands the model
+                reading = getattr(self.acting, "action", None) in ("status", "in_hand")
                 self.reports.append(("read" if reading else kind, task))
             return hook
 
@@ -447,7 +450,7 @@ class World:
         # a second process over the same store: its own locks, its own memory
         self.other = manager("o")  # its ids are its own (a real one draws unique ids)
         self.other.recovered = True
-        self.cap = self.mgr.c.max_concurrent_per_parent
+        self.cap = self.mgr.cap()
         self.ceiling = self.mgr.c.max_attempts_per_task
 
     def install_locks(self, turnstile: Turnstile) -> None:

@@ -15,6 +15,7 @@ repository's).
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
@@ -34,7 +35,7 @@ from forge.lifecycle.records import (
     TaskStatus,
 )
 from forge.lifecycle.clock import Clock, VirtualClock
-from forge.lifecycle.errors import LookupFailed, TaskError
+from forge.lifecycle.errors import LookupFailed, Refused, TaskError
 from forge.lifecycle.history import Recorder
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, CapReached, NotFound, Store
@@ -56,7 +57,11 @@ GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "
                                       "a graceful stop followed by a failed last turn still "
                                       "asks the Continue hook")
 
+#: Store failures the original logs and moves past (component=tasks in its slog).
+LOG = logging.getLogger("forge.lifecycle")
+
 SUMMARY_LIMIT = 300
+DEFAULT_CAP = 6
 STOPPED = "stopped"
 STOPPED_AWAITING = "stopped while awaiting approval"
 STOPPED_AFTER_TURN = "stopped after the current turn"
@@ -92,6 +97,14 @@ def _none(*_a: Any) -> None:
     return None
 
 
+def _or_default(default: Any) -> Callable[[Any], Any]:
+    """A limit of 0 or less (or None) means its default, as the original's
+    Config reads every limit (notes 2.6: "Default (when <= 0 / nil)")."""
+    def convert(value: Any) -> Any:
+        return default if value is None or value <= 0 else value
+    return convert
+
+
 @attrs.define
 class Config:
     store: Store
@@ -110,16 +123,22 @@ class Config:
     stop_settle_wait: float = 2.0
     # Observer called as that wait begins (a test places a racing party here).
     await_outcome: Callable[[Task], None] | None = None
-    summary_limit: int = SUMMARY_LIMIT
+    summary_limit: int = attrs.field(default=SUMMARY_LIMIT, converter=_or_default(SUMMARY_LIMIT))
     # task_status(wait_seconds) never blocks longer (lifecycle.status.wait-bounded).
-    max_status_wait: float = 120.0
+    max_status_wait: float = attrs.field(default=120.0, converter=_or_default(120.0))
+    # A status wait re-reads the store at least this often (notes 2.10: 250 ms),
+    # so an ending written by another process or connection is noticed; an
+    # ending this Manager claims wakes it at once.
+    status_poll: float = attrs.field(default=0.25, converter=_or_default(0.25))
     sessions: SessionRepo | None = None  # None: a repository of the Manager's own
     on_task_update: Callable[[Task], None] = _none
     describe_state: Callable[[str, Any], str] | None = None
-    max_continuations: int = 50
-    max_attempts_per_task: int = 3
-    max_depth: int = 1
-    max_concurrent_per_parent: int = 6
+    max_continuations: int = attrs.field(default=50, converter=_or_default(50))
+    max_attempts_per_task: int = attrs.field(default=3, converter=_or_default(3))
+    max_depth: int = attrs.field(default=1, converter=_or_default(1))
+    # Live tasks per parent: a number, or a function asked at every spawn and
+    # retry (the original's era-E shape); 0 or less means 6 (``Manager.cap``).
+    max_concurrent_per_parent: int | Callable[[], int] = DEFAULT_CAP
     # None: the store's own ``next_id`` (ids that never repeat across processes
     # and restarts over one database), or a counter of this Manager's for a
     # store without one.
@@ -134,6 +153,9 @@ class Manager:
         self.new_id: Callable[[str], str] = (
             config.new_id or getattr(self.store, "next_id", None) or CounterIds())
         self.recovered = False
+        # Endings this Manager claimed (finalize, release): a status waiter
+        # wakes when it moves, and polls the store for everyone else's.
+        self._endings = 0
         # Runs between their claim and the end of their launch: True once the run
         # reported its own ending (a fast finish, never to be stopped).
         self._launching: dict[str, bool] = {}
@@ -172,14 +194,27 @@ class Manager:
 
     def _finish(self, task_id: str, run_id: str, status: TaskStatus, summary: str,
                 result: str, state: Any = KEEP) -> Task | None:
-        snap = self.store.finalize(task_id, run_id, status, summary, result, state)
+        """Claim a run's ending and announce it; a store that fails the write
+        records nothing (logged, as notes 3.3 step 8)."""
+        try:
+            snap = self.store.finalize(task_id, run_id, status, summary, result, state)
+        except (NotFound, Refused):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any store failure: log, record nothing
+            LOG.warning("tasks: finalizing task %s: %s", task_id, exc)
+            return None
         if snap is not None:
             self._announce(snap)
         return snap
 
+    def _wake(self) -> None:
+        """This Manager claimed an ending: wake its status waiters now."""
+        self._endings += 1
+        self.c.clock.notify()
+
     def _announce(self, snap: Task) -> None:
         """A won ending: wake waiters, update the card, report it."""
-        self.c.clock.notify()
+        self._wake()
         self._update(snap)
         self._report(snap)
 
@@ -189,6 +224,8 @@ class Manager:
         (lifecycle.depth.lookup-error-refuses)."""
         try:
             row = self.store.by_child_session(session_id)
+        except NotFound:  # a store that answers "not found" rather than None
+            return None, False
         except Exception as exc:  # noqa: BLE001 - any store failure is "could not tell"
             raise LookupFailed(f'tasks: looking up session "{session_id}": {exc}') from exc
         return row, row is not None
@@ -203,19 +240,27 @@ class Manager:
             return ""
         return self.c.describe_state(info.kind, info.state)
 
+    def cap(self) -> int:
+        """The per-parent cap now: the configured number, or the configured
+        function's answer, asked at every spawn and retry; 0 or less (or no
+        answer) means 6 (notes 2.6, MaxConcurrentPerParent)."""
+        cap = self.c.max_concurrent_per_parent
+        n = cap() if callable(cap) else cap
+        return DEFAULT_CAP if n is None or n <= 0 else n
+
     def _live(self, parent_session_id: str) -> int:
         return len(self.store.list_non_terminal(parent_session_id))
 
-    def _check_slot(self, parent_session_id: str, row: Task | None = None) -> None:
+    def _check_slot(self, parent_session_id: str, cap: int,
+                    row: Task | None = None) -> None:
         """lifecycle.spawn.concurrency-slot / lifecycle.retry.concurrency-slot. The
         per-parent lock serializes this check within one Manager; the store's
         create and claim check the cap again in their own step, so it also holds
         for Managers of two processes over one store."""
-        if self._live(parent_session_id) >= self.c.max_concurrent_per_parent:
-            raise self._cap_error(row)
+        if self._live(parent_session_id) >= cap:
+            raise self._cap_error(cap, row)
 
-    def _cap_error(self, row: Task | None = None) -> TaskError:
-        n = self.c.max_concurrent_per_parent
+    def _cap_error(self, n: int, row: Task | None = None) -> TaskError:
         return TaskError(f"tasks: this conversation already has {n} tasks running; "
                          "wait for one to finish", row)
 
@@ -232,8 +277,17 @@ class Manager:
         if depth > self.c.max_depth:  # lifecycle.depth.spawn-max-depth
             raise TaskError(f"tasks: cannot spawn from a task at depth {depth - 1}")
         with self._parent_lock(req.parent_session_id):
-            self._check_slot(req.parent_session_id)
-            spec = self.c.resolver(req.parent_session_id, req.agent_name)
+            cap = self.cap()
+            try:
+                self._check_slot(req.parent_session_id, cap)
+            except TaskError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a store failure, one text (notes 2.9)
+                raise TaskError(f"tasks: counting live tasks: {exc}") from exc
+            try:
+                spec = self.c.resolver(req.parent_session_id, req.agent_name)
+            except Exception as exc:  # noqa: BLE001 - any resolver failure (notes 2.9)
+                raise TaskError(f'tasks: resolving agent "{req.agent_name}": {exc}') from exc
             label = req.label or default_label(req.input)
             # Minted before the transaction, each in its own: an id handed out is
             # spent even if the spawn then dies (a gap, never a repeat).
@@ -251,11 +305,11 @@ class Manager:
                         label=label, kind=req.kind, state=req.state,
                         parent_run_id=req.parent_run_id, tool_call_id=req.tool_call_id,
                         depth=depth, inherit=spec.inherit),
-                        max_live=self.c.max_concurrent_per_parent)
+                        max_live=cap)
                 except BaseException as exc:
                     self.sessions.delete(child)
                     if isinstance(exc, CapReached):  # another process took the last slot
-                        raise self._cap_error() from None
+                        raise self._cap_error(cap) from None
                     if isinstance(exc, Exception):
                         raise TaskError(f"tasks: creating task: {exc}") from exc
                     raise
@@ -265,13 +319,16 @@ class Manager:
                                               session_id=child, input=req.input,
                                               kind=row.kind, state=row.state,
                                               inherit=row.inherit))
-            except BaseException:
+            except BaseException as exc:
                 # lifecycle.spawn.rollback-detached: whatever ended the launch - its
-                # own failure or the caller being cancelled - the half-made task goes.
+                # own failure or the caller being cancelled - the half-made task goes,
+                # row first, then its session through the session repository.
                 self._launching.pop(row.run_id, None)
                 with self._together():
                     self.store.delete(row.id)
                     self.sessions.delete(child)
+                if isinstance(exc, Exception):  # notes 3.1 step 8: a wrapped error
+                    raise TaskError(f"tasks: starting task run: {exc}") from exc
                 raise
             settled = self._reconcile(row.id, row.run_id)
         self._update(settled)
@@ -306,17 +363,30 @@ class Manager:
         return row
 
     def _ask_stopper(self, run_id: str, graceful: bool) -> StopOutcome:
+        # notes 2.5: no Stopper, or one that fails, is "the host has no such
+        # run" - nothing was cancelled, so the stop claims the ending itself
         if self.c.stopper is None:
-            return StopOutcome.CANCELLED
+            return StopOutcome.UNKNOWN_RUN
         try:
             return self.c.stopper(run_id, graceful)
         except Exception:  # noqa: BLE001 - a failing stopper still lets the stop claim
-            return StopOutcome.CANCELLED
+            return StopOutcome.UNKNOWN_RUN
 
     # -- run endings -------------------------------------------------------
     def on_run_finished(self, session_id: str, out: RunOutcome) -> Task | None:
-        """lifecycle.outcome.entry-point: the single entry for run endings."""
-        row = self.store.by_child_session(session_id)
+        """lifecycle.outcome.entry-point: the single entry for run endings.
+
+        As the original (notes 3.3), a store that cannot say whose session
+        this is, or cannot write the ending, records nothing: the failure is
+        logged and the call returns None (the host's restart sweep, or the
+        stop's lost-outcome rule, ends such a task later)."""
+        try:
+            row = self.store.by_child_session(session_id)
+        except NotFound:  # not a task's session (a store that says so rather than None)
+            return None
+        except Exception as exc:  # noqa: BLE001 - any store failure: log, record nothing
+            LOG.warning("tasks: looking up the task of session %r: %s", session_id, exc)
+            return None
         if row is None:
             return None
         run_id = out.run_id or row.run_id  # lifecycle.outcome.run-id
@@ -402,47 +472,56 @@ class Manager:
 
     # -- stop --------------------------------------------------------------
     def stop(self, task_id: str, graceful: bool = False) -> Task:
-        """Chase the current run (lifecycle.stop.chases-current-run)."""
-        row = self.store.get(task_id)
-        if row.status.terminal:
-            raise TaskError(f"tasks: task already {row.status.value}", row)
+        """Chase the current run (lifecycle.stop.chases-current-run), in at most
+        two passes, as the original (notes 3.5): each pass reads the row and
+        tries to end the attempt it names; a pass that lost its claim to a
+        retry, or heard "already finished" and waited, leaves the second pass
+        to look again. A finished task on the first pass is refused; on the
+        second, someone else's ending stands."""
         passes = 1 if STOP_DOES_NOT_CHASE.on else 2
-        for _pass in range(passes):  # a lost claim earns one more pass on the new attempt
-            if row.status is TaskStatus.INPUT_REQUIRED:
-                # claim first, then tell the host (lifecycle.race.stop-vs-approval)
-                snap = self._finish(row.id, row.run_id, TaskStatus.CANCELLED,
-                                    STOPPED_AWAITING, STOPPED_AWAITING)
-                if snap is not None:
-                    self._ask_stopper(row.run_id, graceful)
-                    return snap
-            else:
-                answer = self._ask_stopper(row.run_id, graceful)
-                if answer is StopOutcome.AFTER_TURN and graceful:
-                    return self.store.get(task_id)  # lifecycle.stop.after-turn-finishes-call
-                if answer is StopOutcome.ALREADY_FINISHED:
-                    self._settle(row)  # lifecycle.stop.already-finished-waits
-                    now = self.store.get(task_id)
-                    if now.run_id != row.run_id or now.status is not TaskStatus.WORKING:
-                        if now.status.terminal:
-                            return now  # the real ending arrived and stands
-                        row = now
-                        continue
-                    # still this attempt, still running: the outcome was lost
-                snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED,
-                                           STOPPED)
-                if snap is not None:
-                    # The first ask may have missed a run still being launched
-                    # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
-                    # whatever the first answer was (notes 3.5: the Stopper must
-                    # tolerate it) - with the launch's own check after it starts a
-                    # run, this closes the window from both sides.
-                    self._ask_stopper(row.run_id, False)
-                    self._announce(snap)
-                    return snap
+        row = None
+        for n in range(passes):
             row = self.store.get(task_id)
             if row.status.terminal:
+                if n == 0:
+                    raise TaskError(f"tasks: task already {row.status.value}", row)
                 return row
-        return row
+            done = self._stop_attempt(row, graceful, last=n == passes - 1)
+            if done is not None:
+                return done
+        return self.store.get(task_id)  # two lost passes: the row as it stands
+
+    def _stop_attempt(self, row: Task, graceful: bool, last: bool) -> Task | None:
+        """One pass at the attempt ``row`` names: the row the call ends with, or
+        None to go round again."""
+        if row.status is TaskStatus.INPUT_REQUIRED:
+            # claim first, then tell the host, won or not (lifecycle.race.stop-vs-approval)
+            snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED,
+                                       STOPPED_AWAITING, STOPPED_AWAITING)
+            self._ask_stopper(row.run_id, graceful)
+            if snap is not None:
+                self._announce(snap)
+            return snap
+        answer = self._ask_stopper(row.run_id, graceful)
+        if answer is StopOutcome.AFTER_TURN and graceful:
+            return self.store.get(row.id)  # lifecycle.stop.after-turn-finishes-call
+        if answer is StopOutcome.ALREADY_FINISHED and not last:
+            # lifecycle.stop.already-finished-waits: the outcome may be on its
+            # way; give it its moment and look again on the last pass (which,
+            # hearing the same, records the ending itself: it was lost)
+            self._settle(row)
+            return None
+        snap = self.store.finalize(row.id, row.run_id, TaskStatus.CANCELLED, STOPPED, STOPPED)
+        if snap is None:
+            return None  # a retry moved the row: the next pass chases the new attempt
+        # The first ask may have missed a run still being launched
+        # (lifecycle.stop.unknown-run); it is reachable now, so ask again,
+        # whatever the first answer was (notes 3.5: the Stopper must tolerate
+        # it) - with the launch's own check after it starts a run, this closes
+        # the window from both sides.
+        self._ask_stopper(row.run_id, False)
+        self._announce(snap)
+        return snap
 
     def _settle(self, row: Task) -> None:
         """Give a run that "already finished" its moment: wait until the row leaves
@@ -457,33 +536,53 @@ class Manager:
         self.c.clock.wait_for(moved, self.c.stop_settle_wait)
 
     def stop_tree(self, session_id: str) -> list[Task]:
-        """Stop every live task of a session; deletes nothing."""
-        return [self.stop(t.id) for t in self.store.list_by_parent(session_id)[::-1]
-                if not t.status.terminal]
+        """Stop every live task of a session, oldest first; deletes nothing
+        (notes 2.8). A task that finished meanwhile is skipped; every other
+        refusal is gathered into one error, one line each."""
+        try:
+            live = self.store.list_non_terminal(session_id)
+        except Exception as exc:  # noqa: BLE001 - a store failure, one text
+            raise TaskError(f"tasks: listing live tasks: {exc}") from exc
+        stopped, errors = [], []
+        for task in live:
+            try:
+                stopped.append(self.stop(task.id))
+            except TaskError as exc:
+                if not str(exc).startswith("tasks: task already "):
+                    errors.append(str(exc))
+            except NotFound as exc:
+                errors.append(str(exc))
+        if errors:
+            raise TaskError("\n".join(errors))
+        return stopped
 
     # -- retry -------------------------------------------------------------
-    def retry(self, task_id: str, via_tool: bool = False) -> Task:
+    def retry(self, task_id: str) -> Task:
         """failed -> working on the same session with a new run (lifecycle.retry.*).
 
-        A refusal is a TaskError carrying the row as it stands. ``via_tool``:
-        the model asked (task_retry), so a launch failure it is told about in
-        the tool's result counts as delivered; over a host API only a person
-        heard, so the ending is reported as owed."""
+        A refusal is a TaskError carrying the row as it stands. A launch that
+        fails puts the claim back (the task is failed again, its attempt
+        rolled back), reports the ending through OnFinished - the store wrote
+        its debt in the same step - and raises ``tasks: restarting task run:
+        <err>`` with the row (notes 3.2 step 7). On the model's path the tool
+        then settles that debt through ModelHasResult (``tools.retry_in_hand``):
+        the model reads the failure in the tool's result."""
         if not self.recovered:  # lifecycle.restart.before-retry
             raise TaskError("tasks: recovery has not run; retries are not accepted yet")
         row = self.store.get(task_id)
         with self._parent_lock(row.parent_session_id):
             row = self.store.get(task_id)
             self._retryable(row)
-            self._check_slot(row.parent_session_id, row)
+            cap = self.cap()
+            self._check_slot(row.parent_session_id, cap, row)
             prompt = self.retry_prompt(row)  # before the claim clears the failure
             new_run = self.new_id("r")
             claimed = self.store.retry_claim(task_id, new_run, self.c.max_attempts_per_task,
-                                             max_live=self.c.max_concurrent_per_parent)
+                                             max_live=cap)
             if claimed is None:
                 now = self.store.get(task_id)
                 self._retryable(now)
-                self._check_slot(now.parent_session_id, now)
+                self._check_slot(now.parent_session_id, cap, now)
                 raise TaskError("tasks: another writer claimed this task first; try again", now)
             self._launching[new_run] = False
             try:
@@ -493,8 +592,8 @@ class Manager:
                                               inherit=row.inherit, retry=True))
             except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
                 self._launching.pop(new_run, None)
-                return self._release(task_id, new_run, f"retry could not start: {exc}",
-                                     via_tool)
+                now = self._release(task_id, new_run, f"retry could not start: {exc}")
+                raise TaskError(f"tasks: restarting task run: {exc}", now) from exc
             settled = self._reconcile(task_id, new_run)
         self._update(settled)
         return settled
@@ -516,16 +615,19 @@ class Manager:
                 "the progress made so far. Review it and continue the task to completion; "
                 "avoid repeating work that already succeeded.")
 
-    def _release(self, task_id: str, run_id: str, msg: str, via_tool: bool) -> Task:
+    def _release(self, task_id: str, run_id: str, msg: str) -> Task | None:
+        """Put back a won claim whose run never started; report the ending it
+        owes (lifecycle.retry.launch-failure-host-api: OnFinished, whoever
+        asked). The row as it stands after, or None if it is gone."""
         snap = self.store.release_retry_claim(task_id, run_id, self._sum(msg), msg)
         if snap is None:
-            return self.store.get(task_id)
-        self.c.clock.notify()
+            try:
+                return self.store.get(task_id)
+            except NotFound:
+                return None
+        self._wake()
         self._update(snap)
-        if via_tool:  # lifecycle.retry.launch-failure-tool
-            self.c.on_result_delivered(snap)
-        else:  # lifecycle.retry.launch-failure-host-api
-            self.c.on_finished(snap)
+        self.c.on_finished(snap)
         return snap
 
     # -- reading -------------------------------------------------------------
@@ -536,21 +638,26 @@ class Manager:
 
     def status(self, task_id: str, wait: float = 0.0) -> Task:
         """Read one task, waiting up to ``wait`` seconds (capped by max_status_wait)
-        for it to finish. A finished task read here is the model's: delivered."""
+        for it to finish. A finished task read here is the model's: delivered.
+
+        The wait is the original's loop (notes 3.6): read the row; finished, or
+        the deadline passed, ends it; else wait on the clock for an ending this
+        Manager claims, or ``status_poll`` seconds, whichever comes first, and
+        read again - so an ending another process or connection wrote is seen
+        at the next poll, under the virtual clock as under real time."""
         wait = max(0.0, min(float(wait), self.c.max_status_wait))
-        row = self.store.get(task_id)
-        if not row.status.terminal and wait > 0:
-            self.c.clock.wait_for(lambda: self._gone_or_done(task_id), wait)
+        clock = self.c.clock
+        deadline = clock.now() + wait
+        while True:
             row = self.store.get(task_id)
+            left = deadline - clock.now()
+            if row.status.terminal or left <= 1e-9:  # (what float sums leave over)
+                break
+            seen = self._endings
+            clock.wait_for(lambda: self._endings != seen, min(self.c.status_poll, left))
         if row.status.terminal or STATUS_DELIVERS_WORKING.on:
             self.c.on_result_delivered(row)
         return row
-
-    def _gone_or_done(self, task_id: str) -> bool:
-        try:
-            return self.store.get(task_id).status.terminal
-        except NotFound:
-            return True
 
     def model_has_result(self, info: Info) -> None:
         """The model was handed ``info``: if that is this attempt's ending, the debt
@@ -591,7 +698,10 @@ class Manager:
     # -- restart -----------------------------------------------------------
     def recover(self) -> list[Task]:
         """lifecycle.restart.recover-at-startup: fail every working row, report each."""
-        failed = self.store.fail_orphans()
+        try:
+            failed = self.store.fail_orphans()
+        except Exception as exc:  # noqa: BLE001 - a store failure, one text (notes 2.8)
+            raise TaskError(f"tasks: failing orphaned tasks: {exc}") from exc
         for snap in failed:
             self._update(snap)
             if not SWEEP_REPORTS_NOTHING.on:

@@ -29,10 +29,13 @@ import attrs
 from forge import shipped
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
+from forge.sim.readlimited import NotUTF8, TooLarge
+from forge.sim.readlimited import read_text as read_limited_text
 from forge.lifecycle.actors import ACTIONS, CHOICES, COMMON, TASKLESS, perform
 from forge.lifecycle.errors import TaskError
 from forge.lifecycle.explore import HostFailure, Host, Scenario, World, store_of
 from forge.lifecycle.records import Continuation, Task, TaskStatus
+from forge.lifecycle.vocabulary import modern
 
 #: The suffixes a scenario file has (``forge explore`` dispatches on them).
 SUFFIXES = (".scenario.toml", ".scenario.json")
@@ -84,6 +87,22 @@ def _is(value: Any, t: Any) -> bool:
 class _Checker:
     def __init__(self, path: str) -> None:
         self.path = path
+        self.renamed: dict[str, str] = {}  # "old -> new" -> the first place it was met
+
+    def modern(self, name: str, params: dict, where: str) -> tuple[str, dict]:
+        """An earlier spelling of a run's report, read as the current one
+        (``vocabulary``); each rename is noted once, with where it was met."""
+        name, params, renamed = modern(name, params)
+        for rename in renamed:
+            self.renamed.setdefault(rename, where)
+        return name, params
+
+    def notes(self) -> tuple[str, ...]:
+        if not self.renamed:
+            return ()
+        return (f"{self.path}: old action names read as the current ones: "
+                + ", ".join(f"{r} ({w})" for r, w in self.renamed.items())
+                + "; rename them (docs/lifecycle.md, the scenario format)",)
 
     def bad(self, where: str, rule: str):
         raise ScenarioError(self.path, where, rule)
@@ -108,6 +127,7 @@ class _Checker:
         name = value.get("do")
         if not isinstance(name, str):
             self.bad(f"{where}.do", "names the action, a string")
+        name, value = self.modern(name, value, f"{where}.do")
         if name not in ACTIONS:
             self.bad(f"{where}.do", f"unknown action {name!r}; expected one of "
                      + ", ".join(sorted(ACTIONS)))
@@ -187,7 +207,8 @@ def parse(path: str, data: Any) -> Scenario:
         actors.append((name, steps))
     expect = _expect(c, data.get("expect", {}))
     name = data.get("name") or pathlib.Path(path).name.split(".")[0]
-    scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store)
+    scenario = attrs.evolve(_build(name, config, host, setup, actors, expect), store=store,
+                            notes=c.notes())
     spawned = _dry_run(c, scenario, setup)
     for where, action, params in placed:
         _check_task(c, where, action, params, spawned)
@@ -230,13 +251,16 @@ def _expect(c: _Checker, raw: Any) -> dict:
     for i, status in enumerate(raw.get("final_status", [])):
         if status not in _STATUSES:
             c.bad(f"expect.final_status[{i}]", "must be one of " + ", ".join(_STATUSES))
+    wins = {}
     for action, n in raw.get("wins", {}).items():
+        action = c.modern(action, {}, f"expect.wins.{action}")[0]
+        wins[action] = n
         if action not in ACTIONS:
             c.bad(f"expect.wins.{action}", "unknown action; expected one of "
                   + ", ".join(sorted(ACTIONS)))
         if not _is(n, int) or n < 0:
             c.bad(f"expect.wins.{action}", "must be a whole number from 0")
-    return raw
+    return {**raw, "wins": wins} if wins else raw
 
 
 def _build(name: str, config: dict, host: Host, setup: list, actors: list,
@@ -298,27 +322,25 @@ def load(path: str) -> Scenario:
 def read_text(path: str) -> str:
     """A scenario file's text, held to the size limit and UTF-8."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_BYTES + 1)
+        return read_limited_text(path, MAX_BYTES)
     except OSError as e:
         raise ScenarioError(path, "", f"cannot read the scenario: {e.strerror or e}") from None
-    _check_size(path, len(raw))
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ScenarioError(path, "", f"not valid UTF-8 (byte {e.start})") from None
+    except TooLarge:
+        raise _too_large(path) from None
+    except NotUTF8 as e:
+        raise ScenarioError(path, "", str(e)) from None
 
 
-def _check_size(path: str, size: int) -> None:
-    if size > MAX_BYTES:
-        raise ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
+def _too_large(path: str) -> ScenarioError:
+    return ScenarioError(path, "", f"a scenario file is at most {MAX_BYTES} bytes")
 
 
 def from_text(path: str, text: str) -> Scenario:
     """The checked scenario whose file at ``path`` holds ``text`` (the path
     names the file in a refusal, gives the format by its suffix and the
     default name); the scenario keeps ``text``, what a replay file records."""
-    _check_size(path, len(text.encode("utf-8", "surrogatepass")))
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise _too_large(path)
     try:
         data = json.loads(text) if str(path).endswith(".json") else tomllib.loads(text)
     except json.JSONDecodeError as e:

@@ -42,7 +42,7 @@ class Manager(Protocol):
 
     def status(self, task_id: str, wait: float = 0.0) -> Any: ...
 
-    def retry(self, task_id: str, via_tool: bool = False) -> Any: ...
+    def retry(self, task_id: str) -> Any: ...
 
     def stop(self, task_id: str, graceful: bool = False) -> Any: ...
 
@@ -179,10 +179,8 @@ def spawn_tool(mgr: Manager) -> Tool:
                 parent_session_id=ctx.session_id, agent_name=args.get("agent_name", ""),
                 input=args.get("input", ""), label=args.get("label", ""),
                 parent_run_id=ctx.parent_run_id, tool_call_id=ctx.tool_call_id))
-        except (TaskError, NotFound) as e:
+        except (TaskError, NotFound) as e:  # a failed launch too: the Manager wraps it
             return ToolResult.error(str(e))
-        except Exception as e:  # noqa: BLE001 - a failed launch is the call's answer
-            return ToolResult.error(f"tasks: starting task run: {e}")
         info = Info.of(row, spec.display_name)
         mgr.model_has_result(info)  # a fast finish is in the model's hands now
         return tool_result(info, mgr.progress(info))
@@ -206,27 +204,38 @@ def status_tool(mgr: Manager) -> Tool:
     return Tool(TASK_STATUS, SUMMARIES[TASK_STATUS], STATUS_DESCRIPTION, STATUS_PARAMS, run)
 
 
+def retry_in_hand(mgr: Manager, task_id: str,
+                  settle: Callable[[Info], None] | None = None) -> Any:
+    """Retry on the model's path (task_retry, notes 4.4): whatever the model is
+    handed - the retried task, or the task a refusal shows (a launch that
+    failed included) - goes through ModelHasResult, so a fast finish or a
+    failed restart the model reads in the result settles its debt
+    (lifecycle.retry.launch-failure-tool). Raises what ``Manager.retry`` raises.
+    ``settle`` replaces ModelHasResult for a caller that watches it."""
+    settle = settle or mgr.model_has_result
+    try:
+        row = mgr.retry(task_id)
+    except TaskError as e:
+        if e.task is not None:
+            settle(Info.of(e.task))
+        raise
+    settle(Info.of(row))
+    return row
+
+
 def retry_tool(mgr: Manager) -> Tool:
     def run(ctx: ToolContext, args: dict) -> ToolResult:
         try:
-            _owned(mgr, ctx, args.get("task_id", ""))
-            before = mgr.store.get(args.get("task_id", ""))
-            row = mgr.retry(before.id, via_tool=True)
+            row = _owned(mgr, ctx, args.get("task_id", ""))
+            row = retry_in_hand(mgr, row.id)
         except NotFound as e:
             return ToolResult.error(str(e))
         except TaskError as e:
             if e.task is None:
                 return ToolResult.error(str(e))
-            info = Info.of(e.task)
-            mgr.model_has_result(info)  # the refusal shows the task's state
+            info = Info.of(e.task)  # the refusal shows the task's state (settled above)
             return refusal(str(e), info, mgr.progress(info))
-        info = Info.of(row)
-        if row.status.value == "failed" and row.attempt == max(before.attempt, 1):
-            # the retry's run never started: the result says so (delivered in hand)
-            return refusal(f"tasks: restarting task run: {row.result}", info,
-                           mgr.progress(info))
-        mgr.model_has_result(info)
-        return tool_result(info, mgr.progress(info))
+        return _card(mgr, row)
     return Tool(TASK_RETRY, SUMMARIES[TASK_RETRY], RETRY_DESCRIPTION, RETRY_PARAMS, run)
 
 

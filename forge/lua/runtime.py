@@ -105,9 +105,9 @@ BUDGET_MESSAGE = (
 
 
 @functools.lru_cache(maxsize=16)
-def budget_message(max_instructions: int) -> bytes:
+def budget_message(instructions: int) -> bytes:
     """`BUDGET_MESSAGE` for a budget, as Lua raises it (made once per budget)."""
-    return BUDGET_MESSAGE.format(n=f"{max_instructions:,}").encode()
+    return BUDGET_MESSAGE.format(n=f"{instructions:,}").encode()
 
 
 _bytecode: dict[str, bytes] = {}
@@ -220,11 +220,11 @@ class LuaRuntime:
 
     def __init__(
         self,
-        max_instructions: int = DEFAULT_MAX_INSTRUCTIONS,
+        instructions: int = DEFAULT_MAX_INSTRUCTIONS,
         max_memory: int = DEFAULT_MAX_MEMORY,
         random_seed: int = 0,
         reusable: bool = False,
-        max_cpu_seconds: float | None = None,
+        cpu_seconds: float | None = None,
     ) -> None:
         self.keeper = Keeper(self)
         #: The threads that run a prompt's code, for the CPU-time backstop,
@@ -233,8 +233,8 @@ class LuaRuntime:
         #: runtime keeps it alive as long as Lua may call it.
         self.threads = backstop.Threads()
         self.thread_registry = self.threads.register
-        deadline = (float("inf") if max_cpu_seconds is None
-                    else self.threads.start(max_cpu_seconds))
+        deadline = (float("inf") if cpu_seconds is None
+                    else self.threads.start(cpu_seconds))
         self.lua = lua55.LuaRuntime(
             encoding=None,
             unpack_returned_tuples=True,
@@ -246,17 +246,17 @@ class LuaRuntime:
         )
         self.max_memory = max_memory
         #: The first Python exception a host function raised, if any.
-        self.internal_error: Exception | None = None
+        self.internal_error: BaseException | None = None
         g = self.lua.globals()
         g.python = None
         host = self.lua.table_from(
             {
-                b"max_instructions": max_instructions,
+                b"max_instructions": instructions,
                 b"max_memory": max_memory,
                 b"random_seed": random_seed,
-                b"budget_message": budget_message(max_instructions),
+                b"budget_message": budget_message(instructions),
                 b"cpu_deadline": deadline,
-                b"cpu_message": backstop.message(max_cpu_seconds or 0.0),
+                b"cpu_message": backstop.message(cpu_seconds or 0.0),
                 b"register_thread": self.thread_registry,
             }
         )
@@ -311,17 +311,17 @@ class LuaRuntime:
             self.threads.stop()         # before the Lua state and its threads go
 
     # -- reuse -----------------------------------------------------------------
-    def begin(self, max_instructions: int, random_seed: int,
-              max_cpu_seconds: float | None = None) -> None:
+    def begin(self, instructions: int, random_seed: int,
+              cpu_seconds: float | None = None) -> None:
         """Make a reused runtime what a fresh one would be for the next run."""
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
         self.threads.stop()
-        deadline = (float("inf") if max_cpu_seconds is None
-                    else self.threads.start(max_cpu_seconds))
-        self.fn.reset(max_instructions, budget_message(max_instructions),
-                     random_seed, deadline, backstop.message(max_cpu_seconds or 0.0))
+        deadline = (float("inf") if cpu_seconds is None
+                    else self.threads.start(cpu_seconds))
+        self.fn.reset(instructions, budget_message(instructions),
+                     random_seed, deadline, backstop.message(cpu_seconds or 0.0))
         self.internal_error = None
         # The earlier runs' garbage is collected only once it is as large as
         # what the runtime keeps (at most `GARBAGE_ALLOWANCE`), or when the
@@ -598,20 +598,20 @@ def reuse_enabled() -> bool:
     return os.environ.get(FRESH_ENV, "") in ("", "0")
 
 
-def acquire(max_instructions: int, random_seed: int, reuse: bool,
-            max_cpu_seconds: float | None = backstop.DEFAULT_MAX_CPU_SECONDS) -> LuaRuntime:
+def acquire(instructions: int, random_seed: int, reuse: bool,
+            cpu_seconds: float | None = backstop.DEFAULT_MAX_CPU_SECONDS) -> LuaRuntime:
     """A runtime for one run: an idle one made ready (`begin`) when `reuse`
     and reuse is on, else a fresh one.  The run's CPU-time deadline
     (`forge.lua.backstop`) starts now."""
     if not (reuse and reuse_enabled()):
-        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed,
-                          max_cpu_seconds=max_cpu_seconds)
+        return LuaRuntime(instructions=instructions, random_seed=random_seed,
+                          cpu_seconds=cpu_seconds)
     with _idle_lock:
         runtime = _idle.pop() if _idle else None
     if runtime is None:
-        return LuaRuntime(max_instructions=max_instructions, random_seed=random_seed,
-                          reusable=True, max_cpu_seconds=max_cpu_seconds)
-    runtime.begin(max_instructions, random_seed, max_cpu_seconds)
+        return LuaRuntime(instructions=instructions, random_seed=random_seed,
+                          reusable=True, cpu_seconds=cpu_seconds)
+    runtime.begin(instructions, random_seed, cpu_seconds)
     return runtime
 
 

@@ -8,13 +8,14 @@ prose: that is `forge.lua` and `forge.engine`.
 Both entry points refuse a prompt past `forge.limits.MAX_PROMPT_BYTES` before
 parsing it (docs/limits.md); `load_prompt` reads no more than that of a file,
 so a device or an endless pipe cannot hang it, nor can a pipe nobody writes
-to (`forge.limits.read_limited`).
+to (`forge.sim.readlimited`).
 """
 
 from pathlib import Path
 
 from forge.errors import PromptError
-from forge.limits import MAX_PROMPT_BYTES, read_limited
+from forge.limits import MAX_PROMPT_BYTES
+from forge.sim.readlimited import NotUTF8, TooLarge, read_text
 from forge.prompt import parser
 from forge.prompt.headings import HeadingError, resolve
 from forge.prompt.model import ArgDecl, Capability, FileDecl, LuaBlock, ModelRole, Prompt, Section
@@ -44,23 +45,20 @@ def read_prompt(path: str | Path,
                 compile_check: parser.CompileCheck | None = parser.lua_compile_check
                 ) -> tuple[Prompt, str]:
     """The prompt file at `path`, parsed, and its text: read once, at most
-    the size limit (`forge.limits.read_limited`), so a pipe gives both.
+    the size limit (`forge.sim.readlimited`), so a pipe gives both.
 
     Raises:
         PromptError: unreadable, not UTF-8, past the limit, or refused.
     """
     name = str(path)
     try:
-        data = read_limited(path, MAX_PROMPT_BYTES)
+        text = read_text(path, MAX_PROMPT_BYTES)
     except OSError as exc:
         raise PromptError(f"cannot read prompt file: {exc.strerror or exc}", file=name) from None
-    except ValueError:
+    except TooLarge:
         raise _too_large(name) from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise PromptError(f"prompt file is not valid UTF-8 (byte {exc.start})", file=name,
-                          line=data[:exc.start].count(b"\n") + 1) from None
+    except NotUTF8 as exc:
+        raise PromptError(f"prompt file is {exc}", file=name, line=exc.line) from None
     return parser.parse_prompt(text, name, compile_check), text
 
 

@@ -150,9 +150,9 @@ class FileReplay(ReplayProvider):
                              file=path, kind="replay")
         recorded = spec_from_record(rec, path)
         if recorded.orders != spec.orders:
-            raise InputError("$.run.latency.orders: the file records a run in orders mode "
-                             "(exhaustive search), whose choices pick completions, not "
-                             f"durations: {how}", file=path, kind="replay")
+            raise InputError("$.run.latency.orders: the file records a run in orders mode, "
+                             "whose choices pick completions, not durations: "
+                             f"{how}", file=path, kind="replay")
         # No flag sets the tie options: the run takes the file's
         # (`forge.runspec.Runner` reads them from the file).
         spec = attrs.evolve(spec, latency_ties=recorded.latency_ties)

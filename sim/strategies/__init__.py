@@ -28,6 +28,8 @@ from forge.sim.strategies.base import Campaign, Strategy
 STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, random.STRATEGY, pct.STRATEGY,
                                     exhaustive.STRATEGY, replay.STRATEGY)
 _BY_NAME = {s.name: s for s in STRATEGIES}
+#: The strategy a search over seeds draws with when it is given none.
+SEARCH = random.STRATEGY.name
 #: The strategies `forge explore` offers, by name.
 EXPLORING = tuple(s.name for s in STRATEGIES if s.explores)
 #: The strategies of one run, spelled as `forge run --strategy` takes them.
@@ -73,5 +75,5 @@ def make_provider(spelling: str) -> Provider:
     return strategy.provider(arguments)
 
 
-__all__ = ["Campaign", "EXPLORING", "SPELLING", "SPELLINGS", "STRATEGIES", "Strategy",
+__all__ = ["Campaign", "EXPLORING", "SEARCH", "SPELLING", "SPELLINGS", "STRATEGIES", "Strategy",
            "lookup", "make_provider", "parse", "usage"]

@@ -51,9 +51,12 @@ class Strategy:
     #: The campaign state of a search over seeds, `campaign(depth, horizon)`;
     #: None: not a search over seeds.
     campaign: Callable[..., Campaign] | None = None
-    #: Whether it walks the choice tree in orders mode (exhaustive search)
-    #: instead of drawing a schedule per seed.
+    #: Whether it walks the choice tree (exhaustive search) instead of
+    #: drawing a schedule per seed.
     walks: bool = False
+    #: Whether its runs are in orders mode (`forge.sim.orders`): durations
+    #: stay canonical and which completion fires next is a decision.
+    orders: bool = False
     #: Why its seeds cannot be cut into shards (None: they can).
     unshardable: str | None = None
 

@@ -18,25 +18,12 @@ import pytest
 
 from forge.conformance.adapters import reference_observation
 from forge.conformance.case import HarnessSpec
-from forge.sim.chooser import Chooser, Provider
+from forge.conformance.level2 import Asked
+from forge.sim.chooser import Chooser
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "protocol.md"
 BLOCK = re.compile(r"```text\n(# tests/conformance/decisions/[^\n]*)\n(.*?)```", re.S)
-
-
-class Asked(Provider):
-    """The canonical schedule, keeping every decision whole as the pipe
-    would carry it (a chooser keeps only part of a long list of chains)."""
-
-    name = "asked"
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def draw(self, kind, options) -> int:
-        self.seen.append(f"{kind} [{', '.join(options)}] -> 0")
-        return 0
 
 
 def exchanges() -> list[tuple[str, list[str]]]:
@@ -50,7 +37,7 @@ def asked(head: str) -> list[str]:
     harness = HarnessSpec(concurrency=int(flags.get("--concurrency", 8)))
     provider = Asked()
     reference_observation(path.read_text(), harness, None, path.name, Chooser(provider))
-    return provider.seen
+    return [f"{line} -> 0" for line in provider.seen]
 
 
 def test_the_page_has_a_worked_exchange_for_each_decision_prompt():

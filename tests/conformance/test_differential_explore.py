@@ -81,27 +81,30 @@ def test_the_reference_served_over_the_pipe_is_no_false_alarm(prompt):
     assert "200 schedules" in out
 
 
-def test_without_the_differential_the_bug_hides(tmp_path):
-    """The tie mutant passes with --no-differential (the watcher that sees
-    ties in process cannot run on events): the comparison, not a check,
-    finds it (kit: explore-impl.differential)."""
+def test_without_the_differential_the_tie_watcher_still_finds_the_tie(tmp_path):
+    """With --no-differential the tie mutant is still found: the watcher
+    that sees ties in process reads the engine's steps over the pipe
+    (kit: explore-impl.watchers; tasks.timeouts.tie-member-wins)."""
     code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
                         "--runs", "200", "--no-differential", "--replay-out",
                         str(tmp_path / "r.json"))
-    assert code == 0, out
+    assert code == 1, out
+    assert "timeout won the tie with task 0.0" in out
+    assert "differs from the reference" not in out
 
 
 def test_a_known_difference_is_muted(tmp_path):
     """Muting every place the tie mutant changes - its result, and the extra
-    decision it asks - lets the exploration pass; muting only the decisions
-    shows the next difference.  The file is the expectations format
-    (kit: explore-impl.known-differences)."""
+    decision it asks - leaves only what the watchers see (the tie, on the
+    engine's steps); muting only the decisions shows the next difference.
+    The file is the expectations format (kit: explore-impl.known-differences)."""
     known = tmp_path / "known.toml"
     known.write_text('result = "fail"\ndecisions = "fail"\n')
     code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
                         "--runs", "200", "--known-differences", str(known), "--replay-out",
                         str(tmp_path / "r.json"))
-    assert code == 0, out
+    assert code == 1, out
+    assert "timeout won the tie" in out and "differs from the reference" not in out
     known.write_text('decisions = "fail"\n')
     code, out = explore("--impl", served("tie-goes-to-timeout"), str(HERE / "tie.md"),
                         "--runs", "200", "--known-differences", str(known), "--replay-out",

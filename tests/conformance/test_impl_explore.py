@@ -52,9 +52,10 @@ class InProcessPipe:
     def __exit__(self, *exc):
         pass
 
-    def run_with(self, case, seed, chooser):
+    def run_with(self, case, seed, chooser, steps=False):
         InProcessPipe.sent.append(case.harness.to_json())
-        return adapters.reference_observation(case.prompt, case.harness, seed, case.id, chooser)
+        return adapters.reference_observation(case.prompt, case.harness, seed, case.id, chooser,
+                                              steps=steps)
 
 
 @pytest.fixture

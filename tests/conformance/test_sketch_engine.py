@@ -70,3 +70,22 @@ def test_the_sketch_without_bugs_passes_200_schedules(prompt, tmp_path):
                         "--replay-out", str(tmp_path / "r.json"))
     assert code == 0, out
     assert out.startswith("200 schedules")
+
+
+def test_the_suite_fails_the_queued_cancel_bug_and_passes_the_sketch_without_it():
+    """The suite itself, not only exploration, catches a `cancel` that
+    forgets a queued task: decisions/cancel-queued fails on the buggy
+    sketch (a later admission runs the cancelled task) and passes on the
+    sketch without the bug (tasks.cancel.stops-returns-nothing,
+    tasks.concurrency.queued)."""
+    def conformance(command: str) -> tuple[int, str]:
+        done = CliRunner().invoke(main, ["conformance", "--impl", command,
+                                         "-k", "decisions/cancel-queued"])
+        return done.exit_code, done.output
+
+    code, out = conformance(SKETCH)
+    assert code == 0 and "1 passed, 0 failed" in out, out
+    code, out = conformance(f"{SKETCH} --bug cancel-forgets-queued")
+    assert code == 1, out
+    assert 'logs[1]: expected "gamma ran", got "beta ran"' in out
+    assert 'decisions[2]: expected "chain [root:0]", got "chain [root:0, task:0.1]"' in out

@@ -41,7 +41,7 @@ return function(code, env)
 end
 """
 
-_sandbox = LuaRuntime(max_instructions=10**15)
+_sandbox = LuaRuntime(instructions=10**15)
 _plain = lua55.LuaRuntime(encoding=None)
 _plain_run = _plain.execute(SERIALIZE)
 # The serializer runs with the plain library in both runtimes; only the
@@ -209,7 +209,7 @@ def test_an_error_level_counts_the_frames_lua_would(call):
 
 def _charged(code: str) -> int:
     """Instructions charged by `code` run without the count hook: only charges count."""
-    runtime = LuaRuntime(max_instructions=10**15)
+    runtime = LuaRuntime(instructions=10**15)
     run = runtime.lua.eval("function(code, env) return assert(load(code, '=t', 't', env))() end")
     before = runtime.fn.instructions_used()
     run(code.encode(), runtime.new_env())
@@ -247,7 +247,7 @@ def test_small_calls_are_not_charged():
 def test_a_call_past_the_memory_cap_is_charged_no_more_than_the_cap_allows():
     """A result Lua cannot allocate fails with Lua's own memory error, after a charge of at
     most the memory cap's bytes: nothing Lua would accept is refused (kit: budget.bulk-calls)."""
-    runtime = LuaRuntime(max_instructions=10**15)
+    runtime = LuaRuntime(instructions=10**15)
     run = runtime.lua.eval("function(env) return pcall(load('return string.rep(\"x\", 2^40)', "
                            "'=t', 't', env)) end")
     ok, message = run(runtime.new_env())

@@ -166,8 +166,9 @@ def tool_scripts(draw) -> str:
 
 # -- lifecycle scenario files -------------------------------------------------------------------
 
-ACTION_NAMES = st.sampled_from(["spawn", "fail", "retry", "stop", "stop_tree", "complete",
-                                "pause", "resume", "recover", "status", "nope", ""])
+ACTION_NAMES = st.sampled_from(["spawn", "run_fails", "retry", "stop", "stop_tree", "run_completes",
+                                "run_cancelled", "fail", "complete",
+                                "run_pauses", "pause", "resume", "recover", "status", "nope", ""])
 
 
 @st.composite

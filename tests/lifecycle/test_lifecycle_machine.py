@@ -114,10 +114,11 @@ class LifecycleMachine(RuleBasedStateMachine):
             t = self.mgr.spawn(SpawnRequest(parent_session_id="p", agent_name="a",
                                             input="go", kind=kind, state=0))
         except TaskError as e:
+            if launch == "fail" and str(e).startswith("tasks: starting task run: "):
+                assert self._snapshot() == before
+                return
             assert str(e).startswith("tasks: this conversation already has 4 tasks running")
             assert len(before) == len(self._snapshot())
-        except RuntimeError:
-            assert launch == "fail" and self._snapshot() == before
         else:
             self.ids.append(t.id)
             if launch == "stop-in-window":
@@ -214,19 +215,22 @@ class LifecycleMachine(RuleBasedStateMachine):
         try:
             r = self.mgr.retry(t.id)
         except TaskError as e:
-            assert self._snapshot() == before
             msg = str(e)
+            if msg == "tasks: restarting task run: no capacity":
+                # lifecycle.retry.launch-failure-reverts: back to failed, same attempt
+                assert launch_fail and t.status is F and t.attempt < CAP
+                assert (e.task.status, e.task.attempt) == (F, t.attempt)
+                self._check_step(before, retried=t.id)
+                return
+            assert self._snapshot() == before
             if t.status is not F:
                 assert "only a failed task can be retried" in msg
             elif t.attempt >= CAP:
                 assert msg == (f"tasks: this task has already used its {CAP} attempts; "
                                "start a new task instead")
         else:
-            assert t.status is F and t.attempt < CAP
-            if launch_fail:
-                assert (r.status, r.attempt) == (F, t.attempt)  # launch-failure-reverts
-            else:
-                assert r.status is W and r.attempt == t.attempt + 1 and r.continuations == 0
+            assert t.status is F and t.attempt < CAP and not launch_fail
+            assert r.status is W and r.attempt == t.attempt + 1 and r.continuations == 0
         finally:
             self.host.launch_error = None
         self._check_step(before, retried=t.id)

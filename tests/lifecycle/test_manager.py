@@ -17,6 +17,7 @@ from forge.lifecycle.records import (
     TaskStatus,
 )
 from forge.lifecycle.store import ORPHAN_SUMMARY, MemoryStore, NotFound
+from forge.lifecycle.tools import retry_in_hand
 
 W, C, F, X, P = (TaskStatus.WORKING, TaskStatus.COMPLETED, TaskStatus.FAILED,
                  TaskStatus.CANCELLED, TaskStatus.INPUT_REQUIRED)
@@ -69,7 +70,7 @@ def test_spawn_inherit_snapshot():
 def test_spawn_launch_failure_rolls_back(h):
     # lifecycle.spawn.rollback-detached
     h.launch_error = "boom"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TaskError, match="^tasks: starting task run: boom$"):
         spawn(h)
     assert h.store.list_all() == []
 
@@ -326,13 +327,18 @@ def test_retry_launch_failure_tool_and_host_paths(h):
     end(h, t, F, err="e")
     h.finished.clear()
     h.launch_error = "no capacity"
-    snap = h.mgr.retry(t.id, via_tool=True)
+    with pytest.raises(TaskError, match="^tasks: restarting task run: no capacity$") as e:
+        retry_in_hand(h.mgr, t.id)  # the model's path (task_retry)
+    snap = e.value.task
     assert (snap.status, snap.attempt) == (F, 1)
     assert snap.result == "retry could not start: no capacity"
-    assert h.delivered == [snap] and h.finished == []
+    # owed with its debt, then settled: the model reads it in the tool's result
+    assert h.finished == [snap] and h.delivered == [snap]
     h.launch_error = "again"
-    snap2 = h.mgr.retry(t.id)
-    assert h.finished == [snap2] and snap2.attempt == 1
+    with pytest.raises(TaskError, match="^tasks: restarting task run: again$") as e:
+        h.mgr.retry(t.id)  # a host API: only a person heard
+    snap2 = e.value.task
+    assert h.finished == [snap, snap2] and h.delivered == [snap] and snap2.attempt == 1
 
 
 def test_retry_takes_a_slot():

@@ -29,6 +29,7 @@ from forge.lifecycle.errors import TaskError
 from forge.lifecycle.records import RunOutcome, SpawnRequest, StopOutcome, TaskStatus
 from forge.lifecycle.sqlite_store import SqliteStore
 from forge.lifecycle.store import MemoryStore
+from forge.lifecycle.tools import retry_in_hand
 
 W, P, C, F, X = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL = (C, F, X)
@@ -115,11 +116,11 @@ def machine_for(make_store):
             try:
                 row = self.mgr.spawn(SpawnRequest(parent_session_id=parent, agent_name="a",
                                                   input="go"))
-            except TaskError:
+            except TaskError as e:
+                if str(e).startswith("tasks: starting task run: "):
+                    assert launch == "fail" and not full
+                    return
                 assert full, "only a full parent refuses a spawn"
-                return
-            except RuntimeError:
-                assert launch == "fail" and not full
                 return
             finally:
                 self.host.launch_error = self.host.on_launch = None
@@ -220,26 +221,32 @@ def machine_for(make_store):
                 h.on_launch = again
             ok = self.model.retryable(t)
             try:
-                self.mgr.retry(tid, via_tool=via_tool)
-            except TaskError:
+                if via_tool:  # the model's path: what it is handed is settled
+                    retry_in_hand(self.mgr, tid)
+                else:
+                    self.mgr.retry(tid)
+            except TaskError as e:
+                if race == "fail" and ok:  # the launch failed: the claim is put back
+                    assert str(e) == "tasks: restarting task run: no capacity"
+                    t.finished += 1  # owed, with its debt row (notes 3.2 step 7)
+                    t.owed = True  # (this host never drops a debt)
+                    if via_tool:
+                        t.delivered += 1  # ... and read by the model in the result
+                    return
                 assert not ok, "a retryable task was refused"
+                if via_tool and t.status in TERMINAL:
+                    t.delivered += 1  # the refusal card shows the finished task
                 return
             finally:
                 h.launch_error = h.on_launch = None
             assert ok, "a task the seed does not allow was retried"
-            if race == "fail":
-                if via_tool:
-                    t.delivered += 1  # the tool's result carries it
-                    t.owed = True  # the store still writes the debt; the host drops it
-                else:
-                    t.finished += 1
-                    t.owed = True
-                return
             t.status, t.attempt, t.runs, t.owed = W, t.attempt + 1, t.runs + 1, False
             if race == "second":
                 assert len(second) == 1, "the second retry must be refused"
             if race == "stop":
                 self.model.end(t, X)
+                if via_tool:
+                    t.delivered += 1  # the tool hands the model the cancelled task
 
         def _live(self):
             return any(t.status in (W, P) for t in self.model.tasks.values())

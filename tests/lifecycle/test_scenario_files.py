@@ -45,7 +45,7 @@ BAD = {
                      "actor[0].via: must be one of host, tool"),
     "two names": ('[[actor]]\nname = "a"\ndo = "stop"\n[[actor]]\nname = "a"\ndo = "stop"\n',
                   "actor[1].name: two actors are named 'a'"),
-    "list step": ('[[actor]]\nname = "a"\ndo = ["fail", { do = "retry", via = 3 }]\n',
+    "list step": ('[[actor]]\nname = "a"\ndo = ["run_fails", { do = "retry", via = 3 }]\n',
                   "actor[0].do[1].via: must be a string"),
     "config range": ('[config]\nmax_attempts_per_task = 0\n[[actor]]\nname = "a"\ndo = "stop"\n',
                      "config.max_attempts_per_task: from 1 to 1000"),
@@ -56,8 +56,8 @@ BAD = {
     "setup refused": ('setup = ["spawn", "retry"]\n[[actor]]\nname = "a"\ndo = "stop"\n',
                       "setup[1]: the Manager refused retry: tasks: cannot retry a task that "
                       "is working"),
-    "setup no task": ('setup = ["fail"]\n[[actor]]\nname = "a"\ndo = "stop"\n',
-                      "setup[0]: fail names task 1, which the setup has not spawned"),
+    "setup no task": ('setup = ["run_fails"]\n[[actor]]\nname = "a"\ndo = "stop"\n',
+                      "setup[0]: run_fails names task 1, which the setup has not spawned"),
     "not toml": ('[[actor]\n', "not TOML"),
 }
 
@@ -122,7 +122,7 @@ def test_a_bad_scenario_is_refused_in_one_line_naming_the_place(case, tmp_path):
 
 def test_a_json_scenario_is_the_same_race(tmp_path):
     path = _write(tmp_path, json.dumps({"setup": ["spawn"], "actor": [
-        {"name": "run", "do": "complete"}, {"name": "stop", "do": "stop"}]}),
+        {"name": "run", "do": "run_completes"}, {"name": "stop", "do": "stop"}]}),
         "race.scenario.json")
     toml = campaign.run(load(COMPLETION), "exhaustive", 10_000)
     same = campaign.run(load(path), "exhaustive", 10_000)
@@ -179,3 +179,54 @@ def test_a_schedule_is_the_same_bytes_every_time():
     second = campaign.run(scenario, "random", 30, start_seed=5)
     assert (first.runs, first.distinct) == (second.runs, second.distinct)
     assert first.distinct > 5
+
+
+OLD_SPELLING = """setup = ["spawn"]
+
+[[actor]]
+name = "host"
+do = ["fail", "retry"]
+
+[[actor]]
+name = "stop"
+do = "stop"
+
+[expect]
+wins = { complete = 0 }
+"""
+
+
+def test_an_old_spelling_is_read_as_the_current_one_with_a_note(tmp_path):
+    """Issue 27 item 7, one action vocabulary: a scenario written with the old
+    names (complete, fail, pause; text, err) runs the same race as the current
+    names (run_completes, run_fails, run_pauses; result, error), and the
+    command says once, on stderr, what it read them as."""
+    old = _write(tmp_path, OLD_SPELLING, "old.scenario.toml")
+    scenario = load(old)
+    assert scenario.notes == (
+        f"{old}: old action names read as the current ones: fail -> run_fails "
+        "(actor[0].do[0].do), complete -> run_completes (expect.wins.complete); rename them "
+        "(docs/lifecycle.md, the scenario format)",)
+    assert load(CHASE).notes == ()
+    same = campaign.run(scenario, "exhaustive", 10_000)
+    new = campaign.run(load(CHASE), "exhaustive", 10_000)
+    assert (same.runs, same.distinct, same.failure) == (new.runs, new.distinct, None)
+    result = forge("explore", old, "--strategy", "exhaustive")
+    assert result.exit_code == 0
+    assert result.stderr.startswith(f"note: {old}: old action names read as the current")
+    params = load(_write(tmp_path, 'setup = ["spawn", { do = "fail", err = "e", text = "t" }]\n'
+                         '[[actor]]\nname = "a"\ndo = "stop"\n', "params.scenario.toml"))
+    assert "fail -> run_fails (setup[1].do), err -> error (setup[1].do), text -> result" in (
+        params.notes[0])
+
+
+def test_a_replay_recorded_with_the_old_spelling_still_replays(tmp_path):
+    """A replay file holds its scenario's text: one recorded before the rename
+    replays alone, with the note."""
+    old = _write(tmp_path, OLD_SPELLING, "old.scenario.toml")
+    out = str(tmp_path / "old.replay.json")
+    with variation.switched("lifecycle.stop-does-not-chase"):
+        assert forge("explore", old, "--runs", "400", "--replay-out", out).exit_code == 1
+        again = forge("replay", out)
+    assert again.exit_code == 1 and "note: " in again.stderr and "fail -> run_fails" in (
+        again.stderr)

@@ -262,8 +262,12 @@ def test_retry_tool_launch_failure_is_an_error_result_and_delivered():
     end(h, t, F, err="x")
     h.launch_error = "no capacity"
     r = tool(h, "task_retry").call(CTX, {"task_id": t.id})
-    assert r.is_error and "retry could not start: no capacity" in r.text
-    assert h.delivered[-1].status is F and len(h.finished) == 1
+    assert r.is_error and r.text.startswith("tasks: restarting task run: no capacity\n")
+    assert "result: retry could not start: no capacity" in r.text
+    # notes 3.2 step 7 and 4.4: the Manager owes it (OnFinished, with its debt
+    # row), the tool hands it to the model and settles it (OnResultDelivered)
+    assert [f.result for f in h.finished] == ["x", "retry could not start: no capacity"]
+    assert h.delivered == [h.finished[-1]]
 
 
 # -- task_stop --------------------------------------------------------------------------
@@ -400,7 +404,7 @@ def test_half_finished_spawn_rolls_back_even_when_the_caller_is_cancelled():
         spawn(h)
     assert sessions.list(include_hidden=True) == [] and h.store.list_all() == []
     h.launch_error = "boom"
-    with pytest.raises(RuntimeError):
+    with pytest.raises(TaskError, match="^tasks: starting task run: boom$"):
         spawn(h)
     assert sessions.list(include_hidden=True) == [] and h.store.list_all() == []
     assert h.mgr._parents == {}  # the per-parent lock table drained

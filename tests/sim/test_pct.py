@@ -310,3 +310,29 @@ def test_priorities_are_renumbered_when_a_gap_runs_out():
     priorities = [provider.priority[label] for label in provider.ranking]
     assert priorities == sorted(priorities, reverse=True)
     assert len(set(priorities)) == len(priorities)
+
+
+def test_the_kit_s_pct_runs_in_orders_mode_where_its_bound_holds():
+    """`forge explore --strategy pct` (here `forge.api.explore`) runs PCT in
+    orders mode, where which completion fires next is a scheduling decision:
+    on slowest-first (a depth-2 bug: Gamma's six writes before Alpha's and
+    Beta's one) it finds the bug in most campaigns of 100 runs, where under
+    the duration menu it found it in 7 of 20, as random does.  A finding
+    reruns from its spelling with `forge run --strategy pct:...` (here
+    `forge.api.run_prompt`), which runs in orders mode too."""
+    import forge.api as api
+    from tests.conftest import EXAMPLES
+
+    path = EXAMPLES / SLOWEST
+    found = 0
+    for campaign in range(20):
+        report = api.explore(path, strategy="pct", runs=100, start_seed=campaign * 1000,
+                             checks=[gamma_first], shrink_budget=0)
+        found += not report.ok
+    assert found >= 15, found
+    subject = example(SLOWEST, orders=True)
+    first = next(r.findings[0].provider for r in (
+        explore(subject, range(c * 1000, c * 1000 + 100), [gamma_first], strategy="pct",
+                shrink_budget=0) for c in range(20)) if r.findings)
+    spelling = f"pct:{first['seed']}:{first['depth']}:{first['horizon']}"
+    assert api.run_prompt(path, strategy=spelling).result == "0.2"

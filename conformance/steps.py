@@ -1,0 +1,135 @@
+"""Steps: the scheduling records an engine may report, for the per-step watchers.
+
+The watchers (`oracles.WATCHERS`) read what no observation event carries:
+which wait took which task's result, each admission to a concurrency slot
+with the counts after it, the waits and their timeouts, and the virtual
+instant of each.  An implementation asked for them (the run message's
+`"steps": true`, docs/protocol.md "Steps") adds them to its observation as
+the optional top-level list `steps`, in the order they happened:
+
+    {"what": "step", "t": 0, "chain": "0.1"}                 a chain runs
+    {"what": "spawn", "t": 0, "task": "0.1", "owner": "0"}   a task is started
+    {"what": "admit", "t": 0, "task": "0.1", "owner": "0",
+     "running": 2, "busy": 2, "limit": 8, "parent_limit": null}
+    {"what": "wait", "t": 0, "chain": "0", "call": "tasks.join",
+     "members": ["0.0", "0.1"], "timeout": 10000000}
+    {"what": "timeout", "t": 10000000, "chain": "0"}
+    {"what": "deliver", "t": 0, "chain": "0", "task": "0.1"}
+    {"what": "task_end", "t": 0, "task": "0.1", "end": "task_failed",
+     "reason": null, "error": "tasks_live"}
+    {"what": "run_end", "t": 0, "outcome": "ok", "error": null}
+
+`t` is the virtual instant in integer nanoseconds.  `owner` is the chain
+that spawned the task (its limit applies); `running` is how many tasks hold
+a slot after the admission, `busy` how many of the owner's, `limit` the
+owner's own limit as set (`tasks.concurrency`, or the default), and
+`parent_limit` the limit of the chain that owns the owner (null for the
+main walk): the kit applies the clamp itself.  `error` is the value kind
+of a failed task's or run's error.
+
+What lives here: the kinds and their fields (`FIELDS`), the reference's
+recorder (`Recorder`, a trace watcher that writes the steps while the
+reference runs, for `forge impl-serve`), and reading a foreign list
+(`read`).  What does not: the watchers (`oracles`), feeding them
+(`stream_watch`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Each step kind and the fields it carries besides `what` and `t`.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "step": ("chain",),
+    "spawn": ("task", "owner"),
+    "admit": ("task", "owner", "running", "busy", "limit", "parent_limit"),
+    "wait": ("chain", "call", "members", "timeout"),
+    "timeout": ("chain",),
+    "deliver": ("chain", "task"),
+    "task_end": ("task", "end", "reason", "error"),
+    "run_end": ("outcome", "error"),
+}
+
+#: The run message's field that asks for the steps.
+ASK = "steps"
+
+
+class Recorder:
+    """A watcher on the reference's trace (`Trace.observe`) that keeps each
+    record a watcher reads as a step, with the run's counts where the
+    trace does not carry them.  The trace's own bytes are untouched."""
+
+    def __init__(self, run: Any) -> None:
+        self.run = run
+        self.steps: list[dict] = []
+
+    def see(self, r: dict):
+        what = r["what"]
+        if what not in FIELDS:
+            return ()
+        step = {"what": what, "t": r["t"]}
+        if what == "admit":
+            task = self.run.tasks[r["task"]]
+            owner = task.owner
+            step.update(task=r["task"], owner=owner.id, running=self.run.admission.running,
+                        busy=owner.busy, limit=owner.limit, parent_limit=owner.ceiling or None)
+        elif what == "task_end":
+            failure = self.run.tasks[r["task"]].failure if r["end"] == "task_failed" else None
+            step.update(task=r["task"], end=r["end"], reason=r.get("reason"),
+                        error=getattr(failure, "kind", None))
+        elif what == "run_end":
+            error = self.run.error
+            step.update(outcome=r["outcome"],
+                        error=None if error is None else
+                        error.fields.get("value_kind") or error.kind)
+        else:
+            step.update((name, r.get(name)) for name in FIELDS[what])
+            if what == "wait":
+                step["members"] = list(step["members"] or ())
+        self.steps.append(step)
+        return ()
+
+
+def read(steps: Any) -> tuple[list[dict], str | None]:
+    """A foreign engine's `steps` as records the watchers read, and why the
+    list is unusable (None when it is fine).  The kit reads only the fields
+    `FIELDS` names, so an extra field is harmless; a missing or mistyped one
+    stops the watchers rather than the kit."""
+    if not isinstance(steps, list):
+        return [], "`steps` is not a list"
+    out = []
+    for i, step in enumerate(steps):
+        what = step.get("what") if isinstance(step, dict) else None
+        if what not in FIELDS:
+            return out, f"steps[{i}] is not a step ({', '.join(FIELDS)})"
+        t = step.get("t")
+        if isinstance(t, bool) or not isinstance(t, int):
+            return out, f"steps[{i}] ({what}) has no integer `t`"
+        record = {"what": what, "t": t}
+        for name in FIELDS[what]:
+            value = step.get(name)
+            problem = _problem(name, value)
+            if problem:
+                return out, f"steps[{i}] ({what}): `{name}` {problem}"
+            record[name] = value
+        out.append(record)
+    return out, None
+
+
+_STRINGS = ("chain", "task", "owner", "call", "end", "outcome")
+_COUNTS = ("running", "busy", "limit")
+
+
+def _problem(name: str, value: Any) -> str | None:
+    if name in _STRINGS:
+        return None if isinstance(value, str) else "is not a string"
+    if name in _COUNTS:
+        return None if isinstance(value, int) and not isinstance(value, bool) else \
+            "is not an integer"
+    if name == "parent_limit" or name == "timeout":
+        return None if value is None or (isinstance(value, int) and not isinstance(value, bool)) \
+            else "is not an integer or null"
+    if name == "members":
+        return None if isinstance(value, list) and all(isinstance(m, str) for m in value) else \
+            "is not a list of task ids"
+    return None if value is None or isinstance(value, str) else "is not a string or null"
