@@ -30,8 +30,10 @@ from pathlib import Path
 
 import click
 
+from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import (
     STDOUT,
+    TEXT,
     BoundedInt,
     InputPath,
     OutputPath,
@@ -41,11 +43,15 @@ from forge.commands.params import (
 )
 from forge.conformance.catalogue import did_you_mean
 from forge.conformance.features import FEATURES
-from forge.conformance.report import terminal_safe
+from forge.conformance.report import ERRORED, FAILED, INTERRUPTED, UNEXPECTED_PASS, terminal_safe
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
+from forge.limits import I64_MAX
 from forge.run.options import RULES
 from forge.sim.strategies import lookup
+
+#: Ctrl-C (forge.cli's EXIT_INTERRUPTED: 128 + SIGINT).
+EXIT_INTERRUPTED = 130
 
 #: Names a mutant (conformance/mutants.py) for `forge impl-serve` to serve.
 MUTANT_VAR = "FORGE_MUTANT"
@@ -112,7 +118,7 @@ Examples:
 """
 
 
-@click.command("conformance", help=CONFORMANCE_HELP)
+@click.command("conformance", cls=JsonCommand, help=CONFORMANCE_HELP)
 @click.option("--impl", metavar="CMD", default=None,
               help="The implementation's command line (shell-style quoting). "
                    "Default: the reference engine, in process.")
@@ -130,9 +136,8 @@ Examples:
                    "An expected failure that passes counts as failed.")
 @click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
               help="Cases run at once.")
-@click.option("--json", "json_file", metavar="FILE", default=None, type=OutputPath(),
-              help="Write the JSON report (docs/report.md; - for stdout): every case with "
-                   "its duration and schedules, per-clause tallies, coverage by feature.")
+@json_option("The report (docs/report.md: every case with its duration and schedules, "
+             "per-clause tallies, coverage by feature)")
 @click.option("--junit", "junit_file", metavar="FILE", default=None, type=OutputPath(),
               help="Write a JUnit XML report (schema/junit.xsd; - for stdout).")
 @click.option("--matrix", "matrix_file", metavar="FILE", default=None, type=OutputPath(),
@@ -154,6 +159,19 @@ Examples:
 @click.option("--dump-cases", is_flag=True,
               help="Print the selected cases as JSON and exit without running them.")
 @click.option("-v", "--verbose", is_flag=True, help="List every case, not only failures.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Only the failures and the summary line (no per-clause tally).")
+@click.option("-x", "--exitfirst", is_flag=True, help="Stop at the first case that fails or errors.")
+@click.option("--maxfail", type=BoundedInt(1, I64_MAX), default=None, metavar="N",
+              help="Stop once N cases failed or errored.")
+@click.option("--lf", "--last-failed", "last_failed", is_flag=True,
+              help="Run only the cases that failed or errored last time (kept in the failure "
+                   "database, .forge/ by default); all of them when none did.")
+@click.option("--collect-only", is_flag=True,
+              help="List the ids of the cases that would run, and run none.")
+@click.option("--database", default=None, metavar="DIR", type=TEXT,
+              help="The failure database --lf reads and every run updates (default .forge, "
+                   "or FORGE_DATABASE; none keeps none).")
 @click.option("--fuzz", "fuzz_count", type=BoundedInt(1, MAX_FUZZ), default=None, metavar="N",
               help="Instead of the suite: run N random task programs on the reference and on "
                    "--impl (level 2) under one schedule each, and write the first difference, "
@@ -165,10 +183,11 @@ Examples:
               show_default=True, help="--fuzz only: where the shrunk difference's case file goes.")
 @known_differences_option
 @click.pass_context
-def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_file,
+def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, workers, json_out,
                 junit_file, matrix_file, matrix_with, expectations_out, timeout, run_seconds,
-                max_decisions, catalogue_dir, dump_cases, verbose, fuzz_count, fuzz_seed,
-                fuzz_case, known_differences):
+                max_decisions, catalogue_dir, dump_cases, verbose, quiet, exitfirst, maxfail,
+                last_failed, collect_only, database, fuzz_count, fuzz_seed, fuzz_case,
+                known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
     from forge.conformance.report import dumps
     from forge.conformance.runner import (
@@ -190,7 +209,7 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         raise InputError("adds a column to --matrix, which is not given",
                          file="--matrix-with")
     others = [_matrix_column(path) for path in matrix_with]
-    outputs = {"--json": json_file, "--junit": junit_file, "--matrix": matrix_file,
+    outputs = {"--json": json_out, "--junit": junit_file, "--matrix": matrix_file,
                "--write-expectations": expectations_out}
     on_stdout = [flag for flag, path in outputs.items() if path == STDOUT]
     if len(on_stdout) > 1:
@@ -207,8 +226,19 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     selected = select(cases, patterns, features)
     if not selected:
         raise InputError("no case matches the selection (-k / --features)")
+    from forge import failuredb
+
+    db = failuredb.database(database)
+    suite_key = _suite_key(impl, cases_path)
+    if last_failed:
+        selected = _last_failed(selected, failuredb.last_failed(db, suite_key))
     if dump_cases:
         click.echo(json.dumps([c.to_json() for c in selected], indent=2, ensure_ascii=False))
+        return
+    if collect_only:
+        for case in selected:
+            click.echo(case.id)
+        click.echo(f"{len(selected)} case{'s' if len(selected) != 1 else ''} selected")
         return
     expected = load_expectations(expectations) if expectations else {}
     stale = stale_expectations(expected, cases)
@@ -219,6 +249,7 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     from forge.progress import reporter
 
     show = reporter(len(selected), "cases")
+    maxfail = 1 if exitfirst else maxfail
 
     def progress(done: int, total: int, case_id: str) -> None:
         show(done, case_id)
@@ -231,12 +262,13 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                                                          run_seconds=run_seconds,
                                                          max_decisions=max_decisions),
                                workers=workers, expectations=expected, catalogue=catalogue,
-                               progress=progress)
+                               progress=progress, maxfail=maxfail)
         except HelloError as e:
             raise InputError(e.reason, file="--impl") from None
     else:
         report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue, progress=progress)
+                           expectations=expected, catalogue=catalogue, progress=progress,
+                           maxfail=maxfail)
     from forge.conformance import matrix
 
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
@@ -252,8 +284,13 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                 unwritten.append(e)
     # With a report on standard output, the human summary goes to stderr;
     # it is shown even when a report could not be written.
-    click.echo(report.render_text(verbose), nl=False, err=bool(on_stdout))
+    click.echo(report.render_text(verbose, quiet), nl=False, err=bool(on_stdout))
+    failuredb.record_last_failed(db, suite_key, (r.case_id for r in report.results),
+                                 (r.case_id for r in report.results
+                                  if r.status in (FAILED, ERRORED, UNEXPECTED_PASS)))
     refuse_all(unwritten)
+    if report.stopped is not None and report.stopped.startswith(INTERRUPTED):
+        ctx.exit(EXIT_INTERRUPTED)
     ctx.exit(report.exit_code)
 
 
@@ -288,6 +325,28 @@ def impl_serve(level):
 def register(main: click.Group) -> None:
     main.add_command(conformance)
     main.add_command(impl_serve)
+
+
+def _suite_key(impl: str | None, cases_path: str | None) -> str:
+    """Which suite run `--lf` remembers: the implementation's command line
+    and the case folder (each run of another engine keeps its own)."""
+    import hashlib
+
+    where = str(Path(cases_path).resolve()) if cases_path else "installed"
+    return hashlib.sha256(f"{impl or 'reference'}\0{where}".encode("utf-8")).hexdigest()
+
+
+def _last_failed(selected: list, ids: list[str] | None) -> list:
+    """The selected cases that failed last time, or all of them (with a
+    note) when none of them did."""
+    chosen = [c for c in selected if c.id in set(ids or ())]
+    if chosen:
+        click.echo(f"--lf: running the {len(chosen)} case{'s' if len(chosen) != 1 else ''} "
+                   "that failed last time", err=True)
+        return chosen
+    click.echo("--lf: no case of this selection failed last time; running all of them",
+               err=True)
+    return selected
 
 
 def _impl_argv(command: str) -> list[str]:
@@ -373,7 +432,7 @@ def refuse_all(errors: list[InputError]) -> None:
 
 def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs: int,
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
-            reduce: bool, replay_out: str, as_json: bool, timeout: float = 10.0,
+            reduce: bool, replay_out: str, json_out: str | None, timeout: float = 10.0,
             limits: dict | None = None, differential: bool = True,
             known_path: str | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
@@ -421,10 +480,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                           Expectation.from_json(data["expect"]),
                                           differential, known)
         verdict = replay_verdict(data, problems, drift)
-        if as_json:
-            click.echo(json.dumps({"problems": problems, "drift": drift, "verdict": verdict},
-                                  sort_keys=True))
-        else:
+        emit_json(json_out, json.dumps({"problems": problems, "drift": drift,
+                                        "verdict": verdict}, sort_keys=True))
+        if not on_stdout(json_out):
             click.echo(terminal_safe(f"drifted: the engine now asks other decisions than the "
                                      f"record holds: {drift}") if drift
                        else "replayed the recorded schedule")
@@ -442,11 +500,18 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                 click.echo("passed")
         return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
+    ran = [0]       # schedules run, for the partial summary after Ctrl-C
     with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
-        outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
-                               start_seed=start_seed, pct_depth=pct_depth,
-                               max_deviations=max_deviations, reduce=reduce,
-                               differential=differential, known=known)
+        try:
+            outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
+                                   start_seed=start_seed, pct_depth=pct_depth,
+                                   max_deviations=max_deviations, reduce=reduce,
+                                   differential=differential, known=known,
+                                   progress=lambda n: ran.__setitem__(0, n))
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            click.echo(f"interrupted after {ran[0]} of {runs} schedules; no failure among those "
+                       f"checked (from start seed {start_seed})", err=True)
+            raise
     report = outcome.report
     found = report.findings[0] if report.findings else None
     not_run = outcome.not_run
@@ -460,14 +525,14 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             "watchers_not_run": not_run,
             "replay": replay_out if found else None,
             "replay_command": again if found else None}
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True))
+    emit_json(json_out, json.dumps(data, sort_keys=True))
+    if on_stdout(json_out):
         return 1 if found is not None else 0 if report.complete else 3
     # The summary lines as the reference prints them (outcomes are the
     # implementation's words, so escaped); the failure, told here.
     show_report({**data, "failures": [],
            "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          False, outcome.explored and lookup(strategy).walks, ())
+          None, outcome.explored and lookup(strategy).walks, ())
     if not_run:
         click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
@@ -533,7 +598,7 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         import forge.conformance.programs  # noqa: F401 - fails here without Hypothesis
     except ImportError as e:
         raise InputError(str(e), file="--fuzz") from None
-    from forge.progress import reporter
+    from forge.progress import interrupted, reporter
 
     known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     show = reporter(count, "programs")
@@ -545,7 +610,12 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         if level != LEVEL:
             raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
                              "cannot give it the reference's schedule", file="--impl")
-        report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"), known=known)
+        try:
+            report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"),
+                          known=known)
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            interrupted(show, f"no difference reported (seed {seed})")
+            raise
     per = report.seconds_per_program * 1000
     click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
                f"{report.seconds:.1f} s ({per:.1f} ms a program, both engines)")

@@ -17,7 +17,8 @@ import sys
 
 import click
 
-from forge.commands.params import BoundedInt, InputPath, OutputPath, Regex
+from forge.commands.jsonflag import JsonCommand, json_option
+from forge.commands.params import BoundedInt, InputPath, Regex
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
@@ -31,7 +32,7 @@ def register(main: click.Group) -> None:
     main.add_command(mutants)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.option("--cases", "cases_dir", type=InputPath(exists=True), default=None,
               help="A case directory or one case file (default: the installed suite).")
 @click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
@@ -41,14 +42,13 @@ def register(main: click.Group) -> None:
               help="Random schedules per example prompt in the invariant check.")
 @click.option("--case-seeds", type=BoundedInt(0, MAX_SEEDS), default=3, show_default=True,
               help="Random schedules per any-schedule case (the suite itself uses 20).")
-@click.option("--json", "json_file", type=OutputPath(), default=None,
-              help="Write the kill matrix as JSON (with --list: the catalogue; - for stdout).")
+@json_option("The kill matrix (with --list: the catalogue)")
 @click.option("--workers", type=BoundedInt(1, MAX_WORKERS), default=1, show_default=True,
               help="Worker processes; each mutant runs in one (the matrix is the same).")
 @click.option("--list", "list_only", is_flag=True,
               help="List the mutants (id, category, what it gets wrong) and exit: the ids "
                    "FORGE_MUTANT=ID forge impl-serve takes.")
-def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_only):
+def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only):
     """Run the conformance suite and the invariants against every mutant.
 
     A mutant is a deliberately wrong variant of the reference engine (see
@@ -68,7 +68,7 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
     from forge.conformance.mutants import ORACLES, CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.conformance.runner import matches
     from forge.errors import InputError
-    from forge.progress import reporter
+    from forge.progress import interrupted, reporter
 
     selected = [m for m in CATALOGUE if matches(patterns, m.id)]
     if not selected:
@@ -79,18 +79,22 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
                      f"--list runs nothing (it takes {', '.join(LIST_FLAGS[1:])})")
         rows = [{"id": m.id, "category": m.category, "description": m.description,
                  "site": m.site, "equivalent": m.equivalent} for m in selected]
-        if json_file:
-            write_flagged("--json", json_file, json.dumps({"mutants": rows}, indent=1,
+        if json_out:
+            write_flagged("--json", json_out, json.dumps({"mutants": rows}, indent=1,
                                                           sort_keys=True))
-        if json_file != "-":
+        if json_out != "-":
             for row in rows:
                 same = " (equivalent)" if row["equivalent"] else ""
                 click.echo(f"{row['id']:36} {row['category']:12} {row['description']}{same}")
         return
     cases = with_fewer_schedules(load_suite(cases_dir)[0], case_seeds)
     show = reporter(len(selected), "mutants")
-    matrix = kill_matrix(selected, cases, seeds, workers=workers,
-                         progress=lambda n, m: show(n, m.id))
+    try:
+        matrix = kill_matrix(selected, cases, seeds, workers=workers,
+                             progress=lambda n, m: show(n, m.id))
+    except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+        interrupted(show, "no mutation score: the kill matrix is incomplete")
+        raise
     rows = []
     for m, found in zip(selected, matrix):
         killers = [k for k in found if not k.startswith(ORACLES)]
@@ -104,18 +108,18 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_file, workers, list_onl
         alone = "oracles" if row["oracles_killed"] else "-      "
         by = ", ".join(row["killers"][:3]) if row["killed"] else (row["equivalent"] or row["description"])
         click.echo(f"{mark} {alone} {row['category']:12} {row['id']:36} {by}",
-                   err=json_file == "-")
+                   err=json_out == "-")
     scored = [r for r in rows if not r["equivalent"]]
     killed = sum(1 for r in scored if r["killed"])
     by_oracles = sum(1 for r in scored if r["oracles_killed"])
     score = killed / len(scored) if scored else 1.0
-    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_file == "-")
+    click.echo(f"mutation score: {killed}/{len(scored)} = {score:.1%}", err=json_out == "-")
     click.echo(f"oracles alone (invariants, watchers, liveness monitors over the example "
                f"prompts; no case, no user check): {by_oracles}/{len(scored)} = "
-               f"{by_oracles / len(scored) if scored else 1.0:.1%}", err=json_file == "-")
-    if json_file:
-        write_flagged("--json", json_file, json.dumps({"mutants": rows, "killed": killed,
-                                                       "oracles_killed": by_oracles,
+               f"{by_oracles / len(scored) if scored else 1.0:.1%}", err=json_out == "-")
+    if json_out:
+        write_flagged("--json", json_out, json.dumps({"mutants": rows, "killed": killed,
+                                                      "oracles_killed": by_oracles,
                                                        "total": len(scored), "score": score},
                                                       indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)

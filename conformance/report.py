@@ -134,6 +134,10 @@ def schedule_json(seed: int | None) -> str | int:
     return "canonical" if seed is None else seed
 
 
+#: How `Report.stopped` begins when Ctrl-C ended the run.
+INTERRUPTED = "interrupted (Ctrl-C)"
+
+
 @attrs.frozen
 class Report:
     """A finished suite run."""
@@ -150,6 +154,9 @@ class Report:
     duration: float = 0.0
     #: The catalogue's clause -> feature, for the per-clause tally.
     clause_features: dict = attrs.field(factory=dict)
+    #: Why the run ended before every case ran (-x, --maxfail, Ctrl-C), and
+    #: how many did not: a line before the summary; None when all ran.
+    stopped: str | None = None
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(BUCKETS, 0)
@@ -236,21 +243,22 @@ class Report:
         return 1 if c[FAILED] or c[ERRORED] else 0
 
     # -- renderings
-    def render_text(self, verbose: bool = False) -> str:
+    def render_text(self, verbose: bool = False, quiet: bool = False) -> str:
         """Every failure and error with its problems and diff, the clauses
-        that did not pass (every clause with `verbose`), the summary line last."""
+        that did not pass (every clause with `verbose`; none with `quiet`),
+        the summary line last."""
         blocks = []
         for r in self.results:
             if r.status in (FAILED, ERRORED, UNEXPECTED_PASS) or verbose:
                 blocks.append(_text_block(r))
         clauses = self.by_clause()
         shown = [c for c in clauses if verbose or c["failed"] or c["errored"]
-                 or c["expected_fail"]]
+                 or c["expected_fail"]] if not quiet else []
         if shown:
             blocks.append("per clause (cases: passed/failed/errored/skipped/expected failures):")
             blocks.extend(f"  {c['id']}  {c['cases']}: {c['passed']}/{c['failed']}/"
                           f"{c['errored']}/{c['skipped']}/{c['expected_fail']}" for c in shown)
-        if clauses:
+        if clauses and not quiet:
             clean = sum(1 for c in clauses if c["passed"] == c["cases"])
             unrun = sum(1 for c in clauses if c["skipped"] == c["cases"])
             blocks.append(f"{len(clauses)} clauses cited: {clean} passed in every case, "
@@ -263,6 +271,8 @@ class Report:
             blocks.append(skips)
         if self.results and all(r.status == SKIPPED for r in self.results):
             blocks.append(NOTHING_RAN)
+        if self.stopped is not None:
+            blocks.append(self.stopped)
         blocks.append(self.summary_line())
         return terminal_safe("\n".join(blocks) + "\n")
 
@@ -279,6 +289,7 @@ class Report:
             "clauses": self.by_clause(),
             "coverage": self.coverage,
             "probes": self.probes(),
+            **({"stopped": self.stopped} if self.stopped is not None else {}),
         }
 
     def to_junit(self) -> str:

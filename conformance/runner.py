@@ -54,6 +54,7 @@ from forge.conformance.report import (
     ERRORED,
     EXPECTED_FAIL,
     FAILED,
+    INTERRUPTED,
     PASSED,
     SKIPPED,
     SKIPPED_BY_EXPECTATIONS,
@@ -272,7 +273,7 @@ def judge(result: CaseResult, expectation: str | None) -> CaseResult:
 def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 1,
               processes: bool = False, expectations: dict[str, str] | None = None,
               catalogue: Sequence[dict] | None = None,
-              progress: Progress | None = None) -> Report:
+              progress: Progress | None = None, maxfail: int | None = None) -> Report:
     """Run every case and build the report.
 
     Args:
@@ -285,6 +286,10 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
         expectations: `{case_id: "fail" | "skip"}`.
         catalogue: clauses for the coverage section of the report.
         progress: called as `(done, total, case_id)` after each case.
+        maxfail: stop once this many cases failed or errored (`-x` is 1);
+            the cases not run are left out of the report, which says so.
+            Ctrl-C stops the same way: the report of what ran, marked
+            interrupted (`Report.stopped`).
 
     Raises:
         HelloError: the implementation's first hello breaks the protocol
@@ -305,37 +310,58 @@ def run_suite(cases: Sequence[Case], factory: AdapterFactory, *, workers: int = 
             todo.append(i)
     done = len(cases) - len(todo)
 
-    def finish(i: int, raw: CaseResult) -> None:
-        nonlocal done
+    failures = 0
+
+    def finish(i: int, raw: CaseResult) -> bool:
+        """Record case i; whether the run goes on (False: --maxfail reached)."""
+        nonlocal done, failures
         results[i] = judge(raw, expectations.get(cases[i].id))
         done += 1
         if progress is not None:
             progress(done, len(cases), cases[i].id)
+        failures += results[i].status in (FAILED, ERRORED, UNEXPECTED_PASS)
+        return maxfail is None or failures < maxfail
 
+    def drain(futures: dict) -> None:
+        for future in cf.as_completed(futures):
+            if not finish(futures[future], _outcome(future, cases[futures[future]])):
+                break
+        for future in futures:      # once stopped, what has not started never will
+            future.cancel()
+
+    stopped = None
     pool = _AdapterPool(factory)
     try:
         implementation = pool.describe()
-        if workers <= 1 or len(todo) <= 1:
-            for i in todo:
-                finish(i, pool.run(cases[i]))
-        elif processes:
-            with Pool(workers, _init_process, (factory,)) as executor:
-                futures = {executor.submit(_run_in_process, cases[i]): i for i in todo}
-                for future in cf.as_completed(futures):
-                    finish(futures[future], _outcome(future, cases[futures[future]]))
-        else:
-            with cf.ThreadPoolExecutor(workers) as executor:
-                futures = {executor.submit(pool.run, cases[i]): i for i in todo}
-                for future in cf.as_completed(futures):
-                    finish(futures[future], _outcome(future, cases[futures[future]]))
+        try:
+            if workers <= 1 or len(todo) <= 1:
+                for i in todo:
+                    if not finish(i, pool.run(cases[i])):
+                        break
+            elif processes:
+                with Pool(workers, _init_process, (factory,)) as executor:
+                    drain({executor.submit(_run_in_process, cases[i]): i for i in todo})
+            else:
+                with cf.ThreadPoolExecutor(workers) as executor:
+                    drain({executor.submit(pool.run, cases[i]): i for i in todo})
+        except KeyboardInterrupt:
+            stopped = INTERRUPTED
     finally:
         pool.close()
+    not_run = sum(1 for r in results if r is None)
+    if stopped is None and not_run:
+        stopped = f"stopped after {failures} failing case{'s' if failures != 1 else ''} " \
+                  f"(--maxfail {maxfail})"
+    if stopped is not None:
+        stopped += f": {not_run} of {len(cases)} cases not run"
     final = tuple(r for r in results if r is not None)
     coverage = clause_coverage(final, catalogue) if catalogue is not None else None
     features = {c["id"]: c["feature"] for c in catalogue} if catalogue is not None else {}
     return Report(final, implementation, coverage, timestamp=timestamp,
                   hostname=socket.gethostname() or "localhost",
-                  duration=time.monotonic() - started, clause_features=features)
+                  duration=time.monotonic() - started, clause_features=features,
+                  stopped=stopped)
+
 
 
 def _outcome(future: cf.Future, case: Case) -> CaseResult:

@@ -113,6 +113,7 @@ _runspec = _OnFirstUse("forge.runspec")
 _repro = _OnFirstUse("forge.repro")
 _campaign = _OnFirstUse("forge.campaign")
 _probing = _OnFirstUse("forge.probes")
+_failuredb = _OnFirstUse("forge.failuredb")
 _pool = _OnFirstUse("forge.pool")
 _record = _OnFirstUse("forge.run.record")
 _spec_values = _OnFirstUse("forge.run.spec")
@@ -665,7 +666,7 @@ def _rules() -> dict[str, dict[str, _Rule]]:
         "schedule_independent": switch, "reduce": switch,
         "progress": _shape(callable, "None or a callable taking the count of schedules run"),
         "replay_out": _path("--replay-out"), "backend": _text("--backend"),
-        "address": _text("--address"),
+        "address": _text("--address"), "database": _path("--database"),
     }
     replay = {**_harness(data=False), "replay_file": _path("REPLAY_FILE"),
               "prompt": _path("PROMPT")}
@@ -1121,7 +1122,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             probes: Sequence[Callable[[Observation], Any]] = (), require: Sequence[str] = (),
             replay_out: PathLike | None = None, workers: int = 1,
             backend: Literal["local", "dask"] = "local",
-            address: str | None = None, **options: Unpack[RunOptions]) -> ExploreReport:
+            address: str | None = None, database: PathLike | None = None,
+            **options: Unpack[RunOptions]) -> ExploreReport:
     """Run a prompt under many schedules, check each one, shrink the first failure:
     `forge explore`.
 
@@ -1166,6 +1168,12 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         backend, address: `local` processes, or `dask` (the distributed
             extra): the scheduler at `address`, or a local cluster of
             `workers` processes when it is None.
+        database: a failure database folder (`forge explore --database`,
+            docs/exploring.md; `.forge` is the command's default): failures
+            found are kept there, and a kept failure of the same prompt and
+            settings is run first, before any new schedule - one that fails
+            again is the report's failure (`runs` 0), one that passes now is
+            dropped.  None (the default) keeps none.
 
     Returns:
         An `ExploreReport`; `report.ok` is False when a schedule failed.
@@ -1187,6 +1195,9 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          schedule_independent=schedule_independent,
                          checks_named=tuple(named_checks),
                          ending=_Verdict.of(expect_outcome, expect_error, allow_failed))
+    db, key, saved = _from_database(database, spec, expect, strategy, pct_depth, replay_out)
+    if saved is not None:
+        return saved
     if (workers > 1 or where.kind != "local") and _lookup(strategy).walks:
         outcome = _campaign.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
                                           workers=workers, reduce=reduce,
@@ -1216,6 +1227,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             command = f"forge replay {_shlex.quote(path)}"
         obs = Observation._of(found.observation, trace=found.trace,
                                     choices=[c[2] for c in found.record["choices"]])
+        if db is not None:
+            db.save(key, _write_record(found.record))
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
                             tuple(first.shrunk), first.deviations, first.proven, obs,
                             tuple(found.story), tuple(found.divergence),
@@ -1225,6 +1238,29 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                          failures, strategy, report.complete, report.pruned, report.bounded,
                          report.unfinished, _freeze(dict(report.faults)), _freeze(reached),
                          tuple(_probing.unreached(reached, require)))
+
+
+def _from_database(database: PathLike | None, spec: Any, expect: Any, strategy: str,
+                   pct_depth: int, replay_out: PathLike | None
+                   ) -> tuple[Any, str | None, ExploreReport | None]:
+    """The failure database `database` names (None: none is kept), the
+    campaign's key in it, and the report of a kept failure that fails again
+    (`forge.failuredb.replay_saved`; None when none does)."""
+    if database is None:
+        return None, None, None
+    db = _failuredb.database(_os.fspath(database))
+    if db is None:
+        return None, None, None
+    key = _failuredb.campaign_key(spec, expect, strategy, pct_depth)
+    still = _failuredb.replay_saved(db, key, spec, expect)
+    if still is None:
+        return db, key, None
+    path = _write(replay_out, still.text) if replay_out is not None else str(still.path)
+    obs = Observation._of(still.observation, trace=still.trace, choices=list(still.choices))
+    failure = Failure(still.seed, still.problems, still.choices, still.choices,
+                      sum(1 for c in still.choices if c), False, obs, replay_file=path,
+                      replay_command=f"forge replay {_shlex.quote(path)}")
+    return db, key, ExploreReport(0, 0, _freeze({}), (failure,), strategy)
 
 
 # -- replaying -------------------------------------------------------------------------------

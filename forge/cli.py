@@ -27,6 +27,7 @@ import sys
 import click
 
 from forge.assembly import build_harness, make_chooser
+from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
 from forge.errors import InputError
 from forge.run.options import RULES
@@ -50,6 +51,8 @@ class ForgeGroup(click.Group):
     input - is a bug in the kit: one line asking for a report, exit code 70
     (the traceback with FORGE_DEBUG=1).
     """
+
+    command_class = JsonCommand
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         try:
@@ -121,6 +124,11 @@ def main() -> None:
     Try 200 random schedules of it:       forge explore examples/two-tasks.md --runs 200
     Run the conformance suite:            forge conformance
     Test another engine over a pipe:      forge conformance --impl 'node my-engine.js'
+
+    Exit codes (the same on every command; docs/limits.md): 0 passed, 1
+    failed, 2 bad input, 3 an exhaustive search stopped at its budget, 70 a
+    bug in the kit, 130 interrupted (Ctrl-C).  Every --json [FILE] prints
+    JSON alone (or with -) and writes it to FILE when given one.
     """
 
 
@@ -135,8 +143,8 @@ def main() -> None:
               help="Write the trace (JSON lines, one per scheduling step and harness exchange).")
 @click.option("--replay-out", type=OutputPath(), default=None,
               help="Write a replay file of this run, for `forge replay FILE`.")
-@click.option("--json", "as_json", is_flag=True, help="Print the observation as one JSON object.")
-def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
+@json_option("The observation")
+def run(prompt, seed, strategy, trace_file, replay_out, json_out, **harness):
     """Run PROMPT on the reference engine, on a virtual clock.
 
     The same prompt, arguments, scripts and seed give the same result and
@@ -162,8 +170,9 @@ def run(prompt, seed, strategy, trace_file, replay_out, as_json, **harness):
         write_output(replay_out, write_record(record(
             spec, Expectation(), chooser.seed, chooser.choices, obs,
             strategy=chooser.provider.describe())))
-    if as_json:
-        click.echo(observation_json(obs))
+    emit_json(json_out, observation_json(obs))
+    if on_stdout(json_out):
+        pass
     elif obs["outcome"] == "ok":
         click.echo(obs["result"])
     else:

@@ -10,6 +10,10 @@ still fails is the campaign's failure at once; one that passes now is
 dropped.  The folder holds a `.gitignore` of `*`, so it never lands in a
 commit.
 
+`forge conformance` keeps the ids of the cases that failed last under the
+same folder (`last_failed`, `record_last_failed`), keyed by the
+implementation, for `--lf`.
+
 Also here: the campaign's start seed when the user gave none
 (`fresh_start_seed`), the one use of the operating system's randomness,
 outside the engine and the simulator; `FORGE_START_SEED` pins it (a CI
@@ -71,6 +75,36 @@ class FailureDatabase:
         if not ignore.exists():
             ignore.write_text("# the forge kit's failure database (forge/failuredb.py)\n*\n",
                               encoding="utf-8")
+
+
+def last_failed(db: FailureDatabase | None, key: str) -> list[str] | None:
+    """The ids `forge conformance` last saw fail or error for the suite
+    `key` (`forge conformance --lf`); None when nothing is recorded."""
+    import json
+
+    if db is None:
+        return None
+    try:
+        ids = json.loads((db.root / "conformance" / f"{key[:32]}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return [i for i in ids if isinstance(i, str)] if isinstance(ids, list) else None
+
+
+def record_last_failed(db: FailureDatabase | None, key: str, ran, failed) -> None:
+    """After a suite run: the cases that failed now are kept, those that ran
+    and passed are dropped, the others' last result is kept (as pytest's
+    `lastfailed`)."""
+    import json
+
+    if db is None:
+        return
+    ran, failed = set(ran), set(failed)
+    kept = (set(last_failed(db, key) or ()) - ran) | failed
+    db._ignored()
+    folder = db.root / "conformance"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{key[:32]}.json").write_text(json.dumps(sorted(kept)) + "\n", encoding="utf-8")
 
 
 def database(flag: str | None) -> FailureDatabase | None:
@@ -143,11 +177,16 @@ def campaign_key(spec, expect, strategy: str, pct_depth: int) -> str:
 @attrs.frozen
 class StillFailing:
     """A saved failure that fails again on the prompt as it is now: its
-    file, the problems, and the replay file of this run."""
+    file, the problems, the replay file of this run, and the run itself
+    (its seed, choice values, observation and trace), for the API's report."""
 
     path: pathlib.Path
     problems: tuple[str, ...]
     text: str
+    seed: int = 0
+    choices: tuple[int, ...] = ()
+    observation: dict = attrs.field(factory=dict, eq=False, repr=False)
+    trace: str = attrs.field(default="", eq=False, repr=False)
 
 
 def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | None:
@@ -185,5 +224,6 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
                    "deviations": sum(1 for c in chooser.choices if c.value),
                    "proven_minimal": False, "faults": []}
         text = write_record(record(spec, expect, seed, chooser.choices, obs, failure=failure))
-        return StillFailing(path, problems, text)
+        return StillFailing(path, problems, text, seed, tuple(values), obs,
+                            run.trace.lines() if crash is None else "")
     return None

@@ -134,6 +134,17 @@ class Progress:
             pass        # the log is gone; the work goes on
 
 
+def interrupted(show: Callable[..., None], found: str) -> None:
+    """After Ctrl-C: end `reporter`'s bar `show` and say, on stderr, how far
+    the work got and what it found so far (`found`); the command then exits
+    130 (`forge.cli`)."""
+    import click
+
+    bar = show.__self__  # type: ignore[attr-defined]
+    bar.close()
+    click.echo(f"interrupted after {bar.done} of {bar.total} {bar.label}; {found}", err=True)
+
+
 def reporter(total: int, label: str, **options: Any) -> Callable[..., None]:
     """The one-line hook: `show = reporter(n, "schedules")`, then `show(done[, item])`.
 

@@ -29,7 +29,8 @@ Registered by the `pytest11` entry point `forge` (disable it with
 
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
-`FORGE_PROFILE`), the marker, the call's keywords, then the command line
+`FORGE_PROFILE`; or a Hypothesis profile `--hypothesis-profile` loads,
+reused through its `max_examples` and `derandomize`), the marker, the call's keywords, then the command line
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
 unknown profile stops the session with one usage error naming it, before
 any test runs.  A setting follows the rule the same value has everywhere
@@ -37,6 +38,11 @@ any test runs.  A setting follows the rule the same value has everywhere
 apply too), and every other keyword the rule of `forge.explore`'s
 argument; a marker or a call that breaks one fails its test in one line
 naming the marker (or the call) and the keyword, with no traceback.
+
+With no seed set, a session draws a fresh first seed (`FORGE_START_SEED`
+pins it); failing schedules are kept in the failure database (`.forge` in
+the rootdir, `--forge-database`) and run first next session
+(`forge.failuredb`, through `forge.explore(database=...)`).
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
@@ -67,6 +73,8 @@ _MARKER = "forge_explore"
 _PENDING = pytest.StashKey[Callable[[], None]]()
 #: The probe counts of every exploration of the session, summed (the summary's).
 _PROBES = pytest.StashKey[dict[str, int]]()
+#: The session's drawn first seed, and whether it was drawn (not pinned).
+_SEED = pytest.StashKey[tuple[int, bool]]()
 
 
 @attrs.frozen
@@ -78,8 +86,10 @@ class Settings:
     #: default (the registry's `forge.sim.strategies.SEARCH`, not imported
     #: here so that loading the plugin stays cheap).
     strategy: str | None = None
-    #: The first seed; schedules use seeds `seed`, `seed + 1`, ...
-    seed: int = 0
+    #: The first seed; schedules use seeds `seed`, `seed + 1`, ...  None:
+    #: one drawn fresh for the session (`forge.failuredb.fresh_start_seed`,
+    #: which `FORGE_START_SEED` pins), printed with any failure.
+    seed: int | None = None
     pct_depth: int = 3
 
     def merged(self, **changes: Any) -> Settings:
@@ -90,8 +100,9 @@ class Settings:
 _PROFILES: dict[str, Settings] = {
     "default": Settings(),
     # A quick loop at the desk: few schedules, the same ones every run.
-    "dev": Settings(runs=20),
-    # CI has the time: ten times the default.
+    "dev": Settings(runs=20, seed=0),
+    # CI has the time: ten times the default (a fresh first seed each run;
+    # pin it with seed= in a profile of your own, or FORGE_START_SEED).
     "ci": Settings(runs=1000),
 }
 
@@ -178,6 +189,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--forge-replay-dir", default=None, metavar="DIR",
                     help="Write failing schedules' replay files here (default: the test's "
                          "tmp_path).")
+    group.addoption("--forge-database", default=None, metavar="DIR",
+                    help="The failure database: failing schedules kept and run first next "
+                         "time (default .forge in the rootdir, or FORGE_DATABASE; none keeps "
+                         "none).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -208,7 +223,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """The profile is checked once every conftest (where profiles are
     registered) has been read, before any test runs."""
     name = _profile_name(session.config)
-    if name not in _PROFILES:
+    if name not in _PROFILES and name != _hypothesis_name(session.config):
         option = "--forge-profile" if session.config.getoption("forge_profile") else PROFILE_ENV
         raise pytest.UsageError(f"forge: {option}: no settings profile {name!r}; the profiles "
                                 f"are {', '.join(sorted(_PROFILES))}")
@@ -223,8 +238,10 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         s = _settings(config, {})
     except pytest.UsageError:
         return None         # reported where a test uses it
-    return (f"forge: profile {name} ({s.runs} runs, {_strategy(s)} strategy, "
-            f"first seed {s.seed})")
+    first = "a fresh first seed" if s.seed is None else f"first seed {s.seed}"
+    if name not in _PROFILES:
+        name += ", Hypothesis's"
+    return f"forge: profile {name} ({s.runs} runs, {_strategy(s)} strategy, {first})"
 
 
 def _strategy(settings: Settings) -> str:
@@ -339,9 +356,11 @@ class _Explorer:
             return self._scenario(prompt, settings, replay_out, keywords)
         refused: str | None = None
         try:
+            seed, drawn = _first_seed(request.config, settings)
             report = explore(prompt, strategy=_strategy(settings),
-                             runs=settings.runs, start_seed=settings.seed,
-                             pct_depth=settings.pct_depth, replay_out=replay_out, **keywords)
+                             runs=settings.runs, start_seed=seed,
+                             pct_depth=settings.pct_depth, replay_out=replay_out,
+                             database=_database(request.config), **keywords)
         except InputError as e:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
@@ -355,9 +374,12 @@ class _Explorer:
         if report.failures:
             failure = report.failures[0]
             timeline = _write_timeline(failure, replay_out)
-            pytest.fail(_failure_text(report, failure, prompt, settings,
+            pytest.fail(_failure_text(report, failure, prompt,
+                                      attrs.evolve(settings, seed=seed),
                                       _profile_name(request.config), timeline,
-                                      keywords.get("checks", ())), pytrace=False)
+                                      keywords.get("checks", ()),
+                                      _rerun(request.node.nodeid, failure.seed), drawn),
+                        pytrace=False)
         return report
 
     def _marked(self) -> dict[str, Any]:
@@ -382,7 +404,9 @@ class _Explorer:
         if unknown:
             pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
                         "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
-        out = campaign.run(load(path), _strategy(settings), settings.runs, settings.seed,
+        seed, _ = _first_seed(self.request.config, settings)
+        settings = attrs.evolve(settings, seed=seed)
+        out = campaign.run(load(path), _strategy(settings), settings.runs, seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
         if out.failure is not None:
@@ -408,7 +432,8 @@ class _Explorer:
 _MARKED = f"@pytest.mark.{_MARKER}"
 _CALLED = f"{_MARKER}()"
 #: Keywords of `forge.explore` the plugin sets itself, and what to use instead.
-_OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir"}
+_OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir",
+        "database": "--forge-database"}
 
 
 def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
@@ -461,15 +486,89 @@ def _is_scenario(path: str) -> bool:
 
 
 def _profile_name(config: pytest.Config) -> str:
-    return config.getoption("forge_profile") or os.environ.get(PROFILE_ENV) or "default"
+    """The profile in force: `--forge-profile`, else `FORGE_PROFILE`, else the
+    Hypothesis profile `--hypothesis-profile` loads (`_hypothesis_profile`),
+    else `default`."""
+    chosen = config.getoption("forge_profile") or os.environ.get(PROFILE_ENV)
+    if chosen:
+        return chosen
+    return _hypothesis_name(config) or "default"
+
+
+def _hypothesis_name(config: pytest.Config) -> str | None:
+    """The Hypothesis profile `--hypothesis-profile` names (Hypothesis's own
+    pytest plugin loads it), None without one or without Hypothesis."""
+    try:
+        name = config.getoption("hypothesis_profile", None)
+    except ValueError:
+        return None
+    return name if isinstance(name, str) else None
+
+
+def _profile(config: pytest.Config) -> Settings:
+    """The profile in force's settings.  A Hypothesis profile is reused, not
+    copied: its `max_examples` is the schedules an exploration runs (as the
+    examples a Hypothesis test tries), and `derandomize=True` pins the first
+    seed to 0, as it fixes Hypothesis's.  A forge profile of the same name
+    (`register_profile`), which can say what Hypothesis has no word for
+    (`strategy`, `pct_depth`), is used instead when there is one."""
+    name = _profile_name(config)
+    if name in _PROFILES or name != _hypothesis_name(config):
+        return get_profile(name)
+    try:
+        from hypothesis import settings as hypothesis_settings
+
+        theirs = hypothesis_settings.get_profile(name)
+    except Exception:  # noqa: BLE001 - no Hypothesis, or no such profile: refused as unknown
+        return get_profile(name)
+    return _PROFILES["default"].merged(runs=theirs.max_examples,
+                                       seed=0 if theirs.derandomize else None)
 
 
 def _settings(config: pytest.Config, tuning: Mapping[str, Any]) -> Settings:
     # Each source was checked on its own (the profile when registered, the
     # options at session start, the marker and the call by `_check_keywords`).
-    return get_profile(_profile_name(config)).merged(**tuning).merged(
+    return _profile(config).merged(**tuning).merged(
         runs=config.getoption("forge_runs"), strategy=config.getoption("forge_strategy"),
         seed=config.getoption("forge_seed"))
+
+
+def _first_seed(config: pytest.Config, settings: Settings) -> tuple[int, bool]:
+    """The exploration's first seed, and whether it was drawn: the
+    settings' (a profile's, the marker's, the call's, `--forge-seed`), else
+    one drawn once for the session.
+
+    Raises:
+        InputError: a `FORGE_START_SEED` that is not a seed.
+    """
+    if settings.seed is not None:
+        return settings.seed, False
+    if _SEED not in config.stash:
+        from forge.failuredb import fresh_start_seed
+
+        config.stash[_SEED] = fresh_start_seed()
+    return config.stash[_SEED]
+
+
+def _database(config: pytest.Config) -> str:
+    """The failure database folder: `--forge-database`, else `FORGE_DATABASE`,
+    else `.forge` in the rootdir (`none`: none is kept)."""
+    from forge.failuredb import DATABASE_ENV, DEFAULT
+
+    chosen = config.getoption("forge_database") or os.environ.get(DATABASE_ENV)
+    return chosen if chosen is not None else str(config.rootpath / DEFAULT)
+
+
+def _rerun(nodeid: str, seed: int | None) -> str | None:
+    """The failure's one-line reproduction that needs no file: this test
+    alone, exploring one schedule, the failing seed's (an exhaustive walk's
+    failure has no seed: its replay file is the way back)."""
+    import shlex
+
+    if seed is None:
+        return None
+    return (f"pytest {shlex.quote(nodeid)} --forge-seed {seed} --forge-runs 1 "
+            "--forge-database none")
 
 
 def _write_timeline(failure: Failure, replay_out: Path) -> Path:
@@ -498,22 +597,30 @@ def _indented(indent: str, text: str) -> str:
 
 def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
                   settings: Settings, profile: str, timeline: Path | None = None,
-                  checks: Iterable[Any] = ()) -> str:
+                  checks: Iterable[Any] = (), rerun: str | None = None,
+                  drawn: bool = False) -> str:
     from forge.api import _check_name
 
-    lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
-             f"(after {report.runs} of {settings.runs} {_strategy(settings)} schedules, "
-             f"first seed {settings.seed}, profile {profile})"]
+    if report.runs == 0:    # found in the failure database, before any new schedule
+        lines = [f"forge: a schedule of {prompt or 'the prompt'} failed again: a failure an "
+                 "earlier run kept in the failure database (it runs before new schedules, "
+                 f"and is dropped once it passes; profile {profile})"]
+    else:
+        lines = [f"forge: a schedule of {prompt or 'the prompt'} failed "
+                 f"(after {report.runs} of {settings.runs} {_strategy(settings)} schedules, "
+                 f"first seed {settings.seed}"
+                 + (f" (drawn; --forge-seed {settings.seed} repeats these schedules)"
+                    if drawn else "") + f", profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
     from forge import verdict
     if any(map(verdict.is_ending_problem, failure.problems)):
         lines.append(_indented("  ", verdict.why(failure.observation.to_dict(), api=True)))
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
     plural = "" if failure.deviations == 1 else "s"
-    drawn = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
+    where = "on an exhaustive schedule" if failure.seed is None else f"at seed {failure.seed}"
     lines.append(f"  shrunk schedule: {len(failure.shrunk)} choices, {failure.deviations} "
                  f"deviation{plural} from the canonical schedule ({minimal}), shrunk from "
-                 f"{len(failure.choices)} drawn {drawn}; in virtual time:")
+                 f"{len(failure.choices)} drawn {where}; in virtual time:")
     lines += [_indented("    ", line) for line in failure.story]
     if failure.divergence:
         lines.append("  first divergence from the canonical run:")
@@ -528,6 +635,9 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
     if failure.replay_command:
         lines.append("  reproduce with:")
         lines.append(f"    {failure.replay_command}")
+        if rerun is not None and report.runs:
+            lines.append("  or, with no file:")
+            lines.append(f"    {rerun}")
         code = sorted({name for name in map(_check_name, checks)
                        if any(_by(name, p) for p in failure.problems)})
         if code:

@@ -18,6 +18,7 @@ import sys
 
 import click
 
+from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.commands.params import InputPath, OutputPath, Regex, write_output
 
 
@@ -55,14 +56,14 @@ def _catalogue() -> list[dict]:
     return load_catalogue(directory)
 
 
-@click.group(invoke_without_command=True)
+@click.group(cls=JsonGroup, invoke_without_command=True)
 @click.option("--feature", multiple=True, help="Only clauses of this feature (repeatable).")
 @click.option("-k", "patterns", metavar="PATTERN", multiple=True, type=Regex(),
               help="Only clauses whose id or statement matches PATTERN (a regular expression, "
                    "searched, as in forge conformance -k). Repeat for any of several.")
-@click.option("--json", "as_json", is_flag=True, help="Print the clauses as JSON.")
+@json_option("The clauses")
 @click.pass_context
-def spec(ctx, feature, patterns, as_json):
+def spec(ctx, feature, patterns, json_out):
     """List the clauses of the specifications.
 
     \b
@@ -92,8 +93,8 @@ def spec(ctx, feature, patterns, as_json):
                if matches(patterns, c["id"], c.get("statement", ""))]
     if not clauses:
         raise InputError("no clause matches the selection (-k / --feature)")
-    if as_json:
-        click.echo(json.dumps(clauses, sort_keys=True, indent=1))
+    emit_json(json_out, json.dumps(clauses, sort_keys=True, indent=1))
+    if on_stdout(json_out):
         return
     for c in clauses:
         click.echo(f"{c['id']:58} {c.get('statement', '')}")
@@ -105,11 +106,11 @@ def spec(ctx, feature, patterns, as_json):
               help="A case directory or one case file (default: the installed conformance "
                    "cases).")
 @click.option("--feature", multiple=True, help="Only this feature's clauses (repeatable).")
-@click.option("--json", "as_json", is_flag=True)
+@json_option("The coverage")
 @click.option("--counts", is_flag=True,
               help="Also count the cases citing each clause: min, median and the clauses "
                    "fewer than three cases cite, chapter by chapter.")
-def coverage(cases_dir, feature, as_json, counts):
+def coverage(cases_dir, feature, json_out, counts):
     """Report, feature by feature, the clauses no case covers.
 
     Exit code 0 when every clause of the chosen features (--feature, or
@@ -131,12 +132,12 @@ def coverage(cases_dir, feature, as_json, counts):
         else:
             entry["uncovered"].append(c["id"])
     per_chapter = _case_counts(clauses, cases) if counts else None
-    if as_json:
+    if json_out is not None:
         out = dict(by_feature)
         if per_chapter is not None:
             out = {"features": by_feature, "chapters": per_chapter}
-        click.echo(json.dumps(out, sort_keys=True, indent=1))
-    else:
+        emit_json(json_out, json.dumps(out, sort_keys=True, indent=1))
+    if not on_stdout(json_out):
         for feature, entry in sorted(by_feature.items()):
             click.echo(f"{feature:14} {entry['covered']:4}/{entry['total']:<4} covered")
             for cid in entry["uncovered"]:

@@ -28,7 +28,11 @@ import click
 
 from forge.errors import InputError
 
-from forge.commands.explore_report import report_json, show, show_saved
+from forge.commands.explore_report import report_json, rerun_line, show, show_saved
+
+#: Where `forge explore` keeps its arguments as given (`ctx.meta`).
+RERUN_ARGS = "forge.explore.args"
+from forge.commands.jsonflag import JsonCommand, json_option, spell_json
 from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
@@ -42,10 +46,16 @@ _UNBOUNDED = " and ".join(s.name for s in STRATEGIES
                           if s.explores and "max_deviations" not in s.parameters)
 
 
-class _ExploreCommand(click.Command):
+class _ExploreCommand(JsonCommand):
     """`forge explore PROMPT ...`, and `forge explore merge REPORT...`: a
     first argument `merge` is the merge command (a prompt file of that name
     is `./merge`)."""
+
+    def parse_args(self, ctx, args):
+        # The flags as given, for the failure's one-line reproduction.
+        args = spell_json(self, ctx, args)
+        ctx.meta[RERUN_ARGS] = tuple(args)
+        return click.Command.parse_args(self, ctx, args)
 
     def make_context(self, info_name, args, parent=None, **extra):
         if args and args[0] == "merge":
@@ -104,7 +114,7 @@ class _ExploreCommand(click.Command):
 @click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@json_option("The report")
 @click.option("--workers", type=BoundedInt.of(RULES["workers"]), default=1, show_default=True,
               help="Run schedules in this many processes (the report is the one-process "
                    "report).")
@@ -128,7 +138,8 @@ class _ExploreCommand(click.Command):
 @differential_options
 def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviations, no_reduce,
             expect_result, expect_outcome, expect_error, allow_failed, same_ids,
-            schedule_independent, checks, user_probes, required, replay_out, as_json, workers, shard, backend,
+            schedule_independent, checks, user_probes, required, replay_out, json_out, workers,
+            shard, backend,
             address, impl, timeout, run_seconds, max_decisions, differential,
             known_differences, **harness):
     """Run PROMPT under many schedules and check invariants on every one.
@@ -185,7 +196,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
-                              no_reduce, replay_out, as_json,
+                              no_reduce, replay_out, json_out,
                               given=flags_given(click.get_current_context())))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
@@ -206,7 +217,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         from forge.conformance.cli import explore_impl_command as command
         sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
                          strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
-                         reduce=not no_reduce, replay_out=replay_out, as_json=as_json,
+                         reduce=not no_reduce, replay_out=replay_out, json_out=json_out,
                          timeout=timeout, limits={"run_seconds": run_seconds,
                                                   "max_decisions": max_decisions},
                          differential=differential, known_path=known_differences))
@@ -218,7 +229,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
     still = failuredb.replay_saved(db, key, spec, expect) if db is not None else None
     if still is not None:       # a failure saved by an earlier campaign fails again
         write_output(replay_out, still.text)
-        show_saved(still, replay_out, as_json)
+        show_saved(still, replay_out, json_out)
         sys.exit(1)
 
     bar = None
@@ -261,20 +272,25 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    show(data, as_json, lookup(strategy).walks, failure.problems if failure else (),
-         bool(spec.faults), strategy)
+    # A seed alone draws the schedule again only for a strategy that learns
+    # nothing from earlier seeds (a PCT run needs its campaign's horizon).
+    alone = bool(report.findings) and "horizon" not in report.findings[0].provider
+    rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
+                       data["failures"][0]["seed"]) if data["failures"] and alone else None
+    show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
+         bool(spec.faults), rerun, strategy)
     if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("reports", nargs=-1, required=True, type=InputPath(dir_okay=False))
 @click.option("--replay-out", type=OutputPath(),
               default="forge-failure.replay.json", show_default=True,
               help="Where to write the shrunk failing schedule.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
-def merge(reports, replay_out, as_json):
+@json_option("The joined report")
+def merge(reports, replay_out, json_out):
     """Join the shard reports REPORTS (`forge explore --shard I/N --json`)
     into the report of one run over all their seeds.
 
@@ -299,5 +315,5 @@ def merge(reports, replay_out, as_json):
         write_output(replay_out, write_record(rec))
         data["replay"] = replay_out
         data["replay_command"] = f"forge replay {shlex.quote(replay_out)}"
-    show(data, as_json, False, rec["failure"]["problems"] if rec else ())
+    show(data, json_out, False, rec["failure"]["problems"] if rec else ())
     sys.exit(1 if rec is not None else 0)

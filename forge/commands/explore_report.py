@@ -15,6 +15,7 @@ import shlex
 
 import click
 
+from forge.commands.jsonflag import emit_json, on_stdout
 from forge.difference import differences_of
 
 
@@ -75,16 +76,46 @@ def _accept(failure) -> str | None:
     return verdict.why(failure.observation)
 
 
-def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
-          faults_asked: bool = False, strategy: str | None = None) -> None:
+#: `forge explore` flags a one-seed rerun leaves out (they spread, bound or
+#: write the campaign, not what one schedule does), each taking a value.
+_NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", "--backend",
+              "--address", "--database")
+
+
+def rerun_line(args, seed: int | None) -> str | None:
+    """The one-line reproduction that needs no file: `forge explore` with the
+    campaign's own flags (`args`, as given) but one schedule, the failing
+    seed's, and no database, which finds and shrinks the same failure again
+    (seed N is the same schedule in any campaign).  None for an exhaustive
+    walk's failure, which has no seed: its replay file is the way back."""
+    if seed is None or args is None:
+        return None
+    kept, skip = [], False
+    for token in args:
+        if skip:
+            skip = False
+        elif token in _NOT_RERUN:
+            skip = True
+        elif token.startswith(tuple(f + "=" for f in _NOT_RERUN)) or token == "--json" \
+                or token.startswith("--json="):
+            pass
+        else:
+            kept.append(token)
+    return shlex.join(["forge", "explore", *kept, "--start-seed", str(seed), "--runs", "1",
+                       "--database", "none"])
+
+
+def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
+          faults_asked: bool = False, rerun: str | None = None,
+          strategy: str | None = None) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired; which of a
     mixed campaign's strategies drew the failure when it is not
     `strategy`, the campaign's own)."""
     from forge.progress import plain_counts
 
-    if as_json:
-        click.echo(json.dumps(data, sort_keys=True))
+    emit_json(json_out, json.dumps(data, sort_keys=True))
+    if on_stdout(json_out):
         return
     click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
                f"outcomes: {plain_counts(data['outcomes'])}")
@@ -102,7 +133,8 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
             f"at seed {found['seed']}"
         # The first line of each: the shrunk run's problems below show their differences.
         click.echo(f"FAILED {where}: " + "; ".join(p.split("\n")[0] for p in found["problems"]))
-        if strategy is not None and data.get("found_by") not in (None, strategy):
+        if strategy is not None and data.get("found_by") and \
+                data["found_by"].split()[0] != strategy:
             click.echo(f"found by the {strategy}'s {data['found_by']} strategy")
         minimal = "a proven local minimum" if found["proven_minimal"] else "not proven minimal"
         click.echo(f"shrunk from {found['choices']} to {len(found['shrunk'])} choices, "
@@ -120,6 +152,8 @@ def show(data: dict, as_json: bool, walks: bool, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
+        if rerun is not None:
+            click.echo(f"or, with no file: {rerun}")
 
 
 def _show_probes(data: dict) -> None:
@@ -133,14 +167,14 @@ def _show_probes(data: dict) -> None:
         click.echo("REQUIRED and never reached: " + ", ".join(data["required_unreached"]))
 
 
-def show_saved(still, replay_out: str, as_json: bool) -> None:
+def show_saved(still, replay_out: str, json_out: str | None) -> None:
     """A failure the database kept (`forge.failuredb`) that fails again: it
     is the campaign's failure, found before any new schedule ran."""
     command = f"forge replay {shlex.quote(replay_out)}"
-    if as_json:
-        click.echo(json.dumps({"runs": 0, "saved_failure": str(still.path),
-                               "problems": list(still.problems), "replay": replay_out,
-                               "replay_command": command}, sort_keys=True))
+    emit_json(json_out, json.dumps({"runs": 0, "saved_failure": str(still.path),
+                                    "problems": list(still.problems), "replay": replay_out,
+                                    "replay_command": command}, sort_keys=True))
+    if on_stdout(json_out):
         return
     click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "
                "of this prompt and settings still fails (it is replayed before new schedules; "

@@ -23,21 +23,22 @@ import sys
 
 import click
 
+from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import (InputPath, OutputPath, harness_kwargs, harness_options,
                                    write_output)
 from forge.errors import InputError
 
 
-@click.command()
+@click.command(cls=JsonCommand)
 @click.argument("files", nargs=-1, required=True, metavar="[PROMPT] REPLAY_FILE",
                 type=InputPath(dir_okay=False))
 @harness_options(recorded=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the run's observation.")
+@json_option("The run's observation")
 @click.option("--story", is_flag=True, help="Print the run as a story in virtual time.")
 @click.option("--trace", "trace_file", type=OutputPath(), default=None,
               help="Write the run's trace (JSON lines, as forge run --trace; draw it with "
                    "forge trace).")
-def replay(files, as_json, story, trace_file, **harness):
+def replay(files, json_out, story, trace_file, **harness):
     """Run the schedule recorded in REPLAY_FILE again and re-check what it expects.
 
     The file holds the whole run (prompt text and hash, harness, scripts,
@@ -59,7 +60,7 @@ def replay(files, as_json, story, trace_file, **harness):
         # A lifecycle race (docs/lifecycle.md); it refuses the prompt's flags.
         from forge.commands.params import flags_given
         from forge.lifecycle.command import replay_file as replay_scenario
-        sys.exit(replay_scenario(prompt, path, as_json,
+        sys.exit(replay_scenario(prompt, path, json_out,
                                  given=flags_given(click.get_current_context())))
     from forge.repro import replay_file
     from forge.engine.run import observation_json
@@ -90,9 +91,9 @@ def replay(files, as_json, story, trace_file, **harness):
                          f"{outcome.recorded_sha256[:12]}...): please report this", file=path,
                          kind="replay")
     obs = outcome.observation
-    if as_json:
-        click.echo(observation_json(obs))
-    else:
+    emit_json(json_out, observation_json(obs))
+    as_json = on_stdout(json_out)    # then the words go to standard error
+    if not as_json:
         click.echo(f"{obs['outcome']}: {obs['result'] if obs['outcome'] == 'ok' else obs['error']}")
     if story:
         for line in outcome.story:

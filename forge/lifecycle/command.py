@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 import click
 
+from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.errors import InputError
 from forge.lifecycle import campaign, replayfile
 from forge.lifecycle.scenario import load
@@ -52,7 +53,7 @@ def check_flags(path: str, given: Iterable[str], takes: tuple[str, ...], what: s
 
 def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth: int,
                  max_deviations: int | None, no_reduce: bool, replay_out: str,
-                 as_json: bool, given: Iterable[str] = ()) -> int:
+                 json_out: str | None, given: Iterable[str] = ()) -> int:
     """Explore the scenario at ``path``; answers the exit code. ``given``: the
     flags given (``forge.commands.params.flags_given``), each of which must be in ``EXPLORE_FLAGS``."""
     from forge.commands.params import write_output
@@ -66,8 +67,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     f = out.failure
     if f is not None:
         write_output(replay_out, campaign.replay_body(path, out))
-    if as_json:
-        click.echo(json.dumps({
+    emit_json(json_out, json.dumps({
             "scenario": out.scenario, "strategy": out.strategy, "reduced": out.reduced,
             "partial_order_reduction": out.por,
             "runs": out.runs, "distinct_schedules": out.distinct, "complete": out.complete,
@@ -78,7 +78,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
                 "proven_minimal": f.proven, "strategy": f.provider,
                 "steps": [list(s) for s in f.steps]}],
             "replay": replay_out if f else None}, sort_keys=True))
-    else:
+    if not on_stdout(json_out):
         steps = "host calls and store operations" if not out.reduced else "store operations"
         por = ", one per class of equivalent schedules" if out.por else ""
         click.echo(f"{out.scenario}: {out.runs} schedules ({steps} as steps{por}), "
@@ -104,7 +104,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     return 3 if not out.complete else 0
 
 
-def replay_file(path: str | None, replay: str, as_json: bool,
+def replay_file(path: str | None, replay: str, json_out: str | None,
                 given: Iterable[str] = ()) -> int:
     """Run the schedule recorded in ``replay`` again, on the scenario the file
     holds, or on the scenario at ``path`` (which must be that one); answers the
@@ -130,18 +130,17 @@ def replay_file(path: str | None, replay: str, as_json: bool,
     if recorded.text is None:
         click.echo(f"note: {replay} is an older kit's replay file: it holds no scenario "
                    f"to check {path} against, only the choices", err=True)
-    if as_json:
-        click.echo(json.dumps({"problems": list(got.problems),
-                               "steps": [list(s) for s in got.steps],
-                               "rows": [list(r) for r in got.rows]}, sort_keys=True))
-    else:
+    emit_json(json_out, json.dumps({"problems": list(got.problems),
+                                    "steps": [list(s) for s in got.steps],
+                                    "rows": [list(r) for r in got.rows]}, sort_keys=True))
+    if not on_stdout(json_out):
         for actor, what in got.steps:
             click.echo(f"  {actor:>12}  {what}")
         click.echo("FAILED: " + "; ".join(got.problems) if got.problems else "ok")
     return 1 if got.problems else 0
 
 
-@click.group("lifecycle")
+@click.group("lifecycle", cls=JsonGroup)
 def lifecycle() -> None:
     """Tools for the task lifecycle manager's stores (docs/lifecycle-store.md)."""
 
@@ -150,8 +149,8 @@ def lifecycle() -> None:
 @click.argument("history", metavar="HISTORY.jsonl")
 @click.option("--html", "html_out", default=None, metavar="FILE",
               help="Write the minimal non-linearizable sub-history as an HTML page.")
-@click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object.")
-def check_command(history: str, html_out: str | None, as_json: bool) -> None:
+@json_option("The verdict")
+def check_command(history: str, html_out: str | None, json_out: str | None) -> None:
     """Decide whether a store's concurrent HISTORY (JSON lines, one store
     operation each) is linearizable against the memory store's semantics.
 
@@ -159,6 +158,10 @@ def check_command(history: str, html_out: str | None, as_json: bool) -> None:
     Examples:
       forge lifecycle check history.jsonl
       forge lifecycle check history.jsonl --html why.html
+
+    \b
+    Exit codes: 0 passed (the history is linearizable), 1 failed (it is not),
+    2 bad input (the history or a flag).
     """
     import sys
 
@@ -170,12 +173,11 @@ def check_command(history: str, html_out: str | None, as_json: bool) -> None:
     if html_out is not None:
         html_out = OutputPath().convert(html_out, None, None)
     verdict = check(hist.read(history))
-    if as_json:
-        click.echo(json.dumps({"linearizable": verdict.ok, "operations": verdict.operations,
-                               "parts": verdict.parts,
-                               "minimal": [json.loads(op.to_json()) for op in verdict.minimal]},
-                              sort_keys=True))
-    else:
+    emit_json(json_out, json.dumps({"linearizable": verdict.ok, "operations": verdict.operations,
+                                    "parts": verdict.parts,
+                                    "minimal": [json.loads(op.to_json()) for op in verdict.minimal]},
+                                   sort_keys=True))
+    if not on_stdout(json_out):
         click.echo(verdict.text())
     if html_out is not None:
         title = ("linearizable" if verdict.ok else
@@ -197,6 +199,10 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
     Examples:
       forge lifecycle contract forge.lifecycle.store:MemoryStore
       forge lifecycle contract mystore:make_store -k connections_history_is_linearizable
+
+    \b
+    Exit codes: 0 every check passed, 1 a check failed, 2 bad input (a
+    FACTORY that does not import, an unknown check).
     """
     import importlib
     import os
@@ -220,9 +226,15 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
         raise InputError(f"{module} has no {name}") from None
     chosen = list(names) or list(CHECKS)
     failures = []
-    for check in chosen:
+    for done, check in enumerate(chosen):
         try:
             failures.extend(run_contract(make, [check]))
+        except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
+            for line in failures:
+                click.echo(f"FAIL {line}")
+            click.echo(f"interrupted after {done} of {len(chosen)} checks; "
+                       f"{len(failures)} failures among them", err=True)
+            raise
         except Exception as exc:  # noqa: BLE001 - the user's store failing is a finding
             failures.append(f"{check}: raised {type(exc).__name__}: {exc}")
     for line in failures:

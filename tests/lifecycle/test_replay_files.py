@@ -49,7 +49,7 @@ def recorded(tmp_path, monkeypatch):
 
 def _replay(capsys, scenario, replay, *, as_json=True):
     code = command.replay_file(None if scenario is None else str(scenario), str(replay),
-                               as_json)
+                               "-" if as_json else None)
     return code, capsys.readouterr()
 
 
@@ -136,7 +136,7 @@ def test_an_older_replay_file_replays_given_its_scenario_and_drifts_on_another(
     with pytest.raises(InputError, match=r"old\.replay\.json: replay: \$\.prompt: this replay "
                        r"file \(from an older kit\) names the scenario race\.scenario\.toml "
                        r"but does not hold it: give the scenario before the file"):
-        command.replay_file(None, str(old), False)
+        command.replay_file(None, str(old), None)
 
 
 BROKEN = {
@@ -171,7 +171,7 @@ def test_a_broken_replay_file_is_one_line_naming_the_place(case, recorded):
     replay.write_text(json.dumps(edit(json.loads(replay.read_text(encoding="utf-8")))),
                       encoding="utf-8")
     with pytest.raises(InputError) as e:
-        command.replay_file(None, str(replay), False)
+        command.replay_file(None, str(replay), None)
     assert str(e.value).startswith(f"{replay}: replay: ") and words in str(e.value), str(e.value)
 
 
@@ -199,16 +199,16 @@ def test_a_prompts_flag_is_refused_for_a_scenario(tmp_path, monkeypatch):
                                         "--json"]
     with pytest.raises(InputError) as e:
         command.explore_file("race.scenario.toml", 5, 0, "random", 3, None, False, "r.json",
-                             False, given=flags_given(ctx))
+                             None, given=flags_given(ctx))
     assert str(e.value) == ("race.scenario.toml: --faults is a prompt's flag; a lifecycle "
                             "scenario takes only " + ", ".join(command.EXPLORE_FLAGS))
     ctx = replay_command.make_context("replay", ["race.scenario.toml", "race.scenario.toml",
                                                  "--model-script", "race.scenario.toml"])
     with pytest.raises(InputError, match="r.json: --model-script is a prompt's flag; a "
                                          "lifecycle replay takes only --json, --story"):
-        command.replay_file(None, "r.json", False, given=flags_given(ctx))
+        command.replay_file(None, "r.json", None, given=flags_given(ctx))
     assert command.explore_file("race.scenario.toml", 5, 0, "random", 3, None, False,
-                                "r.json", True, given=["--runs", "--json"]) == 0
+                                "r.json", "-", given=["--runs", "--json"]) == 0
 
 
 # The command line needs the dispatch in forge/commands (explore.py, replay.py):

@@ -1,0 +1,128 @@
+"""The pytest plugin keeps the failure database and draws a fresh first seed,
+as `forge explore` does (issue 29, item 3; kit: failure-database): a failing
+schedule is kept (`.forge` in the rootdir, `--forge-database DIR` or
+`FORGE_DATABASE`) and runs first next session, and is dropped once it
+passes; with no seed set, each session draws one and the failure says it;
+every failure prints a one-line reproduction that needs no file, which, run
+as printed, fails the same way."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+
+import pytest
+
+from tests.api.test_pytest_plugin import PLUGIN, RACE, TWO
+
+pytest_plugins = ["pytester"]
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest(*PLUGIN, "-p", "no:cacheprovider", *args)
+
+
+def _failing_seed(out: str) -> int:
+    return int(re.search(r"drawn at seed (\d+)", out).group(1))
+
+
+def _problems(out: str) -> list[str]:
+    return [line.strip() for line in out.splitlines() if line.strip().startswith("problem: ")]
+
+
+@pytest.fixture
+def racy_test(pytester):
+    prompt = pytester.path / "store-race.md"
+    shutil.copy(RACE, prompt)
+    pytester.makepyfile(test_race=f"""
+        def test_order(forge_explore):
+            forge_explore({str(prompt)!r}, args="2", expect_result="alpha beta gamma")
+    """)
+    return prompt
+
+
+def test_a_drawn_seed_is_said_and_the_fileless_line_fails_the_same(pytester, racy_test,
+                                                                    monkeypatch):
+    monkeypatch.delenv("FORGE_START_SEED", raising=False)
+    first = _run(pytester, "--forge-database", "none")
+    first.assert_outcomes(failed=1)
+    out = first.stdout.str()
+    seed = re.search(r"first seed (\d+) \(drawn; --forge-seed \1 repeats these schedules\)",
+                     out)
+    assert seed is not None, out
+    line = re.search(r"or, with no file:\n\s+(pytest .*)", out).group(1)
+    words = shlex.split(line)
+    assert words[:2] == ["pytest", "test_race.py::test_order"]
+    assert words[2:] == ["--forge-seed", str(_failing_seed(out)), "--forge-runs", "1",
+                         "--forge-database", "none"]
+    again = _run(pytester, *words[1:])
+    again.assert_outcomes(failed=1)
+    assert _problems(again.stdout.str()) == _problems(out)
+    assert "(after 1 of 1 random schedules" in again.stdout.str()
+
+
+def test_a_failure_is_kept_run_first_and_dropped_once_fixed(pytester, racy_test):
+    db = pytester.path / "db"
+    first = _run(pytester, "--forge-database", str(db))
+    first.assert_outcomes(failed=1)
+    assert len(list(db.rglob("*.replay.json"))) == 1
+    again = _run(pytester, "--forge-database", str(db), "--forge-seed", "123456")
+    again.assert_outcomes(failed=1)
+    assert "failed again: a failure an earlier run kept in the failure database" in \
+        again.stdout.str()
+    assert _problems(again.stdout.str()) == _problems(first.stdout.str())
+    # The prompt now gives what the test expects on every schedule.
+    racy_test.write_text(racy_test.read_text().replace("return table.concat(order, ' ')",
+                                                       "return 'alpha beta gamma'"))
+    fixed = _run(pytester, "--forge-database", str(db))
+    fixed.assert_outcomes(passed=1)
+    assert not list(db.rglob("*.replay.json"))
+
+
+def test_the_database_defaults_to_the_rootdir(pytester, racy_test, monkeypatch):
+    monkeypatch.delenv("FORGE_DATABASE", raising=False)
+    _run(pytester).assert_outcomes(failed=1)
+    assert len(list((pytester.path / ".forge").rglob("*.replay.json"))) == 1
+    assert (pytester.path / ".forge" / ".gitignore").read_text().endswith("*\n")
+
+
+def test_dev_pins_the_first_seed_and_default_draws_one(pytester, monkeypatch):
+    monkeypatch.delenv("FORGE_START_SEED", raising=False)
+    pytester.makepyfile("def test_nothing(): pass")
+    assert "first seed 0" in _run(pytester, "--forge-profile", "dev").stdout.str()
+    assert "a fresh first seed" in _run(pytester, "--forge-profile", "ci").stdout.str()
+
+
+def test_a_hypothesis_profile_is_reused_not_copied(pytester, monkeypatch):
+    """`pytest --hypothesis-profile NAME` (issue 29, item 7): the schedules an
+    exploration runs are the profile's `max_examples`, and `derandomize`
+    pins the first seed to 0, with no forge profile of that name.  (In a
+    subprocess: a Hypothesis profile loaded in this one would stay loaded for
+    the kit's own Hypothesis tests.)"""
+    pytest.importorskip("hypothesis")
+    monkeypatch.delenv("FORGE_START_SEED", raising=False)
+    pytester.makeconftest("""
+        from hypothesis import settings
+        settings.register_profile("quick", max_examples=7, derandomize=True)
+        settings.register_profile("wide", max_examples=9, derandomize=False)
+    """)
+    pytester.makepyfile(f"""
+        def test_two(forge_explore):
+            report = forge_explore({str(TWO)!r}, expect_result="alpha text + beta text")
+            assert report.runs == 7
+    """)
+    def _sub(pytester, *args):
+        return pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", *args)
+
+    result = _sub(pytester, "--hypothesis-profile", "quick")
+    result.assert_outcomes(passed=1)
+    assert "forge: profile quick, Hypothesis's (7 runs, random strategy, first seed 0)" in \
+        result.stdout.str()
+    wide = _sub(pytester, "--hypothesis-profile", "wide")
+    wide.assert_outcomes(failed=1)      # 9 runs, not 7
+    assert "forge: profile wide, Hypothesis's (9 runs, random strategy, a fresh first seed)" \
+        in wide.stdout.str()
+    # A forge profile picked by name beats the Hypothesis one.
+    forge_own = _sub(pytester, "--hypothesis-profile", "wide", "--forge-profile", "dev")
+    assert "forge: profile dev (20 runs" in forge_own.stdout.str()
