@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from forge.sim.chooser import Choice, Chooser, ReplayProvider
+from forge.sim.chooser import CHAIN_KIND, Choice, Chooser, ReplayProvider
 from forge.sim.explore import (PROBES, Check, Finding, Report, Subject, check_all, finding,
                                tally)
 from forge.sim.orders import GLOBAL, footprints
@@ -101,7 +101,7 @@ class Walk:
 
 def _counted(choices: Sequence[Choice], values: Sequence[int]) -> int:
     """Deviations the bound counts: non-canonical values of non-chain choices."""
-    return sum(1 for c, v in zip(choices, values) if v and c.kind != "chain")
+    return sum(1 for c, v in zip(choices, values) if v and c.kind != CHAIN_KIND)
 
 
 def step(walk: Walk, entry: Entry) -> Step:

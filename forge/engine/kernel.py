@@ -45,7 +45,7 @@ from forge.engine.requests import Request, blocked_of
 from forge.engine.rules import timeouts
 from forge.errors import ForgeInternalError
 from forge.lua.runtime import LuaError, results, text
-from forge.sim.chooser import Chooser
+from forge.sim.chooser import CHAIN_KIND, Chooser
 from forge.sim.kernel import Kernel as EventQueue
 from forge.sim.trace import Trace
 
@@ -236,7 +236,7 @@ class Scheduler:
                                     step=self.cancel_step)
                     walk.host_cancel()
                     return
-                chain = self.ready.take(self.chooser.choose("chain", self.ready))
+                chain = self.ready.take(self.chooser.choose(CHAIN_KIND, self.ready))
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"
