@@ -434,21 +434,23 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             start_seed: int, strategy: str, pct_depth: int, max_deviations: int | None,
             reduce: bool, replay_out: str, json_out: str | None, timeout: float = 10.0,
             limits: dict | None = None, differential: bool = True,
-            known_path: str | None = None) -> int:
+            known_path: str | None = None, pct_horizon: int | None = None,
+            rerun_args: tuple[str, ...] | None = None) -> int:
     """`forge explore --impl CMD PROMPT` (or a replay file as PROMPT); the exit
     code: 0 every schedule passed, 1 one failed (an implementation that
     errors, crashes or breaks level 2 included, as under `forge
     conformance`), 3 an exhaustive search stopped at --runs.  The report is
     the reference's (`forge.commands.explore_report`: its JSON, and its summary
     lines), told through the implementation's decisions instead of a trace.
-    `forge.commands.explore` hands over here; the work is
+    `forge.commands.explore` hands over here (`rerun_args`: its flags as
+    given, for the failure's one-line rerun); the work is
     `forge.conformance.impl_explore`'s.
 
     Raises:
         InputError: a bad prompt, flag or replay file, or an implementation
             whose hello breaks the protocol or does not speak level 2.
     """
-    from forge.commands.explore_report import report_json, show as show_report
+    from forge.commands.explore_report import report_json, rerun_line, show as show_report
     from forge.commands.params import harness_kwargs
     from forge.conformance.adapters import SubprocessAdapter
     from forge.conformance.impl_explore import (
@@ -507,7 +509,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
                                    start_seed=start_seed, pct_depth=pct_depth,
                                    max_deviations=max_deviations, reduce=reduce,
                                    differential=differential, known=known,
-                                   progress=lambda n: ran.__setitem__(0, n))
+                                   progress=lambda n: ran.__setitem__(0, n),
+                                   pct_horizon=pct_horizon)
         except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
             click.echo(f"interrupted after {ran[0]} of {runs} schedules; no failure among those "
                        f"checked (from start seed {start_seed})", err=True)
@@ -555,6 +558,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         for line in outcome.diff:
             click.echo(terminal_safe(line))
         click.echo(f"reproduce with: {again}")
+        rerun = rerun_line(rerun_args, found.seed, found.provider, strategy)
+        if rerun is not None:
+            click.echo(terminal_safe(f"or, with no file: {rerun}"))
         return 1
     return 0 if report.complete else 3
 

@@ -233,7 +233,8 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
                  pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
                  shrink_budget: int = 3000,
                  progress: Callable[[int], None] | None = None, differential: bool = True,
-                 known: KnownDifferences = KnownDifferences()) -> ImplExploreOutcome:
+                 known: KnownDifferences = KnownDifferences(),
+                 pct_horizon: int | None = None) -> ImplExploreOutcome:
     """`forge.repro.explore_prompt`, through the pipe; with `differential`,
     every schedule is also compared with the reference's on the same
     decisions (`DifferentialSubject`), `known` muting accepted differences.
@@ -272,7 +273,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     else:
         report = explore(subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
-                         progress=progress)
+                         progress=progress, horizon=pct_horizon)
     if not report.findings:
         return ImplExploreOutcome(report, not_run=not_run)
     found = report.findings[0]

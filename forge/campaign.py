@@ -210,9 +210,10 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                      where: Backend = LOCAL,
                      progress: Callable[[int], None] | None = None,
                      extra_checks: Sequence[Callable[[dict], list[str]]] = (),
-                     probes: Sequence = ()) -> Campaign:
+                     probes: Sequence = (), pct_horizon: int | None = None) -> Campaign:
     """`forge.repro.explore_prompt` over `seeds` on a pool: the same outcome,
-    with the distinct trace hashes a shard report carries."""
+    with the distinct trace hashes a shard report carries (PCT's horizon
+    starting at `pct_horizon` if given, as there)."""
     spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
     chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
@@ -223,7 +224,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
     probes_hit: dict[str, int] = {}
     # What the runs so far taught the strategy's campaign (PCT: its horizon),
     # learned here in seed order, as the serial search learns it.
-    learned = lookup(strategy).campaign(pct_depth)
+    learned = lookup(strategy).campaign(pct_depth, pct_horizon)
     done, failing, drawn_with = 0, None, None
     with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth,
                                 tuple(probes)), where) as pool:

@@ -100,7 +100,7 @@ class ReplayOutcome:
 def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    strategy: str = SEARCH, runs: int = 200, start_seed: int = 0,
                    pct_depth: int = 3, max_deviations: int | None = None, reduce: bool = True,
-                   shrink_budget: int = 3000,
+                   shrink_budget: int = 3000, pct_horizon: int | None = None,
                    progress: Callable[[int], None] | None = None,
                    extra_checks: Sequence[Callable[[dict], list[str]]] = (),
                    probes: Sequence = ()) -> ExploreOutcome:
@@ -109,7 +109,9 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
     checks given as callables): being code, they are not in the replay
     record, which keeps only the problems they found.  `probes` are users'
-    probes (`forge.probes.UserProbe`) counted beside the catalogue's."""
+    probes (`forge.probes.UserProbe`) counted beside the catalogue's.
+    `pct_horizon` is where PCT's learned horizon starts (None: learned
+    from the first run), as a failure's one-line rerun gives it."""
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
@@ -123,7 +125,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     else:
         report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
-                         progress=progress)
+                         progress=progress, horizon=pct_horizon)
     return outcome_of(runner, canonical, checks, expect, report)
 
 
@@ -176,12 +178,14 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     """The outcome of a search whose report is `report`: its first finding, if
     any, run again to give the replay record, the story and the divergence.
     Serial, parallel (`forge.campaign`) and merged searches all end here."""
-    spec = runner.spec
     if not report.findings:
-        return ExploreOutcome(report, spec, expect)
+        return ExploreOutcome(report, runner.spec, expect)
     found = report.findings[0]
+    # A member of a mixed search in orders mode (a portfolio's PCT) records
+    # the mode its run took, so the file replays it as it ran.
+    spec = attrs.evolve(runner.spec, orders=True) if found.orders else runner.spec
     seed = found.seed if found.seed is not None else 0
-    chooser = Chooser(ReplayProvider(found.shrunk), seed=seed)
+    chooser = Chooser(ReplayProvider(found.shrunk), seed=seed, orders=spec.orders)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
     if (obs.get("error") or {}).get("kind") == BACKSTOP_KIND:
@@ -204,7 +208,7 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
                  strategy=found.provider)
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
                        or observation_divergence(canonical.observation(), obs))
-    return ExploreOutcome(report, spec, expect,
+    return ExploreOutcome(report, runner.spec, expect,
                           Failure(seed, problems, rec, story, divergence, faults,
                                   with_violations(obs, run),
                                   run.trace.lines()))

@@ -280,7 +280,8 @@ class Runner:
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
                           latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders, _ties(spec, chooser)),
+                                               spec.orders or chooser.orders,
+                                               _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
                           refuse=dict(self._refuse), **self._harness_keywords)
         harness.attach_faults(spec.faults, chooser)

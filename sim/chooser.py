@@ -115,6 +115,10 @@ class Provider(ABC):
     """Where the answers come from.  `draw` must return a value in [0, n)."""
 
     name: str = "provider"
+    #: Whether its runs are in orders mode (`forge.sim.orders`): PCT's are,
+    #: wherever it draws (alone, or as a portfolio's member), so a run it
+    #: drew is the run its spelling names.
+    orders: bool = False
 
     @abstractmethod
     def draw(self, kind: str, options: Sequence[str]) -> int: ...
@@ -252,12 +256,16 @@ class Chooser:
 
     `seed` is the run's seed (what seeds `math.random` and the nonce), kept
     beside the provider so that a schedule found at seed N is `forge run
-    --seed N`, and its shrunk replays keep the same seed.
+    --seed N`, and its shrunk replays keep the same seed.  `orders` is the
+    run's mode (`forge.sim.orders`): its provider's unless given, and kept
+    by the replays that shrink it, as the seed is.
     """
 
-    def __init__(self, provider: Provider | None = None, seed: int = 0) -> None:
+    def __init__(self, provider: Provider | None = None, seed: int = 0,
+                 orders: bool | None = None) -> None:
         self.provider = provider or Canonical()
         self.seed = seed
+        self.orders = self.provider.orders if orders is None else orders
         self.choices: list[Choice] = []
         #: The option labels of each choice, parallel to `choices`: what a
         #: run's story reads (which chain, which duration).  Options handed

@@ -49,6 +49,9 @@ class Finding:
     #: How the failing run was drawn (`Provider.describe()`), so that
     #: `forge run --strategy` can draw it again.
     provider: dict = attrs.field(factory=dict, eq=False)
+    #: The run was in orders mode (`Chooser.orders`): its provider's wish
+    #: (PCT's), which a subject's spec may not say.
+    orders: bool = False
 
 
 @attrs.frozen
@@ -105,7 +108,7 @@ def shrink_result(subject: Subject, chooser: Chooser, fails: Callable[[dict], bo
     """Shrink the failing run recorded in `chooser` (see `forge.sim.shrink`)."""
 
     def run(candidate: Sequence[int]):
-        replay = Chooser(ReplayProvider(candidate), seed=chooser.seed)
+        replay = Chooser(ReplayProvider(candidate), seed=chooser.seed, orders=chooser.orders)
         obs, _ = subject(replay)
         return fails(obs), replay.values(), [c.n for c in replay.choices]
 
@@ -128,19 +131,22 @@ def finding(subject: Subject, seed: int | None, chooser: Chooser, obs: dict,
 
     small = shrink_result(subject, chooser, fails, shrink_budget)
     return Finding(seed, tuple(problems), tuple(chooser.values()), small.choices, obs,
-                   small.deviations, small.proven, provider)
+                   small.deviations, small.proven, provider, chooser.orders)
 
 
 def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             strategy: str = SEARCH, pct_depth: int = 3, stop_at_first: bool = True,
-            shrink_budget: int = 3000, progress: Callable[[int], None] | None = None) -> Report:
-    """Run one schedule per seed; PCT seeds share one campaign (its horizon)."""
+            shrink_budget: int = 3000, progress: Callable[[int], None] | None = None,
+            horizon: int | None = None) -> Report:
+    """Run one schedule per seed; PCT seeds share one campaign (its horizon,
+    learned from the first run, or starting at `horizon` if given: a
+    failure's seed then draws the schedule it drew in its campaign)."""
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
     probes: dict[str, int] = {}
-    campaign = lookup(strategy).campaign(pct_depth)
+    campaign = lookup(strategy).campaign(pct_depth, horizon)
     runs = 0
     for seed in seeds:
         provider = campaign.provider(seed)

@@ -27,10 +27,11 @@ decisions is found by one run of depth d with probability at least
 1 / (n * k^(d-1)): the chain that must go first gets the top priority
 (1/n), and each of the d-1 change points falls on the one step that must
 hand over (1/k each).  It holds where the order of steps is what the
-scheduling decisions decide: in orders mode, where durations do not exist.
-Under a duration menu (random's, the default for `forge explore --strategy
-pct`), durations are drawn as random draws them and PCT orders only the
-chains ready at one instant.
+scheduling decisions decide: in orders mode, where durations do not exist,
+which every PCT run of the reference engine takes (`PCTProvider.orders`).
+Under a duration menu (a foreign engine's over the pipe, which draws its
+own durations), durations are drawn as random draws them and PCT orders
+only the chains ready at one instant.
 
 The horizon k is learned, as Shuttle does: `PCTCampaign` hands out one
 provider per run and keeps the largest number of scheduling decisions any
@@ -80,6 +81,8 @@ class PCTProvider(Provider):
     """
 
     name = "pct"
+    #: Its bound holds where scheduling decisions order every step (see above).
+    orders = True
 
     def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon

@@ -81,6 +81,9 @@ class _ExploreCommand(JsonCommand):
               help=f"How schedules are drawn ({_WALKING} walks the choice tree).  Default: "
                    f"{DEFAULT}, {lookup(DEFAULT).summary} ({DEFAULT_SHARDED} with --shard).")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
+@click.option("--pct-horizon", type=BoundedInt.of(RULES["pct_horizon"]), default=None,
+              help="Start PCT's horizon (scheduling decisions a run makes) here instead of "
+                   "learning it from the first run: a failure's one-line rerun gives it.")
 @click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
               help=f"{_BOUNDED.capitalize()} only ({_UNBOUNDED} refuse it): only schedules with at "
                    "most N non-canonical durations.")
@@ -136,7 +139,8 @@ class _ExploreCommand(JsonCommand):
                    "schedule fails.")
 @impl_limit_options
 @differential_options
-def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviations, no_reduce,
+def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon, max_deviations,
+            no_reduce,
             expect_result, expect_outcome, expect_error, allow_failed, same_ids,
             schedule_independent, checks, user_probes, required, replay_out, json_out, workers,
             shard, backend,
@@ -220,7 +224,9 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                          reduce=not no_reduce, replay_out=replay_out, json_out=json_out,
                          timeout=timeout, limits={"run_seconds": run_seconds,
                                                   "max_decisions": max_decisions},
-                         differential=differential, known_path=known_differences))
+                         differential=differential, known_path=known_differences,
+                         pct_horizon=pct_horizon,
+                         rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     from forge.progress import Progress
 
@@ -247,14 +253,16 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
                 done = spread.explore_campaign(spec, expect=expect, strategy=strategy,
                                                seeds=seeds, workers=workers,
                                                pct_depth=pct_depth, where=where,
-                                               progress=bar.update, probes=loaded)
+                                               progress=bar.update, probes=loaded,
+                                               pct_horizon=pct_horizon)
             outcome = done.outcome
         else:
             bar = Progress(runs, "schedules")
             outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
                                      start_seed=start_seed, pct_depth=pct_depth,
                                      max_deviations=max_deviations, reduce=not no_reduce,
-                                     progress=bar.update, probes=loaded)
+                                     progress=bar.update, probes=loaded,
+                                     pct_horizon=pct_horizon)
     except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
         if bar is not None:
             bar.close()
@@ -272,11 +280,9 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    # A seed alone draws the schedule again only for a strategy that learns
-    # nothing from earlier seeds (a PCT run needs its campaign's horizon).
-    alone = bool(report.findings) and "horizon" not in report.findings[0].provider
     rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
-                       data["failures"][0]["seed"]) if data["failures"] and alone else None
+                       report.findings[0].seed, report.findings[0].provider, strategy) \
+        if report.findings else None
     show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
          bool(spec.faults), rerun, strategy)
     if failure is not None or data["required_unreached"]:

@@ -17,6 +17,7 @@ import click
 
 from forge.commands.jsonflag import emit_json, on_stdout
 from forge.difference import differences_of
+from forge.sim.strategies import DEFAULT
 
 
 def report_json(report, failure, replay_out: str, user_probes=(), required=()) -> dict:
@@ -79,15 +80,20 @@ def _accept(failure) -> str | None:
 #: `forge explore` flags a one-seed rerun leaves out (they spread, bound or
 #: write the campaign, not what one schedule does), each taking a value.
 _NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", "--backend",
-              "--address", "--database")
+              "--address", "--database", "--pct-horizon")
 
 
-def rerun_line(args, seed: int | None) -> str | None:
+def rerun_line(args, seed: int | None, provider: dict | None = None,
+               strategy: str | None = None) -> str | None:
     """The one-line reproduction that needs no file: `forge explore` with the
     campaign's own flags (`args`, as given) but one schedule, the failing
-    seed's, and no database, which finds and shrinks the same failure again
-    (seed N is the same schedule in any campaign).  None for an exhaustive
-    walk's failure, which has no seed: its replay file is the way back."""
+    seed's, and no database, which finds and shrinks the same failure again.
+    Seed N draws the same schedule in any campaign, given the horizon PCT
+    had learned by then (`provider`, the run's description, names it):
+    `--pct-horizon` gives it.  `strategy`, the campaign's, is named when
+    the flags do not name it and the line's own default is another (a
+    shard's).  None for an exhaustive walk's failure, which has no seed:
+    its replay file is the way back."""
     if seed is None or args is None:
         return None
     kept, skip = [], False
@@ -101,8 +107,13 @@ def rerun_line(args, seed: int | None) -> str | None:
             pass
         else:
             kept.append(token)
+    named = any(t == "--strategy" or t.startswith("--strategy=") for t in kept)
+    if strategy is not None and not named and strategy != DEFAULT:
+        kept += ["--strategy", strategy]
+    horizon = (provider or {}).get("horizon")
+    learned = ["--pct-horizon", str(horizon)] if isinstance(horizon, int) else []
     return shlex.join(["forge", "explore", *kept, "--start-seed", str(seed), "--runs", "1",
-                       "--database", "none"])
+                       *learned, "--database", "none"])
 
 
 def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,

@@ -136,7 +136,7 @@ RULES: dict[str, Rule] = {
     **{o.name: o.rule for o in OPTIONS if o.shape == "value"},
     "seed": Whole(), "start_seed": Whole(),
     "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
-    "pct_depth": Whole(1, MAX_PCT_DEPTH), "max_deviations": Whole(0, MAX_DEVIATIONS),
+    "pct_depth": Whole(1, MAX_PCT_DEPTH), "pct_horizon": Whole(0), "max_deviations": Whole(0, MAX_DEVIATIONS),
     "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
     "strategy": Choice(EXPLORING),
 }

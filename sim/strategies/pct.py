@@ -8,7 +8,8 @@ full spelling reproduces it.  A search's runs share one campaign
 seed: its seeds may be spread over processes (a campaign checks the
 horizon each chunk started from) but not cut into shards.
 
-Its runs are in orders mode (`forge.sim.orders`), where which completion
+Its runs are in orders mode (`forge.sim.orders`; its provider asks for it,
+so a portfolio's PCT member's are too), where which completion
 fires next is a scheduling decision: there its bound holds
 (`forge.sim.pct`), and on `examples/explore/slowest-first.md`, a bug of
 depth 2, it finds the bug in 18 of 20 campaigns of 100 runs, where under
@@ -38,5 +39,5 @@ def _provider(arguments: str) -> PCTProvider:
 
 STRATEGY = Strategy("pct", spelling="pct:SEED[:DEPTH[:HORIZON]]",
                     arguments=r"[0-9]{1,20}(?::[0-9]{1,20}){0,2}", provider=_provider,
-                    parameters=("pct_depth",), campaign=PCTCampaign, orders=True,
+                    parameters=("pct_depth",), campaign=PCTCampaign, orders=PCTProvider.orders,
                     unshardable="learns its horizon from every earlier seed")

@@ -6,12 +6,17 @@ PCT at depths 1, 2 and 3, and the tie-seeking strategy
 (`forge.sim.strategies.ties`) - so a campaign of a few hundred seeds gives
 each about a fifth of its runs.  A failing run is described by its member
 (`random:SEED`, `pct:SEED:DEPTH:HORIZON`, `ties:SEED`), so the report says
-which strategy found it and the replay record draws it again alone.
+which strategy found it and the replay record draws it again alone.  Each
+member's run is the one its spelling names: a PCT member's is in orders
+mode, as `--strategy pct`'s (its provider asks for it,
+`forge.sim.chooser.Provider.orders`), and the others draw durations.
 
 The PCT members share one horizon, learned from the PCT runs before them
 (`learn`), so a portfolio search, like PCT's, may be spread over processes
-but not cut into shards.  Spelled `portfolio:SEED` for one run (a PCT
-member then has no learned horizon: no change points).
+but not cut into shards; a search may start from a horizon given
+(`forge explore --pct-horizon`, which a failure's one-line rerun names).
+Spelled `portfolio:SEED` for one run (a PCT member then has no learned
+horizon: no change points).
 """
 
 from __future__ import annotations

@@ -17,9 +17,10 @@ from tests.conftest import EXAMPLES
 
 def subject_of(prompt, args: str = "", orders: bool = False):
     """A subject running `prompt`; `orders`: in orders mode (the chooser
-    picks which completion fires next instead of durations)."""
+    picks which completion fires next instead of durations), as is every
+    run whose chooser asks for it (a PCT run's, as `forge.runspec.Runner`)."""
     def subject(chooser):
-        harness = Harness(latency=LatencyModel(orders=orders))
+        harness = Harness(latency=LatencyModel(orders=orders or chooser.orders))
         obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
         return obs, obs["trace_sha256"]
 

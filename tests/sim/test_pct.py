@@ -23,11 +23,13 @@ def scheduling(chooser):
 
 
 def test_only_scheduling_decisions_count_as_steps():
+    # PCT's runs are in orders mode; over the pipe (`forge explore --impl`)
+    # an engine draws durations, so PCT counts steps under the menu too.
     for orders in (False, True):
         subject = example(STORE_RACE, "2", orders=orders)
         for seed in range(5):
             provider = PCTProvider(seed, depth=3, horizon=10)
-            chooser = Chooser(provider)
+            chooser = Chooser(provider, orders=orders)
             subject(chooser)
             assert any(c.n == 1 for c in chooser.choices)
             # Duration draws have five options, and are not steps.

@@ -89,3 +89,30 @@ def test_a_shard_without_strategy_draws_random_seeds_and_the_portfolio_refuses_s
                     "portfolio")
     assert refused.exit_code == 2
     assert "portfolio learns its PCT members' horizon" in refused.output
+
+
+def test_a_pct_member_runs_the_run_its_spelling_names():
+    """A portfolio's PCT member runs in orders mode, as `--strategy pct`
+    does, so its finding, described as `pct:SEED:DEPTH:HORIZON`, is drawn
+    again - the same choices, the same observation - by `forge run
+    --strategy` of that spelling (here `forge.api.run_prompt`), and its
+    replay file records orders mode."""
+    import forge.api as api
+    from forge.repro import explore_prompt
+    from forge.runspec import Expectation, spec_from_flags
+
+    race = EXAMPLES / "explore" / "store-race.md"
+    spec = spec_from_flags(str(race), args="2")
+    expect = Expectation(invariants=True, result="alpha beta gamma")
+    for start in range(100):
+        outcome = explore_prompt(spec, expect=expect, strategy=DEFAULT, runs=50,
+                                 start_seed=start, shrink_budget=0)
+        found = outcome.report.findings[0]
+        if found.provider["strategy"] == lookup("pct").name and found.provider["horizon"]:
+            break
+    drawn = found.provider
+    spelled = f"pct:{drawn['seed']}:{drawn['depth']}:{drawn['horizon']}"
+    again = api.run_prompt(race, strategy=spelled, args="2")
+    assert tuple(again.choices) == found.choices
+    assert again.result == found.observation["result"] != "alpha beta gamma"
+    assert outcome.failure.record["run"]["latency"]["orders"] is True

@@ -1,16 +1,22 @@
 """Every failure `forge explore` finds prints, beside its replay file, a
 one-line reproduction that needs no file (issue 29, item 3): `forge explore`
-with the campaign's own flags and one schedule, the failing seed's; run as
-printed, it fails with the same problems and the same shrunk schedule."""
+with the campaign's own flags and one schedule, the failing seed's, and the
+horizon PCT had learned by then (`--pct-horizon`); run as printed, it fails
+with the same problems and the same shrunk schedule, whichever member of the
+default portfolio found it (kit: failure-database)."""
 
 from __future__ import annotations
 
+import json
 import shlex
 
+import pytest
 from click.testing import CliRunner
 
 from forge.cli import main
 from forge.commands.explore_report import rerun_line
+from forge.sim.strategies import DEFAULT
+from forge.sim.strategies.portfolio import MEMBERS
 from tests.conftest import EXAMPLES
 
 HEADLINE = EXAMPLES / "first" / "headline.md"
@@ -55,3 +61,67 @@ def test_the_line_keeps_the_run_flags_as_given():
 
 def test_an_exhaustive_failure_has_no_seed_and_no_line():
     assert rerun_line(("P.md", "--strategy", "exhaustive"), None) is None
+
+
+RACE = str(EXAMPLES / "explore" / "store-race.md")
+#: A campaign whose every member finds the race: three tasks' writes in
+#: any order but the canonical one break the expected result.
+RACE_FLAGS = ("--args", "2", "--expect-result", "alpha beta gamma")
+
+
+def _start_seed_found_by(member: tuple[str, int | None]) -> int:
+    """A start seed whose portfolio campaign fails first on `member`'s seed;
+    a PCT member of depth 2 or more after an earlier PCT run, so that its
+    schedule depends on the horizon the campaign learned."""
+    from forge.repro import explore_prompt
+    from forge.runspec import Expectation, spec_from_flags
+
+    spec = spec_from_flags(RACE, args="2")
+    expect = Expectation(invariants=True, result="alpha beta gamma")
+    for start in range(400):
+        found = explore_prompt(spec, expect=expect, strategy=DEFAULT, runs=50,
+                               start_seed=start, shrink_budget=0).report.findings[0].provider
+        learned = (found.get("depth") or 0) < 2 or found.get("horizon", 0) > 0
+        if (found["strategy"], found.get("depth")) == member and learned:
+            return start
+    raise AssertionError(f"no campaign's failure was found by {member}")
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=[f"{n}{d or ''}" for n, d in MEMBERS])
+def test_every_portfolio_member_s_failure_reruns_from_its_line(tmp_path, monkeypatch, member):
+    """The default strategy's members each find the race in some campaign;
+    the line printed for it (a PCT member's with the horizon its campaign
+    had learned) runs that schedule again with no file, and finds and
+    shrinks the same failure: the same record, observation and choices."""
+    monkeypatch.chdir(tmp_path)
+    start = _start_seed_found_by(member)
+    first = forge(["explore", RACE, *RACE_FLAGS, "--start-seed", str(start), "--runs", "50",
+                   "--database", "none", "--replay-out", "first.replay.json"])
+    assert first.exit_code == 1, first.output
+    line = next(line for line in first.output.splitlines()
+                if line.startswith("or, with no file: ")).removeprefix("or, with no file: ")
+    words = shlex.split(line)
+    recorded = json.loads((tmp_path / "first.replay.json").read_text())
+    drawn = recorded["strategy"]
+    assert (drawn["strategy"], drawn.get("depth")) == member
+    if "horizon" in drawn:
+        assert words[words.index("--pct-horizon") + 1] == str(drawn["horizon"])
+    again = forge(words[1:])
+    assert again.exit_code == 1, again.output
+    rerun = json.loads((tmp_path / "forge-failure.replay.json").read_text())
+    for key in ("observation_sha256", "trace_sha256", "choices", "strategy", "failure", "run"):
+        assert rerun[key] == recorded[key], key
+    assert _failure(again.output) == _failure(first.output)
+
+
+def test_a_shard_s_line_names_the_strategy_its_campaign_drew_with():
+    """A shard draws with its own default (`DEFAULT_SHARDED`); the line,
+    which runs no shard, names it, and the horizon only for a PCT run."""
+    from forge.sim.strategies import DEFAULT_SHARDED
+
+    line = rerun_line(("P.md", "--shard", "2/4"), 7, {"strategy": DEFAULT_SHARDED, "seed": 7},
+                      DEFAULT_SHARDED)
+    assert line == (f"forge explore P.md --strategy {DEFAULT_SHARDED} --start-seed 7 --runs 1 "
+                    "--database none")
+    assert rerun_line(("P.md",), 7, {"horizon": 12}, DEFAULT).endswith(
+        "--start-seed 7 --runs 1 --pct-horizon 12 --database none")
