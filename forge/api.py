@@ -70,7 +70,7 @@ from forge.run.values import Text as _Text
 from forge.run.values import check_value as _check_value
 from forge.run.values import shown as _shown
 from forge.sim.replayfile import write_record as _write_record
-from forge.sim.strategies import SEARCH as _SEARCH
+from forge.sim.strategies import DEFAULT as _DEFAULT
 from forge.sim.strategies import lookup as _lookup
 from forge.store import seed_problem as _seed_problem
 from forge.verdict import Verdict as _Verdict
@@ -652,7 +652,7 @@ def _rules() -> dict[str, dict[str, _Rule]]:
     explore = {
         **_harness(), **prompt,
         **{name: _value(name) for name in ("strategy", "runs", "start_seed", "pct_depth",
-                                           "max_deviations", "workers")},
+                                           "pct_horizon", "max_deviations", "workers")},
         "shrink_budget": _value("shrink_budget", flag=None),
         "checks": _checks("checks", callable, "a callable taking an Observation (a check "
                                               "named module:function goes in named_checks)"),
@@ -1001,7 +1001,10 @@ class Failure:
     run, `faults` the faults that fired (kind, what).  `replay_file` is
     where the self-contained replay file was written (None when `explore`
     was given no `replay_out`); `replay_command` (`forge replay FILE`)
-    reproduces it in a shell.
+    reproduces it in a shell.  `strategy` says how the failing schedule was
+    drawn, as its replay file does (`{"strategy": "pct", "seed": 3, "depth":
+    2, "horizon": 12}`: a portfolio's member, with the horizon PCT had
+    learned; empty for an exhaustive walk's or a kept failure's).
     """
 
     seed: int | None
@@ -1016,6 +1019,7 @@ class Failure:
     faults: tuple[tuple[str, str], ...] = ()
     replay_file: str | None = None
     replay_command: str | None = None
+    strategy: Mapping[str, Any] = _attrs.field(factory=lambda: _FrozenMap({}), eq=False)
 
     def to_json(self) -> dict[str, Any]:
         """The failure as JSON data (the fields `forge explore --json` reports)."""
@@ -1024,7 +1028,7 @@ class Failure:
                 "proven_minimal": self.proven, "story": list(self.story),
                 "divergence": list(self.divergence),
                 "faults_fired": [list(f) for f in self.faults], "replay": self.replay_file,
-                "replay_command": self.replay_command}
+                "replay_command": self.replay_command, "strategy": dict(self.strategy)}
 
 
 @_attrs.frozen
@@ -1111,8 +1115,8 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 
 @_checked
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
-            strategy: Strategy = _SEARCH, runs: int = 200, start_seed: int = 0,
-            pct_depth: int = 3, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
+            strategy: Strategy = _DEFAULT, runs: int = 200, start_seed: int = 0,
+            pct_depth: int = 3, pct_horizon: int | None = None, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
             expect_result: str | None = None, expect_outcome: str | None = None,
             expect_error: str | None = None, allow_failed: bool = False,
             same_ids: bool = True, invariants: bool = True,
@@ -1129,10 +1133,17 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
 
     Args:
         prompt, source: the prompt's path, or its text.
-        strategy: `random` (one schedule per seed), `pct` (priority-based,
-            `pct_depth` change points) or `exhaustive` (the whole choice
-            tree, at most `runs` schedules; `max_deviations`, `reduce` as
-            `forge explore` has them).
+        strategy: a strategy `forge explore --strategy` offers; by default
+            the one it draws with, `portfolio` (each seed drawn by random,
+            PCT at depths 1-3 or ties in turn).  Others: `random` (one
+            schedule per seed), `pct` (priority-based, `pct_depth` change
+            points), `ties`, or `exhaustive` (the whole choice tree, at most
+            `runs` schedules; `max_deviations`, `reduce` as `forge explore`
+            has them).
+        pct_horizon: where PCT's horizon starts instead of being learned
+            from the first run (`--pct-horizon`): with `start_seed` a failure's
+            seed and `runs=1`, the horizon its `Failure.strategy` names draws
+            its schedule again.
         runs: schedules to try; seeds run from `start_seed` (seed N is
             `run_prompt(seed=N)`).
         checks: your own checks (callables, see `Check`), run on every schedule.
@@ -1210,13 +1221,14 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                                              workers=workers, pct_depth=pct_depth,
                                              shrink_budget=shrink_budget, where=where,
                                              progress=progress, extra_checks=extra,
-                                             probes=users).outcome
+                                             probes=users, pct_horizon=pct_horizon).outcome
     else:
         outcome = _repro.explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
                                         start_seed=start_seed, pct_depth=pct_depth,
                                         max_deviations=max_deviations, reduce=reduce,
                                         shrink_budget=shrink_budget, progress=progress,
-                                        extra_checks=extra, probes=users)
+                                        extra_checks=extra, probes=users,
+                                        pct_horizon=pct_horizon)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:
@@ -1232,7 +1244,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
                             tuple(first.shrunk), first.deviations, first.proven, obs,
                             tuple(found.story), tuple(found.divergence),
-                            tuple((str(k), str(w)) for k, w in found.faults), path, command),)
+                            tuple((str(k), str(w)) for k, w in found.faults), path, command,
+                            _freeze(dict(first.provider))),)
     reached = _probing.coverage(report.probes, [p.name for p in users])
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,

@@ -82,9 +82,9 @@ class Settings:
     """How many schedules a test explores, and how they are drawn."""
 
     runs: int = 100
-    #: A strategy `forge.explore` offers, by name; None: `forge.explore`'s
-    #: default (the registry's `forge.sim.strategies.SEARCH`, not imported
-    #: here so that loading the plugin stays cheap).
+    #: A strategy `forge.explore` offers, by name; None: the default every
+    #: front end draws with (the registry's `forge.sim.strategies.DEFAULT`,
+    #: not imported here so that loading the plugin stays cheap).
     strategy: str | None = None
     #: The first seed; schedules use seeds `seed`, `seed + 1`, ...  None:
     #: one drawn fresh for the session (`forge.failuredb.fresh_start_seed`,
@@ -189,6 +189,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--forge-replay-dir", default=None, metavar="DIR",
                     help="Write failing schedules' replay files here (default: the test's "
                          "tmp_path).")
+    group.addoption("--forge-pct-horizon", type=int, default=None, metavar="H",
+                    help="Start PCT's horizon at H instead of learning it (a failure's line "
+                         "with no file gives it).")
     group.addoption("--forge-database", default=None, metavar="DIR",
                     help="The failure database: failing schedules kept and run first next "
                          "time (default .forge in the rootdir, or FORGE_DATABASE; none keeps "
@@ -216,6 +219,16 @@ def _check_options(config: pytest.Config) -> None:
         problem = None if value is None else _setting_problem(setting, value, None, option)
         if problem is not None:
             raise pytest.UsageError(f"forge: {problem}")
+    from forge.errors import InputError
+    from forge.run.options import RULES
+    from forge.run.values import check_value
+
+    horizon = config.getoption("forge_pct_horizon")
+    try:
+        if horizon is not None:
+            check_value(RULES["pct_horizon"], horizon, "--forge-pct-horizon", None)
+    except InputError as e:
+        raise pytest.UsageError(f"forge: {e}") from None
 
 
 @pytest.hookimpl(trylast=True)
@@ -246,9 +259,9 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 def _strategy(settings: Settings) -> str:
     """The strategy the settings explore under, by name."""
-    from forge.sim.strategies import SEARCH
+    from forge.sim.strategies import DEFAULT
 
-    return settings.strategy if settings.strategy is not None else SEARCH
+    return settings.strategy if settings.strategy is not None else DEFAULT
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -360,7 +373,9 @@ class _Explorer:
             report = explore(prompt, strategy=_strategy(settings),
                              runs=settings.runs, start_seed=seed,
                              pct_depth=settings.pct_depth, replay_out=replay_out,
-                             database=_database(request.config), **keywords)
+                             database=_database(request.config),
+                             pct_horizon=request.config.getoption("forge_pct_horizon"),
+                             **keywords)
         except InputError as e:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
@@ -378,7 +393,7 @@ class _Explorer:
                                       attrs.evolve(settings, seed=seed),
                                       _profile_name(request.config), timeline,
                                       keywords.get("checks", ()),
-                                      _rerun(request.node.nodeid, failure.seed), drawn),
+                                      _rerun(request.node.nodeid, failure), drawn),
                         pytrace=False)
         return report
 
@@ -433,7 +448,7 @@ _MARKED = f"@pytest.mark.{_MARKER}"
 _CALLED = f"{_MARKER}()"
 #: Keywords of `forge.explore` the plugin sets itself, and what to use instead.
 _OWN = {"start_seed": "seed=", "replay_out": "--forge-replay-dir",
-        "database": "--forge-database"}
+        "database": "--forge-database", "pct_horizon": "--forge-pct-horizon"}
 
 
 def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
@@ -559,16 +574,19 @@ def _database(config: pytest.Config) -> str:
     return chosen if chosen is not None else str(config.rootpath / DEFAULT)
 
 
-def _rerun(nodeid: str, seed: int | None) -> str | None:
+def _rerun(nodeid: str, failure: Failure) -> str | None:
     """The failure's one-line reproduction that needs no file: this test
-    alone, exploring one schedule, the failing seed's (an exhaustive walk's
-    failure has no seed: its replay file is the way back)."""
+    alone, exploring one schedule, the failing seed's, with the horizon PCT
+    had learned by then when a PCT run failed (an exhaustive walk's failure
+    has no seed: its replay file is the way back)."""
     import shlex
 
-    if seed is None:
+    if failure.seed is None:
         return None
-    return (f"pytest {shlex.quote(nodeid)} --forge-seed {seed} --forge-runs 1 "
-            "--forge-database none")
+    horizon = failure.strategy.get("horizon")
+    learned = f" --forge-pct-horizon {horizon}" if isinstance(horizon, int) else ""
+    return (f"pytest {shlex.quote(nodeid)} --forge-seed {failure.seed} --forge-runs 1"
+            f"{learned} --forge-database none")
 
 
 def _write_timeline(failure: Failure, replay_out: Path) -> Path:

@@ -28,12 +28,15 @@ from forge.sim.strategies.base import Campaign, Strategy
 STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, portfolio.STRATEGY, random.STRATEGY,
                                     pct.STRATEGY, ties.STRATEGY, exhaustive.STRATEGY,
                                     replay.STRATEGY)
-#: What `forge explore` draws schedules with when no `--strategy` is given
-#: (`DEFAULT_SHARDED` when its seeds are cut into shards).
+#: What every front end draws schedules with when given no strategy: `forge
+#: explore` (`DEFAULT_SHARDED` when its seeds are cut into shards), the
+#: Python API's `forge.explore` and the pytest plugin.
 DEFAULT, DEFAULT_SHARDED = portfolio.STRATEGY.name, random.STRATEGY.name
 _BY_NAME = {s.name: s for s in STRATEGIES}
-#: The strategy a search over seeds draws with when the Python API or the
-#: pytest plugin is given none.
+#: What the library's searches (`forge.sim.explore.explore`,
+#: `forge.repro.explore_prompt`, a lifecycle campaign, the mutants' oracle
+#: column) draw with when called with none: one schedule per seed, sharing
+#: nothing.  The front ends name `DEFAULT` instead.
 SEARCH = random.STRATEGY.name
 #: The strategies `forge explore` offers, by name.
 EXPLORING = tuple(s.name for s in STRATEGIES if s.explores)

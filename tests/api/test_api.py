@@ -120,12 +120,19 @@ def test_explore_finds_shrinks_and_writes_a_replay_that_reproduces(tmp_path):
 
 
 def test_explore_seed_n_is_run_prompt_seed_n():
-    """A failure found at seed N is `run_prompt(seed=N)`'s run (one `RunSpec` for both)."""
-    report = forge.explore(RACE, runs=100, expect_result="alpha beta gamma")
+    """A failure random found at seed N is `run_prompt(seed=N)`'s run (one
+    `RunSpec` for both); one the default strategy's member found is the run
+    of that member's spelling, which `Failure.strategy` gives."""
+    report = forge.explore(RACE, runs=100, expect_result="alpha beta gamma", strategy="random")
     failure = report.failures[0]
     drawn = forge.run_prompt(RACE, seed=failure.seed)
     assert drawn.result == failure.observation.result
     assert drawn.choices == failure.choices
+    failure = forge.explore(RACE, runs=100, expect_result="alpha beta gamma").failures[0]
+    how = failure.strategy
+    spelled = ":".join(str(how[k]) for k in ("strategy", "seed", "depth", "horizon") if k in how)
+    drawn = forge.run_prompt(RACE, strategy=spelled)
+    assert drawn.choices == failure.choices and drawn.result != "alpha beta gamma"
 
 
 def test_faults_and_latency_are_run_prompt_keywords_as_forge_run_flags():

@@ -25,7 +25,7 @@ def test_the_examples_of_docs_api_md_run(tmp_path, monkeypatch):
             exec(compile(block, "docs/api.md", "exec"), namespace)  # noqa: S102 - the docs' own code
     printed = out.getvalue().splitlines()
     assert printed[0] == "ok alpha text + beta text"
-    assert printed[2].startswith("2 schedules (random), 2 distinct; outcomes: 2 ok; FAILED at seed 1")
+    assert printed[2].startswith("2 schedules (portfolio), 2 distinct; outcomes: 2 ok; FAILED at seed 1")
     assert printed[3] == "(0, 1) forge replay race.replay.json"
     assert "True True" in printed
     assert "0.5" in printed
@@ -54,7 +54,7 @@ def test_docs_pytest_md_sample_counts_the_default_profiles_runs():
     from forge.pytest_plugin import get_profile
 
     text = (ROOT / "docs" / "pytest.md").read_text(encoding="utf-8")
-    counted = re.search(r"failed \(after \d+ of (\d+) random schedules, first seed 0, "
+    counted = re.search(r"failed \(after \d+ of (\d+) portfolio schedules, first seed 0, "
                         r"profile default\)", text)
     assert counted and int(counted.group(1)) == get_profile("default").runs
 

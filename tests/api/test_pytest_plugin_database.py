@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 
+from forge.sim.strategies import DEFAULT
 from tests.api.test_pytest_plugin import PLUGIN, RACE, TWO
 
 pytest_plugins = ["pytester"]
@@ -54,12 +55,14 @@ def test_a_drawn_seed_is_said_and_the_fileless_line_fails_the_same(pytester, rac
     line = re.search(r"or, with no file:\n\s+(pytest .*)", out).group(1)
     words = shlex.split(line)
     assert words[:2] == ["pytest", "test_race.py::test_order"]
+    # A PCT member's failure names the horizon its session had learned.
+    learned = words[6:8] if words[6] == "--forge-pct-horizon" else []
     assert words[2:] == ["--forge-seed", str(_failing_seed(out)), "--forge-runs", "1",
-                         "--forge-database", "none"]
+                         *learned, "--forge-database", "none"]
     again = _run(pytester, *words[1:])
     again.assert_outcomes(failed=1)
     assert _problems(again.stdout.str()) == _problems(out)
-    assert "(after 1 of 1 random schedules" in again.stdout.str()
+    assert f"(after 1 of 1 {DEFAULT} schedules" in again.stdout.str()
 
 
 def test_a_failure_is_kept_run_first_and_dropped_once_fixed(pytester, racy_test):
@@ -117,12 +120,49 @@ def test_a_hypothesis_profile_is_reused_not_copied(pytester, monkeypatch):
 
     result = _sub(pytester, "--hypothesis-profile", "quick")
     result.assert_outcomes(passed=1)
-    assert "forge: profile quick, Hypothesis's (7 runs, random strategy, first seed 0)" in \
-        result.stdout.str()
+    assert f"forge: profile quick, Hypothesis's (7 runs, {DEFAULT} strategy, first seed 0)" \
+        in result.stdout.str()
     wide = _sub(pytester, "--hypothesis-profile", "wide")
     wide.assert_outcomes(failed=1)      # 9 runs, not 7
-    assert "forge: profile wide, Hypothesis's (9 runs, random strategy, a fresh first seed)" \
-        in wide.stdout.str()
+    assert f"forge: profile wide, Hypothesis's (9 runs, {DEFAULT} strategy, a fresh first " \
+        "seed)" in wide.stdout.str()
     # A forge profile picked by name beats the Hypothesis one.
     forge_own = _sub(pytester, "--hypothesis-profile", "wide", "--forge-profile", "dev")
     assert "forge: profile dev (20 runs" in forge_own.stdout.str()
+
+
+def test_the_three_front_ends_keep_one_database(pytester, racy_test):
+    """The command line, `forge.explore` and the plugin draw with one default
+    strategy (`forge.sim.strategies.DEFAULT`) and key a campaign alike, so a
+    failure one of them kept runs first in the others, and a fix drops it
+    for all three."""
+    import json
+
+    from click.testing import CliRunner
+
+    import forge
+    from forge.cli import main
+
+    db = pytester.path / "db"
+    flags = ("--args", "2", "--expect-result", "alpha beta gamma", "--database", str(db))
+    found = CliRunner().invoke(main, ["explore", str(racy_test), *flags, "--start-seed", "0",
+                                      "--replay-out", str(pytester.path / "r.json")])
+    assert found.exit_code == 1, found.output
+    kept = list(db.rglob("*.replay.json"))
+    assert len(kept) == 1
+    report = forge.explore(racy_test, args="2", expect_result="alpha beta gamma", database=db,
+                           start_seed=1000)
+    assert report.strategy == DEFAULT
+    assert report.runs == 0 and report.failures[0].problems
+    assert json.loads(kept[0].read_text())["failure"]["problems"] == \
+        list(report.failures[0].problems)
+    plugin = _run(pytester, "--forge-database", str(db))
+    plugin.assert_outcomes(failed=1)
+    assert "failed again: a failure an earlier run kept in the failure database" in \
+        plugin.stdout.str()
+    racy_test.write_text(racy_test.read_text().replace("return table.concat(order, ' ')",
+                                                       "return 'alpha beta gamma'"))
+    again = CliRunner().invoke(main, ["explore", str(racy_test), *flags, "--start-seed", "0",
+                                      "--runs", "5"])
+    assert again.exit_code == 0, again.output
+    assert not list(db.rglob("*.replay.json"))
