@@ -187,6 +187,10 @@ class StillFailing:
     choices: tuple[int, ...] = ()
     observation: dict = attrs.field(factory=dict, eq=False, repr=False)
     trace: str = attrs.field(default="", eq=False, repr=False)
+    #: How the saved schedule was first drawn (its record's `strategy`:
+    #: seed, and a PCT run's horizon), for the line with no file; empty
+    #: when the record does not say.
+    strategy: dict = attrs.field(factory=dict, eq=False)
 
 
 def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | None:
@@ -224,6 +228,8 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
                    "deviations": sum(1 for c in chooser.choices if c.value),
                    "proven_minimal": False, "faults": []}
         text = write_record(record(spec, expect, seed, chooser.choices, obs, failure=failure))
+        drawn = data.get("strategy")
         return StillFailing(path, problems, text, seed, tuple(values), obs,
-                            run.trace.lines() if crash is None else "")
+                            run.trace.lines() if crash is None else "",
+                            drawn if isinstance(drawn, dict) else {})
     return None

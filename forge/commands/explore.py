@@ -235,7 +235,10 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
     still = failuredb.replay_saved(db, key, spec, expect) if db is not None else None
     if still is not None:       # a failure saved by an earlier campaign fails again
         write_output(replay_out, still.text)
-        show_saved(still, replay_out, json_out)
+        drawn = still.strategy.get("seed")
+        show_saved(still, replay_out, json_out, rerun_line(
+            click.get_current_context().meta.get(RERUN_ARGS), drawn, still.strategy, strategy)
+            if isinstance(drawn, int) else None)
         sys.exit(1)
 
     bar = None

@@ -178,9 +178,10 @@ def _show_probes(data: dict) -> None:
         click.echo("REQUIRED and never reached: " + ", ".join(data["required_unreached"]))
 
 
-def show_saved(still, replay_out: str, json_out: str | None) -> None:
+def show_saved(still, replay_out: str, json_out: str | None, rerun: str | None = None) -> None:
     """A failure the database kept (`forge.failuredb`) that fails again: it
-    is the campaign's failure, found before any new schedule ran."""
+    is the campaign's failure, found before any new schedule ran (`rerun`:
+    the line with no file that draws the seed it was first found at)."""
     command = f"forge replay {shlex.quote(replay_out)}"
     emit_json(json_out, json.dumps({"runs": 0, "saved_failure": str(still.path),
                                     "problems": list(still.problems), "replay": replay_out,
@@ -193,3 +194,5 @@ def show_saved(still, replay_out: str, json_out: str | None) -> None:
     for p in still.problems:
         click.echo("  " + p.replace("\n", "\n  "))
     click.echo(f"reproduce with: {command}")
+    if rerun is not None:
+        click.echo(f"or, with no file: {rerun}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 
 from click.testing import CliRunner
@@ -41,6 +42,16 @@ def test_a_failure_is_saved_replayed_first_and_dropped_once_fixed(tmp_path):
     assert report["runs"] == 0 and report["saved_failure"] == str(saved[0])
     assert "attempt to concatenate a nil value" in report["problems"][0]
     assert forge("replay", out).exit_code == 1
+    # In words, a kept failure also prints the line with no file, which
+    # draws again the seed it was first found at (issue 29, item 3).
+    told = forge("explore", str(prompt), "--runs", "100", "--database", str(db),
+                 "--replay-out", out)
+    line = next(line for line in told.output.splitlines()
+                if line.startswith("or, with no file: ")).removeprefix("or, with no file: ")
+    rerun = forge(*shlex.split(line)[1:], "--replay-out", str(tmp_path / "again.json"))
+    assert rerun.exit_code == 1 and "1 schedules" in rerun.output
+    again_rec = json.loads((tmp_path / "again.json").read_text())
+    assert again_rec["choices"] == json.loads(saved[0].read_text())["choices"]
     # Another setting is another campaign: its saved failures are not this one's.
     other = forge("explore", str(prompt), "--runs", "1", "--database", str(db),
                   "--start-seed", "0", "--strategy", "pct")
