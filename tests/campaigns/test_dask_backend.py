@@ -63,6 +63,8 @@ def test_the_api_spreads_a_campaign_with_the_same_report(tmp_path, monkeypatch):
     serial = api.explore(PROMPT, **kwargs)
     spread = api.explore(PROMPT, workers=2, **kwargs)
     assert spread == serial and not serial.ok
-    assert serial.failures[0].seed == 247
+    # The default strategy, the portfolio: its PCT member of depth 3 finds it
+    # (random, `--strategy random`, first fails at seed 247).
+    assert serial.failures[0].seed == 143
     walk = dict(args="2", runs=300, named_checks=["rarecheck:rare"], strategy="exhaustive")
     assert api.explore(PROMPT, workers=2, **walk) == api.explore(PROMPT, **walk)
