@@ -30,8 +30,9 @@ format, place patterns mapped to "fail"), and `render` tells the first one
 as a readable diff, naming the first differing event and the clauses the
 place touches.  The cases' matchers compare what a case names, by the
 same value rule for empty tables (`empty_table`, a module both read); a
-fuzzed or explored run, and a replay through `--impl`, compares
-everything this module calls normative.  The observation schema marks
+fuzzed or explored run, a replay through `--impl`, and `forge replay` of
+an engine's record (which holds `normative` of its observation; normative
+twice is normative once) compare everything this module calls normative.  The observation schema marks
 each field and event kind with the side it is on (`x-equivalence`:
 `normative` or `implementation-defined`), and a test holds the schema,
 this module and docs/observation.md to one another.
@@ -101,12 +102,16 @@ def same(a: Any, b: Any) -> bool:
 
 
 def normative_event(event: dict) -> dict:
-    """One event as the equivalence sees it: kind, section, task, own fields."""
+    """One event as the equivalence sees it: kind, section, `provenance.task`
+    (kept under `provenance`, apart from an event's own `task` field: a
+    `task_started` names the new task there and its owner in provenance)
+    and its own fields.  Normative twice is normative once, so a record
+    may hold an observation's normative part (`forge replay`)."""
     fields = {k: v for k, v in event.items()
               if k not in ("kind", "execution", "section", "provenance")}
     provenance = event.get("provenance") if isinstance(event.get("provenance"), dict) else {}
     return _clean({"kind": event.get("kind"), "section": event.get("section"),
-                   "task": provenance.get("task"), **fields})
+                   "provenance": {"task": provenance.get("task")}, **fields})
 
 
 def normative(obs: Mapping[str, Any]) -> dict:

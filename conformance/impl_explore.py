@@ -52,7 +52,8 @@ from forge.conformance.adapters import (
     reference_observation,
 )
 from forge.conformance.case import Case, HarnessSpec
-from forge.conformance.equivalence import Difference, KnownDifferences, differences, render
+from forge.conformance.equivalence import (Difference, KnownDifferences, differences, normative,
+                                           render)
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
 from forge.run.record import FileReplay, record
@@ -296,8 +297,13 @@ def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser
     # `forge replay` re-checks the expectation instead of comparing bytes.
     # The steps are the watchers' reading, not the observation a replay compares.
     obs = {**{k: v for k, v in obs.items() if k != "steps"}, "trace_sha256": None}
-    return record(spec, expect, chooser.seed, chooser.choices, obs, failure=failure,
-                  strategy=found.provider)
+    rec = record(spec, expect, chooser.seed, chooser.choices, obs, failure=failure,
+                 strategy=found.provider)
+    # What the engine observed, as far as the spec fixes it: `forge replay`
+    # compares the reference's run of the same choices with it by the
+    # equivalence (docs/observation.md, "Equivalence").
+    rec["observation"] = normative(obs)
+    return rec
 
 
 def story(chooser: Chooser) -> list[str]:

@@ -9,6 +9,7 @@ the optional top-level list `steps`, in the order they happened:
 
     {"what": "step", "t": 0, "chain": "0.1"}                 a chain runs
     {"what": "spawn", "t": 0, "task": "0.1", "owner": "0"}   a task is started
+    {"what": "call_start", "t": 0, "chain": "0", "callee": "0.2"}  a `call` starts
     {"what": "admit", "t": 0, "task": "0.1", "owner": "0",
      "running": 2, "busy": 2, "limit": 8, "parent_limit": null}
     {"what": "wait", "t": 0, "chain": "0", "call": "tasks.join",
@@ -24,7 +25,9 @@ that spawned the task (its limit applies); `running` is how many tasks hold
 a slot after the admission, `busy` how many of the owner's, `limit` the
 owner's own limit as set (`tasks.concurrency`, or the default), and
 `parent_limit` the limit of the chain that owns the owner (null for the
-main walk): the kit applies the clamp itself.  `error` is the value kind
+main walk): the kit applies the clamp itself.  `callee` is the id of the
+chain a `call` starts (it takes its caller's next child index, as a spawn
+does, but is not a task).  `error` is the value kind
 of a failed task's or run's error.
 
 What lives here: the kinds and their fields (`FIELDS`), the reference's
@@ -42,6 +45,7 @@ from typing import Any
 FIELDS: dict[str, tuple[str, ...]] = {
     "step": ("chain",),
     "spawn": ("task", "owner"),
+    "call_start": ("chain", "callee"),
     "admit": ("task", "owner", "running", "busy", "limit", "parent_limit"),
     "wait": ("chain", "call", "members", "timeout"),
     "timeout": ("chain",),
@@ -116,7 +120,7 @@ def read(steps: Any) -> tuple[list[dict], str | None]:
     return out, None
 
 
-_STRINGS = ("chain", "task", "owner", "call", "end", "outcome")
+_STRINGS = ("chain", "callee", "task", "owner", "call", "end", "outcome")
 _COUNTS = ("running", "busy", "limit")
 
 

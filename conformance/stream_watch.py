@@ -1,32 +1,38 @@
-"""The per-step watchers over a foreign engine's reports.
+"""The per-step watchers and liveness monitors over a foreign engine's reports.
 
-In process, the watchers (`oracles.WATCHERS`) read the reference engine's
-trace while it is written.  A foreign engine has no such trace; what it
-reports is its observation: the `events`, and - when the kit asked for them
-(the run message's `"steps": true`, docs/protocol.md "Steps") - the
-optional `steps`, the scheduling records the watchers read (`steps`).
+In process, the watchers (`oracles.WATCHERS`) and the liveness monitors
+(`forge.liveness.MONITORS`) read the reference engine's trace while it is
+written.  A foreign engine has no such trace; what it reports is its
+observation: the `events`, and - when the kit asked for them (the run
+message's `"steps": true`, docs/protocol.md "Steps") - the optional
+`steps`, the scheduling records the watchers read (`steps`).
 
-`watch(obs, ceiling)` runs every watcher over them, in order:
+`watch(obs, ceiling)` runs every one that can over them, in order:
 
-- With `steps`, all of them run.  `SeqContiguous` reads the events'
-  `provenance.seq` by the spec's rule (numbers strictly increase and may
-  skip), and the steps are held to the events: the tasks they start and
-  end, and how, must be the ones the events report (`agree`), so an
-  engine cannot satisfy the watchers with steps its events belie.
+- With `steps`, every watcher and the monitors `QueuedWhileSlotFree` and
+  `MetWaitNotWoken` run (`call_start` steps feed the child counter and the
+  depth cap; a task's origin, which `LeakFailsOwner` reads, is its status
+  table's; an owner's limit is taken as 1, see `_Owner`).  `SeqContiguous`
+  reads the events' `provenance.seq` by the spec's rule (numbers strictly
+  increase and may skip), and the steps are held to the events: the tasks
+  they start and end, and how, must be the ones the events report
+  (`agree`), so an engine cannot satisfy the watchers with steps its
+  events belie.  `CancelNotLanded` reads which task a cancel asked to stop,
+  which no step reports (`UNADAPTED`).
 - Without them (an engine that ignores the request), `records(obs)` rebuilds
   the few records the events carry - `spawn` from `task_started` (its owner
   is the chain that reported it), `task_end` from a terminal event,
   `run_end` from the outcome - and only `EndsOnce`, `AbandonReasonFits`
-  and `SeqContiguous` run; `not_run(obs)` names the others and why, one
-  line each, so a report says which could not run.
+  and `SeqContiguous` run (`NEED_STEPS` says why each other cannot).
 
-A watcher registered in `oracles.WATCHERS` that this module does not know
-yet is reported as not adapted, so adding one never silently widens the
-claim.
+`not_run(obs)` names each that does not run and why, one line each, so a
+report says which could not run; a watcher or monitor registered that this
+module does not know yet is reported as not adapted, so adding one never
+silently widens the claim.
 
-What does not live here: the watchers themselves (`oracles`), the steps'
-format and the reference's recorder (`steps`), running the schedules
-(`impl_explore`).
+What does not live here: the watchers and monitors themselves (`oracles`,
+`forge.liveness`), the steps' format and the reference's recorder
+(`steps`), running the schedules (`impl_explore`).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from forge import liveness
 from forge.conformance import oracles, steps
+from forge.sim.trace import Hot
 
 #: Watchers that run on the events alone.
 ON_EVENTS = ("EndsOnce", "AbandonReasonFits", "SeqContiguous")
@@ -44,16 +52,31 @@ NEED_STEPS = {
     "WithinLimits": "the events report no admissions, and no owner's limit",
     "AdmittedInSpawnOrder": "the events report no admissions to a concurrency slot",
     "TimeoutLosesTies": "the events report no waits, no timeouts and no instants",
+    "ChildCounter": "the events report no calls and no timed waits, which take child indices "
+                    "as spawns do",
+    "WithinDepthCap": "the events report no calls, which nest chains as spawns do",
+    "TimedOutJoinKeepsFinished": "the events report no waits, timeouts or deliveries",
+    "LeakFailsOwner": "the events report no failed task's error kind, and no steps to tell "
+                      "which abandons a finishing owner left",
 }
-#: Every watcher this module adapts.
+#: The liveness monitors (`forge.liveness`) that run on steps, and why each
+#: cannot without them.
+MONITORS_ON_STEPS = {
+    "QueuedWhileSlotFree": "the events report no admissions and no waits, which give slots back",
+    "MetWaitNotWoken": "the events report no waits and no deliveries",
+}
+NEED_STEPS.update(MONITORS_ON_STEPS)
+#: Every watcher and monitor this module adapts.
 ADAPTED = ON_EVENTS + tuple(NEED_STEPS)
-#: Watchers the steps do not feed yet, and why.
-UNADAPTED = {
-    "ChildCounter": "the steps report no calls and no timed waits, which take indices too",
-    "WithinDepthCap": "the steps report no calls, which nest chains too",
-    "TimedOutJoinKeepsFinished": "the steps report no results a timed-out join kept",
-    "LeakFailsOwner": "the steps report no failure kind for each task",
+#: Watchers and monitors the steps do not feed, and why (a watcher or
+#: monitor registered later is reported as not adapted until this module
+#: knows it).
+UNADAPTED: dict[str, str] = {
+    "CancelNotLanded": "the steps report no cancels asked for (which live task a "
+                       "`tasks.cancel` asked to stop)",
 }
+#: What runs over a foreign engine's reports: the watchers, then the monitors.
+KINDS = oracles.WATCHERS + liveness.MONITORS
 
 
 def not_run(obs: dict | None = None) -> dict[str, str]:
@@ -61,7 +84,7 @@ def not_run(obs: dict | None = None) -> dict[str, str]:
     engine that reports no steps), and why."""
     with_steps = obs is not None and "steps" in obs and steps.read(obs["steps"])[1] is None
     out = {}
-    for kind in oracles.WATCHERS:
+    for kind in KINDS:
         name = kind.__name__
         if name not in ADAPTED:
             out[name] = UNADAPTED.get(name, "not adapted to a foreign engine's reports")
@@ -89,9 +112,24 @@ def records(obs: dict) -> Iterator[dict]:
            else None, "t": None}
 
 
+class _Owner:
+    """A task's owner as `QueuedWhileSlotFree` reads it.  Steps report an
+    owner's limit only at its admissions, and `tasks.concurrency` may lower
+    it after the last one, so over a foreign engine's steps the monitor
+    takes every owner's limit as 1, the least the spec allows (a positive
+    whole number): a queued task is then hot only while its owner holds no
+    slot and the ceiling has room - a state no limit excuses."""
+
+    limit = 1
+    ceiling = None
+
+
 class _Task:
-    def __init__(self, failure: str | None) -> None:
+    owner = _Owner()
+
+    def __init__(self, failure: str | None, origin: Any) -> None:
         self.failure = failure
+        self.origin = origin
 
 
 class _Harness:
@@ -102,9 +140,10 @@ class _Harness:
 class _Facts:
     """What the watchers read off a run, from an observation: the harness's
     ceiling (the kit's own), the run's error, each task's failure and the
-    events' numbering.  Without steps a task's failure is unknown, so a
-    failed owner may have leaked (`tasks_live`), which allows
-    `owner_returned` too; with steps each failed `task_end` says."""
+    events' numbering, and each task's origin (its status table).  Without
+    steps a task's failure is unknown, so a failed owner may have leaked
+    (`tasks_live`), which allows `owner_returned` too; with steps each
+    failed `task_end` says."""
 
     seq_may_skip = True
 
@@ -112,8 +151,9 @@ class _Facts:
         error = obs.get("error")
         self.harness = _Harness(ceiling)
         self.error = error.get("value_kind") if isinstance(error, dict) else None
-        self.tasks = {task: _Task(None if with_steps else "tasks_live (unknown)")
-                      for task in obs.get("tasks") or {}}
+        self.tasks = {task: _Task(None if with_steps else "tasks_live (unknown)",
+                                  status.get("origin") if isinstance(status, dict) else None)
+                      for task, status in (obs.get("tasks") or {}).items()}
         self._events = [
             (e.get("kind"), e.get("section"), e["provenance"].get("task"),
              e["provenance"].get("seq"), None)
@@ -124,7 +164,7 @@ class _Facts:
     def saw(self, r: dict) -> None:
         """Keep what record `r` says of a failure, before the watchers see it."""
         if r["what"] == "task_end" and r["end"] == "task_failed":
-            self.tasks.setdefault(r["task"], _Task(None)).failure = r.get("error")
+            self.tasks.setdefault(r["task"], _Task(None, None)).failure = r.get("error")
 
 
 def agree(found: list[dict], obs: dict) -> list[str]:
@@ -165,9 +205,12 @@ def watch(obs: dict, ceiling: int = 8) -> list[str]:
     else:
         problems, feed, names = [], records(obs), ON_EVENTS
     facts = _Facts(obs, ceiling, with_steps)
-    running = [kind(facts) for kind in oracles.WATCHERS if kind.__name__ in names]
-    for record in feed:
+    running = [kind(facts) for kind in KINDS if kind.__name__ in names]
+    for i, record in enumerate(feed):
+        record["i"] = i
         facts.saw(record)
+        if record["what"] == "spawn":
+            facts.tasks.setdefault(record["task"], _Task(None, None))
         for watcher in running:
-            problems.extend(watcher.see(record))
+            problems.extend(p.problem if isinstance(p, Hot) else p for p in watcher.see(record))
     return problems

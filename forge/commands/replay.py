@@ -9,9 +9,17 @@ writes the run's trace, as `forge run --trace` does, for `forge trace`.
 `forge replay FILE` on a lifecycle replay file replays its race; with
 SCENARIO, SCENARIO must hold the recorded text (`forge.lifecycle.command`).
 
-Exit codes: 1 the recorded failure reproduces (it is printed), 0 the run
-passes what the file expects, 2 the file is unusable, names another prompt,
-or the run drifted from the record (at the index printed).
+A record of an engine under test (`forge explore --impl`) holds that
+engine's observation, the part the spec fixes: the reference's run of the
+same choices is compared with it by the spec's equivalence
+(`forge.conformance.equivalence`), and a difference is printed as a diff
+and fails the replay; if the reference asks other decisions, that is said
+in one line (a difference too) and the comparison goes on.
+
+Exit codes: 1 the recorded failure reproduces (it is printed), or the
+reference differs from the recorded engine; 0 the run passes what the file
+expects; 2 the file is unusable, names another prompt, or the run drifted
+from the record (at the index printed).
 
 What does not live here: replaying and checking (`forge.repro`),
 the file's syntax (`forge.sim.replayfile`).
@@ -47,9 +55,11 @@ def replay(files, json_out, story, trace_file, **harness):
     (a what-if run: its choices may drift).
 
     \b
-    Exit codes: 1 the recorded failure reproduces, 0 the run passes what
-    the file expects, 2 an unusable file, another prompt, or drift from the
-    record (named by its index).
+    Exit codes: 1 the recorded failure reproduces (or, for a record of an
+    engine under test, the reference differs from its observation by the
+    spec's equivalence), 0 the run passes what the file expects, 2 an
+    unusable file, another prompt, or drift from the record (named by its
+    index).
     """
     if len(files) > 2:
         raise click.UsageError("give REPLAY_FILE, or PROMPT and REPLAY_FILE")
@@ -71,10 +81,14 @@ def replay(files, json_out, story, trace_file, **harness):
         write_output(trace_file, outcome.trace)
     if outcome.other_kit is not None:
         click.echo(f"note: {path} was written by {outcome.other_kit}", err=True)
-    if outcome.drift is not None and not overrides:
+    # A record of an engine under test: the reference asking other decisions
+    # than that engine did is a difference (`outcome.differences` says it),
+    # and the observations are still compared past there.
+    foreign = outcome.differences is not None
+    if outcome.drift is not None and not overrides and not foreign:
         raise InputError(f"the run drifted from the record at {outcome.drift.describe()} "
                          "(a different kit or engine?)", file=path, kind="replay")
-    if outcome.drift is not None:
+    if outcome.drift is not None and overrides:
         click.echo(f"note: with the flags given the run left the record at "
                    f"{outcome.drift.describe()}", err=True)
     if outcome.identical is False and outcome.drift is None and outcome.other_kit is not None:
@@ -104,7 +118,14 @@ def replay(files, json_out, story, trace_file, **harness):
         what = "the recorded failure" if outcome.problems else "the recorded run"
         click.echo(f"{what}, reproduced byte for byte (observation sha256 "
                    f"{outcome.observation_sha256[:16]}...)", err=True)
+    elif foreign and outcome.differences:
+        for line in outcome.differences:
+            click.echo(line, err=as_json)
+    elif foreign:
+        click.echo("the reference's run is the recorded engine's behaviour by the spec's "
+                   "equivalence (docs/observation.md)", err=True)
     elif outcome.identical is None and not overrides:
         click.echo("note: the file holds no observation of this engine to compare with (a "
-                   "legacy file, or a run of an engine under test)", err=True)
-    sys.exit(1 if outcome.problems else 0)
+                   "legacy file, or a run of an engine under test written before records "
+                   "held one)", err=True)
+    sys.exit(1 if outcome.problems or outcome.differences else 0)

@@ -6,7 +6,9 @@ the run domain's, and live here: the prompt (path, sha256, text), the run
 (each plain run option of the options table a row's `recorded` rule lets
 in, the seed, the latencies, the refusals), the store's files, the
 scripts, the fault plan, the expectation, the recorded trace's and
-observation's sha256, and the failure and strategy when there are any.
+observation's sha256, and the failure and strategy when there are any; a
+record of an engine under test also holds that engine's observation, the
+part the spec's equivalence compares (`observation`).
 
 What lives here: the record of a run (`record`), its checks when a file
 is read (`RUN_RECORD`, `read_replay`), the run a record holds
@@ -46,6 +48,9 @@ _I64 = range(-(2**63), 2**63)
 #: the latencies; and those it may hold.
 _RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", "latency")
 _RUN_WHEN_SET = tuple(o.name for o in PLAIN if o.recorded == "when_set")
+#: The fields of a recorded engine's observation: those the spec's
+#: equivalence compares (`forge.conformance.equivalence.FIELDS`).
+_OBSERVED = ("outcome", "result", "error", "events", "tasks", "logs", "store", "messages")
 
 
 def observation_sha256(obs: dict) -> str:
@@ -320,6 +325,13 @@ def _check_sections(r: Reader, data: dict) -> None:
     r.check(data["trace_sha256"] is None or is_sha256(data["trace_sha256"]), "$.trace_sha256",
             "null (the engine reported no trace) or the recorded trace's sha256, 64 lowercase "
             "hex digits")
+    # An engine under test's observation, its normative part (`forge explore
+    # --impl`): what `forge replay` compares the reference's run with.
+    observed = data.get("observation")
+    if observed is not None:
+        r.object(observed, "$.observation", _OBSERVED)
+        r.check(data["trace_sha256"] is None, "$.observation",
+                "only a record of an engine under test (null trace_sha256) holds one")
     failure = data.get("failure")
     if failure is not None:
         r.object(failure, "$.failure", ("problems",),
@@ -332,7 +344,7 @@ def _check_sections(r: Reader, data: dict) -> None:
 RUN_RECORD = RecordShape(
     keys=("prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
           "observation_sha256"),
-    optional=("failure", "strategy"), check=_check_sections)
+    optional=("failure", "strategy", "observation"), check=_check_sections)
 
 
 def read_replay(path: str) -> dict:

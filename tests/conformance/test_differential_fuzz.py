@@ -109,7 +109,8 @@ def test_differences_name_the_first_differing_entry():
          "tasks": {"0.0": {"state": "done"}, "0.1": {"state": "cancelled"}}, "trace_sha256": "b"}
     lines = differences(a, b)
     assert lines[0].startswith('events[1]: reference {"kind": "task_started", "origin": "author", '
-                               '"section": "Main", "target": "W", "task": "0.1"}')
+                               '"provenance": {"task": "0"}, "section": "Main", "target": "W", '
+                               '"task": "0.1"}')
     assert lines[1] == 'tasks.0.1.state: reference "done" != implementation "cancelled"'
     assert len(lines) == 2
 

@@ -3,9 +3,10 @@ impl-serve --level 2`) and explored with `forge explore --impl`'s checks,
 fails wherever the same mutant fails in process - the watchers' prompts,
 the same seeds, no hand-written check (kit: explore-impl.watchers).
 
-In process the per-step watchers read the reference's trace; over the pipe
-they read the engine's reported events and steps (`stream_watch`,
-docs/protocol.md "Steps").  So the claim is held with the differential
+In process the per-step watchers and the liveness monitors read the
+reference's trace; over the pipe they read the engine's reported events and
+steps (`stream_watch`, docs/protocol.md "Steps"), `call_start` steps
+included.  So the claim is held with the differential
 comparison turned off: the watchers alone, on what the engine reports,
 catch every mutant where they catch it in process - one test per mutant.
 The reference served unmutated fails nowhere (no false alarm), and an
@@ -30,29 +31,18 @@ from forge.runspec import Expectation, spec_from_values
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE2 = [sys.executable, "-m", "forge", "impl-serve", "--level", "2"]
 RUNS = 30
-#: Prompts made for the watchers and liveness monitors that read the trace
-#: alone (`forge mutants`' oracle column): over the pipe only the
-#: differential comparison could see what they catch, which this test does
-#: not claim for them.
-TRACE_ONLY = ("watch-ids.md", "watch-depth.md", "watch-liveness.md")
 #: The watchers' prompts (docs/exploring.md), with the flags they need.
 PROMPTS = [("examples/explore/watch-admission.md", {"concurrency": 1})] + [
     (str(p.relative_to(ROOT)), {}) for p in sorted((ROOT / "examples" / "explore").glob("watch-*.md"))
-    if "admission" not in p.name and p.name not in TRACE_ONLY] + [
+    if "admission" not in p.name] + [
     ("examples/two-tasks.md", {}),
     ("tests/conformance/differential/first-in-set-order.md", {}),
     ("tests/conformance/differential/tie.md", {}),
     ("tests/conformance/differential/second-join.md", {})]
 #: (mutant, prompt or * for every prompt) -> why it fails in process and
-#: cannot over the pipe.
-UNSEEABLE = {
-    ("ids-one-based", "*"):
-        "only ChildCounter, which the steps do not feed, reads the numbering it breaks "
-        "(the differential comparison, off here, sees the ids differ)",
-    ("waiting-task-keeps-slot", "examples/explore/watch-limits.md"):
-        "the queued task is admitted a step late but the run ends alike: only the liveness "
-        "monitor QueuedWhileSlotFree, which the steps do not feed, sees it",
-}
+#: cannot over the pipe: none now that the steps feed every watcher and the
+#: liveness monitors that read no cancel (`stream_watch.UNADAPTED`).
+UNSEEABLE: dict[tuple[str, str], str] = {}
 EXPECT = Expectation(invariants=True)
 #: The mutants of the Tasks chapter (a lifecycle mutant has no prompt to run).
 MUTANTS = [m for m in CATALOGUE if m.category != "lifecycle" and not m.equivalent]
@@ -63,16 +53,22 @@ def spec(path: str, flags: dict):
 
 
 @functools.cache
-def in_process_failures() -> dict[str, list[tuple[str, dict]]]:
-    """Mutant -> the prompts (with flags) it fails in process."""
-    found: dict[str, list[tuple[str, dict]]] = {}
+def in_process_failures() -> dict[str, list[tuple[str, dict, bool]]]:
+    """Mutant -> the prompts (with flags) it fails in process, each with
+    whether the mutant broke the reference's own assertions there (then the
+    served engine errors, which fails the schedule before any watcher)."""
+    found: dict[str, list[tuple[str, dict, bool]]] = {}
     for mutant in MUTANTS:
         for path, flags in PROMPTS:
-            with mutant.applied():
-                outcome = explore_prompt(spec(path, flags), expect=EXPECT, runs=RUNS,
-                                         shrink_budget=50)
+            try:
+                with mutant.applied():
+                    outcome = explore_prompt(spec(path, flags), expect=EXPECT, runs=RUNS,
+                                             shrink_budget=50)
+            except AssertionError:
+                found.setdefault(mutant.id, []).append((path, flags, True))
+                continue
             if outcome.report.findings:
-                found.setdefault(mutant.id, []).append((path, flags))
+                found.setdefault(mutant.id, []).append((path, flags, False))
     return found
 
 
@@ -92,9 +88,12 @@ def test_the_mutant_fails_over_the_pipe_where_it_fails_in_process(mutant, monkey
     """The watchers alone (no differential comparison) on the engine's
     reports catch the mutant wherever they catch it in process."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    for path, flags in in_process_failures().get(mutant, ()):
+    for path, flags, crashed in in_process_failures().get(mutant, ()):
         outcome = explored_over_the_pipe(["env", f"FORGE_MUTANT={mutant}", *SERVE2], path, flags)
-        # The watchers the steps do not feed yet are named, and no other.
+        if crashed:
+            assert "the implementation errored" in outcome.problems[0], (mutant, path)
+            continue
+        # The monitors the steps do not feed are named, and no other.
         assert set(outcome.not_run) == set(stream_watch.UNADAPTED)
         if (mutant, path) in UNSEEABLE or (mutant, "*") in UNSEEABLE:
             assert not outcome.report.findings, "seen now: drop it from UNSEEABLE"
@@ -112,7 +111,8 @@ def test_the_reference_over_the_pipe_fails_none_of_the_prompts(monkeypatch):
 def test_without_steps_the_watchers_that_cannot_run_are_named_with_why():
     """An engine that ignores the request for steps: the watchers the events
     carry run, and every other one is reported with its reason."""
-    names = {kind.__name__ for kind in oracles.WATCHERS}
+    names = {kind.__name__ for kind in stream_watch.KINDS}
+    assert {kind.__name__ for kind in oracles.WATCHERS} <= set(stream_watch.ADAPTED)
     assert set(stream_watch.ADAPTED) | set(stream_watch.UNADAPTED) == names
     assert set(stream_watch.not_run({"events": []})) == \
         set(stream_watch.NEED_STEPS) | set(stream_watch.UNADAPTED)
@@ -138,7 +138,10 @@ def test_without_steps_the_watchers_that_cannot_run_are_named_with_why():
 
 def _two_tasks(*middle: dict) -> dict:
     """An observation of Main starting 0.0 and 0.1 and joining both, with
-    `middle` as the steps between the spawns and the ends."""
+    `middle` as the steps between the spawns and the ends (both admitted at
+    once, unless `middle` has admissions of its own)."""
+    if not any(step["what"] == "admit" for step in middle):
+        middle = (_admit("0.0", 1, 1), _admit("0.1", 2, 2), *middle)
     def event(kind, task, prov, seq):
         return {"kind": kind, "task": task, "provenance": {"task": prov, "seq": seq}}
 
@@ -192,9 +195,89 @@ def test_steps_the_events_belie_or_that_are_malformed_are_refused():
     broken = _two_tasks({"what": "admit", "t": 0, "task": "0.0"})
     assert stream_watch.watch(broken) == [
         "the engine's steps are unusable: steps[3] (admit): `owner` is not a string"]
+    nameless = _two_tasks({"what": "call_start", "t": 0, "chain": "0", "callee": 2})
+    assert stream_watch.watch(nameless) == [
+        "the engine's steps are unusable: steps[5] (call_start): `callee` is not a string"]
     assert stream_watch.watch({**_two_tasks(), "steps": [{"what": "jump", "t": 0}]})[0].startswith(
-        "the engine's steps are unusable: steps[0] is not a step (step, spawn, admit")
+        "the engine's steps are unusable: steps[0] is not a step (step, spawn, call_start, admit")
     assert stream_watch.not_run({"steps": {}}) == {
         **stream_watch.UNADAPTED,
         **{name: why + " (and the engine reported no `steps`)"
            for name, why in stream_watch.NEED_STEPS.items()}}
+
+
+def _observed(*steps_: dict, origins: dict | None = None) -> dict:
+    """An observation whose events are the ones `steps_` imply (a
+    `task_started` per spawn, a terminal event per end), so the steps agree
+    with them; `origins` gives tasks' origins (author by default)."""
+    events, seq = [], {}
+
+    def event(kind, task, prov, **more):
+        seq[prov] = seq.get(prov, -1) + 1
+        events.append({"kind": kind, "task": task, "provenance": {"task": prov, "seq": seq[prov]},
+                       **more})
+
+    tasks = {}
+    for step in steps_:
+        if step["what"] == "spawn":
+            event("task_started", step["task"], step["owner"])
+            tasks[step["task"]] = {"origin": (origins or {}).get(step["task"], "author")}
+        elif step["what"] == "task_end":
+            event(step["end"], step["task"], step["task"],
+                  **({"reason": step["reason"]} if step["reason"] else {}))
+    end = steps_[-1]
+    return {"outcome": end["outcome"], "error": {"kind": "Lua", "value_kind": end["error"]}
+            if end["error"] else None, "tasks": tasks, "events": events, "steps": list(steps_)}
+
+
+def _step(what: str, t: int = 0, **fields) -> dict:
+    return {"what": what, "t": t, **fields}
+
+
+def _end(task: str, end: str = "task_succeeded", reason=None, error=None, t: int = 0) -> dict:
+    return _step("task_end", t, task=task, end=end, reason=reason, error=error)
+
+
+RUN_OK = _step("run_end", outcome="ok", error=None)
+
+
+def test_calls_timed_joins_leaks_and_lost_wake_ups_are_read_off_the_steps():
+    """The watchers the steps feed since `call_start` (ChildCounter,
+    WithinDepthCap), the timed-out join's kept members, the leak rule (a
+    task's origin from its status table, its failure from its end) and the
+    two liveness monitors, each on steps that break its rule."""
+    spawn = _step("spawn", task="0.0", owner="0")
+    admit = _admit("0.0", 1, 1)
+    called = _observed(spawn, admit, _step("call_start", chain="0", callee="0.2"),
+                       _end("0.0"), RUN_OK)
+    assert stream_watch.watch(called) == [
+        "chain 0's call got id 0.2; its child counter gives 0.1 (spawns, calls and timed "
+        "waits that park each take the next index)"]
+    deep = "0" + ".0" * 8
+    assert stream_watch.watch(_observed(_step("call_start", chain=deep, callee=deep + ".0"),
+                                        RUN_OK)) == [
+        f"chain {deep}.0 runs at depth 9, past the cap of 8"]
+    dropped = _observed(spawn, admit, _step("spawn", task="0.1", owner="0"), _admit("0.1", 2, 2),
+                        _step("wait", chain="0", call="tasks.join", members=["0.0", "0.1"],
+                              timeout=5),
+                        _end("0.0", t=1), _step("timeout", 5, chain="0"),
+                        _step("step", 5, chain="0"), _end("0.1", t=6), RUN_OK)
+    assert stream_watch.watch(dropped) == [
+        "chain 0's timed-out tasks.join dropped the finished member(s) 0.0"]
+    leak = _observed(spawn, admit, _step("step", chain="0.0"),
+                     _step("spawn", task="0.0.0", owner="0.0"), _admit("0.0.0", 2, 1),
+                     _end("0.0.0", "task_abandoned", "owner_returned"), _end("0.0"), RUN_OK)
+    assert stream_watch.watch(leak) == [
+        "chain 0.0 ended with task(s) 0.0.0 it spawned still live, and did not fail with "
+        "tasks_live"]
+    quiet = _observed(*leak["steps"], origins={"0.0.0": "model"})
+    assert stream_watch.watch(quiet) == []
+    queued = _observed(spawn, _step("step", chain="0"), _step("step", chain="0"),
+                       _end("0.0", "task_abandoned", "run_terminated"), RUN_OK)
+    assert "task 0.0 stayed queued while a slot was free for it" in stream_watch.watch(queued)
+    asleep = _observed(spawn, admit, _step("wait", chain="0", call="tasks.join", members=["0.0"],
+                                           timeout=None),
+                       _step("step", chain="0.0"), _end("0.0"), _step("step", chain="0.0"),
+                       RUN_OK)
+    assert "chain 0 stayed parked on its tasks.join of 0.0 after they ended" in \
+        stream_watch.watch(asleep)
