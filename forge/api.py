@@ -58,6 +58,7 @@ from forge.errors import InputError
 from forge.limits import data_problem as _data_problem
 from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
+from forge.run.options import OPERATOR_SCRIPT as _OPERATOR_SCRIPT
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
 from forge.run.options import Option as _Option
@@ -612,7 +613,7 @@ def _expectations() -> _Rule:
 
 
 #: What a script's JSON data may be, by the option's name, and how its refusal says it.
-_SCRIPT_DATA = {"operator_script": ((Mapping, list, tuple), "{...} or [...]")}
+_SCRIPT_DATA = {_OPERATOR_SCRIPT.name: ((Mapping, list, tuple), "{...} or [...]")}
 
 
 def _option_rule(option: _Option, data: bool) -> _Rule:
