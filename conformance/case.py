@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -96,6 +96,9 @@ class HarnessSpec:
     names (`forge.run.options.CASE`: the argument string, the ceiling, the
     store's files, the model, operator and tool scripts' data, the pinned
     latencies, a cancel instant, the refusals) and the `seeds` to try."""
+
+    if TYPE_CHECKING:   # the fields are made from the rows; mypy reads the one it cannot see
+        seeds: int
 
     @classmethod
     def from_json(cls, data: dict) -> HarnessSpec:
