@@ -54,6 +54,8 @@ from forge.conformance.level2 import DECISIONS, LEVEL, Asked, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
 from forge.errors import InputError
 from forge.limits import data_problem, render_path
+from forge.run.options import LATENCY, MODEL_SCRIPT, OPERATOR_SCRIPT, REFUSE, SCRIPTS, STORE, \
+    TOOL_SCRIPT, engine_keywords
 from forge.schemawording import pointer
 
 PROTOCOL_VERSION = 1
@@ -202,7 +204,7 @@ def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
         from forge.engine.run import RunConfig, run_prompt
 
         harness = _build_harness(spec, source)
-        config = RunConfig(args=spec.args, seed=seed or 0)
+        config = RunConfig(seed=seed or 0, **engine_keywords(spec, "config"))
         if not steps:
             run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
             return run.observation(), run
@@ -238,7 +240,7 @@ def parse_failure(error: Any, spec: HarnessSpec) -> dict:
         "events": [],
         "tasks": {},
         "messages": {},
-        "store": dict(spec.store),
+        "store": dict(STORE.of(spec)),
         "virtual_time": 0.0,
         "trace_sha256": None,
     }
@@ -248,10 +250,9 @@ def _build_harness(spec: HarnessSpec, source: str):
     from forge.assembly import build_harness
     from forge.harness import DEFAULT_LATENCY, LatencyModel
 
-    harness = build_harness(concurrency=spec.concurrency, store_files=dict(spec.store),
-                            cancel_at=spec.cancel_at)
-    harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **spec.latency})
-    harness.refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+    harness = build_harness(store_files=dict(STORE.of(spec)), **engine_keywords(spec, "harness"))
+    harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **LATENCY.of(spec)})
+    harness.refuse = {op: tuple(paths) for op, paths in REFUSE.of(spec).items()}
     harness.model, harness.operator, harness.tool = _scripts(spec, source)
     return harness
 
@@ -266,23 +267,25 @@ _SCRIPTS: dict[int, tuple] = {}
 def _scripts(spec: HarnessSpec, source: str) -> tuple:
     """The case's model, operator and tool scripts, read once per case (a
     script that fails to read raises each time: failures are not kept)."""
-    if spec.model_script is None and spec.operator_script is None and spec.tool_script is None:
+    data = {row: row.of(spec) for row in SCRIPTS}
+    if all(value is None for value in data.values()):
         return None, None, None
     reader = sys.modules.get("forge.scripts")
     kept = _SCRIPTS.get(id(spec))
     if kept is not None and kept[0] is spec and kept[1] is reader and kept[2] == source:
         return kept[3]
     model = operator = tool = None
-    if spec.model_script is not None:
+    where = {row: f"{source} [harness.{row.name}]" for row in SCRIPTS}
+    if data[MODEL_SCRIPT] is not None:
         build = _script_builder("model_script_from_data", "a model script")
-        model = build(spec.model_script, f"{source} [harness.model_script]")
-    if spec.operator_script is not None:
+        model = build(data[MODEL_SCRIPT], where[MODEL_SCRIPT])
+    if data[OPERATOR_SCRIPT] is not None:
         build = _script_builder("operator_script_from_data", "an operator script")
-        operator = build(spec.operator_script, f"{source} [harness.operator_script]")
-    if spec.tool_script is not None:
+        operator = build(data[OPERATOR_SCRIPT], where[OPERATOR_SCRIPT])
+    if data[TOOL_SCRIPT] is not None:
         from forge.toolscript import tool_script_from_data
 
-        tool = tool_script_from_data(spec.tool_script, f"{source} [harness.tool_script]")
+        tool = tool_script_from_data(data[TOOL_SCRIPT], where[TOOL_SCRIPT])
     if len(_SCRIPTS) >= 256:
         _SCRIPTS.clear()
     _SCRIPTS[id(spec)] = (spec, reader, source, (model, operator, tool))

@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -59,7 +59,8 @@ from forge.conformance._toml import line_of, read_toml
 from forge.conformance.catalogue import did_you_mean
 from forge.errors import InputError
 from forge.limits import MAX_PROMPT_BYTES, MAX_SECONDS
-from forge.run.options import MAX_CONCURRENCY
+from forge.run.options import CANCEL_AT, CASE, CONCURRENCY, LATENCY, MAX_CONCURRENCY, \
+    MODEL_SCRIPT, OPERATOR_SCRIPT, REFUSE, STORE, TOOL_SCRIPT
 
 SCHEMA_PATH = schemas.path_of(schemas.CASE)
 #: The suite shipped with the package.
@@ -71,23 +72,33 @@ ANY_SCHEDULE = "any-schedule"
 CANONICAL = "canonical"
 
 
-@attrs.frozen
-class HarnessSpec:
-    """The harness a case runs under; `to_json` is the protocol's `harness` object."""
+def _harness_fields() -> dict[str, Any]:
+    """A case harness's fields: each run option a case carries
+    (`forge.run.options.CASE`) by its row's name and default, a mapping
+    empty by default (the store, the latencies, the refusals), then `seeds`."""
+    fields: dict[str, Any] = {
+        o.name: attrs.field(factory=dict) if o.shape in _MAPPINGS else attrs.field(default=o.default)
+        for o in CASE}
+    fields["seeds"] = attrs.field(default=DEFAULT_SEEDS)
+    return fields
 
-    args: str = ""
-    concurrency: int = 8
-    store: dict[str, str] = attrs.field(factory=dict)
-    model_script: dict | None = None
-    operator_script: list | None = None
-    #: The tool script (`forge.toolscript`): the tools `tools:` slots bind.
-    tool_script: dict | None = None
-    #: Pinned virtual durations per operation kind; kinds left out keep the
-    #: implementation's defaults.
-    latency: dict[str, float] = attrs.field(factory=dict)
-    cancel_at: float | None = None
-    refuse: dict[str, list[str]] = attrs.field(factory=dict)
-    seeds: int = DEFAULT_SEEDS
+
+#: The shapes a case gives as a mapping: a store's files, pinned virtual
+#: durations per operation kind (kinds left out keep the implementation's
+#: defaults), store operations refused.
+_MAPPINGS = ("folder", "latency", "refuse")
+
+
+@attrs.frozen(these=_harness_fields())
+class HarnessSpec:
+    """The harness a case runs under; `to_json` is the protocol's `harness`
+    object.  Its fields are the run options a case carries, by their rows'
+    names (`forge.run.options.CASE`: the argument string, the ceiling, the
+    store's files, the model, operator and tool scripts' data, the pinned
+    latencies, a cancel instant, the refusals) and the `seeds` to try."""
+
+    if TYPE_CHECKING:   # the fields are made from the rows; mypy reads the one it cannot see
+        seeds: int
 
     @classmethod
     def from_json(cls, data: dict) -> HarnessSpec:
@@ -118,19 +129,19 @@ class HarnessSpec:
         def data(script: Any) -> Any:
             return None if script is None else script.data
 
-        return cls(args=spec.args, concurrency=spec.concurrency, store=dict(spec.store_files),
-                   model_script=data(spec.model), operator_script=data(spec.operator),
-                   tool_script=data(spec.tool), latency=dict(spec.latency_base),
-                   cancel_at=spec.cancel_at,
-                   refuse={op: list(paths) for op, paths in spec.refuse.items()})
+        return cls(**{o.name: o.of(spec) for o in CASE if o.into is not None},
+                   **{STORE.name: dict(spec.store_files), MODEL_SCRIPT.name: data(spec.model),
+                      OPERATOR_SCRIPT.name: data(spec.operator),
+                      TOOL_SCRIPT.name: data(spec.tool), LATENCY.name: dict(spec.latency_base),
+                      REFUSE.name: {op: list(paths) for op, paths in spec.refuse.items()}})
 
     def to_json(self) -> dict:
         out = attrs.asdict(self)
         # How many schedules to try is the runner's business, not the run's.
         del out["seeds"]
         # Left out when absent, so a harness without tools reads as before tool scripts.
-        if out["tool_script"] is None:
-            del out["tool_script"]
+        if out[TOOL_SCRIPT.name] is None:
+            del out[TOOL_SCRIPT.name]
         return out
 
 
@@ -300,14 +311,14 @@ def _check_bounds(data: dict, text: str, name: str) -> None:
         raise InputError(f"{json_path(path)}: {rule}", file=name, line=line_of(text, path),
                          kind="limits")
 
-    seconds = [(("harness", "latency", k), v) for k, v in harness.get("latency", {}).items()]
-    if "cancel_at" in harness:
-        seconds.append((("harness", "cancel_at"), harness["cancel_at"]))
+    seconds = [(("harness", LATENCY.name, k), v) for k, v in LATENCY.of(harness, {}).items()]
+    if CANCEL_AT.of(harness) is not None:
+        seconds.append((("harness", CANCEL_AT.name), CANCEL_AT.of(harness)))
     for path, value in seconds:
         if value > MAX_SECONDS:
             refuse(path, f"must be at most {MAX_SECONDS:g} seconds, got {value:g}")
-    if harness.get("concurrency", 1) > MAX_CONCURRENCY:
-        refuse(("harness", "concurrency"), f"must be at most {MAX_CONCURRENCY}")
+    if CONCURRENCY.of(harness, 1) > MAX_CONCURRENCY:
+        refuse(("harness", CONCURRENCY.name), f"must be at most {MAX_CONCURRENCY}")
     # The lifecycle adapter checks operations in depth; it looks names up in
     # a table, so a name must at least be a string by then.
     for i, op in enumerate(data.get("operations") or ()):

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from forge.engine.tools import BUILTINS
+from forge.run.options import MODEL_SCRIPT, OPERATOR_SCRIPT, REFUSE, STORE, TOOL_SCRIPT
 
 #: Every feature name, in the order docs and reports list them, with what it
 #: covers (`forge conformance --help` lists the names; docs/cases.md the table).
@@ -80,16 +81,16 @@ def needs(prompt: str | None, harness: Mapping[str, Any], lifecycle: bool = Fals
     found = {"language"}
     text = prompt or ""
     found.update(feature for feature, pattern in _USES if pattern.search(text))
-    if harness.get("store") or harness.get("refuse"):
+    if STORE.of(harness) or REFUSE.of(harness):
         found.add("store")
-    script = harness.get("model_script")
+    script = MODEL_SCRIPT.of(harness)
     if script:
         found.add("models")
         if _calls_builtin(script):
             found.add("tasks-model")
-    if harness.get("operator_script"):
+    if OPERATOR_SCRIPT.of(harness):
         found.add("operator")
-    if harness.get("tool_script"):
+    if TOOL_SCRIPT.of(harness):
         found.add("tools")
     return found
 

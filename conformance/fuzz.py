@@ -30,6 +30,7 @@ from forge.conformance.adapters import AdapterError, SubprocessAdapter, referenc
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import KnownDifferences
 from forge.conformance.equivalence import differences as equivalence_differences
+from forge.run.options import MODEL_SCRIPT
 #: The longest answer list a schedule draws (decisions past it are canonical).
 MAX_ANSWERS = 64
 #: How the fuzzed runs are named over the pipe.
@@ -45,8 +46,8 @@ class Difference:
     implementation: dict | None = attrs.field(eq=False)
     #: What differs, one line a field.
     fields: tuple[str, ...] = ()
-    #: The model script the program ran with, if it has model rounds.
-    model_script: dict | None = None
+    #: The model script's data the program ran with, if it has model rounds.
+    model: dict | None = None
     #: The reference's observation on the canonical schedule, when the
     #: difference shows only on another one (a case file cannot pin a schedule).
     canonical: dict | None = attrs.field(default=None, eq=False)
@@ -97,7 +98,7 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
               report_multiple_bugs=False, print_blob=False)
     @given(fuzz_inputs(models), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
     def one(drawn: tuple[str, dict | None], answers: list[int]) -> None:
-        program, model_script = drawn
+        program, model = drawn
         if state["shrinking"]:
             state["shrink_runs"] += 1
         else:
@@ -105,7 +106,7 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
             if progress:
                 progress(state["programs"])
         case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
-                    harness=HarnessSpec(model_script=model_script), expect={}, prompt=program)
+                    harness=_harness(model), expect={}, prompt=program)
         ours = reference_observation(program, case.harness, 0, CASE_ID,
                                      Chooser(ListProvider(answers)))
         try:
@@ -117,8 +118,7 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
             fields = tuple(differences(ours, theirs, known))
         if fields:
             state["shrinking"] = True
-            state["last"] = Difference(program, tuple(answers), ours, theirs, fields,
-                                       model_script)
+            state["last"] = Difference(program, tuple(answers), ours, theirs, fields, model)
             raise AssertionError(fields[0])
 
     started = time.perf_counter()
@@ -145,7 +145,7 @@ def _on_canonical(adapter: SubprocessAdapter, found: Difference,
     from forge.sim.hypothesis import ListProvider
 
     case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
-                harness=HarnessSpec(model_script=found.model_script), expect={},
+                harness=_harness(found.model), expect={},
                 prompt=found.program)
     ours = reference_observation(found.program, case.harness, 0, CASE_ID,
                                  Chooser(ListProvider([])))
@@ -185,13 +185,13 @@ def case_text(found: Difference, seed: int) -> str:
         *found.fields,
         '"""',
         'clauses = ["tasks.spawn.returns-handle-at-once", "tasks.wait.join-entries"]',
-        f"features = {json.dumps(_features(found.program, found.model_script))}",
+        f"features = {json.dumps(_features(found.program))}",
         "prompt = '''",
         found.program.rstrip("\n"),
         "'''",
         "",
-        *([f"[harness]\nmodel_script = {_toml(found.model_script)}", ""]
-          if found.model_script is not None else []),
+        *([f"[harness]\n{MODEL_SCRIPT.name} = {_toml(found.model)}", ""]
+          if found.model is not None else []),
         "[expect]",
         f"outcome = {json.dumps(ref['outcome'])}",
         f"result = {json.dumps(ref['result'])}" if ref["result"] is not None
@@ -222,7 +222,12 @@ def _toml(value) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _features(program: str, model_script: dict | None = None) -> list[str]:
+def _harness(model: dict | None) -> HarnessSpec:
+    """A generated program's harness: its model script's data, if any."""
+    return HarnessSpec(**{MODEL_SCRIPT.name: model})
+
+
+def _features(program: str) -> list[str]:
     """What the case needs: read from the program by the honest-features
     reader (`forge.conformance.features`) where the kit has one, else
     `tasks`, the one feature that covers a generated program without it."""

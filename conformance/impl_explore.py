@@ -56,6 +56,7 @@ from forge.conformance.equivalence import (Difference, KnownDifferences, differe
                                            render)
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
+from forge.run.options import CONCURRENCY
 from forge.run.record import FileReplay, record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
@@ -265,7 +266,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
                                   errored, (), explored=False, diff=diff, not_run=not_run)
-    checks = pipe_checks(expect, canonical, pipe.case.harness.concurrency)
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness))
     if differential:
         checks.append(subject.check)
     if lookup(strategy).walks:
@@ -329,7 +330,7 @@ def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
     canonical, _ = pipe(Chooser(Canonical()))
     provider = RecordedProvider(choices)
     obs, _ = subject(Chooser(provider, seed=seed))
-    checks = pipe_checks(expect, canonical, pipe.case.harness.concurrency)
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness))
     if differential:
         checks.append(subject.check)
     drift = provider.drift.describe() if provider.drift is not None else None

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import pathlib
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import attrs
 
@@ -37,6 +38,7 @@ import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its dur
 from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
+from forge.run.options import CONCURRENCY
 from forge.sim.strategies import SEARCH
 
 
@@ -218,7 +220,8 @@ def oracle_specs() -> list:
                                      ("tool", "tools"))
                    if path.with_suffix(f".{ext}.json").exists()}
         ceiling = 1 if path.name == "watch-admission.md" else 2
-        out.append((path.name, spec_from_flags(str(path), concurrency=ceiling, **scripts)))
+        given: dict[str, Any] = {**scripts, CONCURRENCY.name: ceiling}
+        out.append((path.name, spec_from_flags(str(path), **given)))
     return out
 
 

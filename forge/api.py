@@ -58,6 +58,7 @@ from forge.errors import InputError
 from forge.limits import data_problem as _data_problem
 from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
+from forge.run.options import OPERATOR_SCRIPT as _OPERATOR_SCRIPT
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
 from forge.run.options import Option as _Option
@@ -472,11 +473,11 @@ def _path_or_data(flag: str, data: tuple[type, ...], what: str) -> _Rule:
     return _Rule(check, flag)
 
 
-def _store() -> _Rule:
+def _store(flag: str) -> _Rule:
     """A folder (it must be there: `forge.runspec.read_store_folder`), or
     `{path: text}` by the store's own rules for its seed
     (`forge.store.seed_problem`: store paths, strings, the quota)."""
-    folder = _path("--store")
+    folder = _path(flag)
 
     def check(value: Any, name: str, where: str) -> Any:
         if isinstance(value, str | _os.PathLike):
@@ -491,13 +492,13 @@ def _store() -> _Rule:
             raise InputError(f"{name}{at}: {rule}", file=where)
         return dict(value)
 
-    return _Rule(check, "--store")
+    return _Rule(check, flag)
 
 
-def _faults() -> _Rule:
+def _faults(flag: str) -> _Rule:
     """`"store,model"` or `["store", "model"]`: strings, as `--faults` takes
     them; the kinds are `forge.runspec.parse_faults`'s to check."""
-    text = _text("--faults")
+    text = _text(flag)
     kinds = _entries(text, "fault kinds: a str (comma-separated) or a list of str")
 
     def check(value: Any, name: str, where: str) -> Any:
@@ -505,14 +506,14 @@ def _faults() -> _Rule:
             return text.check(value, name, where)
         return kinds.check(value, name, where)
 
-    return _Rule(check, "--faults")
+    return _Rule(check, flag)
 
 
-def _refusals() -> _Rule:
+def _refusals(flag: str) -> _Rule:
     """`OP[:PATH]` strings, as `--refuse` takes them, or `{operation: path or
     [paths]}`; each string is `forge.runspec.refuse_pair`'s to split and the
     operations `parse_refuse`'s to check."""
-    pairs = _entries(_text("--refuse"), "OP[:PATH] strings or {operation: [paths]}",
+    pairs = _entries(_text(flag), "OP[:PATH] strings or {operation: [paths]}",
                      one=True)
 
     def check(value: Any, name: str, where: str) -> Any:
@@ -531,7 +532,7 @@ def _refusals() -> _Rule:
                     raise _refusal(f"{name}[{op!r}][{i}]", "a path (a str, or *)", path, where)
         return out
 
-    return _Rule(check, "--refuse")
+    return _Rule(check, flag)
 
 
 def _shape(fits: Callable[[Any], bool], what: str, flag: str | None = None) -> _Rule:
@@ -612,7 +613,7 @@ def _expectations() -> _Rule:
 
 
 #: What a script's JSON data may be, by the option's name, and how its refusal says it.
-_SCRIPT_DATA = {"operator_script": ((Mapping, list, tuple), "{...} or [...]")}
+_SCRIPT_DATA = {_OPERATOR_SCRIPT.name: ((Mapping, list, tuple), "{...} or [...]")}
 
 
 def _option_rule(option: _Option, data: bool) -> _Rule:
@@ -625,13 +626,13 @@ def _option_rule(option: _Option, data: bool) -> _Rule:
         return _path_or_data(flag, kinds, f"a file's path (a str or an os.PathLike) or its "
                                           f"JSON data, {what}") if data else _path(flag)
     if option.shape == "folder":
-        return _store() if data else _path(flag)
+        return _store(flag) if data else _path(flag)
     if option.shape == "latency":
         return _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}", flag)
     if option.shape == "refuse":
-        return _refusals()
+        return _refusals(flag)
     if option.shape == "kinds":
-        return _faults()
+        return _faults(flag)
     return _value(option.name)
 
 
@@ -724,6 +725,9 @@ def _renamed(function: str, error: InputError) -> InputError | None:
     names = {rule.flag: name for name, rule in _rules()[function].items()
              if rule.flag is not None and rule.flag.startswith("-")}
     names.update((name, name) for name in _NAMED_AS_KEYWORDS if name in _rules()[function])
+    option = getattr(error, "option", None)
+    if option is not None and option.name in _rules()[function]:
+        return InputError(f"{option.name}: {error.message}", file=function, kind=error.kind)
     if error.line is None and error.file in names:
         return InputError(f"{names[error.file]}: {error.message}", file=function,
                           kind=error.kind)

@@ -1,7 +1,7 @@
 """Assembling a run from files and flags: the harness and the chooser.
 
-`build_harness` turns a store folder (or files), scripts, a concurrency
-ceiling and a host cancel instant into a `forge.harness.Harness`;
+`build_harness` turns a store folder (or files) and the harness's plain
+run options (its ceiling, a host cancel instant) into a `forge.harness.Harness`;
 `make_chooser` turns a seed or a strategy spelling into a `forge.sim.chooser.Chooser`,
 the strategy looked up by its spelling in the registry (`forge.sim.strategies`).
 The command line (`forge.cli`, `forge.commands`) and the conformance
@@ -24,12 +24,13 @@ from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
 from forge.sim.strategies import parse, usage
 
 
-def build_harness(store_dir=None, concurrency=8, model_script=None, operator_script=None,
-                  store_files=None, cancel_at=None):
-    """A harness; scripts are file paths, `store_files` seeds a store without a folder.
+def build_harness(store_dir=None, store_files=None, **keywords):
+    """A harness of a store folder (or `store_files`, without a folder) and
+    the `Harness`'s own `keywords` (its ceiling, a cancel instant: the
+    options table's `engine_keywords`).
 
     Raises:
-        InputError: the folder or a script is unreadable or malformed.
+        InputError: the folder is unreadable or past the limits.
     """
     from forge.store import MemoryStore
     from forge.harness import Harness
@@ -43,16 +44,7 @@ def build_harness(store_dir=None, concurrency=8, model_script=None, operator_scr
                              file=store_dir) from None
     else:
         store = MemoryStore(store_files or {})
-    harness = Harness(store=store, ceiling=concurrency, cancel_at=cancel_at)
-    if model_script is not None:
-        from forge.scripts import load_model_script
-
-        harness.model = load_model_script(model_script)
-    if operator_script is not None:
-        from forge.scripts import load_operator_script
-
-        harness.operator = load_operator_script(operator_script)
-    return harness
+    return Harness(store=store, **keywords)
 
 
 def _check_store_folder(root: str) -> None:

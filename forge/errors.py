@@ -9,6 +9,8 @@ are Lua error values built in `forge.lua`.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ForgeError(Exception):
     """Root of the kit's own exceptions."""
@@ -18,9 +20,13 @@ class InputError(ForgeError, ValueError):
     """Bad input: names the file, the place and the rule."""
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 kind: str | None = None) -> None:
+                 kind: str | None = None, option: Any = None) -> None:
         self.message = message
-        self.file = file
+        #: The run option refused (a `forge.run.options.Option` row), for a
+        #: refusal of its value: each front end names it its own way (the
+        #: API its keyword); as it stands, the error names its flag.
+        self.option = option
+        self.file = option.flag if file is None and option is not None else file
         self.line = line
         self.kind = kind
         super().__init__(self.render())

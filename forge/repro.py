@@ -27,11 +27,11 @@ import attrs
 
 from forge.errors import InputError
 from forge.lua.backstop import BACKSTOP_KIND
-from forge.run.options import PLAIN
+from forge.run.options import ARGS
 from forge.run.record import (kit_version, observation_sha256, read_replay, record,
                                spec_from_record)
 from forge.run.spec import RunSpec
-from forge.runspec import (Expectation, KitChecks, Runner, crashed, in_mode,
+from forge.runspec import (Expectation, KitChecks, Runner, crashed, in_mode, spec_overridden,
                            spec_from_flags, with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
 from forge.sim.explore import Report
@@ -237,14 +237,14 @@ def replay_file(path: str, *, prompt: str | None = None,
         if where is None:
             raise InputError("this legacy replay file names no prompt: give PROMPT before the "
                              "file", file=path, kind="replay")
-        spec = spec_from_flags(where, **{"args": data["args"], **(overrides or {})})
+        spec = spec_from_flags(where, **{ARGS.name: data[ARGS.name], **(overrides or {})})
         # It held a run that did not end ok to have failed: the default verdict.
         expect, recorded_sha, seed = Expectation(same_ids=False), None, data["seed"] or 0
         other_kit, recorded_problems = None, ()
     else:
         spec = spec_from_record(rec, path, prompt)
         if overrides:
-            spec = _override(spec, overrides)
+            spec = spec_overridden(spec, overrides)
         expect = Expectation.from_json(rec["expect"])
         # A record with no trace sha256 is of an engine under test (`forge
         # explore --impl`): its observation is not the reference's to compare.
@@ -300,34 +300,6 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
     return write_record(record(spec, expect, chooser.seed, chooser.choices,
                                observation, failure=failure,
                                strategy=chooser.provider.describe()))
-
-
-def _override(spec: RunSpec, overrides: dict) -> RunSpec:
-    """The recorded spec with the flags given changed; the prompt stays the
-    recorded text (a prompt given as text has no file to read again)."""
-    from forge.runspec import parse_refuse, read_script_file, read_store_folder, spec_from_values
-
-    given = overrides.get
-    rebuilt = spec_from_values(
-        spec.prompt_path, spec.prompt_text,
-        store_files=read_store_folder(overrides["store"]) if "store" in overrides
-        else spec.store_files,
-        model=read_script_file(overrides["model_script"]) if "model_script" in overrides
-        else spec.model,
-        operator=read_script_file(overrides["operator_script"])
-        if "operator_script" in overrides else spec.operator,
-        faults=given("faults", ",".join(spec.faults.kinds)),
-        fault_budget=given("fault_budget", spec.faults.budget),
-        latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
-        latency_menu=spec.latency_menu,
-        tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
-        else spec.tool,
-        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
-        **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
-    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
-    if "faults" in overrides or "fault_budget" in overrides:
-        return rebuilt
-    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
 
 
 # -- telling a run ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
                            LatencyModel)
 from forge.limits import MAX_SECONDS
 from forge.prompt import parse_prompt
-from forge.run.options import engine_keywords
+from forge.run.options import CANCEL_AT, FAULTS, PLAIN, REFUSE, STORE, engine_keywords
 from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
@@ -78,7 +78,7 @@ def refuse_pair(text: str) -> tuple[str, str]:
     if not op or len(text) > 4096:
         show = repr(text)
         show = show if len(show) <= 60 else show[:57] + "...'"
-        raise InputError(f"must be OP or OP:PATH, got {show}", file="--refuse")
+        raise InputError(f"must be OP or OP:PATH, got {show}", option=REFUSE)
     return op, path or "*"
 
 
@@ -92,7 +92,7 @@ def parse_refuse(pairs) -> dict:
     for op, path in pairs:
         if op not in STORE_OPS + REFUSE_EXTRA:
             raise InputError(f"unknown operation {op[:40]!r}; the operations are "
-                             + ", ".join(STORE_OPS + REFUSE_EXTRA), file="--refuse")
+                             + ", ".join(STORE_OPS + REFUSE_EXTRA), option=REFUSE)
         paths = out.setdefault(op, ())
         if path not in paths:
             out[op] = paths + (path,)
@@ -111,9 +111,9 @@ def parse_faults(text: str | None, budget: int) -> FaultPlan:
     for kind in kinds:
         if kind not in FAULT_KINDS:
             raise InputError(f"unknown fault kind {kind[:40]!r}; use a comma-separated list of "
-                             + ",".join(FAULT_KINDS), file="--faults")
+                             + ",".join(FAULT_KINDS), option=FAULTS)
     if len(set(kinds)) != len(kinds):
-        raise InputError("a fault kind is named twice", file="--faults")
+        raise InputError("a fault kind is named twice", option=FAULTS)
     return FaultPlan(tuple(k for k in FAULT_KINDS if k in kinds), budget)
 
 
@@ -139,7 +139,7 @@ def read_store_folder(path: str | None) -> dict:
         return {}
     if not os.path.isdir(path):
         what = "is a file" if os.path.exists(path) else "does not exist"
-        raise InputError(f"Directory {path!r} {what}.", file="--store")
+        raise InputError(f"Directory {path!r} {what}.", option=STORE)
     return build_harness(path).store.snapshot()
 
 
@@ -187,6 +187,33 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
                    latency_base=base, latency_menu=menu, tool=tool, refuse=dict(refuse or {}),
                    **plain)
     return with_cancel_instants(spec)
+
+
+def spec_overridden(spec: RunSpec, overrides: dict) -> RunSpec:
+    """A recorded spec with the flags given (`overrides`, by the options
+    table's names) changed: `forge replay FILE --flag ...`.  The prompt stays
+    the recorded text (a prompt given as text has no file to read again)."""
+    given = overrides.get
+    rebuilt = spec_from_values(
+        spec.prompt_path, spec.prompt_text,
+        store_files=read_store_folder(overrides["store"]) if "store" in overrides
+        else spec.store_files,
+        model=read_script_file(overrides["model_script"]) if "model_script" in overrides
+        else spec.model,
+        operator=read_script_file(overrides["operator_script"])
+        if "operator_script" in overrides else spec.operator,
+        faults=given("faults", ",".join(spec.faults.kinds)),
+        fault_budget=given("fault_budget", spec.faults.budget),
+        latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
+        latency_menu=spec.latency_menu,
+        tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
+        else spec.tool,
+        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
+        **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
+    rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
+    if "faults" in overrides or "fault_budget" in overrides:
+        return rebuilt
+    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
 
 
 def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
@@ -435,7 +462,7 @@ def with_cancel_instants(spec: RunSpec) -> RunSpec:
     already names its instants (a replay file from before) keeps them."""
     plan = spec.faults
     if ("cancel" not in plan.kinds or plan.cancel_instants_ns or plan.cancel_steps
-            or spec.cancel_at is not None):
+            or CANCEL_AT.of(spec) is not None):
         return spec
     quiet = attrs.evolve(spec, faults=FaultPlan())
     steps = Runner(quiet).run(Chooser(Canonical())).scheduler.steps

@@ -79,35 +79,47 @@ class Option:
     into: tuple[Literal["config", "harness"], str] | None = None
     recorded: Literal["always", "when_set"] = "always"
     metavar: str | None = None
+    #: Its place in a conformance case's harness (the protocol's `harness`
+    #: object), which carries it under its name; None: a case does not.
+    case: int | None = None
 
     @property
     def flag(self) -> str:
         """The command line's name for it."""
         return "--" + self.name.replace("_", "-")
 
+    def of(self, holder: Any, default: Any = None) -> Any:
+        """Its value in `holder`: an attribute (a spec, a case's harness) or
+        a key (a mapping), `default` when absent."""
+        if isinstance(holder, Mapping):
+            return holder.get(self.name, default)
+        return getattr(holder, self.name, default)
+
 
 #: Every run option, in the order `--help` lists them.
 OPTIONS: tuple[Option, ...] = (
     Option("args", Text(), "The run's argument string (read as `args`).", default="",
-           into=("config", "args")),
+           into=("config", "args"), case=0),
     Option("store", FilePath(), "Seed the in-memory store from the files in this folder.",
-           shape="folder"),
+           shape="folder", case=2),
     Option("concurrency", Whole(1, MAX_CONCURRENCY),
            "The harness's ceiling on tasks running at once.", default=8,
-           into=("harness", "ceiling")),
+           into=("harness", "ceiling"), case=1),
     Option("model_script", FilePath(), "A JSON model script that answers model rounds.",
-           shape="script"),
+           shape="script", case=3),
     Option("operator_script", FilePath(), "A JSON operator script that answers input.ask().",
-           shape="script"),
+           shape="script", case=4),
     Option("tool_script", FilePath(),
            "A JSON tool script: the tools a `tools:` slot binds and their replies.",
-           shape="script"),
+           shape="script", case=5),
     Option("latency", Seconds(), "The canonical virtual duration of one operation kind "
-                                 "(store, model, operator, tool); repeatable.", shape="latency"),
+                                 "(store, model, operator, tool); repeatable.", shape="latency",
+           case=6),
     Option("refuse", Text(), "Have the host refuse a store operation (read, write, ..., or *) "
-                             "on PATH, or on every path; repeatable.", shape="refuse"),
+                             "on PATH, or on every path; repeatable.", shape="refuse",
+           case=8),
     Option("cancel_at", Seconds(), "Have the host cancel the run at this virtual instant.",
-           into=("harness", "cancel_at"), metavar="SECONDS"),
+           into=("harness", "cancel_at"), metavar="SECONDS", case=7),
     Option("max_instructions", Whole(MIN_INSTRUCTIONS),
            "Lua instruction budget for the whole run (ends runaway loops).",
            into=("config", "max_instructions")),
@@ -129,6 +141,18 @@ OPTIONS: tuple[Option, ...] = (
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 #: The plain options: values the run hands to the engine as they are.
 PLAIN: tuple[Option, ...] = tuple(o for o in OPTIONS if o.into is not None)
+#: The options a conformance case's harness carries.
+CASE: tuple[Option, ...] = tuple(sorted((o for o in OPTIONS if o.case is not None),
+                                         key=lambda o: o.case or 0))
+
+# The rows other modules read a value through (`row.of(holder)`, `row.name`),
+# so that no module but this one spells an option's name.
+ARGS, STORE, CONCURRENCY, MODEL_SCRIPT, OPERATOR_SCRIPT, TOOL_SCRIPT, LATENCY, REFUSE, \
+    CANCEL_AT, FAULTS, FAULT_BUDGET = (BY_NAME[n] for n in (
+        "args", "store", "concurrency", "model_script", "operator_script", "tool_script", "latency",
+        "refuse", "cancel_at", "faults", "fault_budget"))
+#: The script options, model, operator and tool, in that order.
+SCRIPTS = (MODEL_SCRIPT, OPERATOR_SCRIPT, TOOL_SCRIPT)
 
 #: The rule of each value the flags and the API both take, by the API's name
 #: for it: the run options' plain values, and a search's and the suite's.
@@ -177,8 +201,9 @@ def plain_values(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def engine_keywords(spec: Any, part: Literal["config", "harness"]) -> dict[str, Any]:
     """The keywords `spec`'s plain options give the engine's `part` (its
-    `RunConfig` or its `Harness`): an option left unset (None) is left out,
-    so the engine's own default holds."""
-    return {o.into[1]: getattr(spec, o.name) for o in PLAIN
-            if o.into is not None and o.into[0] == part and getattr(spec, o.name) is not None}
+    `RunConfig` or its `Harness`): an option left unset (None), or that
+    `spec` does not carry (a case's harness has no instruction budget), is
+    left out, so the engine's own default holds."""
+    return {o.into[1]: o.of(spec) for o in PLAIN
+            if o.into is not None and o.into[0] == part and o.of(spec) is not None}
 

@@ -32,7 +32,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import BY_NAME, PLAIN, Option
+from forge.run.options import FAULT_BUDGET, PLAIN, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -299,7 +299,7 @@ def _check_sections(r: Reader, data: dict) -> None:
             <= 1_000_000, "$.faults.cancel_steps", "a whole number from 0 to 1000000")
     r.each(faults["kinds"], "$.faults.kinds", "each a fault kind (a string)",
            lambda k: isinstance(k, str))
-    _check_option(r, BY_NAME["fault_budget"], faults["budget"], "$.faults.budget")
+    _check_option(r, FAULT_BUDGET, faults["budget"], "$.faults.budget")
     r.each(faults["cancel_instants_ns"], "$.faults.cancel_instants_ns",
            "each a whole number of nanoseconds, at most 1e18",
            lambda t: is_int(t) and 0 <= t <= int(MAX_SECONDS) * 1_000_000_000)

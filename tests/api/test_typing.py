@@ -39,3 +39,20 @@ def test_mypy_strict_passes_on_the_public_modules(tmp_path):
                           cwd=layout, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Success" in done.stdout
+
+
+#: mypy's errors in the engine (forge/engine) today, mostly `X | None`
+#: narrowing in the handlers: a ratchet, lowered as they are fixed (0 is the aim).
+ENGINE_ERRORS = 49
+
+
+def test_the_engines_mypy_errors_do_not_grow(tmp_path):
+    """The engine type-checks with at most ENGINE_ERRORS errors (a ratchet)."""
+    layout = _installed_layout(tmp_path / "layout")
+    done = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental",
+                           "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(tmp_path / "cache"), "forge/engine"],
+                          cwd=layout, capture_output=True, text=True)
+    assert "Found" in done.stdout or "Success" in done.stdout, done.stdout + done.stderr
+    errors = [line for line in done.stdout.splitlines() if ": error: " in line]
+    assert len(errors) <= ENGINE_ERRORS, "\n".join(errors)

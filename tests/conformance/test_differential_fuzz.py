@@ -85,12 +85,12 @@ def test_a_model_program_difference_is_written_with_its_model_script(tmp_path):
     with SubprocessAdapter(["env", f"FORGE_MUTANT={mutant}", *SERVE2], timeout=60) as remote:
         report = fuzz(remote, 500, seed=0, shrink=False)
     found = report.difference
-    assert found is not None and found.model_script is not None
+    assert found is not None and found.model is not None
     folder = tmp_path / "cases" / "fuzz"
     folder.mkdir(parents=True)
     (folder / "found.toml").write_text(case_text(found, 0))
     cases = load_cases(tmp_path / "cases")
-    assert cases[0].harness.model_script == found.model_script
+    assert cases[0].harness.model_script == found.model
     assert run_suite(cases, InProcessAdapter).summary_line().startswith("1 passed")
     with by_id()[mutant].applied():
         assert run_suite(cases, InProcessAdapter).summary_line().startswith("0 passed, 1 failed")
