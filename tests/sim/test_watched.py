@@ -85,3 +85,38 @@ def test_only_a_provider_that_reads_option_counts_alone_has_a_twin():
     assert [twin.draw("x", "ab") for _ in range(20)] == [provider.draw("x", "ab")
                                                          for _ in range(20)]
     assert TieProvider(1).twin() is None and PCTProvider(1, 3, None).twin() is None
+
+
+def _violations(runner: Runner, kinds, seed: int) -> list[str]:
+    from forge import liveness
+    from forge.engine.run import Run
+
+    run = Run(runner.prompt, *runner._with(Chooser(RandomProvider(seed), seed=seed)))
+    run.trace.observe((*oracles.watchers(run, kinds), *liveness.monitors(run)))
+    try:
+        run.execute()
+    except Exception:  # noqa: BLE001 - what a mutant breaks is not what is compared
+        pass
+    run.trace.unobserve()
+    return [f"{v.by}: {v.text()}" for v in run.trace.violations]
+
+
+def test_watchers_fed_only_the_records_they_declare_find_what_they_find_fed_every_record():
+    """Each watcher's `SEES` names every record kind it reads: fed every record
+    instead, it finds the very same violations, on the reference and on the
+    mutant each watcher catches (tasks.ids, tasks.spawn-errors.depth-cap,
+    tasks.timeouts.join-timed-out, tasks.leak.tasks-live)."""
+    import contextlib
+
+    from tests.sim.test_more_watchers import KILLS
+
+    every = tuple(type(k.__name__, (k,), {"SEES": None}) for k in oracles.WATCHERS)
+    caught = 0
+    for site, prompt, _ in [(None, p, None) for p in sorted({p for _, p, _ in KILLS})] + KILLS:
+        runner = Runner(spec_from_flags(str(EXAMPLES / prompt)))
+        with variation.switched(site) if site else contextlib.nullcontext():
+            for seed in range(4):
+                routed = _violations(runner, oracles.WATCHERS, seed)
+                assert routed == _violations(runner, every, seed), (site, prompt, seed)
+                caught += bool(routed)
+    assert caught >= len(KILLS)
