@@ -481,6 +481,9 @@ class ChildCounter:
     wait takes none (tasks.ids, tasks.timeout-ids.timed-wait-takes-index,
     tasks.timeout-ids.no-index)."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"spawn", "call_start", "wait"})
+
     def __init__(self, facts) -> None:
         self.next: dict[str, int] = {}
 
@@ -509,6 +512,9 @@ class WithinDepthCap:
     """No chain is spawned, called or fanned out deeper than the cap of 8
     (tasks.ids: an id has at most nine components, `0` and eight more)."""
 
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"spawn", "call_start"})
+
     def __init__(self, facts) -> None:
         from forge.engine.rules.ids import DEPTH_CAP
 
@@ -525,6 +531,9 @@ class WithinDepthCap:
 class TimedOutJoinKeepsFinished:
     """A `tasks.join` that times out still delivers every member that had
     ended: only the missing positions are holes (tasks.timeouts.join-timed-out)."""
+
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"wait", "task_end", "timeout", "deliver", "step"})
 
     def __init__(self, facts) -> None:
         self.ended: set[str] = set()
@@ -556,6 +565,9 @@ class LeakFailsOwner:
     `owner_returned` (tasks.leak.tasks-live); live tasks its model started
     are abandoned quietly, failing nothing (tasks.model.owner-end.abandoned-quietly).
     Who started a task and why its owner failed are read off the run."""
+
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no other).
+    SEES = frozenset({"step", "task_end", "run_end"})
 
     def __init__(self, facts) -> None:
         self.run = facts

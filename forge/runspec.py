@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import marshal
 import math
 import os
 import re
@@ -55,6 +56,7 @@ from forge.sim.strategies import lookup, parse
 from forge.sim.trace import canonical_json
 from forge.store import MemoryStore
 from forge.toolscript import tool_script_from_data
+from forge.watched import Watched
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -298,6 +300,10 @@ class Runner:
         self.tool = tool_script_from_data(spec.tool.data, spec.tool.path) if spec.tool else None
         #: The observation and identity `subject` gave last (`identity_of`).
         self._last: tuple[dict, str] | None = None
+        #: The runs `subject` watched, by their choices (`forge.watched`).
+        self._watched = Watched()
+        #: The built-in probes reached, by (schedule identity, faults fired) (`probed`).
+        self._reached: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         # What every run's harness and config take from the spec, read once.
         self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
@@ -330,13 +336,15 @@ class Runner:
         harness, config = self._harness(chooser)
         return harness, chooser, config
 
-    def attempt(self, chooser: Chooser):
+    def attempt(self, chooser: Chooser, watch: bool = True):
         """`(run, None)`, or `(run, exception)` when the engine itself broke:
-        exploring keeps such a schedule, since a kit bug deserves a repro too."""
+        exploring keeps such a schedule, since a kit bug deserves a repro too.
+        The watchers and the liveness monitors watch it unless `watch` is False."""
         run = Run(self.prompt, *self._with(chooser))
         # The invariants that hold at every step are checked as the run goes,
         # so a violation names the step that broke it (`no_violations`).
-        run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
+        if watch:
+            run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
         if run.harness.faults is not None:
             run.harness.faults.trace = run.trace     # where each fault fell, for the story
         try:
@@ -350,10 +358,30 @@ class Runner:
     def subject(self, chooser: Chooser) -> tuple[dict, str]:
         """`forge.sim.explore`'s subject: the observation and the schedule's
         identity (`schedule_identity`).  A run the engine broke on is the
-        outcome `crashed` (see `crashed`)."""
+        outcome `crashed` (see `crashed`).
+
+        A schedule that will make the choices of one watched before
+        (`forge.watched`) runs unwatched, and takes that run's violations
+        and identity once its choices are confirmed to be that run's; one
+        that is not confirmed runs again, watched."""
+        seen = self._watched.predict(chooser)
+        if seen is not None:
+            run, crash = self.attempt(chooser, watch=False)
+            if crash is None:
+                obs = run.observation()
+                if seen.confirms(run, obs):
+                    run.trace.violations = list(seen.violations)
+                    return self._seen(obs, run, seen.identity)
+            chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed)
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
-        seen = self.probed(with_violations(obs, run), run), schedule_identity(obs, run)
+        identity = schedule_identity(obs, run)
+        if crash is None:
+            self._watched.keep(run, obs, identity)
+        return self._seen(obs, run, identity)
+
+    def _seen(self, obs: dict, run, identity: str) -> tuple[dict, str]:
+        seen = self.probed(with_violations(obs, run), run, identity), identity
         self._last = seen
         return seen
 
@@ -363,11 +391,25 @@ class Runner:
         last = self._last
         return last[1] if last is not None and last[0] is obs else None
 
-    def probed(self, obs: dict, run) -> dict:
+    def probed(self, obs: dict, run, identity: str | None = None) -> dict:
         """`obs` with the probes its run reached (`forge.probes`), under the
-        key the searches count (outside the observation's sha256)."""
+        key the searches count (outside the observation's sha256).
+
+        The built-in probes read the run's trace records, its events and
+        the faults that fired: a schedule whose `identity` (which covers
+        the trace's digest and the events) and faults were probed before
+        reaches what it reached then, so that is kept, as `KitChecks` keeps
+        problems.  Users' probes, which may keep state, try every schedule."""
         faults = [kind for kind, _ in run.harness.faults.fired] if run.harness.faults else ()
-        reached = probes.hits(run.trace.records, obs, faults)
+        key = None if identity is None else (identity, tuple(faults))
+        found = self._reached.get(key) if key is not None else None
+        if found is None:
+            found = frozenset(probes.hits(run.trace.records, obs, faults))
+            if key is not None:
+                if len(self._reached) >= KitChecks.KEPT:
+                    del self._reached[next(iter(self._reached))]
+                self._reached[key] = found
+        reached = set(found)
         reached.update(p.name for p in self.probes if p(obs))
         return {**obs, PROBES: sorted(reached)}
 
@@ -417,11 +459,22 @@ def schedule_identity(obs: dict, run) -> str:
     event's dict, most of a run's observation, where this reads each
     event's few parts off the run (`Observer.raw`: kind, section, task, seq
     and its own fields, from which the event's dict is built) and writes the
-    rest of the observation, the trace's digest included, as JSON."""
+    rest of the observation, the trace's digest included, as JSON.  The
+    events' heads (strings, integers) are written by `marshal` at version 2,
+    which writes values alone (no sharing of equal objects, no interning
+    flag), so equal heads give equal bytes; the fields of the few events
+    that have any are written as canonical JSON, numbered by their event."""
     rest = canonical_json({k: v for k, v in obs.items() if k != "events"})
-    events = "\n".join([f"{e[:4]!r}{canonical_json(e[4]) if e[4] else ''}"
-                        for e in run.observer.raw])
-    return hashlib.sha256(f"{rest}\n{events}".encode("utf-8")).hexdigest()
+    heads: list[tuple] = []
+    fields: list[str] = []
+    for kind, section, task, seq, more in run.observer.raw:
+        if more:
+            fields.append(f"{len(heads)}:{canonical_json(more)}")
+        heads.append((kind, section, task, seq))
+    digest = hashlib.sha256(f"{rest}\n".encode("utf-8"))
+    digest.update(marshal.dumps(heads, 2))
+    digest.update("\n".join(fields).encode("utf-8"))
+    return digest.hexdigest()
 
 
 def with_violations(obs: dict, run) -> dict:

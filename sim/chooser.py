@@ -126,6 +126,15 @@ class Provider(ABC):
     def describe(self) -> dict:
         return {"strategy": self.name}
 
+    def twin(self) -> Provider | None:
+        """A provider that, from here on, answers every decision as this one
+        would, reading only each decision's kind and its options' count
+        (`len(options)`), not their labels; None when this one reads more
+        or cannot be copied.  A searcher asks the twin the decisions of runs
+        it has seen, to tell which one a schedule will repeat
+        (`forge.watched`)."""
+        return None
+
 
 class Canonical(Provider):
     """Always option 0: the spec's default order."""
@@ -150,6 +159,11 @@ class RandomProvider(Provider):
 
     def describe(self) -> dict:
         return {"strategy": self.name, "seed": self.seed}
+
+    def twin(self) -> RandomProvider:
+        twin = RandomProvider(self.seed)
+        twin.rng.state = self.rng.state
+        return twin
 
 
 class ReplayProvider(Provider):

@@ -1,0 +1,128 @@
+"""Schedules already watched: a run whose choices are a watched run's is that run.
+
+A run is a function of its spec, its seed and its choice sequence
+(`forge.sim.chooser`), and a run that never read its seed
+(`Run.seed_independent`) of its spec and choices alone.  So what the
+watchers and the liveness monitors find while such a run happens - its
+violations - is what they found on any earlier run of the same spec that
+made the same choices, and so is the schedule's identity.  A search draws
+the same few schedules again and again (200 random schedules of a two-task
+prompt show two), and watching a run costs about half of running it.
+
+`Watched` keeps the watched runs' choices in a tree: each node holds the
+decision the runs through it asked there (its kind and options, as the
+chooser kept them) and the nodes below it by the answer given; a run's
+last node holds what it found (`Seen`).  Before a run, `predict` asks a
+twin of the schedule's provider (`Provider.twin`: one that answers from
+the decisions' kinds and option counts alone, as the random provider
+does) the decisions the tree holds; answers that lead to a run's last
+node say the run will be that run, and the runner runs it unwatched.  The
+prediction is only a hint: after the run, `Seen.confirms` holds its
+choices to that run's, its seed to unread and its ending to its own (not
+the CPU-time backstop's), and only then are the kept violations and
+identity its own; otherwise the runner runs it again, watched.
+
+What does not live here: the watchers (`forge.conformance.oracles`), the
+monitors (`forge.liveness`), running and probing (`forge.runspec.Runner`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from forge import variation
+from forge.lua.backstop import BACKSTOP_KIND
+from forge.sim.chooser import Chooser
+
+#: The most decisions the tree keeps (its nodes); past it, runs are no longer kept.
+MAX_NODES = 200_000
+
+
+@attrs.frozen
+class Seen:
+    """A watched run: its choices as (kind, options, value), what the
+    watchers found (`forge.sim.trace.Violation`s) and its identity."""
+
+    choices: tuple[tuple[str, int, int], ...]
+    violations: tuple[Any, ...]
+    identity: str
+
+    def confirms(self, run: Any, obs: dict) -> bool:
+        """Whether `run` (its observation `obs`) is the run seen: the same
+        choices, its seed never read, and an ending of its own."""
+        error = obs.get("error")
+        return (run.seed_independent()
+                and not (isinstance(error, dict) and error.get("kind") == BACKSTOP_KIND)
+                and _choices(run.chooser) == self.choices)
+
+
+def _choices(chooser: Chooser) -> tuple[tuple[str, int, int], ...]:
+    return tuple([(c.kind, c.n, c.value) for c in chooser.choices])
+
+
+class _Node:
+    __slots__ = ("decision", "below", "seen")
+
+    def __init__(self) -> None:
+        #: (kind, options) of the decision asked here; None: no run went on.
+        self.decision: tuple[str, Sequence[str]] | None = None
+        self.below: dict[int, _Node] = {}
+        #: The run that ended here (made no more choices), if one did.
+        self.seen: Seen | None = None
+
+
+class Watched:
+    """The runs of one spec watched so far, by their choices (see the module)."""
+
+    def __init__(self) -> None:
+        self.root = _Node()
+        self.nodes = 1
+        #: The variation sites on when the runs were kept: a mutant's runs
+        #: are not the reference's.
+        self.sites = variation.switched_on()
+
+    def predict(self, chooser: Chooser) -> Seen | None:
+        """The watched run `chooser`'s schedule will make, if its provider's
+        twin, answering the tree's decisions, leads to one (else None).
+        Call it before the run: it reads the provider as it is then."""
+        twin = chooser.provider.twin()
+        if twin is None or variation.switched_on() != self.sites:
+            return None
+        node = self.root
+        while node.seen is None:
+            if node.decision is None:
+                return None
+            kind, options = node.decision
+            nxt = node.below.get(twin.draw(kind, options))
+            if nxt is None:
+                return None
+            node = nxt
+        return node.seen
+
+    def keep(self, run: Any, obs: dict, identity: str) -> None:
+        """Keep the watched `run` (its observation `obs`, its identity), when
+        its choices alone make it: its seed unread, its ending its own."""
+        error = obs.get("error")
+        if (self.nodes >= MAX_NODES or variation.switched_on() != self.sites
+                or (isinstance(error, dict) and error.get("kind") == BACKSTOP_KIND)
+                or not run.seed_independent()):
+            return
+        chooser = run.chooser
+        node = self.root
+        for choice, options in zip(chooser.choices, chooser.options):
+            if node.seen is not None:
+                return          # not a run of one spec after all: keep nothing
+            if node.decision is None:
+                node.decision = (choice.kind, options)
+            elif (node.decision[0], len(node.decision[1])) != (choice.kind, choice.n):
+                return
+            nxt = node.below.get(choice.value)
+            if nxt is None:
+                nxt = node.below[choice.value] = _Node()
+                self.nodes += 1
+            node = nxt
+        if node.decision is None and node.seen is None:
+            node.seen = Seen(_choices(chooser), tuple(run.trace.violations), identity)

@@ -1,0 +1,122 @@
+"""Schedules already watched (`forge.watched`): a schedule whose choices are a watched
+run's runs unwatched and takes that run's violations and identity, and gives what a
+watched run gives; one the prediction got wrong runs again, watched (kit: explore-report)."""
+
+from __future__ import annotations
+
+import pathlib
+
+from forge import variation
+from forge.conformance import oracles
+from forge.runspec import Runner, spec_from_flags
+from forge.sim.chooser import Chooser, RandomProvider
+from forge.watched import Seen, Watched
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+
+def _counting(monkeypatch) -> list[int]:
+    watched: list[int] = []
+    real = oracles.watchers
+
+    def counted(run, kinds=oracles.WATCHERS):
+        watched.append(1)
+        return real(run, kinds)
+
+    monkeypatch.setattr(oracles, "watchers", counted)
+    return watched
+
+
+def test_a_schedule_seen_before_runs_unwatched_and_gives_what_a_watched_run_gives(monkeypatch):
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    watched = _counting(monkeypatch)
+    memo, fresh = Runner(spec), Runner(spec)
+    schedules = set()
+    for seed in range(40):
+        got = memo.subject(Chooser(RandomProvider(seed), seed=seed))
+        fresh._watched = Watched()              # keeps nothing: every run is watched
+        want = fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+        assert got == want
+        schedules.add(got[1])
+    # The memo runner watched each distinct schedule once; the other, every one.
+    assert len(watched) == 40 + len(schedules) and len(schedules) == 2
+
+
+def test_violations_are_the_watched_runs_own():
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-delivery.md"))
+    with variation.switched("delivery.double-delivery"):
+        runner = Runner(spec)
+        first = [runner.subject(Chooser(RandomProvider(s), seed=s))[0] for s in range(12)]
+    assert all(obs.get(oracles.VIOLATIONS) for obs in first)
+    again = Runner(spec)
+    with variation.switched("delivery.double-delivery"):
+        for s, obs in enumerate(first):
+            again._watched = Watched()
+            assert again.subject(Chooser(RandomProvider(s), seed=s))[0] == obs
+
+
+def test_a_mutant_does_not_take_the_references_runs():
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-delivery.md"))
+    runner = Runner(spec)
+    clean = runner.subject(Chooser(RandomProvider(0), seed=0))[0]
+    assert not clean.get(oracles.VIOLATIONS)
+    with variation.switched("delivery.double-delivery"):
+        assert runner.subject(Chooser(RandomProvider(0), seed=0))[0].get(oracles.VIOLATIONS)
+
+
+def test_a_wrong_prediction_runs_the_schedule_again_watched(monkeypatch):
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner = Runner(spec)
+    want = Runner(spec).subject(Chooser(RandomProvider(5), seed=5))
+    wrong = Seen((("chain", 2, 1),), ("not this run's",), "not its identity")
+    monkeypatch.setattr(runner._watched, "predict", lambda chooser: wrong)
+    watched = _counting(monkeypatch)
+    assert runner.subject(Chooser(RandomProvider(5), seed=5)) == want
+    assert watched == [1]
+
+
+def test_only_a_provider_that_reads_option_counts_alone_has_a_twin():
+    from forge.sim.pct import PCTProvider
+    from forge.sim.strategies.ties import TieProvider
+
+    provider = RandomProvider(9)
+    provider.draw("chain", ("a", "b", "c"))
+    twin = provider.twin()
+    assert [twin.draw("x", "ab") for _ in range(20)] == [provider.draw("x", "ab")
+                                                         for _ in range(20)]
+    assert TieProvider(1).twin() is None and PCTProvider(1, 3, None).twin() is None
+
+
+def _violations(runner: Runner, kinds, seed: int) -> list[str]:
+    from forge import liveness
+    from forge.engine.run import Run
+
+    run = Run(runner.prompt, *runner._with(Chooser(RandomProvider(seed), seed=seed)))
+    run.trace.observe((*oracles.watchers(run, kinds), *liveness.monitors(run)))
+    try:
+        run.execute()
+    except Exception:  # noqa: BLE001 - what a mutant breaks is not what is compared
+        pass
+    run.trace.unobserve()
+    return [f"{v.by}: {v.text()}" for v in run.trace.violations]
+
+
+def test_watchers_fed_only_the_records_they_declare_find_what_they_find_fed_every_record():
+    """Each watcher's `SEES` names every record kind it reads: fed every record
+    instead, it finds the very same violations, on the reference and on the
+    mutant each watcher catches (tasks.ids, tasks.spawn-errors.depth-cap,
+    tasks.timeouts.join-timed-out, tasks.leak.tasks-live)."""
+    import contextlib
+
+    from tests.sim.test_more_watchers import KILLS
+
+    every = tuple(type(k.__name__, (k,), {"SEES": None}) for k in oracles.WATCHERS)
+    caught = 0
+    for site, prompt, _ in [(None, p, None) for p in sorted({p for _, p, _ in KILLS})] + KILLS:
+        runner = Runner(spec_from_flags(str(EXAMPLES / prompt)))
+        with variation.switched(site) if site else contextlib.nullcontext():
+            for seed in range(4):
+                routed = _violations(runner, oracles.WATCHERS, seed)
+                assert routed == _violations(runner, every, seed), (site, prompt, seed)
+                caught += bool(routed)
+    assert caught >= len(KILLS)
