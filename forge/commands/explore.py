@@ -273,8 +273,9 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, max_deviati
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
     # A seed alone draws the schedule again only for a strategy that learns
-    # nothing from earlier seeds (a PCT run needs its campaign's horizon).
-    alone = bool(report.findings) and "horizon" not in report.findings[0].provider
+    # nothing from earlier seeds (a PCT run needs its campaign's horizon, a
+    # coverage-guided run the prefix its corpus gave it).
+    alone = bool(report.findings) and not {"horizon", "prefix"} & set(report.findings[0].provider)
     rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
                        data["failures"][0]["seed"]) if data["failures"] and alone else None
     show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
