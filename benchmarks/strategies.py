@@ -158,6 +158,9 @@ def main() -> None:
         print(_line(row, args.campaigns))
     print(f"coverage / random, median over {len(rows)} targets of the per-target ratio of "
           f"medians: {ratio(rows):.2f}")
+    total = {s: sum(r[s]["median"] for r in rows) for s in STRATEGIES}
+    print("sum of the medians: " + ", ".join(f"{s} {total[s]:g}" for s in STRATEGIES)
+          + f" (coverage / random {total['coverage'] / total['random']:.2f})")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,13 @@ a chunk whose starting horizon is not the one the runs before it give is
 sent again with the right one.  The horizon grows only when a run makes more
 real decisions than every run before it, so few chunks are sent twice.
 
+A strategy whose campaign starts afresh every so many seeds (coverage's
+lanes, `forge.sim.coverage`) declares that count as its `chunk`, and its
+chunks are exactly its lanes, so a worker grows the same corpus the serial
+search grows.  A worker's failing run comes back with its choices and its
+description, and the finding replays those choices here: a strategy that
+learns from earlier seeds cannot draw it again from its seed alone.
+
 Shards (`--shard I/N`, a CI matrix) cut the seed range into N contiguous
 parts.  A shard's report carries what merging needs (`shard_section`: its
 distinct trace hashes, its replay record, and a fingerprint of the
