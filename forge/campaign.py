@@ -14,6 +14,13 @@ a chunk whose starting horizon is not the one the runs before it give is
 sent again with the right one.  The horizon grows only when a run makes more
 real decisions than every run before it, so few chunks are sent twice.
 
+A strategy whose campaign starts afresh every so many seeds (coverage's
+lanes, `forge.sim.coverage`) declares that count as its `chunk`, and its
+chunks are exactly its lanes, so a worker grows the same corpus the serial
+search grows.  A worker's failing run comes back with its choices and its
+description, and the finding replays those choices here: a strategy that
+learns from earlier seeds cannot draw it again from its seed alone.
+
 Shards (`--shard I/N`, a CI matrix) cut the seed range into N contiguous
 parts.  A shard's report carries what merging needs (`shard_section`: its
 distinct trace hashes, its replay record, and a fingerprint of the
@@ -47,7 +54,7 @@ from forge.repro import ExploreOutcome, outcome_of, prepare
 from forge.run.record import record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation, in_mode
-from forge.sim.chooser import Chooser
+from forge.sim.chooser import Chooser, ReplayProvider
 from forge.sim.exhaustive import Entry, Slice, Walk, slice_of, spread
 from forge.sim.explore import PROBES, Report, check_all, finding, tally
 from forge.sim.strategies import SEARCH, STRATEGIES, lookup
@@ -73,6 +80,11 @@ class SeedRun:
     faults: tuple[str, ...] = ()
     #: The probes it reached (`forge.sim.explore.PROBES`).
     probes: tuple[str, ...] = ()
+    #: A failing run's choice values and how it was drawn
+    #: (`Provider.describe`), which the finding replays: a strategy that
+    #: learns from earlier seeds could not draw it again from its seed alone.
+    choices: tuple[int, ...] = ()
+    drawn: dict = attrs.field(factory=dict, eq=False)
 
 
 @attrs.frozen
@@ -157,10 +169,11 @@ def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
         chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
         steps = getattr(provider, "steps", 0)
-        campaign.learn(provider)    # as the serial search learns (`forge.sim.explore`)
+        campaign.learn(provider, obs)    # as the serial search learns (`forge.sim.explore`)
         failed = bool(check_all(obs, checks))
+        drawn = (tuple(chooser.values()), provider.describe()) if failed else ((), {})
         runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps,
-                            tuple(chooser.faults_fired()), tuple(obs.get(PROBES, ()))))
+                            tuple(chooser.faults_fired()), tuple(obs.get(PROBES, ())), *drawn))
         if failed:
             break
     return Chunk(first, horizon, tuple(runs))
@@ -216,8 +229,9 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
     starting at `pct_horizon` if given, as there)."""
     spec = in_mode(spec, strategy)
     runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
-    chunks = [(first, min(CHUNK, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
-                                                                          CHUNK)]
+    size = lookup(strategy).chunk or CHUNK
+    chunks = [(first, min(size, seeds.stop - first)) for first in range(seeds.start, seeds.stop,
+                                                                         size)]
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
     faults: dict[str, int] = {}
@@ -225,7 +239,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
     # What the runs so far taught the strategy's campaign (PCT: its horizon),
     # learned here in seed order, as the serial search learns it.
     learned = lookup(strategy).campaign(pct_depth, pct_horizon)
-    done, failing, drawn_with = 0, None, None
+    done, failing = 0, None
     with Pool(workers, _setup, (spec, expect, tuple(extra_checks), strategy, pct_depth,
                                 tuple(probes)), where) as pool:
         sent: dict[int, object] = {}  # chunk index -> future, in flight
@@ -244,7 +258,6 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                 send(i)
                 chunk = sent.pop(i).result()
             for run in chunk.runs:
-                drawn_with = learned.horizon
                 done += 1
                 traces.add(run.trace_sha)
                 tally(outcomes, (run.outcome,))
@@ -263,8 +276,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                 send(i + ahead)
     findings = ()
     if failing is not None:
-        findings = (_finding(runner, checks, strategy, failing.seed, pct_depth, drawn_with,
-                             shrink_budget),)
+        findings = (_finding(runner, checks, failing, shrink_budget),)
     report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
                     horizon=learned.horizon,
                     faults=dict(sorted(faults.items())),
@@ -273,14 +285,13 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                     tuple(sorted(traces)))
 
 
-def _finding(runner, checks, strategy: str, seed: int, pct_depth: int, horizon: int | None,
-             shrink_budget: int):
-    provider = lookup(strategy).campaign(pct_depth, horizon).provider(seed)
-    chooser = Chooser(provider, seed=seed)
+def _finding(runner, checks, failing: SeedRun, shrink_budget: int):
+    """The finding of a worker's failing run, run again here from its choices."""
+    chooser = Chooser(ReplayProvider(failing.choices), seed=failing.seed)
     obs, _ = runner.subject(chooser)
     problems = check_all(obs, checks)
-    return finding(runner.subject, seed, chooser, obs, problems, checks, shrink_budget,
-                   provider.describe())
+    return finding(runner.subject, failing.seed, chooser, obs, problems, checks, shrink_budget,
+                   failing.drawn)
 
 
 # -- shards ---------------------------------------------------------------------------------

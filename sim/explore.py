@@ -150,11 +150,12 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     runs = 0
     for seed in seeds:
         provider = campaign.provider(seed)
-        described = provider.describe()
         # The run's own seed is the schedule's: seed N here is `forge run --seed N`.
         chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
-        campaign.learn(provider)
+        # Described once run: a coverage-guided run spells the choices it made.
+        described = provider.describe()
+        campaign.learn(provider, obs)
         runs += 1
         traces.add(sha)
         tally(outcomes, (str(obs.get("outcome")),))

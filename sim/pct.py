@@ -262,6 +262,6 @@ class PCTCampaign:
     def provider(self, seed: int) -> PCTProvider:
         return PCTProvider(seed, self.depth, self.horizon)
 
-    def learn(self, provider: PCTProvider) -> None:
+    def learn(self, provider: PCTProvider, observation: dict | None = None) -> None:
         if self.horizon is None or provider.steps > self.horizon:
             self.horizon = provider.steps

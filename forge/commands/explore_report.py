@@ -93,8 +93,9 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
     `--pct-horizon` gives it.  `strategy`, the campaign's, is named when
     the flags do not name it and the line's own default is another (a
     shard's).  None for an exhaustive walk's failure, which has no seed:
-    its replay file is the way back."""
-    if seed is None or args is None:
+    its replay file is the way back; None too for a coverage-guided run,
+    whose prefix came from the corpus earlier seeds grew, not from its seed."""
+    if seed is None or args is None or "prefix" in (provider or {}):
         return None
     kept, skip = [], False
     for token in args:

@@ -21,13 +21,14 @@ from __future__ import annotations
 import re
 
 from forge.sim.chooser import Provider
-from forge.sim.strategies import canonical, exhaustive, pct, portfolio, random, replay, ties
+from forge.sim.strategies import (canonical, coverage, exhaustive, pct, portfolio, random, replay,
+                                  ties)
 from forge.sim.strategies.base import Campaign, Strategy
 
 #: Every strategy, in the order usage lines name them.
 STRATEGIES: tuple[Strategy, ...] = (canonical.STRATEGY, portfolio.STRATEGY, random.STRATEGY,
-                                    pct.STRATEGY, ties.STRATEGY, exhaustive.STRATEGY,
-                                    replay.STRATEGY)
+                                    pct.STRATEGY, ties.STRATEGY, coverage.STRATEGY,
+                                    exhaustive.STRATEGY, replay.STRATEGY)
 #: What every front end draws schedules with when given no strategy: `forge
 #: explore` (`DEFAULT_SHARDED` when its seeds are cut into shards), the
 #: Python API's `forge.explore` and the pytest plugin.

@@ -24,8 +24,9 @@ class Campaign(Protocol):
 
     def provider(self, seed: int) -> Provider: ...
 
-    def learn(self, run: Any) -> None:
-        """Learn from a finished run: its provider, or anything with its `steps`."""
+    def learn(self, run: Any, observation: dict | None = None) -> None:
+        """Learn from a finished run: its provider and its observation, or a
+        spread campaign's record of it (anything with its `steps`)."""
 
 
 @attrs.frozen
@@ -61,6 +62,11 @@ class Strategy:
     orders: bool = False
     #: Why its seeds cannot be cut into shards (None: they can).
     unshardable: str | None = None
+    #: Seeds a worker of a spread search runs with one campaign of its own
+    #: (None: any chunk; `forge.campaign.CHUNK`): a strategy whose campaign
+    #: starts afresh every so many seeds says how many, so that a spread
+    #: search's runs are the serial search's.
+    chunk: int | None = None
 
     @property
     def explores(self) -> bool:

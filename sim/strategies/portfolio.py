@@ -55,7 +55,7 @@ class PortfolioCampaign:
     def provider(self, seed: int) -> Provider:
         return provider_of(seed, self.horizon)
 
-    def learn(self, run: Any) -> None:
+    def learn(self, run: Any, observation: dict | None = None) -> None:
         """Learn from a PCT member's run (its provider, or a campaign's
         record of it with `seed` and `steps`) what PCT learns."""
         if member(run.seed)[0] != "pct":

@@ -24,7 +24,7 @@ class Seeds:
     def provider(self, seed: int) -> RandomProvider:
         return RandomProvider(seed)
 
-    def learn(self, run: Any) -> None:
+    def learn(self, run: Any, observation: dict | None = None) -> None:
         pass    # nothing to learn: the next seed's schedule does not depend on this one
 
 

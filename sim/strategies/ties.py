@@ -55,7 +55,7 @@ class Seeds:
     def provider(self, seed: int) -> TieProvider:
         return TieProvider(seed)
 
-    def learn(self, run: Any) -> None:
+    def learn(self, run: Any, observation: dict | None = None) -> None:
         pass
 
 

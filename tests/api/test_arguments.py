@@ -104,7 +104,7 @@ BAD = [
     (explore, {"runs": 1.5}, "runs must be a whole number"),
     (explore, {"runs": 0}, "runs must be at least 1, got 0"),
     (explore, {"strategy": "sideways"}, "strategy must be one of portfolio, random, pct, ties, "
-                                        "exhaustive, got "
+                                        "coverage, exhaustive, got "
                                         "'sideways'"),
     (explore, {"pct_depth": "x"}, "pct_depth must be a whole number"),
     (explore, {"pct_depth": 0}, "pct_depth must be at least 1, got 0"),

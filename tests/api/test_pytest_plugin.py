@@ -187,7 +187,7 @@ def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
     (("--forge-seed", str(2**63)), {},
      f"forge: --forge-seed must be at most {2**63 - 1}, got {2**63}"),
     (("--forge-strategy", "sideways"), {},
-     "forge: --forge-strategy must be one of portfolio, random, pct, ties, exhaustive, "
+     "forge: --forge-strategy must be one of portfolio, random, pct, ties, coverage, exhaustive, "
      "got 'sideways'"),
     (("--forge-profile", "nope"), {}, "forge: --forge-profile: no settings profile 'nope'"),
     ((), {"FORGE_PROFILE": "nope"}, "forge: FORGE_PROFILE: no settings profile 'nope'"),
