@@ -48,6 +48,9 @@ class Failure:
     #: The shrunk run's steps: (actor, what it did), in order.
     steps: tuple[tuple[str, str], ...]
     provider: dict = attrs.field(factory=dict, eq=False)
+    #: The liveness violations (``forge.lifecycle.liveness``): (index of the
+    #: step its hot state began at, problem), what the story marks.
+    hot: tuple[tuple[int, str], ...] = ()
 
 
 @attrs.frozen
@@ -106,7 +109,8 @@ def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
     record, obs = _record(scenario, reduced, f.shrunk)
     return Failure(tuple(f.problems), f.seed, tuple(f.choices), tuple(f.shrunk),
                    f.deviations, f.proven, record,
-                   tuple((a, label) for a, label in obs["steps"]), f.provider)
+                   tuple((a, label) for a, label in obs["steps"]), f.provider,
+                   tuple((step, problem) for step, problem in obs["hot"]))
 
 
 def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcome:
@@ -149,6 +153,8 @@ class Replayed:
     #: (its kind or option count), or for one past the record's end; None if
     #: it took the recorded choices.
     drift: Drift | None = None
+    #: The liveness violations, as ``Failure.hot``.
+    hot: tuple[tuple[int, str], ...] = ()
 
 
 def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
@@ -158,4 +164,20 @@ def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
     provider = RecordedProvider(recorded.choices)
     obs, _ = subject(scenario, recorded.reduced)(Chooser(provider))
     return Replayed(tuple(problems_of(obs)), tuple((a, s) for a, s in obs["steps"]),
-                    tuple(tuple(r) for r in obs["rows"]), provider.drift)
+                    tuple(tuple(r) for r in obs["rows"]), provider.drift,
+                    tuple((step, problem) for step, problem in obs["hot"]))
+
+
+def story(steps: Sequence[tuple[str, str]], hot: Sequence[tuple[int, str]]) -> list[str]:
+    """A schedule step by step, each liveness violation's hot suffix marked:
+    ``HOT from here`` before the step its state turned hot in, and the
+    violation after the last step (the schedule's end, by which it had to be
+    left)."""
+    lines = []
+    for i, (actor, what) in enumerate(steps):
+        lines.extend(f"  {'':>12}  HOT from here: {problem}" for step, problem in hot
+                     if step == i)
+        lines.append(f"  {actor:>12}  {what}")
+    lines.extend(f"  {'':>12}  VIOLATION at the end of the schedule: {problem}"
+                 for _, problem in hot)
+    return lines

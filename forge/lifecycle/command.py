@@ -76,7 +76,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
                 "seed": f.seed, "problems": list(f.problems), "choices": len(f.found),
                 "shrunk": list(f.shrunk), "deviations": f.deviations,
                 "proven_minimal": f.proven, "strategy": f.provider,
-                "steps": [list(s) for s in f.steps]}],
+                "steps": [list(s) for s in f.steps],
+                "hot": [{"step": step, "problem": p} for step, p in f.hot]}],
             "replay": replay_out if f else None}, sort_keys=True))
     if not on_stdout(json_out):
         steps = "host calls and store operations" if not out.reduced else "store operations"
@@ -96,8 +97,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
             minimal = "a proven local minimum" if f.proven else "not proven minimal"
             click.echo(f"shrunk from {len(f.found)} to {len(f.shrunk)} choices, "
                        f"{f.deviations} deviations from canonical ({minimal}); the schedule:")
-            for actor, what in f.steps:
-                click.echo(f"  {actor:>12}  {what}")
+            for line in campaign.story(f.steps, f.hot):
+                click.echo(line)
             click.echo(f"reproduce with: forge replay {path} {replay_out}")
     if f is not None:
         return 1
@@ -132,10 +133,12 @@ def replay_file(path: str | None, replay: str, json_out: str | None,
                    f"to check {path} against, only the choices", err=True)
     emit_json(json_out, json.dumps({"problems": list(got.problems),
                                     "steps": [list(s) for s in got.steps],
-                                    "rows": [list(r) for r in got.rows]}, sort_keys=True))
+                                    "rows": [list(r) for r in got.rows],
+                                    "hot": [{"step": step, "problem": p}
+                                            for step, p in got.hot]}, sort_keys=True))
     if not on_stdout(json_out):
-        for actor, what in got.steps:
-            click.echo(f"  {actor:>12}  {what}")
+        for line in campaign.story(got.steps, got.hot):
+            click.echo(line)
         click.echo("FAILED: " + "; ".join(got.problems) if got.problems else "ok")
     return 1 if got.problems else 0
 
