@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.lifecycle.explore import Scenario, problems_of, subject
+from forge.lifecycle.probes import coverage
 from forge.sim.strategies import SEARCH, lookup
 
 if TYPE_CHECKING:
@@ -70,6 +71,9 @@ class Outcome:
     por: bool = False
     #: The scenario file's text (``Scenario.text``): what a replay file records.
     text: str | None = attrs.field(default=None, repr=False)
+    #: Schedules that reached each race outcome (``forge.lifecycle.probes``),
+    #: every probe listed (0: never).
+    probes: dict = attrs.field(factory=dict, eq=False)
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
@@ -102,7 +106,8 @@ def run(scenario: Scenario, strategy: str = SEARCH, runs: int = 200, start_seed:
     failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
     return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
                    report.complete, report.pruned, report.bounded, report.unfinished,
-                   report.horizon, failure, text=scenario.text)
+                   report.horizon, failure, text=scenario.text,
+                   probes=coverage(report.probes))
 
 
 def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
@@ -131,7 +136,7 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcom
         failure = _failure(scenario, True, found)
     return Outcome(scenario.name, strategy, True, search.runs, search.runs,
                    search.complete or failure is not None, failure=failure, por=True,
-                   text=scenario.text)
+                   text=scenario.text, probes=coverage(search.probes))
 
 
 def replay_body(path: str, outcome: Outcome) -> str:

@@ -42,7 +42,7 @@ from typing import Any
 
 import attrs
 
-from forge.lifecycle import liveness
+from forge.lifecycle import liveness, probes
 from forge.lifecycle.clock import VirtualClock
 from forge.lifecycle.manager import Config, CounterIds, Manager
 from forge.lifecycle.records import (
@@ -647,6 +647,9 @@ def subject(scenario: Scenario, reduced: bool = True,
                # the liveness monitors' violations, each with the step its hot
                # state began at (``liveness``; also among the problems)
                "hot": [[step, problem] for step, problem in hot],
+               # the race outcomes it reached (``probes``), under the key the
+               # searches tally (``forge.sim.explore.PROBES``)
+               "probes": sorted(probes.hits(world)),
                # what the reduction (``dpor``) reads: per decision, who was offered,
                # who went, and what that step touched
                "decisions": [(offered, i, sorted(fp)) for offered, (i, _), fp in
