@@ -142,6 +142,10 @@ _ROWS = [
     ("sweep-fails-paused", "lifecycle", "lifecycle.sweep-fails-paused"),
     ("cap-not-in-store", "lifecycle", "lifecycle.cap-not-in-store"),
     ("status-delivers-working", "lifecycle", "lifecycle.status-delivers-working"),
+    # the lifecycle manager's liveness: hot states never left (forge.lifecycle.liveness)
+    ("stop-never-chases-run", "lifecycle", "lifecycle.stop-never-chases-run"),
+    ("stop-reports-nothing", "lifecycle", "lifecycle.stop-reports-nothing"),
+    ("failed-launch-keeps-claim", "lifecycle", "lifecycle.failed-launch-keeps-claim"),
     # the SQLite store's durability: the suite's cases run on the memory store, so
     # these are killed by the store contract's history check instead
     # (tests/lifecycle/test_stores.py, several connections to one file)

@@ -415,20 +415,36 @@ class _Explorer:
         from forge.lifecycle import campaign
         from forge.lifecycle.scenario import load
 
-        unknown = sorted(set(keywords) - {"reduce", "max_deviations"})
+        from forge.errors import InputError
+        from forge.lifecycle.probes import check_required
+
+        unknown = sorted(set(keywords) - {"reduce", "max_deviations", "require"})
         if unknown:
             pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
-                        "strategy, seed, pct_depth, reduce, max_deviations)", pytrace=False)
+                        "strategy, seed, pct_depth, reduce, max_deviations, require)",
+                        pytrace=False)
+        required = tuple(keywords.get("require", ()))
+        try:
+            check_required(required, "require")
+        except InputError as e:
+            pytest.fail(f"forge: {e}", pytrace=False)
         seed, _ = _first_seed(self.request.config, settings)
         settings = attrs.evolve(settings, seed=seed)
         out = campaign.run(load(path), _strategy(settings), settings.runs, seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
+        totals = self.request.config.stash.setdefault(_PROBES, {})
+        for name, count in out.probes.items():     # the race outcomes it reached
+            totals[name] = totals.get(name, 0) + count
         if out.failure is not None:
             replay_out.write_text(campaign.replay_body(path, out), encoding="utf-8")
             pytest.fail(_scenario_failure_text(out, path, replay_out, settings,
                                                _profile_name(self.request.config)),
                         pytrace=False)
+        unreached = [name for name in required if not out.probes.get(name)]
+        if unreached:
+            pytest.fail(f"forge: {out.runs} schedules never reached the required "
+                        f"probe(s) {', '.join(unreached)}", pytrace=False)
         return out
 
     def _replay_path(self, prompt: Any) -> Path:
@@ -679,6 +695,8 @@ def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, se
                            profile: str) -> str:
     import shlex
 
+    from forge.lifecycle import campaign
+
     f = out.failure
     assert f is not None  # called only for a failed campaign
     lines = [f"forge: a schedule of the lifecycle scenario {path} failed "
@@ -690,7 +708,7 @@ def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, se
     lines.append(f"  shrunk schedule: {len(f.shrunk)} choices, {f.deviations} deviations "
                  f"from the canonical schedule ({minimal}), shrunk from {len(f.found)} "
                  f"drawn {drawn}; step by step:")
-    lines += [f"    {actor:>12}  {what}" for actor, what in f.steps]
+    lines += [f"  {line}" for line in campaign.story(f.steps, f.hot)]
     lines.append(f"  replay file: {replay_out}")
     lines.append("  reproduce with:")
     lines.append(f"    forge replay {shlex.quote(path)} {shlex.quote(str(replay_out))}")

@@ -201,7 +201,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
         from forge.lifecycle.command import explore_file
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
                               no_reduce, replay_out, json_out,
-                              given=flags_given(click.get_current_context())))
+                              given=flags_given(click.get_current_context()),
+                              required=required))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record

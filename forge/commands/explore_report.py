@@ -134,7 +134,7 @@ def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
     if faults_asked or data.get("faults"):
         click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
     if "probes" in data:
-        _show_probes(data)
+        show_probes(data)
     if walks:
         click.echo(f"{'covered the whole tree' if data['complete'] else 'STOPPED at --runs'}: "
                    f"{data['pruned']} pruned as equivalent, {data['bounded']} beyond the "
@@ -168,7 +168,7 @@ def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
             click.echo(f"or, with no file: {rerun}")
 
 
-def _show_probes(data: dict) -> None:
+def show_probes(data: dict) -> None:
     """The probes reached, with their counts, and those never reached."""
     reached = {name: count for name, count in data["probes"].items() if count}
     click.echo("probes reached: " + (", ".join(f"{n} {c}" for n, c in reached.items())

@@ -81,6 +81,9 @@ def perform(world: World, action: str, given: dict[str, Any], actor: str = "setu
     # IndexError: not spawned (a scenario's load refuses it: ``scenario``)
     tid = world.task_id(p["task"]) if needs_task else None
     before = _peek(world, tid) if tid is not None else None
+    if action == "stop" and not p["graceful"] and tid is not None:
+        # what the liveness monitors hold it to (``liveness.StopNotEnded``)
+        world.stop_requests.append((actor, tid, before.attempt))
     world.acting.action = action  # a report made now is a read's, not an ending's
     try:
         result = _call(world, mgr, action, p, tid)
@@ -107,8 +110,11 @@ def _in_hand(world: World, mgr: Any, info: Any) -> None:
 def _call(world: World, mgr: Any, action: str, p: dict[str, Any], tid: str | None) -> Any:
     if action in RUN_ENDINGS:
         row = _peek(world, tid)
+        run_id = _run_id(world, tid, p["run"])
+        if action != "run_pauses":  # a paused run lives on, to be resumed
+            world.reported_runs.add(run_id)
         return mgr.on_run_finished(row.child_session_id, RunOutcome(
-            status=TaskStatus(RUN_ENDINGS[action]), run_id=_run_id(world, tid, p["run"]),
+            status=TaskStatus(RUN_ENDINGS[action]), run_id=run_id,
             text=p.get("result", ""), err=p.get("error", ""),
             graceful_stop=p.get("graceful_stop", False)))
     if action == "stop":

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.lifecycle.explore import Scenario, problems_of, subject
+from forge.lifecycle.probes import coverage
 from forge.sim.strategies import SEARCH, lookup
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ class Failure:
     #: The shrunk run's steps: (actor, what it did), in order.
     steps: tuple[tuple[str, str], ...]
     provider: dict = attrs.field(factory=dict, eq=False)
+    #: The liveness violations (``forge.lifecycle.liveness``): (index of the
+    #: step its hot state began at, problem), what the story marks.
+    hot: tuple[tuple[int, str], ...] = ()
 
 
 @attrs.frozen
@@ -67,6 +71,9 @@ class Outcome:
     por: bool = False
     #: The scenario file's text (``Scenario.text``): what a replay file records.
     text: str | None = attrs.field(default=None, repr=False)
+    #: Schedules that reached each race outcome (``forge.lifecycle.probes``),
+    #: every probe listed (0: never).
+    probes: dict = attrs.field(factory=dict, eq=False)
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
@@ -99,14 +106,16 @@ def run(scenario: Scenario, strategy: str = SEARCH, runs: int = 200, start_seed:
     failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
     return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
                    report.complete, report.pruned, report.bounded, report.unfinished,
-                   report.horizon, failure, text=scenario.text)
+                   report.horizon, failure, text=scenario.text,
+                   probes=coverage(report.probes))
 
 
 def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
     record, obs = _record(scenario, reduced, f.shrunk)
     return Failure(tuple(f.problems), f.seed, tuple(f.choices), tuple(f.shrunk),
                    f.deviations, f.proven, record,
-                   tuple((a, label) for a, label in obs["steps"]), f.provider)
+                   tuple((a, label) for a, label in obs["steps"]), f.provider,
+                   tuple((step, problem) for step, problem in obs["hot"]))
 
 
 def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcome:
@@ -127,7 +136,7 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcom
         failure = _failure(scenario, True, found)
     return Outcome(scenario.name, strategy, True, search.runs, search.runs,
                    search.complete or failure is not None, failure=failure, por=True,
-                   text=scenario.text)
+                   text=scenario.text, probes=coverage(search.probes))
 
 
 def replay_body(path: str, outcome: Outcome) -> str:
@@ -149,6 +158,8 @@ class Replayed:
     #: (its kind or option count), or for one past the record's end; None if
     #: it took the recorded choices.
     drift: Drift | None = None
+    #: The liveness violations, as ``Failure.hot``.
+    hot: tuple[tuple[int, str], ...] = ()
 
 
 def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
@@ -158,4 +169,20 @@ def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
     provider = RecordedProvider(recorded.choices)
     obs, _ = subject(scenario, recorded.reduced)(Chooser(provider))
     return Replayed(tuple(problems_of(obs)), tuple((a, s) for a, s in obs["steps"]),
-                    tuple(tuple(r) for r in obs["rows"]), provider.drift)
+                    tuple(tuple(r) for r in obs["rows"]), provider.drift,
+                    tuple((step, problem) for step, problem in obs["hot"]))
+
+
+def story(steps: Sequence[tuple[str, str]], hot: Sequence[tuple[int, str]]) -> list[str]:
+    """A schedule step by step, each liveness violation's hot suffix marked:
+    ``HOT from here`` before the step its state turned hot in, and the
+    violation after the last step (the schedule's end, by which it had to be
+    left)."""
+    lines = []
+    for i, (actor, what) in enumerate(steps):
+        lines.extend(f"  {'':>12}  HOT from here: {problem}" for step, problem in hot
+                     if step == i)
+        lines.append(f"  {actor:>12}  {what}")
+    lines.extend(f"  {'':>12}  VIOLATION at the end of the schedule: {problem}"
+                 for _, problem in hot)
+    return lines

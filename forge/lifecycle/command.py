@@ -25,7 +25,7 @@ commands own them), running schedules (``campaign``), the replay file
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import click
 
@@ -37,7 +37,7 @@ from forge.sim.strategies import lookup
 
 #: The flags of ``forge explore`` a scenario takes; every other one is a prompt's.
 EXPLORE_FLAGS = ("--runs", "--start-seed", "--strategy", "--pct-depth", "--max-deviations",
-                 "--no-reduce", "--replay-out", "--json")
+                 "--no-reduce", "--replay-out", "--json", "--require")
 #: The flags of ``forge replay`` a lifecycle replay takes (it always prints its
 #: schedule step by step: that is its story).
 REPLAY_FLAGS = ("--json", "--story")
@@ -53,12 +53,18 @@ def check_flags(path: str, given: Iterable[str], takes: tuple[str, ...], what: s
 
 def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth: int,
                  max_deviations: int | None, no_reduce: bool, replay_out: str,
-                 json_out: str | None, given: Iterable[str] = ()) -> int:
+                 json_out: str | None, given: Iterable[str] = (),
+                 required: Sequence[str] = ()) -> int:
     """Explore the scenario at ``path``; answers the exit code. ``given``: the
-    flags given (``forge.commands.params.flags_given``), each of which must be in ``EXPLORE_FLAGS``."""
+    flags given (``forge.commands.params.flags_given``), each of which must be in
+    ``EXPLORE_FLAGS``; ``required``: the probes (``forge.lifecycle.probes``) a
+    schedule must reach, or the exploration fails."""
+    from forge.commands.explore_report import show_probes
     from forge.commands.params import write_output
+    from forge.lifecycle.probes import check_required
 
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
+    check_required(required)
     scenario = load(path)
     for note in scenario.notes:
         click.echo(f"note: {note}", err=True)
@@ -67,7 +73,10 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     f = out.failure
     if f is not None:
         write_output(replay_out, campaign.replay_body(path, out))
-    emit_json(json_out, json.dumps({
+    reached = {"probes": out.probes,
+               "probes_missed": [name for name, n in out.probes.items() if not n],
+               "required_unreached": [name for name in required if not out.probes.get(name)]}
+    emit_json(json_out, json.dumps({**reached,
             "scenario": out.scenario, "strategy": out.strategy, "reduced": out.reduced,
             "partial_order_reduction": out.por,
             "runs": out.runs, "distinct_schedules": out.distinct, "complete": out.complete,
@@ -76,7 +85,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
                 "seed": f.seed, "problems": list(f.problems), "choices": len(f.found),
                 "shrunk": list(f.shrunk), "deviations": f.deviations,
                 "proven_minimal": f.proven, "strategy": f.provider,
-                "steps": [list(s) for s in f.steps]}],
+                "steps": [list(s) for s in f.steps],
+                "hot": [{"step": step, "problem": p} for step, p in f.hot]}],
             "replay": replay_out if f else None}, sort_keys=True))
     if not on_stdout(json_out):
         steps = "host calls and store operations" if not out.reduced else "store operations"
@@ -90,16 +100,17 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
         elif walks and f is None:
             click.echo(f"{'covered the whole tree' if out.complete else 'STOPPED at --runs'}: "
                        f"{out.bounded} beyond the deviation bound, {out.unfinished} unfinished")
+        show_probes(reached)
         if f is not None:
             at = f" at seed {f.seed}" if f.seed is not None else ""
             click.echo(f"FAILED{at}: " + "; ".join(f.problems))
             minimal = "a proven local minimum" if f.proven else "not proven minimal"
             click.echo(f"shrunk from {len(f.found)} to {len(f.shrunk)} choices, "
                        f"{f.deviations} deviations from canonical ({minimal}); the schedule:")
-            for actor, what in f.steps:
-                click.echo(f"  {actor:>12}  {what}")
+            for line in campaign.story(f.steps, f.hot):
+                click.echo(line)
             click.echo(f"reproduce with: forge replay {path} {replay_out}")
-    if f is not None:
+    if f is not None or reached["required_unreached"]:
         return 1
     return 3 if not out.complete else 0
 
@@ -132,10 +143,12 @@ def replay_file(path: str | None, replay: str, json_out: str | None,
                    f"to check {path} against, only the choices", err=True)
     emit_json(json_out, json.dumps({"problems": list(got.problems),
                                     "steps": [list(s) for s in got.steps],
-                                    "rows": [list(r) for r in got.rows]}, sort_keys=True))
+                                    "rows": [list(r) for r in got.rows],
+                                    "hot": [{"step": step, "problem": p}
+                                            for step, p in got.hot]}, sort_keys=True))
     if not on_stdout(json_out):
-        for actor, what in got.steps:
-            click.echo(f"  {actor:>12}  {what}")
+        for line in campaign.story(got.steps, got.hot):
+            click.echo(line)
         click.echo("FAILED: " + "; ".join(got.problems) if got.problems else "ok")
     return 1 if got.problems else 0
 

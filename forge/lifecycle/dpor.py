@@ -130,6 +130,8 @@ class Search:
     ends: frozenset = attrs.field(default=frozenset(), eq=False)
     #: Runs that every enabled actor's sleep made redundant part way.
     blocked: int = 0
+    #: Runs that reached each probe (the observations' ``probes``), by name.
+    probes: dict = attrs.field(factory=dict, eq=False)
 
 
 def _races(decisions: list) -> list[tuple[int, int]]:
@@ -165,16 +167,19 @@ def dpor(run: Callable[[Provider], dict], limit: int = 100_000, stop_at_first: b
     prefix: list[int] = []
     runs = blocked = 0
     ends: set = set()
+    reached: dict[str, int] = {}
     while True:
         steer = _Steer(path, prefix)
         obs = run(steer)
         runs += 1
+        for name in obs.get("probes", ()):
+            reached[name] = reached.get(name, 0) + 1
         decisions = obs["decisions"]
         if end_of is not None:
             ends.add(end_of(obs))
         if obs["problems"] and stop_at_first:
             values = tuple(d[0].index(d[1]) for d in decisions)
-            return Search(runs, False, obs, values, frozenset(ends), blocked)
+            return Search(runs, False, obs, values, frozenset(ends), blocked, reached)
         # past a sleep-blocked position the run is redundant: add no states there
         end = len(decisions) if steer.blocked_at is None else steer.blocked_at
         blocked += steer.blocked_at is not None
@@ -199,6 +204,6 @@ def dpor(run: Callable[[Provider], dict], limit: int = 100_000, stop_at_first: b
                 break
             path.pop()
         if not path:
-            return Search(runs, True, None, (), frozenset(ends), blocked)
+            return Search(runs, True, None, (), frozenset(ends), blocked, reached)
         if runs >= limit:
-            return Search(runs, False, None, (), frozenset(ends), blocked)
+            return Search(runs, False, None, (), frozenset(ends), blocked, reached)

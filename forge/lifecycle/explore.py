@@ -42,6 +42,7 @@ from typing import Any
 
 import attrs
 
+from forge.lifecycle import liveness, probes
 from forge.lifecycle.clock import VirtualClock
 from forge.lifecycle.manager import Config, CounterIds, Manager
 from forge.lifecycle.records import (
@@ -89,6 +90,10 @@ class Turnstile:
         self.footprints: list[set[tuple[str, str, str]]] = []
         #: The actors enabled at each decision, in option order.
         self.offered: list[list[int]] = []
+        #: Called with the number of steps taken whenever every actor is parked
+        #: or done (each decision point, and the end): the liveness monitors
+        #: look at the world there, while nothing runs.
+        self.watch: Callable[[int], None] | None = None
 
     def me(self) -> int | None:
         return getattr(self.local, "idx", None)
@@ -151,6 +156,8 @@ class Turnstile:
                 while not (self.turn is None and
                            len(self.parked) + len(self.done) == len(actors)):
                     self.cond.wait()
+                if self.watch is not None:
+                    self.watch(len(self.steps))
                 if len(self.done) == len(actors):
                     break
                 enabled = [i for i in sorted(self.parked)
@@ -379,6 +386,13 @@ class World:
         #: (actor, action, row before, result) of every action an actor took
         self.actions: list[tuple[str, str, Task | None, Any]] = []
         self.events: list[tuple[str, str]] = []  # ("launch" | "stop", run id), in order
+        #: What the host's run registry knows beyond launches, for the liveness
+        #: monitors (``forge.lifecycle.liveness``): run id -> how the stopper last
+        #: answered for it, and the runs that reported their own ending.
+        self.stop_answers: dict[str, StopOutcome] = {}
+        self.reported_runs: set[str] = set()
+        #: The non-graceful stops asked, in order: (actor, task id, its attempt then).
+        self.stop_requests: list[tuple[str, str, int]] = []
         #: The action each actor is performing (a status read's deliveries are
         #: reads, not the report of an ending).
         self.acting = threading.local()
@@ -407,12 +421,15 @@ class World:
             # an honest host: it cannot stop a run it has not started yet; a graceful
             # stop of a running run is taken after the turn
             if run_id not in {r.run_id for r in self.launches}:
-                return StopOutcome.UNKNOWN_RUN
-            if host.stopper == "failing":
+                answer = StopOutcome.UNKNOWN_RUN
+            elif host.stopper == "failing":
                 raise RuntimeError("the stopper failed")
-            if host.stopper == "already_finished":
-                return StopOutcome.ALREADY_FINISHED
-            return StopOutcome.AFTER_TURN if graceful else StopOutcome.CANCELLED
+            elif host.stopper == "already_finished":
+                answer = StopOutcome.ALREADY_FINISHED
+            else:
+                answer = StopOutcome.AFTER_TURN if graceful else StopOutcome.CANCELLED
+            self.stop_answers[run_id] = answer
+            return answer
 
         def report(kind: str) -> Callable[[Task], None]:
             def hook(task: Task) -> None:
@@ -596,7 +613,10 @@ def subject(scenario: Scenario, reduced: bool = True,
         world.setup_runs = {r.id: r.run_id for r in world.inner.list_all()}
         named = scenario.actors(world)
         names.extend(name for name, _ in named)
+        watching = liveness.monitors(world)
+        turnstile.watch = lambda steps: [m.look(steps) for m in watching]
         results = turnstile.run([fn for _, fn in named])
+        hot = liveness.verdict(watching)
         problems: list[str] = []
         if turnstile.deadlock:
             problems.append("the actors deadlocked")
@@ -608,6 +628,7 @@ def subject(scenario: Scenario, reduced: bool = True,
             scenario.check(world, [r[1] if r else None for r in results])
         except AssertionError as e:
             problems.append(str(e))
+        problems.extend(problem for _, problem in hot)
         steps = [[names[i], label] for i, label in turnstile.steps]
         end = [[list(attrs.astuple(t, recurse=False))[:9] for t in world.inner.list_all()],
                sorted([k, t.id, t.run_id, t.status.value, t.summary] for k, t in world.reports),
@@ -623,6 +644,12 @@ def subject(scenario: Scenario, reduced: bool = True,
         obs = {"outcome": "failed" if problems else "ok", "problems": problems,
                "steps": steps, "rows": rows,
                "end": json.dumps(end, sort_keys=True, default=str),
+               # the liveness monitors' violations, each with the step its hot
+               # state began at (``liveness``; also among the problems)
+               "hot": [[step, problem] for step, problem in hot],
+               # the race outcomes it reached (``probes``), under the key the
+               # searches tally (``forge.sim.explore.PROBES``)
+               "probes": sorted(probes.hits(world)),
                # what the reduction (``dpor``) reads: per decision, who was offered,
                # who went, and what that step touched
                "decisions": [(offered, i, sorted(fp)) for offered, (i, _), fp in

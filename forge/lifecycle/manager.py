@@ -53,6 +53,18 @@ SWEEP_REPORTS_NOTHING = declare("lifecycle.sweep-reports-nothing", "lifecycle",
 STATUS_DELIVERS_WORKING = declare("lifecycle.status-delivers-working", "lifecycle",
                                   "a status read counts as delivered even when the task is "
                                   "still working")
+# ... and of its liveness rules: each leaves a hot state the liveness monitors
+# (forge.lifecycle.liveness) see never left.
+STOP_NEVER_CHASES_RUN = declare("lifecycle.stop-never-chases-run", "lifecycle",
+                                "a stop the host answers 'already finished' never chases the "
+                                "run: it neither waits for the outcome nor records it as lost, "
+                                "and returns with the task still working")
+STOP_REPORTS_NOTHING = declare("lifecycle.stop-reports-nothing", "lifecycle",
+                               "a stop that wins its claim never reports the cancellation to "
+                               "the host")
+FAILED_LAUNCH_KEEPS_CLAIM = declare("lifecycle.failed-launch-keeps-claim", "lifecycle",
+                                    "a retry whose run fails to start keeps its claim: the task "
+                                    "stays working on a run that never started")
 GRACEFUL_IGNORED_ON_FAILURE = declare("lifecycle.graceful-ignored-on-failure", "lifecycle",
                                       "a graceful stop followed by a failed last turn still "
                                       "asks the Continue hook")
@@ -212,11 +224,12 @@ class Manager:
         self._endings += 1
         self.c.clock.notify()
 
-    def _announce(self, snap: Task) -> None:
+    def _announce(self, snap: Task, report: bool = True) -> None:
         """A won ending: wake waiters, update the card, report it."""
         self._wake()
         self._update(snap)
-        self._report(snap)
+        if report:
+            self._report(snap)
 
     # -- lookups -----------------------------------------------------------
     def meta_for(self, session_id: str) -> tuple[Task | None, bool]:
@@ -500,11 +513,13 @@ class Manager:
                                        STOPPED_AWAITING, STOPPED_AWAITING)
             self._ask_stopper(row.run_id, graceful)
             if snap is not None:
-                self._announce(snap)
+                self._announce(snap, report=not STOP_REPORTS_NOTHING.on)
             return snap
         answer = self._ask_stopper(row.run_id, graceful)
         if answer is StopOutcome.AFTER_TURN and graceful:
             return self.store.get(row.id)  # lifecycle.stop.after-turn-finishes-call
+        if answer is StopOutcome.ALREADY_FINISHED and STOP_NEVER_CHASES_RUN.on:
+            return self.store.get(row.id)
         if answer is StopOutcome.ALREADY_FINISHED and not last:
             # lifecycle.stop.already-finished-waits: the outcome may be on its
             # way; give it its moment and look again on the last pass (which,
@@ -520,7 +535,7 @@ class Manager:
         # it) - with the launch's own check after it starts a run, this closes
         # the window from both sides.
         self._ask_stopper(row.run_id, False)
-        self._announce(snap)
+        self._announce(snap, report=not STOP_REPORTS_NOTHING.on)
         return snap
 
     def _settle(self, row: Task) -> None:
@@ -592,6 +607,9 @@ class Manager:
                                               inherit=row.inherit, retry=True))
             except Exception as exc:  # noqa: BLE001 - lifecycle.retry.launch-failure-reverts
                 self._launching.pop(new_run, None)
+                if FAILED_LAUNCH_KEEPS_CLAIM.on:
+                    raise TaskError(f"tasks: restarting task run: {exc}",
+                                    self.store.get(task_id)) from exc
                 now = self._release(task_id, new_run, f"retry could not start: {exc}")
                 raise TaskError(f"tasks: restarting task run: {exc}", now) from exc
             settled = self._reconcile(task_id, new_run)

@@ -70,3 +70,22 @@ def test_a_failing_scenario_reports_and_its_command_reproduces(pytester, tmp_pat
                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert shell.returncode == 1, shell.stderr
     assert "FAILED: task 1 ended failed, not one of completed" in shell.stdout
+
+
+def test_the_summary_lists_the_race_outcomes_reached_and_require_fails_a_test(pytester):
+    """A scenario's race outcomes (forge.lifecycle.probes) are summed into the
+    session's probe summary, and `require=` fails a scenario that never reached
+    its probe (lifecycle.finalize.single-winner, lifecycle.restart.fails-working)."""
+    pytester.makepyfile(f"""
+        def test_finishers(forge_explore):
+            out = forge_explore({str(FINISHERS)!r}, require=["finalize-cas-lost"])
+            assert out.probes["finalize-cas-lost"] > 0
+
+        def test_no_sweep(forge_explore):
+            forge_explore({str(FINISHERS)!r}, require=["sweep-failed-orphan"])
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", "--forge-runs", "9")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*never reached the required probe(s) sweep-failed-orphan*",
+                                 "*forge probes*", "probes reached: finalize-cas-lost *",
+                                 "never reached: *sweep-failed-orphan*"])

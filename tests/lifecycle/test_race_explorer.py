@@ -59,6 +59,7 @@ MUTANT_FOR_RACE = [
     ("stop-chases-retry", "lifecycle.finalize-not-run-bound", "stale run"),
     # 5. stop vs an already-finished run: the real outcome stands
     ("stop-vs-finished-run", "lifecycle.finalize-overwrites-terminal", "overwritten"),
+    ("stop-vs-lost-outcome", "lifecycle.stop-never-chases-run", "never ended"),
     # 6. graceful stop vs a failing last turn
     ("graceful-stop-vs-failing-turn", "lifecycle.graceful-ignored-on-failure", None),
     # 7. the claim-to-launch window (retry, spawn)
