@@ -997,11 +997,17 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
     chooser = _runspec.run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
+    trace = done.trace.lines()
+    # The finished run goes now, freed by reference counting (`Run._let_go`),
+    # before anything below allocates: the collector's pass the run put off
+    # (`forge.engine.collection`) then walks the observation alone, not the
+    # run's whole graph (a sixth of a two-task call).
+    del done
     if replay_out is not None:
         _write(replay_out, _write_record(_record.record(
             spec, _runspec.Expectation(), chooser.seed, chooser.choices, obs,
             strategy=chooser.provider.describe())))
-    return Observation._of(obs, trace=done.trace.lines(), choices=chooser.values())
+    return Observation._of(obs, trace=trace, choices=chooser.values())
 
 
 # -- exploring -------------------------------------------------------------------------------
