@@ -185,13 +185,6 @@ class _FrozenMap(Mapping[str, Any]):
         self._data = dict(data)
         self._raw = False
 
-    @classmethod
-    def _later(cls, data: dict[str, Any]) -> _FrozenMap:
-        """The map of `data`, its values frozen when first read."""
-        frozen = cls.__new__(cls)
-        frozen._data, frozen._raw = data, True
-        return frozen
-
     def _read(self) -> dict[str, Any]:
         if self._raw:
             self._data = {k: v if type(v) in _LEAVES else _freeze(v)
@@ -215,6 +208,17 @@ class _FrozenMap(Mapping[str, Any]):
         return (_FrozenMap, (self._read(),))
 
 
+class _LaterMap(_FrozenMap):
+    """The `_FrozenMap` of a plain dict nobody changes afterwards, its values
+    frozen when first read: made in one call, as a run's observation makes
+    some dozens of them per call."""
+
+    __slots__ = ()
+
+    def __init__(self, data: dict[str, Any]) -> None:      # noqa: super: no copy, by design
+        self._data, self._raw = data, True
+
+
 #: The types JSON data's leaves have: frozen already, returned as they are.
 _LEAVES = frozenset((str, int, float, bool, type(None)))
 
@@ -225,12 +229,12 @@ def _freeze(value: Any) -> Any:
     Plain dicts, lists and leaves (what the engine builds) are told apart by
     their exact type, which costs a fraction of the abstract classes'
     `isinstance` that any other mapping or sequence still goes through; a
-    plain dict's values are frozen when first read (`_FrozenMap._later`)."""
+    plain dict's values are frozen when first read (`_LaterMap`)."""
     kind = type(value)
     if kind in _LEAVES:
         return value
     if kind is dict:
-        return _FrozenMap._later(value)
+        return _LaterMap(value)
     if kind is list or kind is tuple:
         return tuple([v if type(v) in _LEAVES else _freeze(v) for v in value])
     if isinstance(value, Mapping):
@@ -238,6 +242,15 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+def _freeze_entries(values: Sequence[Any]) -> tuple[Any, ...]:
+    """A list of JSON data frozen (`_freeze`): at once, when every entry is a
+    plain dict, as a run's events are."""
+    if all(type(v) is dict for v in values):
+        return tuple(map(_LaterMap, values))
+    frozen: tuple[Any, ...] = _freeze(list(values))
+    return frozen
 
 
 def _thaw(value: Any) -> Any:
@@ -328,7 +341,7 @@ class Observation:
         return cls(
             outcome=str(obs["outcome"]), result=obs.get("result"),
             error=_freeze(obs.get("error")), logs=tuple(obs.get("logs", ())),
-            events=_freeze(list(obs.get("events", ()))), tasks=_freeze(dict(obs.get("tasks", {}))),
+            events=_freeze_entries(obs.get("events", ())), tasks=_freeze(dict(obs.get("tasks", {}))),
             messages=_freeze(dict(obs.get("messages", {}))),
             store=_freeze(dict(obs.get("store", {}))),
             virtual_time=float(obs.get("virtual_time", 0.0)),
@@ -763,7 +776,9 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
     parameters = signature.parameters
     positional = tuple(name for name, p in parameters.items()
                        if p.kind is p.POSITIONAL_OR_KEYWORD)
-    required = tuple(name for name, p in parameters.items() if p.default is p.empty)
+    required = frozenset(name for name, p in parameters.items() if p.default is p.empty)
+    #: Each keyword's place in the signature, to check them in its order.
+    rank = {name: n for n, name in enumerate(parameters)}
 
     @_functools.wraps(fn)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -772,16 +787,17 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
         # and the rest by keyword.  A call that does not fit is bound by the
         # signature, which raises Python's own TypeError.
         given = dict(zip(positional, args))
-        if (len(args) > len(positional) or any(name in given for name in kwargs)
-                or not all(name in parameters for name in kwargs)
-                or not all(name in given or name in kwargs for name in required)):
+        if (len(args) > len(positional) or not given.keys().isdisjoint(kwargs)
+                or not kwargs.keys() <= rank.keys()
+                or not required <= given.keys() | kwargs.keys()):
             signature.bind(*args, **kwargs)
         given.update(kwargs)
         try:
             # In the signature's order, as `bind` gives them: the first
             # argument refused is the one named.
+            names = sorted(given, key=rank.__getitem__) if len(given) > 1 else given
             checked_values = {name: _check_argument(function, name, given[name], function)
-                              for name in parameters if name in given}
+                              for name in names}
             return call(**checked_values)
         except InputError as e:
             renamed = _renamed(function, e)
@@ -836,13 +852,15 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
                          file=where)
     if prompt is not None:
         path = _os.fspath(prompt)
-        text = _runspec.read_prompt_file(path)
+        text = _runspec.read_prompt_text(path)
     else:
         path, text = "<source>", str(source)
     key = _setup_key(path, text, latency_menu, options)
     found = _SETUPS.get(key) if key is not None else None
     if found is not None:
         return found
+    if prompt is not None:      # a file's bad prompt is refused before its options
+        _runspec.check_prompt_text(path, text)
     spec = _spec(path, text, latency_menu, options)
     made = (spec, _runspec.Runner(spec))
     if key is not None:
@@ -983,11 +1001,17 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
     chooser = _runspec.run_chooser(seed, strategy)
     done = runner.run(chooser)
     obs: dict[str, Any] = done.observation()
+    trace = done.trace.lines()
+    # The finished run goes now, freed by reference counting (`Run._let_go`),
+    # before anything below allocates: the collector's pass the run put off
+    # (`forge.engine.collection`) then walks the observation alone, not the
+    # run's whole graph.
+    del done
     if replay_out is not None:
         _write(replay_out, _write_record(_record.record(
             spec, _runspec.Expectation(), chooser.seed, chooser.choices, obs,
             strategy=chooser.provider.describe())))
-    return Observation._of(obs, trace=done.trace.lines(), choices=chooser.values())
+    return Observation._of(obs, trace=trace, choices=chooser.values())
 
 
 # -- exploring -------------------------------------------------------------------------------

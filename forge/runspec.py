@@ -46,6 +46,7 @@ from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
                            LatencyModel)
 from forge.limits import MAX_SECONDS
 from forge.prompt import parse_prompt
+from forge.prompt import read_prompt_text as _read_prompt_text
 from forge.run.options import CANCEL_AT, FAULTS, PLAIN, REFUSE, STORE, engine_keywords
 from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
@@ -123,6 +124,18 @@ def read_prompt_file(path: str) -> str:
     """The prompt file's text, once it parsed (a bad prompt is refused first);
     read once, so a pipe serves."""
     return read_prompt(path)[1]
+
+
+def read_prompt_text(path: str) -> str:
+    """The prompt file's text, not parsed yet (`check_prompt_text` refuses a
+    bad one as `read_prompt_file` would): for a caller that keeps what it
+    made of a text it has seen."""
+    return _read_prompt_text(path)
+
+
+def check_prompt_text(path: str, text: str) -> None:
+    """Refuse the prompt `text` read from `path` as `read_prompt_file` does."""
+    parse_prompt(text, path)
 
 
 def read_script_file(path: str | None) -> Script | None:

@@ -49,11 +49,18 @@ def read_limited(path, limit: int) -> bytes:
     """
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     with open(fd, "rb", buffering=0, closefd=True) as f:
-        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+        status = os.fstat(fd)
+        if stat.S_ISFIFO(status.st_mode):
             data = _read_pipe(fd, limit + 1)
         else:
             os.set_blocking(fd, True)
-            data = f.read(limit + 1)
+            # A buffer of the size the file says it has (one byte more, to
+            # see it grew), not of the limit: a read of `limit + 1` bytes
+            # allocates them all, which cost a small prompt's read 5x.
+            want = min(status.st_size, limit) + 1
+            data = f.read(want)
+            if len(data) == want and want <= limit:     # it grew, or says 0 (/proc, a device)
+                data += f.read(limit + 1 - want)
     if len(data) > limit:
         raise TooLarge(f"larger than the limit of {limit} bytes (docs/limits.md)")
     return data

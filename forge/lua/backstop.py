@@ -40,6 +40,7 @@ records it as a schedule's result or writes it to a replay file.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 import weakref
@@ -69,7 +70,9 @@ _api.lua_sethook.restype = None
 _api.lua_sethook.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
 
 
+@functools.lru_cache(maxsize=8)
 def message(seconds: float) -> bytes:
+    # Every run's reset hands it over; kept per limit rather than formatted each time.
     return BACKSTOP_MESSAGE.format(s=seconds).encode()
 
 
@@ -77,13 +80,15 @@ class Threads:
     """One runtime's registered threads and its current deadline (process
     CPU seconds, `time.process_time`), shared with the watchdog."""
 
-    __slots__ = ("__weakref__", "addresses", "deadline", "lock", "tightened")
+    __slots__ = ("__weakref__", "addresses", "deadline", "lock", "tightened", "watcher")
 
     def __init__(self) -> None:
         self.addresses: set[int] = set()
         self.deadline = float("inf")
         self.lock = threading.Lock()
         self.tightened = False
+        #: The watchdog thread that watches these threads (None: none yet).
+        self.watcher: threading.Thread | None = None
 
     def register(self, shown: bytes, alive: bool) -> None:
         """The prelude's call: `shown` is `tostring(thread)` ("thread: 0x...")."""
@@ -99,7 +104,11 @@ class Threads:
         with self.lock:
             self.deadline = time.process_time() + seconds
             self.tightened = False
-        _watch(self)
+        # A runtime reused run after run is watched already: only a new one,
+        # or one whose watchdog is gone (in a forked child), is handed over.
+        watcher = self.watcher
+        if watcher is None or watcher is not _watcher or not watcher.is_alive():
+            _watch(self)
         return self.deadline
 
     def stop(self) -> None:
@@ -132,6 +141,7 @@ def _watch(threads: Threads) -> None:
         if _watcher is None or not _watcher.is_alive():
             _watcher = threading.Thread(target=_loop, name="forge-cpu-backstop", daemon=True)
             _watcher.start()
+        threads.watcher = _watcher
 
 
 def _loop() -> None:

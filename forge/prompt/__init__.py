@@ -51,15 +51,27 @@ def read_prompt(path: str | Path,
         PromptError: unreadable, not UTF-8, past the limit, or refused.
     """
     name = str(path)
+    text = read_prompt_text(path)
+    return parser.parse_prompt(text, name, compile_check), text
+
+
+def read_prompt_text(path: str | Path) -> str:
+    """The prompt file's text, read as `read_prompt` reads it, not parsed (a
+    caller that keeps what it made of a text parses only a text it has not
+    seen).
+
+    Raises:
+        PromptError: unreadable, not UTF-8 or past the limit.
+    """
+    name = str(path)
     try:
-        text = read_text(path, MAX_PROMPT_BYTES)
+        return read_text(path, MAX_PROMPT_BYTES)
     except OSError as exc:
         raise PromptError(f"cannot read prompt file: {exc.strerror or exc}", file=name) from None
     except TooLarge:
         raise _too_large(name) from None
     except NotUTF8 as exc:
         raise PromptError(f"prompt file is {exc}", file=name, line=exc.line) from None
-    return parser.parse_prompt(text, name, compile_check), text
 
 
 __all__ = [
@@ -73,6 +85,7 @@ __all__ = [
     "Section",
     "load_prompt",
     "read_prompt",
+    "read_prompt_text",
     "parse_prompt",
     "resolve",
 ]
