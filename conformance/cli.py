@@ -450,7 +450,8 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         InputError: a bad prompt, flag or replay file, or an implementation
             whose hello breaks the protocol or does not speak level 2.
     """
-    from forge.commands.explore_report import report_json, rerun_line, show as show_report
+    from forge.commands.explore_report import NO_RERUN, report_json, rerun_line
+    from forge.commands.explore_report import show as show_report
     from forge.commands.params import harness_kwargs
     from forge.conformance.adapters import SubprocessAdapter
     from forge.conformance.impl_explore import (
@@ -527,7 +528,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
             "story": list(outcome.story), "diff": list(outcome.diff),
             "watchers_not_run": not_run,
             "replay": replay_out if found else None,
-            "replay_command": again if found else None}
+            "replay_command": again if found else None,
+            "rerun_command": rerun_line(rerun_args, found.seed, found.provider, strategy,
+                                        first=start_seed) if found else None}
     emit_json(json_out, json.dumps(data, sort_keys=True))
     if on_stdout(json_out):
         return 1 if found is not None else 0 if report.complete else 3
@@ -558,9 +561,9 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         for line in outcome.diff:
             click.echo(terminal_safe(line))
         click.echo(f"reproduce with: {again}")
-        rerun = rerun_line(rerun_args, found.seed, found.provider, strategy)
-        if rerun is not None:
-            click.echo(terminal_safe(f"or, with no file: {rerun}"))
+        rerun = data["rerun_command"]
+        click.echo(terminal_safe(f"or, with no file: {rerun}") if rerun is not None
+                   else NO_RERUN)
         return 1
     return 0 if report.complete else 3
 

@@ -348,6 +348,9 @@ def _shard_shape(data: dict) -> str | None:
          lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
         ("probes", data.get("probes", {}),
          lambda v: isinstance(v, dict) and all(map(_count, v.values()))),
+        # The failing shard's line with no file, which `merge` prints.
+        ("rerun_command", data.get("rerun_command"),
+         lambda v: v is None or (isinstance(v, str) and v.isprintable())),
     )
     for name, value, ok in fields:
         if not ok(value):

@@ -393,7 +393,8 @@ class _Explorer:
                                       attrs.evolve(settings, seed=seed),
                                       _profile_name(request.config), timeline,
                                       keywords.get("checks", ()),
-                                      _rerun(request.node.nodeid, failure), drawn),
+                                      _rerun(request.node.nodeid, failure,
+                                             _strategy(settings), seed), drawn),
                         pytrace=False)
         return report
 
@@ -590,19 +591,33 @@ def _database(config: pytest.Config) -> str:
     return chosen if chosen is not None else str(config.rootpath / DEFAULT)
 
 
-def _rerun(nodeid: str, failure: Failure) -> str | None:
+def _rerun(nodeid: str, failure: Failure, strategy: str, first: int) -> str | None:
     """The failure's one-line reproduction that needs no file: this test
     alone, exploring one schedule, the failing seed's, with the horizon PCT
-    had learned by then when a PCT run failed (an exhaustive walk's failure
-    has no seed: its replay file is the way back)."""
+    had learned by then when a PCT run failed; under a strategy whose
+    campaign grows afresh every `chunk` seeds (coverage's lanes), the
+    failing seed's chunk again from its start (`first`, the session's first
+    seed, is where the chunks begin) up to it.  None for an exhaustive
+    walk's failure, which has no seed: its replay file is the way back."""
     import shlex
+
+    from forge.sim.strategies import DEFAULT, lookup
 
     if failure.seed is None:
         return None
+    start, runs = failure.seed, 1
+    chunk = lookup(strategy).chunk
+    if chunk is not None:
+        if failure.seed < first:
+            return None
+        start = first + (failure.seed - first) // chunk * chunk
+        runs = failure.seed - start + 1
     horizon = failure.strategy.get("horizon")
     learned = f" --forge-pct-horizon {horizon}" if isinstance(horizon, int) else ""
-    return (f"pytest {shlex.quote(nodeid)} --forge-seed {failure.seed} --forge-runs 1"
-            f"{learned} --forge-database none")
+    # The strategy, where a profile, marker or --forge-strategy chose another.
+    named = f" --forge-strategy {strategy}" if strategy != DEFAULT else ""
+    return (f"pytest {shlex.quote(nodeid)} --forge-seed {start} --forge-runs {runs}"
+            f"{named}{learned} --forge-database none")
 
 
 def _write_timeline(failure: Failure, replay_out: Path) -> Path:

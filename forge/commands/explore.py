@@ -279,16 +279,18 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
         write_output(replay_out, write_record(failure.record))
         if db is not None:
             db.save(key, write_record(failure.record))
-    data = report_json(report, failure, replay_out, user_probes, required)
+    # A shard's line is the one `merge` prints (its first seed is its own).
+    rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
+                       report.findings[0].seed, report.findings[0].provider, strategy,
+                       first=seeds.start if part is not None else start_seed) \
+        if report.findings else None
+    data = report_json(report, failure, replay_out, user_probes, required, rerun)
     if part is not None:
         data[spread.SHARD_KEY] = spread.shard_section(
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
-    rerun = rerun_line(click.get_current_context().meta.get(RERUN_ARGS),
-                       report.findings[0].seed, report.findings[0].provider, strategy) \
-        if report.findings else None
     show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
-         bool(spec.faults), rerun, strategy)
+         bool(spec.faults), strategy)
     if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)

@@ -17,14 +17,16 @@ import click
 
 from forge.commands.jsonflag import emit_json, on_stdout
 from forge.difference import differences_of
-from forge.sim.strategies import DEFAULT
+from forge.sim.strategies import DEFAULT, lookup
 
 
-def report_json(report, failure, replay_out: str, user_probes=(), required=()) -> dict:
+def report_json(report, failure, replay_out: str, user_probes=(), required=(),
+                rerun: str | None = None) -> dict:
     """The report as `--json` prints it (and `merge` re-assembles it): with
     each probe's count of runs that reached it (`forge.probes`, the users'
-    probes named `user_probes` too), those never reached, and the
-    `required` ones no run reached."""
+    probes named `user_probes` too), those never reached, the `required`
+    ones no run reached, and the failure's line with no file (`rerun`,
+    `rerun_line`; a shard's is the one `merge` prints)."""
     from forge import probes
 
     command = f"forge replay {shlex.quote(replay_out)}"
@@ -46,6 +48,7 @@ def report_json(report, failure, replay_out: str, user_probes=(), required=()) -
         "pct_horizon": report.horizon,
         "replay": replay_out if failure else None,
         "replay_command": command if failure else None,
+        "rerun_command": rerun if failure else None,
         "story": list(failure.story) if failure else None,
         "divergence": list(failure.divergence) if failure else None,
         "faults_fired": [list(f) for f in failure.faults] if failure else None,
@@ -84,19 +87,30 @@ _NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", 
 
 
 def rerun_line(args, seed: int | None, provider: dict | None = None,
-               strategy: str | None = None) -> str | None:
+               strategy: str | None = None, first: int | None = None) -> str | None:
     """The one-line reproduction that needs no file: `forge explore` with the
-    campaign's own flags (`args`, as given) but one schedule, the failing
-    seed's, and no database, which finds and shrinks the same failure again.
+    campaign's own flags (`args`, as given) but the failing seed's schedule,
+    and no database, which finds and shrinks the same failure again.
     Seed N draws the same schedule in any campaign, given the horizon PCT
     had learned by then (`provider`, the run's description, names it):
-    `--pct-horizon` gives it.  `strategy`, the campaign's, is named when
-    the flags do not name it and the line's own default is another (a
-    shard's).  None for an exhaustive walk's failure, which has no seed:
-    its replay file is the way back; None too for a coverage-guided run,
-    whose prefix came from the corpus earlier seeds grew, not from its seed."""
-    if seed is None or args is None or "prefix" in (provider or {}):
+    `--pct-horizon` gives it.  A strategy whose campaign grows afresh every
+    `chunk` seeds (coverage's corpus) draws seed N from what the chunk's
+    earlier seeds grew, so its line runs the chunk again from its start up
+    to N; `first` is the first seed of the seeds this process ran (None:
+    not known, as for a failure the database kept, and then no line).
+    `strategy`, the campaign's, is named when the flags do not name it and
+    the line's own default is another (a shard's).  None too for an
+    exhaustive walk's failure, which has no seed: its replay file is the
+    way back (`NO_RERUN` says so)."""
+    if seed is None or args is None:
         return None
+    chunk = lookup(strategy).chunk if strategy is not None else None
+    start, runs = seed, 1
+    if chunk is not None:
+        if first is None or seed < first:
+            return None
+        start = first + (seed - first) // chunk * chunk
+        runs = seed - start + 1
     kept, skip = [], False
     for token in args:
         if skip:
@@ -113,17 +127,21 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
         kept += ["--strategy", strategy]
     horizon = (provider or {}).get("horizon")
     learned = ["--pct-horizon", str(horizon)] if isinstance(horizon, int) else []
-    return shlex.join(["forge", "explore", *kept, "--start-seed", str(seed), "--runs", "1",
-                       *learned, "--database", "none"])
+    return shlex.join(["forge", "explore", *kept, "--start-seed", str(start), "--runs",
+                       str(runs), *learned, "--database", "none"])
+
+
+#: What a failure with no one-line rerun prints in its place.
+NO_RERUN = ("no line without a file reproduces this failure (its schedule is not drawn by "
+            "a seed alone): the replay file above is the way back")
 
 
 def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
-          faults_asked: bool = False, rerun: str | None = None,
-          strategy: str | None = None) -> None:
+          faults_asked: bool = False, strategy: str | None = None) -> None:
     """Print the report: JSON, or in words (the faults fired over all
     schedules when --faults asked for them, even if none fired; which of a
     mixed campaign's strategies drew the failure when it is not
-    `strategy`, the campaign's own)."""
+    `strategy`, the campaign's own; the line with no file, or why none)."""
     from forge.progress import plain_counts
 
     emit_json(json_out, json.dumps(data, sort_keys=True))
@@ -164,8 +182,8 @@ def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
         if data.get("accept"):
             click.echo(data["accept"])
         click.echo(f"reproduce with: {data['replay_command']}")
-        if rerun is not None:
-            click.echo(f"or, with no file: {rerun}")
+        rerun = data.get("rerun_command")
+        click.echo(f"or, with no file: {rerun}" if rerun is not None else NO_RERUN)
 
 
 def show_probes(data: dict) -> None:
@@ -186,7 +204,8 @@ def show_saved(still, replay_out: str, json_out: str | None, rerun: str | None =
     command = f"forge replay {shlex.quote(replay_out)}"
     emit_json(json_out, json.dumps({"runs": 0, "saved_failure": str(still.path),
                                     "problems": list(still.problems), "replay": replay_out,
-                                    "replay_command": command}, sort_keys=True))
+                                    "replay_command": command, "rerun_command": rerun},
+                                   sort_keys=True))
     if on_stdout(json_out):
         return
     click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "
@@ -195,5 +214,4 @@ def show_saved(still, replay_out: str, json_out: str | None, rerun: str | None =
     for p in still.problems:
         click.echo("  " + p.replace("\n", "\n  "))
     click.echo(f"reproduce with: {command}")
-    if rerun is not None:
-        click.echo(f"or, with no file: {rerun}")
+    click.echo(f"or, with no file: {rerun}" if rerun is not None else NO_RERUN)

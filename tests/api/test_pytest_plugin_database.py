@@ -166,3 +166,25 @@ def test_the_three_front_ends_keep_one_database(pytester, racy_test):
                                       "--runs", "5"])
     assert again.exit_code == 0, again.output
     assert not list(db.rglob("*.replay.json"))
+
+
+def test_a_coverage_failure_s_line_reruns_its_lane(pytester, racy_test):
+    """Under `--forge-strategy coverage` a run's schedule grows from the
+    corpus of its lane's earlier seeds: the line explores the lane again
+    from its first seed up to the failing one, and fails the same way."""
+    from forge.sim.strategies import lookup
+
+    lane = lookup("coverage").chunk
+    first = _run(pytester, "--forge-database", "none", "--forge-strategy", "coverage",
+                 "--forge-seed", "3", "--forge-runs", "500")
+    first.assert_outcomes(failed=1)
+    out = first.stdout.str()
+    failing = _failing_seed(out)
+    start = 3 + (failing - 3) // lane * lane
+    words = shlex.split(re.search(r"or, with no file:\n\s+(pytest .*)", out).group(1))
+    assert words[2:8] == ["--forge-seed", str(start), "--forge-runs", str(failing - start + 1),
+                          "--forge-strategy", "coverage"]
+    again = _run(pytester, *words[1:])
+    again.assert_outcomes(failed=1)
+    assert _failing_seed(again.stdout.str()) == failing
+    assert _problems(again.stdout.str()) == _problems(out)

@@ -125,3 +125,83 @@ def test_a_shard_s_line_names_the_strategy_its_campaign_drew_with():
                     "--database none")
     assert rerun_line(("P.md",), 7, {"horizon": 12}, DEFAULT).endswith(
         "--start-seed 7 --runs 1 --pct-horizon 12 --database none")
+
+
+def _line(output: str) -> list[str]:
+    """The printed line with no file, as words."""
+    return shlex.split(next(line for line in output.splitlines()
+                            if line.startswith("or, with no file: "))
+                       .removeprefix("or, with no file: "))
+
+
+def test_merged_shards_print_the_failing_shard_s_line_and_it_reruns(tmp_path, monkeypatch):
+    """`forge explore merge` prints the line too, in words and as the JSON's
+    `rerun_command`: the failing shard's, which runs no shard and finds
+    the same shrunk failure."""
+    monkeypatch.chdir(tmp_path)
+    for i in (1, 2):
+        shard = forge(["explore", RACE, *RACE_FLAGS, "--runs", "40", "--shard", f"{i}/2",
+                       "--replay-out", f"s{i}.replay.json", "--json", f"s{i}.json"])
+        assert shard.exit_code in (0, 1), shard.output
+    merged = forge(["explore", "merge", "s1.json", "s2.json", "--replay-out", "m.replay.json"])
+    assert merged.exit_code == 1, merged.output
+    words = _line(merged.output)
+    assert "--shard" not in words and words[:2] == ["forge", "explore"]
+    as_json = forge(["explore", "merge", "s1.json", "s2.json", "--replay-out", "m.replay.json",
+                     "--json"])
+    assert json.loads(as_json.stdout)["rerun_command"] == shlex.join(words)
+    again = forge([*words[1:], "--replay-out", "again.replay.json"])
+    assert again.exit_code == 1, again.output
+    recorded = json.loads((tmp_path / "m.replay.json").read_text())
+    rerun = json.loads((tmp_path / "again.replay.json").read_text())
+    for key in ("observation_sha256", "trace_sha256", "choices", "strategy", "failure"):
+        assert rerun[key] == recorded[key], key
+
+
+def test_a_coverage_failure_reruns_its_lane_up_to_the_failing_seed(tmp_path, monkeypatch):
+    """A coverage-guided run's schedule grows from the corpus its lane's
+    earlier seeds built, so its seed alone does not draw it: the line runs
+    the lane again from its first seed up to the failing one, and finds the
+    same shrunk failure."""
+    from forge.sim.strategies import lookup
+
+    lane = lookup("coverage").chunk
+    monkeypatch.chdir(tmp_path)
+    first = forge(["explore", RACE, *RACE_FLAGS, "--strategy", "coverage", "--runs", "500",
+                   "--start-seed", "3", "--database", "none", "--replay-out", "c.replay.json",
+                   "--json", "c.json"])
+    assert first.exit_code == 1, first.output
+    seed = json.loads((tmp_path / "c.json").read_text())["failures"][0]["seed"]
+    words = _line(first.output)
+    start = 3 + (seed - 3) // lane * lane
+    assert words[words.index("--start-seed") + 1] == str(start)
+    assert words[words.index("--runs") + 1] == str(seed - start + 1)
+    again = forge([*words[1:], "--replay-out", "again.replay.json"])
+    assert again.exit_code == 1, again.output
+    recorded = json.loads((tmp_path / "c.replay.json").read_text())
+    rerun = json.loads((tmp_path / "again.replay.json").read_text())
+    for key in ("observation_sha256", "trace_sha256", "choices", "strategy", "failure"):
+        assert rerun[key] == recorded[key], key
+    assert _failure(again.output) == _failure(first.output)
+
+
+def test_a_failure_with_no_line_says_the_replay_file_is_the_way_back(tmp_path, monkeypatch):
+    """An exhaustive walk's failure has no seed; a coverage failure the
+    database kept has lost its lane's first seed: each says so, and the JSON's
+    `rerun_command` is null."""
+    from forge.commands.explore_report import NO_RERUN
+
+    monkeypatch.chdir(tmp_path)
+    walk = forge(["explore", RACE, *RACE_FLAGS, "--strategy", "exhaustive", "--runs", "200",
+                  "--database", "none"])
+    assert walk.exit_code == 1, walk.output
+    assert NO_RERUN in walk.output and "or, with no file" not in walk.output
+    assert "the replay file above is the way back" in NO_RERUN
+    flags = [RACE, *RACE_FLAGS, "--strategy", "coverage", "--runs", "500", "--start-seed", "3",
+             "--database", ".db"]
+    assert forge(["explore", *flags]).exit_code == 1
+    saved = forge(["explore", *flags])
+    assert saved.exit_code == 1 and "FAILED again" in saved.output, saved.output
+    assert NO_RERUN in saved.output
+    as_json = forge(["explore", *flags, "--json"])
+    assert json.loads(as_json.stdout)["rerun_command"] is None
