@@ -85,6 +85,9 @@ class SeedRun:
     #: learns from earlier seeds could not draw it again from its seed alone.
     choices: tuple[int, ...] = ()
     drawn: dict = attrs.field(factory=dict, eq=False)
+    #: Whether it ran in orders mode (`Chooser.orders`; a portfolio's PCT
+    #: member's run does), which its choices replay only in.
+    orders: bool = False
 
 
 @attrs.frozen
@@ -173,7 +176,8 @@ def _run_chunk(task: tuple[int, int, int | None]) -> Chunk:
         failed = bool(check_all(obs, checks))
         drawn = (tuple(chooser.values()), provider.describe()) if failed else ((), {})
         runs.append(SeedRun(seed, sha, str(obs.get("outcome")), failed, steps,
-                            tuple(chooser.faults_fired()), tuple(obs.get(PROBES, ())), *drawn))
+                            tuple(chooser.faults_fired()), tuple(obs.get(PROBES, ())), *drawn,
+                            orders=chooser.orders))
         if failed:
             break
     return Chunk(first, horizon, tuple(runs))
@@ -287,7 +291,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
 
 def _finding(runner, checks, failing: SeedRun, shrink_budget: int):
     """The finding of a worker's failing run, run again here from its choices."""
-    chooser = Chooser(ReplayProvider(failing.choices), seed=failing.seed)
+    chooser = Chooser(ReplayProvider(failing.choices), seed=failing.seed, orders=failing.orders)
     obs, _ = runner.subject(chooser)
     problems = check_all(obs, checks)
     return finding(runner.subject, failing.seed, chooser, obs, problems, checks, shrink_budget,
