@@ -29,8 +29,9 @@ Registered by the `pytest11` entry point `forge` (disable it with
 
 Settings come from, weakest first: the profile (`default`, `dev`, `ci`,
 or your own `register_profile(...)`, picked by `--forge-profile` or
-`FORGE_PROFILE`; or a Hypothesis profile `--hypothesis-profile` loads,
-reused through its `max_examples` and `derandomize`), the marker, the call's keywords, then the command line
+`FORGE_PROFILE`; or the Hypothesis profile in force, loaded by
+`settings.load_profile` or `--hypothesis-profile`, reused through its
+`max_examples` and `derandomize`), the marker, the call's keywords, then the command line
 (`--forge-runs`, `--forge-seed`, `--forge-strategy`).  A bad option or an
 unknown profile stops the session with one usage error naming it, before
 any test runs.  A setting follows the rule the same value has everywhere
@@ -519,8 +520,7 @@ def _is_scenario(path: str) -> bool:
 
 def _profile_name(config: pytest.Config) -> str:
     """The profile in force: `--forge-profile`, else `FORGE_PROFILE`, else the
-    Hypothesis profile `--hypothesis-profile` loads (`_hypothesis_profile`),
-    else `default`."""
+    Hypothesis profile in force (`_hypothesis_name`), else `default`."""
     chosen = config.getoption("forge_profile") or os.environ.get(PROFILE_ENV)
     if chosen:
         return chosen
@@ -528,8 +528,22 @@ def _profile_name(config: pytest.Config) -> str:
 
 
 def _hypothesis_name(config: pytest.Config) -> str | None:
-    """The Hypothesis profile `--hypothesis-profile` names (Hypothesis's own
-    pytest plugin loads it), None without one or without Hypothesis."""
+    """The Hypothesis profile in force: the one Hypothesis has loaded
+    (`settings.load_profile` in a conftest, or `--hypothesis-profile`, which
+    Hypothesis's own pytest plugin loads), else the one that option names;
+    None for Hypothesis's `default`, or without Hypothesis.  Hypothesis is
+    asked only when something already imported it."""
+    import sys
+
+    loaded = None
+    hypothesis = sys.modules.get("hypothesis")
+    if hypothesis is not None:
+        try:
+            loaded = hypothesis.settings.get_current_profile_name()
+        except Exception:  # noqa: BLE001 - a Hypothesis too old to say: only the option counts
+            loaded = None
+    if isinstance(loaded, str) and loaded != "default":
+        return loaded
     try:
         name = config.getoption("hypothesis_profile", None)
     except ValueError:

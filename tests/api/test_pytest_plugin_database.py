@@ -131,6 +131,27 @@ def test_a_hypothesis_profile_is_reused_not_copied(pytester, monkeypatch):
     assert "forge: profile dev (20 runs" in forge_own.stdout.str()
 
 
+def test_a_hypothesis_profile_loaded_in_a_conftest_is_reused(pytester, monkeypatch):
+    """Hypothesis's usual way to pick a profile, `settings.load_profile(...)`
+    in a conftest with no command-line flag, sets the plugin's schedules and
+    first seed too, as it sets the examples Hypothesis tries."""
+    pytest.importorskip("hypothesis")
+    monkeypatch.delenv("FORGE_START_SEED", raising=False)
+    pytester.makeconftest("""
+        from hypothesis import settings
+        settings.register_profile("quick", max_examples=7, derandomize=True)
+        settings.load_profile("quick")
+    """)
+    pytester.makepyfile(f"""
+        def test_two(forge_explore):
+            assert forge_explore({str(TWO)!r}, expect_result="alpha text + beta text").runs == 7
+    """)
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert f"forge: profile quick, Hypothesis's (7 runs, {DEFAULT} strategy, first seed 0)" \
+        in result.stdout.str()
+
+
 def test_the_three_front_ends_keep_one_database(pytester, racy_test):
     """The command line, `forge.explore` and the plugin draw with one default
     strategy (`forge.sim.strategies.DEFAULT`) and key a campaign alike, so a
