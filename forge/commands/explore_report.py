@@ -197,15 +197,35 @@ def show_probes(data: dict) -> None:
         click.echo("REQUIRED and never reached: " + ", ".join(data["required_unreached"]))
 
 
+def saved_json(still, replay_out: str, rerun: str | None) -> dict:
+    """The JSON report of a kept failure that fails again: every field of a
+    campaign's report (`report_json`), of a campaign that ran no new
+    schedule and whose one failure is the kept one (not shrunk again; no
+    story, which its replay file tells), with `saved_failure`, its file, and
+    `problems`, the run's."""
+    return {
+        "probes": {}, "probes_missed": [], "required_unreached": [],
+        "runs": 0, "distinct_schedules": 0, "outcomes": {},
+        "failures": [{"seed": still.seed, "problems": list(still.problems),
+                      "choices": len(still.choices), "shrunk": list(still.choices),
+                      "deviations": sum(1 for c in still.choices if c),
+                      "proven_minimal": False, "strategy": dict(still.strategy)}],
+        "complete": False, "pruned": 0, "bounded": 0, "unfinished": 0, "redundant": 0,
+        "pct_horizon": still.strategy.get("horizon"),
+        "replay": replay_out, "replay_command": f"forge replay {shlex.quote(replay_out)}",
+        "rerun_command": rerun, "story": None, "divergence": None, "faults_fired": None,
+        "faults": {}, "accept": None, "differences": differences_of(still.problems),
+        "found_by": found_by(still.strategy),
+        "saved_failure": str(still.path), "problems": list(still.problems),
+    }
+
+
 def show_saved(still, replay_out: str, json_out: str | None, rerun: str | None = None) -> None:
     """A failure the database kept (`forge.failuredb`) that fails again: it
     is the campaign's failure, found before any new schedule ran (`rerun`:
     the line with no file that draws the seed it was first found at)."""
     command = f"forge replay {shlex.quote(replay_out)}"
-    emit_json(json_out, json.dumps({"runs": 0, "saved_failure": str(still.path),
-                                    "problems": list(still.problems), "replay": replay_out,
-                                    "replay_command": command, "rerun_command": rerun},
-                                   sort_keys=True))
+    emit_json(json_out, json.dumps(saved_json(still, replay_out, rerun), sort_keys=True))
     if on_stdout(json_out):
         return
     click.echo(f"FAILED again: a failure saved in {still.path.parent} by an earlier campaign "

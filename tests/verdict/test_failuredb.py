@@ -41,6 +41,14 @@ def test_a_failure_is_saved_replayed_first_and_dropped_once_fixed(tmp_path):
     report = json.loads(again.output.splitlines()[-1])
     assert report["runs"] == 0 and report["saved_failure"] == str(saved[0])
     assert "attempt to concatenate a nil value" in report["problems"][0]
+    # Shaped as any campaign's report, so what reads one reads this one.
+    fresh = json.loads(forge("explore", str(prompt), "--runs", "100", "--database", "none",
+                             "--start-seed", "0", "--json").output.splitlines()[-1])
+    assert set(fresh) <= set(report)
+    assert set(fresh["failures"][0]) == set(report["failures"][0])
+    assert report["failures"][0]["problems"] == report["problems"]
+    assert report["failures"][0]["shrunk"] == [
+        c[-1] for c in json.loads(saved[0].read_text())["choices"]]
     assert forge("replay", out).exit_code == 1
     # In words, a kept failure also prints the line with no file, which
     # draws again the seed it was first found at (issue 29, item 3).
