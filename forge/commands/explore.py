@@ -202,7 +202,8 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
         sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
                               no_reduce, replay_out, json_out,
                               given=flags_given(click.get_current_context()),
-                              required=required))
+                              required=required,
+                              rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
     from forge.repro import explore_prompt
     from forge.runspec import Expectation, spec_from_flags
     from forge.sim.replayfile import write_record

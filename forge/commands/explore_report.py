@@ -87,7 +87,8 @@ _NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", 
 
 
 def rerun_line(args, seed: int | None, provider: dict | None = None,
-               strategy: str | None = None, first: int | None = None) -> str | None:
+               strategy: str | None = None, first: int | None = None,
+               scenario: bool = False) -> str | None:
     """The one-line reproduction that needs no file: `forge explore` with the
     campaign's own flags (`args`, as given) but the failing seed's schedule,
     and no database, which finds and shrinks the same failure again.
@@ -101,12 +102,18 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
     `strategy`, the campaign's, is named when the flags do not name it and
     the line's own default is another (a shard's).  None too for an
     exhaustive walk's failure, which has no seed: its replay file is the
-    way back (`NO_RERUN` says so)."""
+    way back (`NO_RERUN` says so).  A lifecycle `scenario`'s campaign,
+    which takes neither a horizon nor a database, is run again from its
+    first seed up to N: what it learned on the way draws N as it did."""
     if seed is None or args is None:
         return None
     chunk = lookup(strategy).chunk if strategy is not None else None
     start, runs = seed, 1
-    if chunk is not None:
+    if scenario:
+        if first is None or seed < first:
+            return None
+        start, runs = first, seed - first + 1
+    elif chunk is not None:
         if first is None or seed < first:
             return None
         start = first + (seed - first) // chunk * chunk
@@ -126,9 +133,11 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
     if strategy is not None and not named and strategy != DEFAULT:
         kept += ["--strategy", strategy]
     horizon = (provider or {}).get("horizon")
-    learned = ["--pct-horizon", str(horizon)] if isinstance(horizon, int) else []
+    learned = ["--pct-horizon", str(horizon)] if isinstance(horizon, int) and not scenario \
+        else []
+    unkept = [] if scenario else ["--database", "none"]
     return shlex.join(["forge", "explore", *kept, "--start-seed", str(start), "--runs",
-                       str(runs), *learned, "--database", "none"])
+                       str(runs), *learned, *unkept])
 
 
 #: What a failure with no one-line rerun prints in its place.

@@ -54,12 +54,13 @@ def check_flags(path: str, given: Iterable[str], takes: tuple[str, ...], what: s
 def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth: int,
                  max_deviations: int | None, no_reduce: bool, replay_out: str,
                  json_out: str | None, given: Iterable[str] = (),
-                 required: Sequence[str] = ()) -> int:
+                 required: Sequence[str] = (), rerun_args: Sequence[str] | None = None) -> int:
     """Explore the scenario at ``path``; answers the exit code. ``given``: the
     flags given (``forge.commands.params.flags_given``), each of which must be in
     ``EXPLORE_FLAGS``; ``required``: the probes (``forge.lifecycle.probes``) a
-    schedule must reach, or the exploration fails."""
-    from forge.commands.explore_report import show_probes
+    schedule must reach, or the exploration fails; ``rerun_args``: the
+    arguments as given, for a failure's line with no file."""
+    from forge.commands.explore_report import NO_RERUN, rerun_line, show_probes
     from forge.commands.params import write_output
     from forge.lifecycle.probes import check_required
 
@@ -71,8 +72,11 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     out = campaign.run(scenario, strategy, runs, start_seed, pct_depth, not no_reduce,
                        max_deviations)
     f = out.failure
+    rerun = None
     if f is not None:
         write_output(replay_out, campaign.replay_body(path, out))
+        rerun = rerun_line(rerun_args, f.seed, f.provider, strategy, first=start_seed,
+                           scenario=True)
     reached = {"probes": out.probes,
                "probes_missed": [name for name, n in out.probes.items() if not n],
                "required_unreached": [name for name in required if not out.probes.get(name)]}
@@ -87,7 +91,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
                 "proven_minimal": f.proven, "strategy": f.provider,
                 "steps": [list(s) for s in f.steps],
                 "hot": [{"step": step, "problem": p} for step, p in f.hot]}],
-            "replay": replay_out if f else None}, sort_keys=True))
+            "replay": replay_out if f else None, "rerun_command": rerun}, sort_keys=True))
     if not on_stdout(json_out):
         steps = "host calls and store operations" if not out.reduced else "store operations"
         por = ", one per class of equivalent schedules" if out.por else ""
@@ -110,6 +114,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
             for line in campaign.story(f.steps, f.hot):
                 click.echo(line)
             click.echo(f"reproduce with: forge replay {path} {replay_out}")
+            click.echo(f"or, with no file: {rerun}" if rerun is not None else NO_RERUN)
     if f is not None or reached["required_unreached"]:
         return 1
     return 3 if not out.complete else 0
