@@ -37,10 +37,9 @@ from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seco
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
-from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, lookup
+from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, explaining, lookup
 
 # The flags' help names strategies by what they declare (`forge.sim.strategies`).
-_WALKING = " and ".join(s.name for s in STRATEGIES if s.explores and s.walks)
 _BOUNDED = " and ".join(s.name for s in STRATEGIES if "max_deviations" in s.parameters)
 _UNBOUNDED = " and ".join(s.name for s in STRATEGIES
                           if s.explores and "max_deviations" not in s.parameters)
@@ -78,8 +77,8 @@ class _ExploreCommand(JsonCommand):
               help="Where failing schedules are kept and replayed first next time "
                    "(default .forge, or FORGE_DATABASE; none keeps none).")
 @click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=None,
-              help=f"How schedules are drawn ({_WALKING} walks the choice tree).  Default: "
-                   f"{DEFAULT}, {lookup(DEFAULT).summary} ({DEFAULT_SHARDED} with --shard).")
+              help=f"How schedules are drawn: {explaining()}.  With --shard the default is "
+                   f"{DEFAULT_SHARDED}.")
 @click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
 @click.option("--pct-horizon", type=BoundedInt.of(RULES["pct_horizon"]), default=None,
               help="Start PCT's horizon (scheduling decisions a run makes) here instead of "
