@@ -361,17 +361,16 @@ def test_orders_mode_catches_a_timeout_that_wins_its_tie():
     assert any("timeout won the tie" in p for p in problems)
 
 
-@pytest.mark.xfail(strict=True, reason="orders mode moves a completion picked ahead of a "
-                   "timer one nanosecond earlier when the engine sorts the timer first, so a "
-                   "tie the engine gives the timer is not reached (docs/exploring.md)")
 def test_orders_mode_reaches_a_tie_whose_completion_is_due_after_the_timer():
     """(tasks.timeouts.tie-member-wins) On watch-liveness.md, Impatient's
     member is due 0.01 s after its 0.001 s timeout starts.  Random's `tie`
     duration lands it on the timeout's instant, where the tie-goes-to-timeout
     mutant lets the timeout win (random finds it in a median of 4 runs,
-    benchmarks/strategies.py); the walk of orders mode covers the tree in 4
-    runs and finds nothing, so neither does pct.  A known gap of orders mode:
-    it flips to a pass when the walk reaches that tie."""
+    benchmarks/strategies.py).  Orders mode used to fire it a nanosecond
+    before the timer when picked first and at its own instant when picked
+    after, so the walk covered the tree in 4 runs and found nothing; a
+    completion picked right after a timer the engine sorts first at its
+    instant now fires on that instant."""
     from forge.conformance.mutants import oracle_specs
     from forge.repro import prepare
     from forge.runspec import Expectation
