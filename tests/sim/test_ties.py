@@ -83,6 +83,21 @@ def test_tie_goes_to_timeout_is_found_within_200_schedules(strategy):
     assert "timeout won the tie" in report.findings[0].problems[0]
 
 
+@pytest.mark.parametrize("strategy", ["pct", "portfolio"])
+def test_a_member_due_after_its_timeout_ties_with_it_in_orders_mode_too(strategy):
+    """On watch-liveness.md Impatient's member is due after its timeout.
+    Random lands it on the timeout's instant with a `tie` duration; pct (in
+    orders mode) reaches the same tie by picking the member right after the
+    timeout, so it finds the tie-goes-to-timeout mutant too (it never did)."""
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-liveness.md"), concurrency=2)
+    with variation.switched(MUTANT):
+        outcome = explore_prompt(spec, expect=Expectation(same_ids=False), strategy=strategy,
+                                 runs=200, shrink_budget=0)
+    report = outcome.report
+    assert report.findings and report.runs <= 200
+    assert "timeout won the tie" in report.findings[0].problems[0]
+
+
 def test_hypothesis_schedules_reach_the_tie_and_it_replays():
     """`schedules()` answers the duration choice like any other, tie options
     included, so Hypothesis finds the tie-goes-to-timeout mutant and its
