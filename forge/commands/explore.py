@@ -79,7 +79,10 @@ class _ExploreCommand(JsonCommand):
 @click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=None,
               help=f"How schedules are drawn: {explaining()}.  With --shard the default is "
                    f"{DEFAULT_SHARDED}.")
-@click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
+@click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True,
+              help="PCT's depth d: each run has d - 1 change points and finds a bug of depth d "
+                   "with probability at least 1/(n k^(d-1)) for n chains and k scheduling "
+                   "decisions (docs/exploring.md).")
 @click.option("--pct-horizon", type=BoundedInt.of(RULES["pct_horizon"]), default=None,
               help="Start PCT's horizon (scheduling decisions a run makes) here instead of "
                    "learning it from the first run: a failure's one-line rerun gives it.")

@@ -65,5 +65,5 @@ def _provider(arguments: str) -> TieProvider:
 
 STRATEGY = Strategy("ties", spelling="ties:SEED", arguments=r"-?[0-9]{1,20}",
                     provider=_provider, campaign=Seeds,
-                    summary="draws as random does, but ends an operation on the next timer's "
-                            "instant (or beside it) half the time that is offered")
+                    summary="draws as random does, but while a timer is pending ends half the "
+                            "operations on its instant or a nanosecond beside it")
