@@ -6,11 +6,13 @@ CPU time beside them, baselines measured in the same run.
 - **pct vs random** on two planted ordering bugs of depth 2, campaigns of
   100 runs, seeds drawn from SplitMix64(campaign): the share of campaigns
   that find each, per strategy, and the median runs to the first find.
-  `examples/explore/slowest-first.md` (Gamma, the slowest of three tasks,
-  ends first) runs under the duration menu, where the order of completions
-  comes from durations PCT draws as random does;
-  `examples/explore/between-writes.md` (all of Beta's writes between
-  Alpha's first two) runs in orders mode, where PCT schedules completions.
+  Each strategy runs in the mode `forge explore --strategy NAME` runs it
+  in (`forge.runspec.in_mode`): pct in orders mode, where it schedules
+  completions, random under the duration menu unless the bug's prompt is
+  measured in orders mode.  `examples/explore/slowest-first.md` (Gamma, the
+  slowest of three tasks, ends first) is measured as the command line runs
+  it; `examples/explore/between-writes.md` (all of Beta's writes between
+  Alpha's first two) in orders mode for both.
   On the latter also the per-run rate over 2,000 runs, beside PCT's bound
   1 / (n k) for the chains and steps it saw.  `--only pct` runs this
   section alone.
@@ -59,6 +61,7 @@ from forge.prompt import load_prompt  # noqa: E402
 from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider, SplitMix64  # noqa: E402
 from forge.sim.exhaustive import exhaustive
 from forge.sim.explore import explore, shrink_result  # noqa: E402
+from forge.sim.strategies import lookup  # noqa: E402
 
 EXAMPLES = ROOT / "examples" / "explore"
 
@@ -97,7 +100,8 @@ BUGS = {"slowest-first": ("slowest-first.md", False, gamma_first),
 
 def campaigns(strategy: str, count: int, runs: int, bug: str = "slowest-first") -> dict:
     name, orders, check = BUGS[bug]
-    subject = subject_for(name, orders=orders)
+    # As `forge explore --strategy` runs it (`forge.runspec.in_mode`).
+    subject = subject_for(name, orders=orders or lookup(strategy).orders)
     found, to_find = 0, []
     start = time.process_time()
     for campaign in range(count):

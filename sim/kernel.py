@@ -94,8 +94,10 @@ class Kernel:
         #: of those not yet popped (`until_timer`).
         self._timers: list[tuple[int, int]] = []
         self._timer_seqs: set[int] = set()
-        #: Orders mode: (time, priority, seq) of the entry popped last.
+        #: Orders mode: (time, priority, seq) of the entry popped last, and
+        #: whether it was a timer (not a completion).
         self._last: tuple[int, int, int] = (-1, 0, 0)
+        self._last_timer = False
 
     def schedule(self, delay_ns: int, priority: int, event: Any,
                  free: tuple[str, frozenset[str]] | None = None) -> Timer:
@@ -179,6 +181,11 @@ class Kernel:
             # completion left behind by a timer fires after the timer.
             lo = self.now if (self.now, priority, seq) > self._last else self.now + 1
             at = max(time, lo)
+            if self._last_timer and lo == self.now:
+                # Right after a timer, at its instant, if the engine sorts
+                # the timer first there: the tie the engine gives the timer
+                # (never, with timers sorting last at their instant).
+                at = lo
             if fixed is not None and (at, priority, seq) > fixed[:3]:
                 # Before the fixed entry: at its instant if that still sorts
                 # first, else one nanosecond earlier.
@@ -196,6 +203,7 @@ class Kernel:
         self._timer_seqs.discard(entry[2])
         self.now = max(self.now, at)
         self._last = (self.now, entry[1], entry[2])
+        self._last_timer = entry[1] != COMPLETE
         return entry[2], entry[3]
 
     def drop_pending(self) -> None:

@@ -22,8 +22,12 @@ nanosecond earlier when its priority sorts first); one picked while an
 earlier one waits lets the clock reach its own instant, and the earlier one
 fires late: at the current instant, or one nanosecond later when at this
 instant it would sort before the entry popped last (a completion a timer
-overtook ends after the timer, not in a tie it would win).  The clock never
-runs backwards.
+overtook ends after the timer, not in a tie it would win).  A completion
+picked right after a timer that the engine sorts ahead of it at the
+timer's instant fires on that instant, even when due later: the tie the
+engine gives the timer, which a duration landing on the timer reaches (the
+reference sorts timers last, so it never does).  The clock never runs
+backwards.
 
 Each pick also starts a *segment*: everything the run does until the next
 `complete` decision.  `Segments` reads what each segment touched from the

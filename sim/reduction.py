@@ -51,7 +51,10 @@ the store, note and read one another's status.
 
 Stated limits: the reduction trusts that a store write never crosses the
 store's quota in one order and not in the other (the quota is a count over
-every path), and likewise the run's budget of section entries.
+every path), and likewise the run's budget of section entries.  A crossing
+ends the run, and an ending is global, which wakes every asleep pick: the
+differential test's quota races (a crossing by either task, and one that
+only an order reaches) see every behaviour of the unreduced walk.
 """
 
 from __future__ import annotations

@@ -37,10 +37,9 @@ from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seco
                                    harness_kwargs, harness_options, write_output)
 from forge.conformance.limit_flags import differential_options, impl_limit_options
 from forge.run.options import RULES
-from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, lookup
+from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, explaining, lookup
 
 # The flags' help names strategies by what they declare (`forge.sim.strategies`).
-_WALKING = " and ".join(s.name for s in STRATEGIES if s.explores and s.walks)
 _BOUNDED = " and ".join(s.name for s in STRATEGIES if "max_deviations" in s.parameters)
 _UNBOUNDED = " and ".join(s.name for s in STRATEGIES
                           if s.explores and "max_deviations" not in s.parameters)
@@ -78,9 +77,12 @@ class _ExploreCommand(JsonCommand):
               help="Where failing schedules are kept and replayed first next time "
                    "(default .forge, or FORGE_DATABASE; none keeps none).")
 @click.option("--strategy", type=click.Choice(RULES["strategy"].choices), default=None,
-              help=f"How schedules are drawn ({_WALKING} walks the choice tree).  Default: "
-                   f"{DEFAULT}, {lookup(DEFAULT).summary} ({DEFAULT_SHARDED} with --shard).")
-@click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True)
+              help=f"How schedules are drawn: {explaining()}.  With --shard the default is "
+                   f"{DEFAULT_SHARDED}.")
+@click.option("--pct-depth", type=BoundedInt.of(RULES["pct_depth"]), default=3, show_default=True,
+              help="PCT's depth d: each run has d - 1 change points and finds a bug of depth d "
+                   "with probability at least 1/(n k^(d-1)) for n chains and k scheduling "
+                   "decisions (docs/exploring.md).")
 @click.option("--pct-horizon", type=BoundedInt.of(RULES["pct_horizon"]), default=None,
               help="Start PCT's horizon (scheduling decisions a run makes) here instead of "
                    "learning it from the first run: a failure's one-line rerun gives it.")

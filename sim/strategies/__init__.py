@@ -49,6 +49,15 @@ SPELLING = re.compile("|".join(
     for s in STRATEGIES if s.spelling is not None), re.ASCII | re.DOTALL)
 
 
+def explaining() -> str:
+    """What each strategy `forge explore` offers does, the default first and
+    named so: one clause per strategy, from its `summary` (the help of
+    `--strategy`)."""
+    offered = sorted((s for s in STRATEGIES if s.explores), key=lambda s: s.name != DEFAULT)
+    return "; ".join(f"{s.name}{' (the default)' if s.name == DEFAULT else ''} {s.summary}"
+                     for s in offered)
+
+
 def lookup(name: str) -> Strategy:
     """The strategy called `name` (a `KeyError` for none)."""
     return _BY_NAME[name]
@@ -85,4 +94,5 @@ def make_provider(spelling: str) -> Provider:
 
 
 __all__ = ["Campaign", "DEFAULT", "DEFAULT_SHARDED", "EXPLORING", "SEARCH", "SPELLING",
-           "SPELLINGS", "STRATEGIES", "Strategy", "lookup", "make_provider", "parse", "usage"]
+           "SPELLINGS", "STRATEGIES", "Strategy", "explaining", "lookup", "make_provider", "parse",
+           "usage"]

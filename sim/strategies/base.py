@@ -55,7 +55,9 @@ class Strategy:
     #: Whether it walks the choice tree (exhaustive search) instead of
     #: drawing a schedule per seed.
     walks: bool = False
-    #: What it does, in a few words, for help text (after its name).
+    #: What it does, in a few words, for help text: a phrase that follows
+    #: its name ("random draws ..."); every strategy `forge explore` offers
+    #: has one (`forge.sim.strategies.explaining`).
     summary: str = ""
     #: Whether its runs are in orders mode (`forge.sim.orders`): durations
     #: stay canonical and which completion fires next is a decision.

@@ -35,5 +35,5 @@ def _provider(arguments: str) -> CoverageProvider:
 STRATEGY = Strategy("coverage", spelling="coverage:SEED[:V.V...]",
                     arguments=r"-?[0-9]{1,20}(?::[0-9]{1,9}(?:\.[0-9]{1,9})*)?",
                     provider=_provider, campaign=CoverageCampaign, chunk=LANE,
-                    summary="which extends a corpus of schedules that reached new probes "
-                            "or states")
+                    summary="extends a corpus of schedules that reached new probes or "
+                            "states")

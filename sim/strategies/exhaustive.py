@@ -12,4 +12,5 @@ from __future__ import annotations
 from forge.sim.strategies.base import Strategy
 
 STRATEGY = Strategy("exhaustive", parameters=("max_deviations", "reduce"), walks=True, orders=True,
-                    unshardable="walks one choice tree in one order under one --runs budget")
+                    unshardable="walks one choice tree in one order under one --runs budget",
+                    summary="walks the choice tree")

@@ -40,4 +40,6 @@ def _provider(arguments: str) -> PCTProvider:
 STRATEGY = Strategy("pct", spelling="pct:SEED[:DEPTH[:HORIZON]]",
                     arguments=r"[0-9]{1,20}(?::[0-9]{1,20}){0,2}", provider=_provider,
                     parameters=("pct_depth",), campaign=PCTCampaign, orders=PCTProvider.orders,
-                    unshardable="learns its horizon from every earlier seed")
+                    unshardable="learns its horizon from every earlier seed",
+                    summary="ranks chains by priority with --pct-depth minus one change "
+                            "points")

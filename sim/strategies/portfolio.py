@@ -71,5 +71,5 @@ def _provider(arguments: str) -> Provider:
 STRATEGY = Strategy("portfolio", spelling="portfolio:SEED", arguments=r"[0-9]{1,20}",
                     provider=_provider, campaign=PortfolioCampaign,
                     unshardable="learns its PCT members' horizon from every earlier seed",
-                    summary="which draws each seed with random, PCT at depths 1-3 or ties "
-                            "in turn")
+                    summary="draws each seed with random, PCT at depths 1-3 or ties in "
+                            "turn")

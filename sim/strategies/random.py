@@ -33,4 +33,6 @@ def _provider(arguments: str) -> RandomProvider:
 
 
 STRATEGY = Strategy("random", spelling="random:SEED", arguments=r"-?[0-9]{1,20}",
-                    provider=_provider, campaign=Seeds)
+                    provider=_provider, campaign=Seeds,
+                    summary="draws every choice uniformly from the seed, sharing nothing between "
+                            "seeds")

@@ -64,4 +64,6 @@ def _provider(arguments: str) -> TieProvider:
 
 
 STRATEGY = Strategy("ties", spelling="ties:SEED", arguments=r"-?[0-9]{1,20}",
-                    provider=_provider, campaign=Seeds)
+                    provider=_provider, campaign=Seeds,
+                    summary="draws as random does, but while a timer is pending ends half the "
+                            "operations on its instant or a nanosecond beside it")

@@ -361,6 +361,31 @@ def test_orders_mode_catches_a_timeout_that_wins_its_tie():
     assert any("timeout won the tie" in p for p in problems)
 
 
+def test_orders_mode_reaches_a_tie_whose_completion_is_due_after_the_timer():
+    """(tasks.timeouts.tie-member-wins) On watch-liveness.md, Impatient's
+    member is due 0.01 s after its 0.001 s timeout starts.  Random's `tie`
+    duration lands it on the timeout's instant, where the tie-goes-to-timeout
+    mutant lets the timeout win (random finds it in a median of 4 runs,
+    benchmarks/strategies.py).  Orders mode used to fire it a nanosecond
+    before the timer when picked first and at its own instant when picked
+    after, so the walk covered the tree in 4 runs and found nothing; a
+    completion picked right after a timer the engine sorts first at its
+    instant now fires on that instant."""
+    from forge.conformance.mutants import oracle_specs
+    from forge.repro import prepare
+    from forge.runspec import Expectation
+    from forge.verdict import Verdict
+
+    spec = attrs.evolve(dict(oracle_specs())["watch-liveness.md"], orders=True)
+    with variation.switched("timeouts.tie-goes-to-timeout"):
+        runner, _, checks = prepare(spec, Expectation(same_ids=True,
+                                                      ending=Verdict(allow_failed=True)))
+        report = exhaustive(runner.subject, [lambda obs: check_all(obs, checks)],
+                            limit=10_000)
+    assert report.complete
+    assert any("timeout won the tie" in p for f in report.findings for p in f.problems)
+
+
 @pytest.mark.parametrize("args, most", [("1", 9), ("2", 39), ("3", 111)])
 def test_independent_chain_steps_at_one_instant_are_run_in_one_order(args, most):
     """Three tasks writing their own paths: their first steps at one instant

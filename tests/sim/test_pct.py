@@ -325,12 +325,19 @@ def test_the_kit_s_pct_runs_in_orders_mode_where_its_bound_holds():
     import forge.api as api
     from tests.conftest import EXAMPLES
 
+    def gamma_ended_first(obs: api.Observation) -> list[str]:
+        # The API hands checks an `Observation`: `gamma_first` on it would
+        # raise, and a raising check fails every campaign at its first run.
+        return ["Gamma ended first"] if obs.result == "0.2" else []
+
     path = EXAMPLES / SLOWEST
     found = 0
     for campaign in range(20):
         report = api.explore(path, strategy="pct", runs=100, start_seed=campaign * 1000,
-                             checks=[gamma_first], shrink_budget=0)
-        found += not report.ok
+                             checks=[gamma_ended_first], shrink_budget=0)
+        if not report.ok:
+            assert report.failures[0].problems == ("check gamma_ended_first: Gamma ended first",)
+            found += 1
     assert found >= 15, found
     subject = example(SLOWEST, orders=True)
     first = next(r.findings[0].provider for r in (

@@ -8,8 +8,10 @@ docs/exploring.md is from a run of 2,000, which found no difference)."""
 
 from __future__ import annotations
 
+import json
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from forge.sim.exhaustive import exhaustive
@@ -87,3 +89,58 @@ def test_a_status_read_of_another_task_s_note_is_not_reduced_away():
     _, seen = behaviours(NOTE_AND_STATUS, True)
     _, every = behaviours(NOTE_AND_STATUS, False)
     assert seen == every and len(every) == 10
+
+
+def _quota_race(a_after: str) -> str:
+    """Two tasks each write 40 MB (two together pass the store's 64 MB
+    quota), then a small path; A runs `a_after` between its two writes."""
+    return f"""---
+name: quota-race
+description: Which task's big write crosses the store quota depends on the order
+promptforge: 0
+---
+
+# Quota race
+
+## Main
+
+```lua
+local a, b = tasks.spawn('## A'), tasks.spawn('## B')
+tasks.join({{ a, b }})
+return 'done'
+```
+
+## A
+
+```lua
+store.write('a', string.rep('x', 40 * 1024 * 1024))
+{a_after}
+store.write('a2', '1')
+return 'a'
+```
+
+## B
+
+```lua
+store.write('b', string.rep('y', 40 * 1024 * 1024))
+store.write('b2', '1')
+return 'b'
+```
+"""
+
+
+@pytest.mark.parametrize("a_after", ["", "store.delete('a')"])
+def test_a_store_quota_crossed_in_either_order_is_seen_under_reduction(a_after):
+    """The store quota is a stated limit of the reduction (its count is over
+    every path, so it is in no footprint).  Here the write that crosses it is
+    A's in one order and B's in the other, and with A's delete the quota is
+    crossed only when B's write lands before it: the reduced walk still sees
+    every behaviour of the unreduced one, since the crossing ends the run
+    and an ending is global."""
+    prompt = _quota_race(a_after)
+    reduced, seen = behaviours(prompt, True)
+    unreduced, every = behaviours(prompt, False)
+    assert seen == every and reduced.runs < unreduced.runs
+    errors = [json.dumps(json.loads(b)[2]) for b in every]
+    assert any("(writing a)" in e for e in errors) and any("(writing b)" in e for e in errors)
+    assert ("null" in errors) == bool(a_after)

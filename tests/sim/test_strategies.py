@@ -4,12 +4,14 @@ reading what a strategy declares (kit: strategies.registry)."""
 from __future__ import annotations
 
 import pytest
+from click.testing import CliRunner
 
+from forge.cli import main
 from forge.run.options import RULES
 from forge.sim.chooser import Canonical, RandomProvider
 from forge.sim.pct import PCTProvider
-from forge.sim.strategies import (EXPLORING, SPELLINGS, STRATEGIES, lookup, make_provider,
-                                  parse, usage)
+from forge.sim.strategies import (DEFAULT, EXPLORING, SPELLINGS, STRATEGIES, explaining, lookup,
+                                  make_provider, parse, usage)
 
 
 def test_every_strategy_is_found_by_its_name_and_declares_what_it_is():
@@ -58,3 +60,16 @@ def test_a_random_search_shares_nothing_and_a_pct_search_learns_its_horizon():
         provider.steps = 12
         campaign.learn(provider)
     assert seeds.horizon is None and pct.horizon == 12
+
+
+def test_explore_s_help_says_what_every_strategy_it_offers_does():
+    """`forge explore --help` names each strategy `--strategy` takes with
+    what it does, from the registry's summaries, so a strategy added to the
+    registry (coverage was missed once) is described where it is offered."""
+    help_text = " ".join(CliRunner().invoke(main, ["explore", "--help"]).output.split())
+    for name in EXPLORING:
+        summary = lookup(name).summary
+        assert summary, f"{name} has no summary"
+        assert f"{name}{' (the default)' if name == DEFAULT else ''} {summary}" in explaining()
+    assert f"How schedules are drawn: {explaining()}." in help_text
+    assert "coverage extends a corpus of schedules" in help_text

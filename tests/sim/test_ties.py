@@ -1,6 +1,6 @@
 """Tie-seeking durations: while a timer is pending, a duration choice can
 land the operation on the timer's instant or one nanosecond beside it, so
-random and PCT schedules reach the spec's same-instant tie rules (kit:
+random, PCT and Hypothesis schedules reach the spec's same-instant tie rules (kit:
 explore.ties; tasks.timeouts.tie-member-wins)."""
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, find, settings
 
 from forge import variation
 from forge.harness import LATENCY_MENU, TIE_LABELS
-from forge.repro import explore_prompt
+from forge.repro import explore_prompt, prepare
 from forge.runspec import Expectation, Runner, spec_from_flags
 from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider
+from forge.sim.explore import check_all
+from forge.sim.hypothesis import schedules
 from tests.conftest import EXAMPLES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -78,6 +81,39 @@ def test_tie_goes_to_timeout_is_found_within_200_schedules(strategy):
     report = outcome.report
     assert report.findings and report.runs <= 200
     assert "timeout won the tie" in report.findings[0].problems[0]
+
+
+@pytest.mark.parametrize("strategy", ["pct", "portfolio"])
+def test_a_member_due_after_its_timeout_ties_with_it_in_orders_mode_too(strategy):
+    """On watch-liveness.md Impatient's member is due after its timeout.
+    Random lands it on the timeout's instant with a `tie` duration; pct (in
+    orders mode) reaches the same tie by picking the member right after the
+    timeout, so it finds the tie-goes-to-timeout mutant too (it never did)."""
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-liveness.md"), concurrency=2)
+    with variation.switched(MUTANT):
+        outcome = explore_prompt(spec, expect=Expectation(same_ids=False), strategy=strategy,
+                                 runs=200, shrink_budget=0)
+    report = outcome.report
+    assert report.findings and report.runs <= 200
+    assert "timeout won the tie" in report.findings[0].problems[0]
+
+
+def test_hypothesis_schedules_reach_the_tie_and_it_replays():
+    """`schedules()` answers the duration choice like any other, tie options
+    included, so Hypothesis finds the tie-goes-to-timeout mutant and its
+    schedule replays the watcher's finding."""
+    runner, _, checks = prepare(spec_from_flags(TIE), Expectation())
+
+    def timeout_won(chooser) -> bool:
+        obs, _ = runner.subject(chooser)
+        return any("timeout won the tie" in p for p in check_all(obs, checks))
+
+    with variation.switched(MUTANT):
+        found = find(schedules(), timeout_won,
+                     settings=settings(max_examples=200, database=None, derandomize=True,
+                                       suppress_health_check=list(HealthCheck)))
+        assert timeout_won(Chooser(ReplayProvider(found.values())))
+    assert not timeout_won(Chooser(ReplayProvider(found.values())))
 
 
 def test_the_reference_passes_every_tie_schedule():
