@@ -15,13 +15,22 @@ the timeline mark the hot suffix:
   `tasks.join_any` whose members have ended (tasks.wait.join-any-parks-or-returns,
   tasks.immediate.ended-wait-at-once);
 - `CancelNotLanded`: a task its owner cancelled still live
-  (tasks.cancel.marks-cancelled, tasks.immediate.checks-answered-at-once).
+  (tasks.cancel.marks-cancelled, tasks.immediate.checks-answered-at-once);
+- `ReadyChainNotRun`: a ready chain not run within a bound under fair
+  scheduling, or still ready when the clock moves on
+  (tasks.glance.owner-keeps-running: the owner keeps running *while* its
+  task works, so neither may starve the other;
+  tasks.spawn.every-function-suspends: each suspension is a turn for the
+  others).
 
 The bounds: a hot state may last at most `STEPS` scheduling steps and
 `SECONDS` of virtual time, and must not be hot when the run ends (before
 its ending abandons what is left).  The engine leaves each of these states
 eagerly, before its next step, so the bounds are tight; the run loop runs
 every ready chain before time moves, which is the fairness they assume.
+`ReadyChainNotRun` has bounds of its own: in steps, as many as chains were
+ready when its fair stretch began (`forge.sim.fair`), and in virtual time,
+none (a ready chain runs before the next event).
 
 Like the watchers (`forge.conformance.oracles`), the monitors read the
 reference engine's trace while it is written and a few facts off the run
@@ -235,8 +244,74 @@ class CancelNotLanded:
             self.pending = [t for t in self.pending if t.live]
 
 
+class ReadyChainNotRun:
+    """A ready chain runs within a bound.
+
+    In steps, under fair scheduling: a pick is fair when it takes the chain
+    that has been ready longest of those offered - the reference offers the
+    ready chains in the order they became ready, so option 0, which every
+    pick of a fair scheduler (`forge.sim.fair`) and of the canonical
+    schedule takes.  From the first fair pick after an unfair one (the end
+    of an unfair prefix), a chain ready at a step must run within as many
+    steps as chains were ready there: only chains ready before it may go
+    first.  A chain the engine keeps ready but does not offer outlives that
+    bound.  An unfair pick starts the stretch again.
+
+    In virtual time, under any schedule: the kernel runs every ready chain
+    before it handles the next event, so a chain still ready when an event
+    is handled was left behind by the clock.
+
+    It reads the kernel's ready list and the chooser's last pick off the run,
+    at each step and event record."""
+
+    SEES = frozenset({"step", "event"})
+
+    def __init__(self, facts: Any) -> None:
+        self.run = facts
+        #: label -> (last step it may still be ready at, its bound, record,
+        #: instant) of each ready chain, since the fair stretch began.
+        self.due: dict[str, tuple[int, int, int, int]] = {}
+        self.steps = 0
+        self.told = False
+        #: The step or event record the clock last stood at.
+        self.last = (0, 0)
+
+    def see(self, r: dict):
+        if self.told:
+            return
+        ready = self.run.scheduler.ready
+        if r["what"] == "event":
+            if ready and r.get("event") != "host_cancel":
+                self.told = True
+                yield Hot(f"chain {ready[0].partition(':')[2]} was still ready when the clock "
+                          f"moved on to the next event (at t={r['t'] / 1e9:g}s)", *self.last)
+            self.last = (r["i"], r["t"])
+            return
+        self.last = (r["i"], r["t"])
+        self.steps += 1
+        chooser = self.run.chooser
+        if chooser.choices[-1].value != 0:
+            self.due = {}               # an unfair pick: the fair stretch starts again
+            return
+        due, steps, now = self.due, self.steps, ready[:]
+        labels = set(now)
+        for label in [k for k in due if k not in labels]:
+            del due[label]              # run (this step) or no longer ready
+        for label in now:
+            if label not in due:
+                due[label] = (steps + len(now) - 1, len(now), r["i"], r["t"])
+            elif steps > due[label][0]:
+                self.told = True
+                _, bound, i, t = due[label]
+                yield Hot(f"chain {label.partition(':')[2]} stayed ready through {bound} fair "
+                          f"step{'s' * (bound != 1)} without running ({bound} "
+                          f"chain{'s, itself included, were' if bound != 1 else ' was'} "
+                          "ready when its fair stretch began)", i, t)
+                return
+
+
 #: The monitors every explored schedule runs under.
-MONITORS = (QueuedWhileSlotFree, MetWaitNotWoken, CancelNotLanded)
+MONITORS = (QueuedWhileSlotFree, MetWaitNotWoken, CancelNotLanded, ReadyChainNotRun)
 
 
 def monitors(run: Any, kinds=MONITORS) -> tuple:
