@@ -41,6 +41,7 @@ schedule.  What does not live here: the safety watchers, the probes
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from forge.sim.trace import Hot
@@ -271,6 +272,9 @@ class ReadyChainNotRun:
         #: label -> (last step it may still be ready at, its bound, record,
         #: instant) of each ready chain, since the fair stretch began.
         self.due: dict[str, tuple[int, int, int, int]] = {}
+        #: (last step, label) of each due chain, the soonest first (entries
+        #: of chains run since are skipped when they come up).
+        self.order: list[tuple[int, str]] = []
         self.steps = 0
         self.told = False
         #: The step or event record the clock last stood at.
@@ -289,25 +293,39 @@ class ReadyChainNotRun:
             return
         self.last = (r["i"], r["t"])
         self.steps += 1
-        chooser = self.run.chooser
-        if chooser.choices[-1].value != 0:
-            self.due = {}               # an unfair pick: the fair stretch starts again
+        if self.run.chooser.choices[-1].value != 0:
+            if self.due:
+                self.due, self.order = {}, []   # an unfair pick: the stretch starts again
             return
-        due, steps, now = self.due, self.steps, ready[:]
-        labels = set(now)
-        for label in [k for k in due if k not in labels]:
-            del due[label]              # run (this step) or no longer ready
-        for label in now:
-            if label not in due:
-                due[label] = (steps + len(now) - 1, len(now), r["i"], r["t"])
-            elif steps > due[label][0]:
-                self.told = True
-                _, bound, i, t = due[label]
-                yield Hot(f"chain {label.partition(':')[2]} stayed ready through {bound} fair "
-                          f"step{'s' * (bound != 1)} without running ({bound} "
-                          f"chain{'s, itself included, were' if bound != 1 else ' was'} "
-                          "ready when its fair stretch began)", i, t)
-                return
+        due, steps, n = self.due, self.steps, len(ready)
+        due.pop(f"{r['kind']}:{r['chain']}", None)          # the chain this step runs
+        # Chains become ready at the list's end, so the new ones are a tail of
+        # it; a chain that left it otherwise (it ended while ready) is found
+        # by the count, and the list is read whole then.
+        k = n
+        while k > 0 and ready[k - 1] not in due:
+            k -= 1
+        for label in ready[k:]:
+            due[label] = (steps + n - 1, n, r["i"], r["t"])
+            heapq.heappush(self.order, (steps + n - 1, label))
+        if len(due) != n:
+            labels = set(ready[:])
+            for label in [x for x in due if x not in labels]:
+                del due[label]
+            for label in labels - due.keys():
+                due[label] = (steps + n - 1, n, r["i"], r["t"])
+                heapq.heappush(self.order, (steps + n - 1, label))
+        order = self.order
+        while order and (order[0][1] not in due or due[order[0][1]][0] != order[0][0]):
+            heapq.heappop(order)            # run, or left the list, since
+        if order and steps > order[0][0]:
+            self.told = True
+            label = order[0][1]
+            _, bound, i, t = due[label]
+            yield Hot(f"chain {label.partition(':')[2]} stayed ready through {bound} fair "
+                      f"step{'s' * (bound != 1)} without running ({bound} "
+                      f"chain{'s, itself included, were' if bound != 1 else ' was'} "
+                      "ready when its fair stretch began)", i, t)
 
 
 #: The monitors every explored schedule runs under.
