@@ -137,3 +137,52 @@ def test_the_picks_of_the_wrong_kernel_never_offer_the_passed_over_chain():
     honest = _Listing([0, 1])
     runner.run(Chooser(honest))
     assert "task:0.0" in honest.offered[2]
+
+
+class _Facts:
+    """What ReadyChainNotRun reads off a run: the ready labels and the picks."""
+
+    def __init__(self):
+        from types import SimpleNamespace
+
+        self.scheduler = SimpleNamespace(ready=[])
+        self.chooser = SimpleNamespace(choices=[])
+
+    def pick(self, value, ready):
+        from forge.sim.chooser import Choice
+
+        self.chooser.choices.append(Choice("chain", len(ready) + 1, value))
+        self.scheduler.ready = list(ready)
+
+
+def _step(i, chain):
+    return {"i": i, "t": 0, "what": "step", "chain": chain, "kind": "task"}
+
+
+def test_the_ready_chain_bound_counts_fair_steps_only_and_the_clock_bound_any():
+    """(tasks.glance.owner-keeps-running) An unfair pick starts the count again;
+    two fair steps past a chain's bound of two is a violation; a chain still
+    ready when an event is handled is one under any schedule."""
+    from forge.liveness import ReadyChainNotRun
+
+    facts = _Facts()
+    monitor = ReadyChainNotRun(facts)
+    facts.pick(0, ["task:0.0"])                      # 0.1 runs; 0.0 waits, bound 1
+    assert list(monitor.see(_step(1, "0.1"))) == []
+    facts.pick(1, ["task:0.0", "task:0.2"])          # unfair: the stretch starts again
+    assert list(monitor.see(_step(2, "0.3"))) == []
+    facts.pick(0, ["task:0.0", "task:0.4"])          # bound 2 from here
+    assert list(monitor.see(_step(3, "0.2"))) == []
+    facts.pick(0, ["task:0.0", "task:0.5"])
+    assert list(monitor.see(_step(4, "0.4"))) == []
+    facts.pick(0, ["task:0.0"])
+    [hot] = monitor.see(_step(5, "0.5"))
+    assert hot.since == 3 and "chain 0.0 stayed ready through 2 fair steps" in hot.problem
+
+    clock = ReadyChainNotRun(_Facts())
+    clock.run.scheduler.ready = ["task:0.7"]
+    [late] = clock.see({"i": 9, "t": 5, "what": "event", "event": "complete"})
+    assert "chain 0.7 was still ready when the clock moved on" in late.problem
+    cancel = ReadyChainNotRun(_Facts())
+    cancel.run.scheduler.ready = ["task:0.7"]
+    assert list(cancel.see({"i": 9, "t": 5, "what": "event", "event": "host_cancel"})) == []
