@@ -140,3 +140,18 @@ def test_a_stop_is_told_apart_from_the_run_ending_that_raced_it():
     assert observed(ops, lost) == {"stop-won-over-run-ending"}
     assert observed(ops, landed) == {"run-ending-won-over-stop"}
     assert observed(ops, {"results": "not a list"}) == set()
+
+
+def test_over_the_pipe_the_lifecycle_cases_reach_the_same_probes(monkeypatch):
+    """The probes are read off the observation alone, so an implementation
+    served over the protocol reaches what the reference does in process."""
+    import sys
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    cases = str(ROOT / "conformance" / "cases" / "lifecycle")
+    here = json.loads(CliRunner().invoke(main, ["conformance", "--cases", cases,
+                                                "--json"]).stdout)["probes"]
+    served = CliRunner().invoke(main, ["conformance", "--cases", cases, "--json", "--impl",
+                                       f"{sys.executable} -m forge impl-serve --level 2"])
+    assert served.exit_code == 0, served.output
+    assert json.loads(served.stdout)["probes"] == here
