@@ -186,3 +186,32 @@ def test_the_ready_chain_bound_counts_fair_steps_only_and_the_clock_bound_any():
     cancel = ReadyChainNotRun(_Facts())
     cancel.run.scheduler.ready = ["task:0.7"]
     assert list(cancel.see({"i": 9, "t": 5, "what": "event", "event": "host_cancel"})) == []
+
+
+def test_forge_explore_fair_finds_the_starved_chain_and_its_rerun_line_keeps_fair(tmp_path):
+    """`forge explore --fair K`: the failure's one-line rerun keeps the flag and
+    fails again; the reference passes; --fair refuses what it cannot make fair
+    (tasks.glance.owner-keeps-running)."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from forge.cli import main
+
+    args = ["explore", FAIRNESS, "--fair", "2", "--runs", "50", "--database", "none",
+            "--replay-out", str(tmp_path / "f.replay.json")]
+    with variation.switched("kernel.passed-over-waits-for-idle"):
+        found = CliRunner().invoke(main, args)
+        assert found.exit_code == 1, found.output
+        assert "stayed ready through 1 fair step without running" in found.output
+        rerun = next(line for line in found.output.splitlines()
+                     if line.startswith("or, with no file: forge explore "))
+        words = shlex.split(rerun.partition(": ")[2])
+        assert words[words.index("--fair") + 1] == "2"
+        again = CliRunner().invoke(main, words[1:] + ["--replay-out",
+                                                      str(tmp_path / "g.replay.json")])
+        assert again.exit_code == 1 and "fair step" in again.output
+    assert CliRunner().invoke(main, args).exit_code == 0
+    for more in (["--workers", "2"], ["--strategy", "exhaustive"]):
+        refused = CliRunner().invoke(main, args + more)
+        assert refused.exit_code == 2 and "--fair: makes the reference engine's" in refused.output
