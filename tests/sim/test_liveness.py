@@ -215,3 +215,18 @@ def test_forge_explore_fair_finds_the_starved_chain_and_its_rerun_line_keeps_fai
     for more in (["--workers", "2"], ["--strategy", "exhaustive"]):
         refused = CliRunner().invoke(main, args + more)
         assert refused.exit_code == 2 and "--fair: makes the reference engine's" in refused.output
+
+
+def test_the_python_api_explores_fair_schedules_too():
+    """`forge.explore(..., fair=K)` is `--fair K` (tasks.glance.owner-keeps-running)."""
+    import forge
+
+    with variation.switched("kernel.passed-over-waits-for-idle"):
+        report = forge.explore(FAIRNESS, fair=2, runs=50, allow_failed=True)
+    assert not report.ok
+    assert "fair step" in report.failures[0].problems[0]
+    assert forge.explore(FAIRNESS, fair=2, runs=50).ok
+    with pytest.raises(forge.InputError, match="^explore: fair must be at least 0, got -1$"):
+        forge.explore(FAIRNESS, fair=-1)
+    with pytest.raises(forge.InputError, match="fair makes the reference engine's schedules"):
+        forge.explore(FAIRNESS, fair=2, workers=2)
