@@ -113,6 +113,7 @@ _ROWS = [
     ("wake-waits-for-slot", "liveness", "admission.wake-waits-for-slot"),
     ("last-end-wakes-nobody", "liveness", "waits.last-end-wakes-nobody"),
     ("cancel-lost-when-parked", "liveness", "endings.cancel-lost-when-parked"),
+    ("passed-over-waits-for-idle", "liveness", "kernel.passed-over-waits-for-idle"),
     # errors
     ("spawn-errors-internal", "errors", "errors.spawn-errors-internal"),
     ("wait-raises-cancelled", "errors", "errors.wait-raises-cancelled"),
@@ -192,8 +193,15 @@ def with_fewer_schedules(cases, seeds: int):
             for c in cases]
 
 
+#: The `explore/` prompts the suite's invariants are explored on as well:
+#: the ready-chain liveness bound needs chains that keep each other ready,
+#: which no top-level example has.
+INVARIANT_PROMPTS = ("watch-fairness.md",)
+
+
 def explore_prompts() -> list:
-    """The example prompts the invariants are explored on (those without a model)."""
+    """The example prompts the invariants are explored on (those without a
+    model, and `INVARIANT_PROMPTS`)."""
     from forge.prompt import load_prompt
 
     if EXAMPLES is None or not EXAMPLES.is_dir():
@@ -202,11 +210,15 @@ def explore_prompts() -> list:
         raise InputError(f"forge mutants explores the kit's example prompts and cannot find "
                          f"{EXAMPLES or 'them'}; reinstall the kit (pip install .) or run it from a clone")
     return [(p.name, load_prompt(str(p))) for p in sorted(EXAMPLES.glob("*.md"))
-            if not (EXAMPLES / (p.stem + ".model.json")).exists()]
+            if not (EXAMPLES / (p.stem + ".model.json")).exists()] + [
+        (name, load_prompt(str(EXAMPLES / "explore" / name))) for name in INVARIANT_PROMPTS]
 
 
 #: The prefix of a killer found by the oracles alone (`oracle_kills`).
 ORACLES = "oracles:"
+#: How many schedules of each spec the oracles alone also explore fair after
+#: a random prefix of `FAIR_PREFIX` chain picks, when no random one failed.
+FAIR_SEEDS, FAIR_PREFIX = 5, 4
 
 
 def oracle_specs() -> list:
@@ -242,7 +254,8 @@ def oracle_scenarios() -> list:
 def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
     """What the oracles alone - the invariants, the watchers and the liveness
     monitors, with no conformance case, no ending expected and no user check -
-    find on the canonical schedule and `seeds` random ones of each spec, and
+    find on the canonical schedule and `seeds` random ones of each spec (and
+    `FAIR_SEEDS` fair after a random prefix, when none of those failed), and
     the lifecycle manager's oracles on `3 * seeds` random schedules of each
     lifecycle scenario (run under the mutant already switched on):
     `oracles:PROMPT:SCHEDULE`."""
@@ -250,6 +263,7 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
     from forge.runspec import Expectation
     from forge.sim.chooser import Canonical, Chooser, RandomProvider
     from forge.sim.explore import check_all
+    from forge.sim.fair import FairProvider
     from forge.verdict import Verdict
 
     expect = Expectation(same_ids=True, ending=Verdict(allow_failed=True))
@@ -265,6 +279,15 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
                 if check_all(obs, checks):
                     found.append(f"{ORACLES}{name}:seed {seed}")
                     break
+            else:
+                # A few schedules fair after a random prefix, which the
+                # ready-chain liveness bound is judged under (forge.sim.fair).
+                for seed in range(min(seeds, FAIR_SEEDS)):
+                    provider = FairProvider(RandomProvider(seed), FAIR_PREFIX)
+                    obs, _ = runner.subject(Chooser(provider, seed=seed))
+                    if check_all(obs, checks):
+                        found.append(f"{ORACLES}{name}:fair seed {seed}")
+                        break
         except Exception as e:  # noqa: BLE001 - a mutant that breaks the engine is found
             found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
     from forge.lifecycle import campaign
@@ -284,7 +307,8 @@ def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     """What kills a mutant: failing case ids, then invariant findings."""
     from forge.conformance.adapters import InProcessAdapter
     from forge.conformance.runner import run_suite
-    from forge.engine.run import RunConfig, run_prompt
+    from forge import liveness
+    from forge.engine.run import Run, RunConfig, run_prompt
     from forge.harness import Harness
     from forge.conformance import oracles
     from forge.sim.chooser import Canonical, Chooser, RandomProvider
@@ -299,9 +323,14 @@ def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
                                        RunConfig()).observation()
                 checks = (*oracles.DEFAULT_CHECKS, oracles.same_ids(canonical))
                 for seed in range(seeds):
-                    obs = run_prompt(prompt, Harness(ceiling=2), Chooser(RandomProvider(seed)),
-                                     RunConfig()).observation()
-                    if [p for c in checks for p in c(obs)]:
+                    # Watched by the liveness monitors: a hot state never left
+                    # is an invariant broken in time.
+                    run = Run(prompt, Harness(ceiling=2), Chooser(RandomProvider(seed)),
+                              RunConfig())
+                    run.trace.observe(liveness.monitors(run))
+                    run.execute()
+                    obs = run.observation()
+                    if run.trace.violations or [p for c in checks for p in c(obs)]:
                         killers.append(f"explore:{name}:seed {seed}")
                         break
             except Exception as e:  # a mutant may crash the engine: that kills it too

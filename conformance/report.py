@@ -203,10 +203,17 @@ class Report:
 
     def probes(self) -> dict[str, int]:
         """Each probe an observation's events show (`forge.probes.OBSERVED`)
-        and how many cases reached it, 0 for one no case reached."""
+        and how many cases reached it, 0 for one no case reached; with
+        lifecycle cases, each lifecycle race outcome their observations show
+        (`forge.lifecycle.probes.OBSERVED`) too, and the Tasks probes only
+        if a Tasks case ran."""
+        from forge.lifecycle.probes import OBSERVED as LIFECYCLE
         from forge.probes import OBSERVED
 
-        out = dict.fromkeys(OBSERVED, 0)
+        lifecycle = ["lifecycle" in r.features for r in self.results]
+        out = dict.fromkeys(OBSERVED if not all(lifecycle) or not lifecycle else (), 0)
+        if any(lifecycle):
+            out.update(dict.fromkeys(LIFECYCLE, 0))
         for r in self.results:
             for name in r.probes:
                 if name in out:

@@ -171,6 +171,7 @@ def stale_expectations(expectations: dict[str, str], cases: Iterable[Case]) -> l
 
 def run_case(adapter: Adapter, case: Case) -> CaseResult:
     """Run `case` on each of its schedules; never raises for the implementation's faults."""
+    from forge.lifecycle.probes import observed as lifecycle_observed
     from forge.probes import observed
 
     started = time.monotonic()
@@ -205,7 +206,8 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
         if any(_alike(observation, seen) for seen in passed):
             continue
-        reached.update(observed(observation))
+        reached.update(observed(observation) if case.operations is None
+                       else lifecycle_observed(case.operations, observation))
         trusted = isinstance(adapter, InProcessAdapter)
         broken = [] if trusted else schema_problems(case, observation)
         if broken:

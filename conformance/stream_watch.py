@@ -74,6 +74,8 @@ ADAPTED = ON_EVENTS + tuple(NEED_STEPS)
 UNADAPTED: dict[str, str] = {
     "CancelNotLanded": "the steps report no cancels asked for (which live task a "
                        "`tasks.cancel` asked to stop)",
+    "ReadyChainNotRun": "the steps report no ready chains and no pick's options (which "
+                        "chains a pick passed over)",
 }
 #: What runs over a foreign engine's reports: the watchers, then the monitors.
 KINDS = oracles.WATCHERS + liveness.MONITORS

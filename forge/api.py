@@ -666,7 +666,8 @@ def _rules() -> dict[str, dict[str, _Rule]]:
     explore = {
         **_harness(), **prompt,
         **{name: _value(name) for name in ("strategy", "runs", "start_seed", "pct_depth",
-                                           "pct_horizon", "max_deviations", "workers")},
+                                           "pct_horizon", "fair", "max_deviations",
+                                           "workers")},
         "shrink_budget": _value("shrink_budget", flag=None),
         "checks": _checks("checks", callable, "a callable taking an Observation (a check "
                                               "named module:function goes in named_checks)"),
@@ -1144,7 +1145,8 @@ def _user_checks(checks: Sequence[Check]) -> list[Any]:
 @_checked
 def explore(prompt: PathLike | None = None, *, source: str | None = None,
             strategy: Strategy = _DEFAULT, runs: int = 200, start_seed: int = 0,
-            pct_depth: int = 3, pct_horizon: int | None = None, checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
+            pct_depth: int = 3, pct_horizon: int | None = None, fair: int | None = None,
+            checks: Sequence[Check] = (), named_checks: Sequence[str] = (),
             expect_result: str | None = None, expect_outcome: str | None = None,
             expect_error: str | None = None, allow_failed: bool = False,
             same_ids: bool = True, invariants: bool = True,
@@ -1172,6 +1174,11 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
             from the first run (`--pct-horizon`): with `start_seed` a failure's
             seed and `runs=1`, the horizon its `Failure.strategy` names draws
             its schedule again.
+        fair: make each schedule fair after its first `fair` chain picks
+            (`--fair`): every later pick takes the chain ready longest, what
+            the ready-chain liveness bound is judged under
+            (`forge.sim.fair`); in one local process, with a strategy that
+            draws schedules.  A failure's seed reruns with the same `fair`.
         runs: schedules to try; seeds run from `start_seed` (seed N is
             `run_prompt(seed=N)`).
         checks: your own checks (callables, see `Check`), run on every schedule.
@@ -1226,6 +1233,10 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
     where = _pool.backend(backend, address)
     _campaign.check_spread(strategy, workers, None, where)
     _repro.check_bound(strategy, max_deviations)
+    if fair is not None and (workers > 1 or where.kind != "local" or _lookup(strategy).walks):
+        raise InputError("explore: fair makes the reference engine's schedules fair in one "
+                         "process; leave workers at 1 and backend local, and use a strategy "
+                         "that draws schedules, not an exhaustive walk")
     spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
     users = tuple(_probing.UserProbe(p, _check_name(p), Observation._of) for p in probes)
@@ -1256,7 +1267,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                                         max_deviations=max_deviations, reduce=reduce,
                                         shrink_budget=shrink_budget, progress=progress,
                                         extra_checks=extra, probes=users,
-                                        pct_horizon=pct_horizon)
+                                        pct_horizon=pct_horizon, fair=fair)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:

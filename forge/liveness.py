@@ -15,13 +15,22 @@ the timeline mark the hot suffix:
   `tasks.join_any` whose members have ended (tasks.wait.join-any-parks-or-returns,
   tasks.immediate.ended-wait-at-once);
 - `CancelNotLanded`: a task its owner cancelled still live
-  (tasks.cancel.marks-cancelled, tasks.immediate.checks-answered-at-once).
+  (tasks.cancel.marks-cancelled, tasks.immediate.checks-answered-at-once);
+- `ReadyChainNotRun`: a ready chain not run within a bound under fair
+  scheduling, or still ready when the clock moves on
+  (tasks.glance.owner-keeps-running: the owner keeps running *while* its
+  task works, so neither may starve the other;
+  tasks.spawn.every-function-suspends: each suspension is a turn for the
+  others).
 
 The bounds: a hot state may last at most `STEPS` scheduling steps and
 `SECONDS` of virtual time, and must not be hot when the run ends (before
 its ending abandons what is left).  The engine leaves each of these states
 eagerly, before its next step, so the bounds are tight; the run loop runs
 every ready chain before time moves, which is the fairness they assume.
+`ReadyChainNotRun` has bounds of its own: in steps, as many as chains were
+ready when its fair stretch began (`forge.sim.fair`), and in virtual time,
+none (a ready chain runs before the next event).
 
 Like the watchers (`forge.conformance.oracles`), the monitors read the
 reference engine's trace while it is written and a few facts off the run
@@ -32,6 +41,7 @@ schedule.  What does not live here: the safety watchers, the probes
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from forge.sim.trace import Hot
@@ -235,8 +245,91 @@ class CancelNotLanded:
             self.pending = [t for t in self.pending if t.live]
 
 
+class ReadyChainNotRun:
+    """A ready chain runs within a bound.
+
+    In steps, under fair scheduling: a pick is fair when it takes the chain
+    that has been ready longest of those offered - the reference offers the
+    ready chains in the order they became ready, so option 0, which every
+    pick of a fair scheduler (`forge.sim.fair`) and of the canonical
+    schedule takes.  From the first fair pick after an unfair one (the end
+    of an unfair prefix), a chain ready at a step must run within as many
+    steps as chains were ready there: only chains ready before it may go
+    first.  A chain the engine keeps ready but does not offer outlives that
+    bound.  An unfair pick starts the stretch again.
+
+    In virtual time, under any schedule: the kernel runs every ready chain
+    before it handles the next event, so a chain still ready when an event
+    is handled was left behind by the clock.
+
+    It reads the kernel's ready list and the chooser's last pick off the run,
+    at each step and event record."""
+
+    SEES = frozenset({"step", "event"})
+
+    def __init__(self, facts: Any) -> None:
+        self.run = facts
+        #: label -> (last step it may still be ready at, its bound, record,
+        #: instant) of each ready chain, since the fair stretch began.
+        self.due: dict[str, tuple[int, int, int, int]] = {}
+        #: (last step, label) of each due chain, the soonest first (entries
+        #: of chains run since are skipped when they come up).
+        self.order: list[tuple[int, str]] = []
+        self.steps = 0
+        self.told = False
+        #: The step or event record the clock last stood at.
+        self.last = (0, 0)
+
+    def see(self, r: dict):
+        if self.told:
+            return
+        ready = self.run.scheduler.ready
+        if r["what"] == "event":
+            if ready and r.get("event") != "host_cancel":
+                self.told = True
+                yield Hot(f"chain {ready[0].partition(':')[2]} was still ready when the clock "
+                          f"moved on to the next event (at t={r['t'] / 1e9:g}s)", *self.last)
+            self.last = (r["i"], r["t"])
+            return
+        self.last = (r["i"], r["t"])
+        self.steps += 1
+        if self.run.chooser.choices[-1].value != 0:
+            if self.due:
+                self.due, self.order = {}, []   # an unfair pick: the stretch starts again
+            return
+        due, steps, n = self.due, self.steps, len(ready)
+        due.pop(f"{r['kind']}:{r['chain']}", None)          # the chain this step runs
+        # Chains become ready at the list's end, so the new ones are a tail of
+        # it; a chain that left it otherwise (it ended while ready) is found
+        # by the count, and the list is read whole then.
+        k = n
+        while k > 0 and ready[k - 1] not in due:
+            k -= 1
+        for label in ready[k:]:
+            due[label] = (steps + n - 1, n, r["i"], r["t"])
+            heapq.heappush(self.order, (steps + n - 1, label))
+        if len(due) != n:
+            labels = set(ready[:])
+            for label in [x for x in due if x not in labels]:
+                del due[label]
+            for label in labels - due.keys():
+                due[label] = (steps + n - 1, n, r["i"], r["t"])
+                heapq.heappush(self.order, (steps + n - 1, label))
+        order = self.order
+        while order and (order[0][1] not in due or due[order[0][1]][0] != order[0][0]):
+            heapq.heappop(order)            # run, or left the list, since
+        if order and steps > order[0][0]:
+            self.told = True
+            label = order[0][1]
+            _, bound, i, t = due[label]
+            yield Hot(f"chain {label.partition(':')[2]} stayed ready through {bound} fair "
+                      f"step{'s' * (bound != 1)} without running ({bound} "
+                      f"chain{'s, itself included, were' if bound != 1 else ' was'} "
+                      "ready when its fair stretch began)", i, t)
+
+
 #: The monitors every explored schedule runs under.
-MONITORS = (QueuedWhileSlotFree, MetWaitNotWoken, CancelNotLanded)
+MONITORS = (QueuedWhileSlotFree, MetWaitNotWoken, CancelNotLanded, ReadyChainNotRun)
 
 
 def monitors(run: Any, kinds=MONITORS) -> tuple:

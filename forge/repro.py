@@ -107,7 +107,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    shrink_budget: int = 3000, pct_horizon: int | None = None,
                    progress: Callable[[int], None] | None = None,
                    extra_checks: Sequence[Callable[[dict], list[str]]] = (),
-                   probes: Sequence = ()) -> ExploreOutcome:
+                   probes: Sequence = (), fair: int | None = None) -> ExploreOutcome:
     """Run `spec` under `runs` schedules; the first failure comes back shrunk.
 
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
@@ -115,7 +115,9 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     record, which keeps only the problems they found.  `probes` are users'
     probes (`forge.probes.UserProbe`) counted beside the catalogue's.
     `pct_horizon` is where PCT's learned horizon starts (None: learned
-    from the first run), as a failure's one-line rerun gives it."""
+    from the first run), as a failure's one-line rerun gives it.  `fair`
+    makes each schedule fair after its first `fair` chain picks
+    (`forge.sim.fair`), what the ready-chain liveness bound assumes."""
     from forge.sim.exhaustive import exhaustive
     from forge.sim.explore import explore
 
@@ -129,7 +131,7 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     else:
         report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
-                         progress=progress, horizon=pct_horizon)
+                         progress=progress, horizon=pct_horizon, fair=fair)
     return outcome_of(runner, canonical, checks, expect, report)
 
 

@@ -23,6 +23,7 @@ import attrs
 
 from forge.sim import shrink as shrinking
 from forge.sim.chooser import Chooser, Provider, ReplayProvider
+from forge.sim.fair import FairProvider
 from forge.sim.strategies import SEARCH, lookup
 
 Subject = Callable[[Chooser], tuple[dict, str]]
@@ -137,10 +138,12 @@ def finding(subject: Subject, seed: int | None, chooser: Chooser, obs: dict,
 def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
             strategy: str = SEARCH, pct_depth: int = 3, stop_at_first: bool = True,
             shrink_budget: int = 3000, progress: Callable[[int], None] | None = None,
-            horizon: int | None = None) -> Report:
+            horizon: int | None = None, fair: int | None = None) -> Report:
     """Run one schedule per seed; PCT seeds share one campaign (its horizon,
     learned from the first run, or starting at `horizon` if given: a
-    failure's seed then draws the schedule it drew in its campaign)."""
+    failure's seed then draws the schedule it drew in its campaign).  With
+    `fair`, each schedule is the strategy's for its first `fair` chain picks
+    and fair after them (`forge.sim.fair`)."""
     findings: list[Finding] = []
     traces: set[str] = set()
     outcomes: dict[str, int] = {}
@@ -149,13 +152,15 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
     campaign = lookup(strategy).campaign(pct_depth, horizon)
     runs = 0
     for seed in seeds:
-        provider = campaign.provider(seed)
+        drawn = provider = campaign.provider(seed)
+        if fair is not None:
+            provider = FairProvider(drawn, fair)
         # The run's own seed is the schedule's: seed N here is `forge run --seed N`.
         chooser = Chooser(provider, seed=seed)
         obs, sha = subject(chooser)
         # Described once run: a coverage-guided run spells the choices it made.
         described = provider.describe()
-        campaign.learn(provider, obs)
+        campaign.learn(drawn, obs)
         runs += 1
         traces.add(sha)
         tally(outcomes, (str(obs.get("outcome")),))

@@ -86,6 +86,10 @@ class _ExploreCommand(JsonCommand):
 @click.option("--pct-horizon", type=BoundedInt.of(RULES["pct_horizon"]), default=None,
               help="Start PCT's horizon (scheduling decisions a run makes) here instead of "
                    "learning it from the first run: a failure's one-line rerun gives it.")
+@click.option("--fair", type=BoundedInt.of(RULES["fair"]), default=None, metavar="K",
+              help="Make each schedule fair after its first K chain picks: every later pick "
+                   "takes the chain ready longest (what the ready-chain liveness bound is "
+                   "judged under; one process, not with an exhaustive walk).")
 @click.option("--max-deviations", type=BoundedInt.of(RULES["max_deviations"]), default=None,
               help=f"{_BOUNDED.capitalize()} only ({_UNBOUNDED} refuse it): only schedules with at "
                    "most N non-canonical durations.")
@@ -141,8 +145,8 @@ class _ExploreCommand(JsonCommand):
                    "schedule fails.")
 @impl_limit_options
 @differential_options
-def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon, max_deviations,
-            no_reduce,
+def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon, fair,
+            max_deviations, no_reduce,
             expect_result, expect_outcome, expect_error, allow_failed, same_ids,
             schedule_independent, checks, user_probes, required, replay_out, json_out, workers,
             shard, backend,
@@ -196,6 +200,11 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
     spread.check_spread(strategy, workers, part, where)
     from forge.repro import check_bound
     check_bound(strategy, max_deviations)
+    if fair is not None and (part is not None or workers > 1 or where.kind != "local"
+                             or impl is not None or lookup(strategy).walks):
+        raise InputError("makes the reference engine's schedules fair in one process; leave "
+                         "out --workers, --shard, --backend and --impl, and use a strategy "
+                         "that draws schedules, not an exhaustive walk", file="--fair")
     fixed = part is not None or impl is not None or lookup(strategy).walks or is_scenario(prompt)
     start_seed = failuredb.start_seed(start_seed, fixed)
     check_seeds(start_seed, runs)
@@ -269,7 +278,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
                                      start_seed=start_seed, pct_depth=pct_depth,
                                      max_deviations=max_deviations, reduce=not no_reduce,
                                      progress=bar.update, probes=loaded,
-                                     pct_horizon=pct_horizon)
+                                     pct_horizon=pct_horizon, fair=fair)
     except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
         if bar is not None:
             bar.close()

@@ -48,6 +48,14 @@ from forge.lua.runtime import LuaError, results, text
 from forge.sim.chooser import CHAIN_KIND, Chooser
 from forge.sim.kernel import Kernel as EventQueue
 from forge.sim.trace import Trace
+from forge.variation import declare
+
+#: Every ready chain is offered to each chain pick, so a fair scheduler runs
+#: it within a bound (`forge.sim.fair`, `forge.liveness.ReadyChainNotRun`).
+PASSED_OVER_WAITS_FOR_IDLE = declare(
+    "kernel.passed-over-waits-for-idle", "kernel",
+    "a ready chain a pick passed over (the pick took a later one) is no longer offered "
+    "until no other chain is ready: a starved ready chain")
 
 
 class Walk(Protocol):
@@ -174,6 +182,9 @@ class Scheduler:
         self.steps = 0
         #: A host cancel fault lands just before this step (`Harness.cancel_step`).
         self.cancel_step: int | None = None
+        #: Under the kernel.passed-over-waits-for-idle variation only: the
+        #: chains a pick passed over, hidden from the picks (None: off).
+        self.passed_over: set[Chain] | None = set() if PASSED_OVER_WAITS_FOR_IDLE.on else None
 
     # ------------------------------------------------------------ transitions
     def make_ready(self, chain: Chain, value: Any) -> None:
@@ -222,6 +233,21 @@ class Scheduler:
         if was_ready:           # the invariant: only a ready chain is in the list
             self.ready.drop(chain)
 
+    def _take_hiding_passed_over(self) -> Chain:
+        """The wrong pick of kernel.passed-over-waits-for-idle: chains passed
+        over are offered only when no other chain is ready."""
+        hidden = self.passed_over
+        assert hidden is not None
+        ready = self.ready._ready
+        offered = [c for c in ready if c not in hidden] or list(ready)
+        value = self.chooser.choose(CHAIN_KIND, [c.label for c in offered])
+        chain = offered[value]
+        if value:
+            hidden.add(offered[0])
+        hidden.discard(chain)
+        self.ready.drop(chain)
+        return chain
+
     def note(self, what: str, **fields: Any) -> None:
         """A trace record at the current instant."""
         self.trace.emit(self.events.now, what, **fields)
@@ -236,7 +262,10 @@ class Scheduler:
                                     step=self.cancel_step)
                     walk.host_cancel()
                     return
-                chain = self.ready.take(self.chooser.choose(CHAIN_KIND, self.ready))
+                if self.passed_over is None:
+                    chain = self.ready.take(self.chooser.choose(CHAIN_KIND, self.ready))
+                else:
+                    chain = self._take_hiding_passed_over()
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"

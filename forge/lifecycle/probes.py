@@ -80,6 +80,9 @@ CATALOGUE: tuple[Probe, ...] = (
     Probe("sweep-kept-paused", "lifecycle.restart.keeps-paused",
           "the restart sweep ran while a task was paused on an approval and left it "
           "(lifecycle.race.restart-during-attempt)"),
+    Probe("restart-adopting-orphan", "lifecycle.restart.before-retry",
+          "the restart sweep took a retry's fresh run for an orphan and failed it: the retry "
+          "was admitted before the sweep (lifecycle.race.retry-before-recover)"),
 )
 NAMES: tuple[str, ...] = tuple(p.name for p in CATALOGUE)
 _BY_NAME = {p.name: p for p in CATALOGUE}
@@ -90,7 +93,10 @@ _ENDINGS = ("run_completes", "run_fails", "run_cancelled")
 def hits(world: Any) -> set[str]:
     """The probes one schedule reached, read off its ``World`` after it."""
     found: set[str] = set()
+    retried: set[str] = set()       # rows a retry claimed in this process
     for name, args, before, after, _live in world.writes:
+        if name == "retry_claim" and isinstance(after, Task):
+            retried.add(after.id)
         if name == "finalize" and after is None and isinstance(before, Task):
             found.add("finalize-cas-lost" if args[1] == before.run_id
                       else "finalize-stale-run-lost")
@@ -105,6 +111,8 @@ def hits(world: Any) -> set[str]:
         elif name == "fail_orphans":
             if after:
                 found.add("sweep-failed-orphan")
+            if any(row.id in retried for row in after or ()):
+                found.add("restart-adopting-orphan")
             if any(row.status is TaskStatus.INPUT_REQUIRED for row in before.values()):
                 found.add("sweep-kept-paused")
     launched: set[str] = set()
@@ -157,6 +165,121 @@ def _stops(world: Any) -> set[str]:
             elif not won:
                 found.add("stop-outcome-landed-late")
     return found
+
+
+# -- a conformance case's probes ------------------------------------------------------------
+
+_RUN_ENDINGS = ("run_completes", "run_fails", "run_cancelled")
+#: The summary a run's ending records when a continuation's advance lost.
+_ADVANCE_LOST = "could not advance to the next run"
+
+
+def observed(operations: Any, obs: Any) -> set[str]:
+    """The probes a lifecycle case's observation shows (docs/cases.md,
+    "Lifecycle cases"), read off its operations, their results and the
+    host calls reported: what `forge conformance` counts for any
+    implementation, in process or over the pipe.  Top-level operations are
+    paired with their results; a racing party nested in a host call is read
+    off the case (what raced) and the host calls' reports (who won)."""
+    found: set[str] = set()
+    if not isinstance(obs, dict) or not isinstance(operations, list):
+        return found
+    results = obs.get("results") if isinstance(obs.get("results"), list) else []
+    reports = [r for r in obs.get("reports") or () if isinstance(r, dict)]
+    for value in [*results, *(d for r in reports for d in r.get("during") or ())]:
+        if isinstance(value, dict) and str(value.get("error", "")).startswith(_CAP):
+            found.add("cap-refused")
+    for report in reports:
+        if report.get("hook") == "launcher" and report.get("retry") and "error" in report:
+            found.add("retry-launch-failed")
+        elif (report.get("hook") == "on_finished"
+              and str(report.get("summary", "")).startswith(_ADVANCE_LOST)):
+            found.add("advance-lost")
+    known: dict[str, dict] = {}        # alias -> the task's row as last answered
+    used: set[int] = set()             # the reports whose `during` a stop read
+    retried: set[str] = set()          # aliases a retry relaunched since the last sweep
+    for op, res in zip(operations, results):
+        if not isinstance(op, dict):
+            continue
+        name, alias = op.get("op"), op.get("task", op.get("as"))
+        row = res if isinstance(res, dict) and "status" in res else None
+        before = known.get(alias, {})
+        if name == "recover" and isinstance(res, list):
+            if res:
+                found.add("sweep-failed-orphan")
+            if any(a in retried for a in res):
+                found.add("restart-adopting-orphan")
+            if any(r.get("status") == "input_required" for r in known.values()):
+                found.add("sweep-kept-paused")
+            retried.clear()
+        elif name in _RUN_ENDINGS and res is None and before:
+            stale = "run" in op and op["run"] != before.get("run")
+            found.add("finalize-stale-run-lost" if stale else "finalize-cas-lost")
+        elif name == "store_retry_claim" and res is None:
+            found.add("retry-claim-lost")
+        elif name == "resume" and res is None and before.get("status") == "cancelled":
+            found.add("resume-lost-to-stop")
+        elif name in ("spawn", "retry"):
+            if name == "retry" and row is not None and row.get("status") == "working":
+                retried.add(alias)
+            nested = [o for o in op.get("during_launch") or () if isinstance(o, dict)
+                      and o.get("task") == alias]
+            if any(o.get("op") == "stop" for o in nested):
+                found.add("stop-in-launch-window")
+            if (row is not None and row.get("status") in ("completed", "failed")
+                    and any(o.get("op") in _RUN_ENDINGS for o in nested)):
+                found.add("fast-finish-in-launch-window")
+        elif name == "stop" and row is not None:
+            found.update(_stop_outcome(op, row, before, alias, _heard(reports, alias, used)))
+        elif name in _RUN_ENDINGS and row is not None and before.get("graceful_asked") == row.get(
+                "run") and row.get("status") in ("completed", "failed", "cancelled"):
+            found.add("graceful-stop-then-run-ending")
+        if row is not None and alias is not None:
+            kept = before.get("graceful_asked")
+            known[alias] = dict(row)
+            if name == "stop" and op.get("graceful") and op.get("stopper") == "after_turn":
+                kept = row.get("run")
+            if kept is not None:
+                known[alias]["graceful_asked"] = kept
+    return found
+
+
+def _heard(reports: list, alias: Any, used: set[int]):
+    """The results of the operations raced inside a stop's host calls (the
+    `during` of the stopper's and the outcome wait's reports for the task),
+    from the first report no earlier stop read."""
+    for report in reports:
+        if (report.get("hook") in ("stopper", "await_outcome") and report.get("task") == alias
+                and isinstance(report.get("during"), list) and id(report) not in used):
+            used.add(id(report))
+            yield from report["during"]
+
+
+def _stop_outcome(op: dict, row: dict, before: dict, alias: Any, heard: Any) -> set[str]:
+    """The probes of how one stop met the run's ending, a retry or a finished run.
+    `heard` yields the results of the operations raced inside this stop's host
+    calls, in order (the reports' `during`)."""
+    found: set[str] = set()
+    won = row.get("status") == "cancelled"
+    raced = [o for key in ("during_stop", "during_wait") for o in op.get(key) or ()
+             if isinstance(o, dict)]
+    for nested in raced:
+        value = next(heard, None)
+        if nested.get("op") in _RUN_ENDINGS and nested.get("task") == alias:
+            # the run's ending landed (its row came back) or lost to the stop
+            found.add("run-ending-won-over-stop" if isinstance(value, dict)
+                      else "stop-won-over-run-ending")
+    raced = [o.get("op") for o in raced]
+    if won and isinstance(before.get("attempt"), int) and row.get("attempt", 0) > before["attempt"]:
+        found.add("stop-chased-retry")
+    if op.get("stopper") == "already_finished":
+        found.add("stop-recorded-lost-outcome" if won and not raced
+                  else "stop-outcome-landed-late")
+    return found
+
+
+#: The probes a conformance report counts for lifecycle cases (`observed`).
+OBSERVED: tuple[str, ...] = NAMES
 
 
 def check_required(required: Sequence[str], where: str = "--require") -> None:

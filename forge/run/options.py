@@ -161,6 +161,7 @@ RULES: dict[str, Rule] = {
     "seed": Whole(), "start_seed": Whole(),
     "runs": Whole(1, MAX_RUNS), "shrink_budget": Whole(0, MAX_RUNS),
     "pct_depth": Whole(1, MAX_PCT_DEPTH), "pct_horizon": Whole(0), "max_deviations": Whole(0, MAX_DEVIATIONS),
+    "fair": Whole(0),
     "workers": Whole(1, MAX_WORKERS), "timeout": Seconds(MAX_TIMEOUT, positive=True),
     "strategy": Choice(EXPLORING),
 }

@@ -1,12 +1,14 @@
 """The lifecycle races' probes (forge.lifecycle.probes): each race outcome is a named
 probe tied to a clause, the shipped races reach every one of them, and `forge explore
 SCENARIO` lists how often each was reached and which never were (text and --json);
-`--require PROBE` fails an exploration that never reached it.
+`--require PROBE` fails an exploration that never reached it; `forge conformance` counts
+the outcomes the lifecycle cases' observations show, in text and --json.
 
 Clauses held: lifecycle.finalize.single-winner, lifecycle.finalize.run-bound,
 lifecycle.retry.cas, lifecycle.stop.chases-current-run, lifecycle.stop.unknown-run,
 lifecycle.stop.already-finished-waits, lifecycle.stop.lost-outcome-recorded,
-lifecycle.restart.fails-working, lifecycle.restart.keeps-paused.
+lifecycle.restart.fails-working, lifecycle.restart.keeps-paused,
+lifecycle.restart.before-retry.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def test_the_shipped_races_reach_every_probe():
     ("sweep-vs-approval", "sweep-failed-orphan"),
     ("sweep-vs-approval", "sweep-kept-paused"),
     ("stop-vs-approval", "resume-lost-to-stop"),
+    ("sweep-vs-retry", "restart-adopting-orphan"),
 ])
 def test_a_race_reaches_its_outcome_under_random_schedules_too(race, probe):
     out = campaign.run(RACES[race], strategy="random", runs=60)
@@ -98,3 +101,57 @@ def test_require_of_an_unknown_probe_is_refused_in_one_line():
     line = got.output.strip()
     assert "\n" not in line and "no lifecycle probe is called 'timeout-tie'" in line
     assert "retry-claim-lost" in line
+
+
+def test_conformance_reports_count_the_lifecycle_probes_the_cases_reach():
+    """`forge conformance` over the lifecycle cases lists each race outcome their
+    observations show, in text and --json, as it does the Tasks probes; the
+    shipped cases reach every one (lifecycle.restart.before-retry,
+    lifecycle.finalize.single-winner, lifecycle.stop.chases-current-run)."""
+    from forge.lifecycle.probes import OBSERVED
+
+    cases = str(ROOT / "conformance" / "cases" / "lifecycle")
+    text = CliRunner().invoke(main, ["conformance", "--cases", cases])
+    assert text.exit_code == 0, text.output
+    assert "probes reached: finalize-cas-lost " in text.output
+    assert "restart-adopting-orphan 1" in text.output and "cancel-queued" not in text.output
+    data = json.loads(CliRunner().invoke(main, ["conformance", "--cases", cases,
+                                                "--json"]).stdout)
+    assert list(data["probes"]) == list(OBSERVED) == list(NAMES)
+    assert all(data["probes"].values()), data["probes"]
+    one = next(c for c in data["cases"] if c["id"].endswith("stop-wins-over-late-run-ending"))
+    assert one["probes"] == ["stop-won-over-run-ending"]
+
+
+def test_a_stop_is_told_apart_from_the_run_ending_that_raced_it():
+    """The reports' `during` says which ending landed: the raced ending's row
+    (it won) or nothing (it lost to the stop)."""
+    from forge.lifecycle.probes import observed
+
+    ops = [{"op": "spawn", "as": "t"},
+           {"op": "stop", "task": "t", "during_stop": [{"op": "run_completes", "task": "t"}]}]
+    row = {"status": "working", "attempt": 1, "run": 1}
+    stopped = {"status": "cancelled", "attempt": 1, "run": 1}
+    lost = {"results": [row, stopped],
+            "reports": [{"hook": "stopper", "task": "t", "run": 1, "during": [None]}]}
+    landed = {"results": [row, {**stopped, "status": "completed"}],
+              "reports": [{"hook": "stopper", "task": "t", "run": 1,
+                           "during": [{**stopped, "status": "completed"}]}]}
+    assert observed(ops, lost) == {"stop-won-over-run-ending"}
+    assert observed(ops, landed) == {"run-ending-won-over-stop"}
+    assert observed(ops, {"results": "not a list"}) == set()
+
+
+def test_over_the_pipe_the_lifecycle_cases_reach_the_same_probes(monkeypatch):
+    """The probes are read off the observation alone, so an implementation
+    served over the protocol reaches what the reference does in process."""
+    import sys
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    cases = str(ROOT / "conformance" / "cases" / "lifecycle")
+    here = json.loads(CliRunner().invoke(main, ["conformance", "--cases", cases,
+                                                "--json"]).stdout)["probes"]
+    served = CliRunner().invoke(main, ["conformance", "--cases", cases, "--json", "--impl",
+                                       f"{sys.executable} -m forge impl-serve --level 2"])
+    assert served.exit_code == 0, served.output
+    assert json.loads(served.stdout)["probes"] == here
