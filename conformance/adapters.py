@@ -519,6 +519,13 @@ class SubprocessAdapter(Adapter):
     def features(self) -> frozenset[str]:
         return frozenset(self._ensure()["features"])
 
+    def step_kinds(self) -> frozenset[str]:
+        """The optional step kinds the implementation's hello declares it
+        reports (`steps.declared`; docs/protocol.md "Steps")."""
+        from forge.conformance.steps import declared
+
+        return declared(self._ensure())
+
     @property
     def level(self) -> int:
         """The protocol level the implementation's hello announced (1 or 2)."""

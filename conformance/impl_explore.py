@@ -114,6 +114,14 @@ class PipeSubject:
                              file="--impl")
         self.adapter, self.case, self.steps = adapter, case, steps
 
+    def declared(self) -> frozenset[str]:
+        """The optional step kinds the implementation's hello declares (none
+        when it did not start: its runs error, saying why)."""
+        try:
+            return self.adapter.step_kinds()
+        except AdapterError:
+            return frozenset()
+
     def __call__(self, chooser: Chooser) -> tuple[dict, str]:
         try:
             obs = self.adapter.run_with(self.case, chooser.seed, chooser, steps=self.steps)
@@ -183,16 +191,18 @@ def not_errored(obs: dict) -> list[str]:
     return []
 
 
-def pipe_checks(expect: Expectation, canonical: dict, ceiling: int = 8) -> list:
+def pipe_checks(expect: Expectation, canonical: dict, ceiling: int = 8,
+                declared: frozenset[str] = frozenset()) -> list:
     """`expect`'s checks, as one that reports an errored run alone (the
     invariants have nothing to read in it); with the invariants, the
     watchers over the implementation's events and steps too
-    (`stream_watch`; `ceiling` is the run's harness concurrency)."""
+    (`stream_watch`; `ceiling` is the run's harness concurrency, `declared`
+    the optional step kinds the engine's hello declares)."""
     from forge.conformance import stream_watch
 
     checks = expect.checks(canonical)
     if expect.invariants:
-        checks.append(lambda obs: stream_watch.watch(obs, ceiling))
+        checks.append(lambda obs: stream_watch.watch(obs, ceiling, declared))
 
     def check(obs: dict) -> list[str]:
         return not_errored(obs) or [p for c in checks for p in c(obs)]
@@ -254,7 +264,8 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     canonical, _ = subject(first)
     from forge.conformance import stream_watch
 
-    not_run = stream_watch.not_run(canonical) if expect.invariants else {}
+    declared = pipe.declared()
+    not_run = stream_watch.not_run(canonical, declared) if expect.invariants else {}
     errored = tuple(not_errored(canonical))
     if not errored and differential:
         errored = tuple(subject.check(canonical))
@@ -266,7 +277,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
                                   errored, (), explored=False, diff=diff, not_run=not_run)
-    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness))
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), declared)
     if differential:
         checks.append(subject.check)
     if lookup(strategy).walks:
@@ -330,7 +341,7 @@ def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
     canonical, _ = pipe(Chooser(Canonical()))
     provider = RecordedProvider(choices)
     obs, _ = subject(Chooser(provider, seed=seed))
-    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness))
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), pipe.declared())
     if differential:
         checks.append(subject.check)
     drift = provider.drift.describe() if provider.drift is not None else None

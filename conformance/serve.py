@@ -35,6 +35,7 @@ from forge.conformance.adapters import (
 )
 from forge.conformance.case import HarnessSpec
 from forge.conformance.level2 import LEVEL, PipeProvider
+from forge.conformance.steps import ASK, OPTIONAL
 from forge.errors import InputError
 from forge.limits import MAX_DEPTH, data_problem, render_path
 from forge.sim.chooser import Chooser
@@ -81,8 +82,9 @@ def serve(infile: IO[bytes], outfile: IO[bytes], level: int = 1) -> int:
             if kind == "bye":
                 break
             if kind == "hello":
+                # It reports every step kind, the optional ones too (docs/protocol.md "Steps").
                 hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "name": NAME,
-                         "features": list(REFERENCE_FEATURES)}
+                         "features": list(REFERENCE_FEATURES), ASK: list(OPTIONAL)}
                 offered = message.get("levels")
                 asking = level >= LEVEL and isinstance(offered, list) and LEVEL in offered
                 if asking:

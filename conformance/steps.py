@@ -16,6 +16,7 @@ the optional top-level list `steps`, in the order they happened:
      "members": ["0.0", "0.1"], "timeout": 10000000}
     {"what": "timeout", "t": 10000000, "chain": "0"}
     {"what": "deliver", "t": 0, "chain": "0", "task": "0.1"}
+    {"what": "cancel", "t": 0, "chain": "0", "task": "0.1"}     a cancel asks a live task to stop
     {"what": "task_end", "t": 0, "task": "0.1", "end": "task_failed",
      "reason": null, "error": "tasks_live"}
     {"what": "run_end", "t": 0, "outcome": "ok", "error": null}
@@ -30,10 +31,17 @@ chain a `call` starts (it takes its caller's next child index, as a spawn
 does, but is not a task).  `error` is the value kind
 of a failed task's or run's error.
 
+`cancel` is the one kind an engine may leave out: it reports a
+`tasks.cancel` that asked a still-live task to stop (a cancel of an ended
+task reports none), before whatever that cancel made happen.  An engine
+that reports it says so in its hello (`"steps": ["cancel"]`, `OPTIONAL`),
+so the kit can tell "no task was cancelled" from "no cancel is reported"
+and runs the cancel monitor only on the first (`stream_watch`).
+
 What lives here: the kinds and their fields (`FIELDS`), the reference's
 recorder (`Recorder`, a trace watcher that writes the steps while the
-reference runs, for `forge impl-serve`), and reading a foreign list
-(`read`).  What does not: the watchers (`oracles`), feeding them
+reference runs, for `forge impl-serve`), the optional kinds a hello
+declares (`declared`), and reading a foreign list (`read`).  What does not: the watchers (`oracles`), feeding them
 (`stream_watch`).
 """
 
@@ -50,12 +58,23 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "wait": ("chain", "call", "members", "timeout"),
     "timeout": ("chain",),
     "deliver": ("chain", "task"),
+    "cancel": ("chain", "task"),
     "task_end": ("task", "end", "reason", "error"),
     "run_end": ("outcome", "error"),
 }
 
-#: The run message's field that asks for the steps.
+#: The run message's field that asks for the steps, and the hello's field
+#: that lists the optional kinds an engine reports.
 ASK = "steps"
+#: The step kinds an engine reports only when its hello lists them.
+OPTIONAL = ("cancel",)
+
+
+def declared(hello: dict) -> frozenset[str]:
+    """The optional step kinds `hello` says its engine reports (docs/protocol.md
+    "Steps"); a hello of before (no such field) declares none."""
+    kinds = hello.get(ASK)
+    return frozenset(k for k in kinds if k in OPTIONAL) if isinstance(kinds, list) else frozenset()
 
 
 class Recorder:
@@ -66,12 +85,20 @@ class Recorder:
     def __init__(self, run: Any) -> None:
         self.run = run
         self.steps: list[dict] = []
+        #: Tasks started and not ended, that no cancel has asked to stop yet.
+        self.live: dict[str, None] = {}
 
     def see(self, r: dict):
         what = r["what"]
+        if self.live:
+            self._cancels(r["t"])
         if what not in FIELDS:
             return ()
         step = {"what": what, "t": r["t"]}
+        if what == "spawn":
+            self.live[r["task"]] = None
+        elif what == "task_end":
+            self.live.pop(r["task"], None)
         if what == "admit":
             task = self.run.tasks[r["task"]]
             owner = task.owner
@@ -92,6 +119,17 @@ class Recorder:
                 step["members"] = list(step["members"] or ())
         self.steps.append(step)
         return ()
+
+    def _cancels(self, t: int) -> None:
+        """The `cancel` steps since the last record.  `tasks.cancel` answers
+        at once and leaves no trace record (only calls that suspend do), so a
+        cancel shows as a live task's `stop_asked` (set only on a live task)
+        at the first record after it, before what the cancel made happen.
+        Only the task's owner may cancel it, so it is the chain reported."""
+        for task_id in [t_id for t_id in self.live if self.run.tasks[t_id].stop_asked]:
+            del self.live[task_id]
+            self.steps.append({"what": "cancel", "t": t, "chain": self.run.tasks[task_id].owner.id,
+                               "task": task_id})
 
 
 def read(steps: Any) -> tuple[list[dict], str | None]:

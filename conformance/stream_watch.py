@@ -10,7 +10,8 @@ message's `"steps": true`, docs/protocol.md "Steps") - the optional
 `watch(obs, ceiling)` runs every one that can over them, in order:
 
 - With `steps`, every watcher and the monitors `QueuedWhileSlotFree` and
-  `MetWaitNotWoken` run (`call_start` steps feed the child counter and the
+  `MetWaitNotWoken` run, and `CancelNotLanded` too when the engine's hello
+  declares `cancel` steps (`call_start` steps feed the child counter and the
   depth cap; a task's origin, which `LeakFailsOwner` reads, is its status
   table's; an owner's limit is taken as 1, see `_Owner`).  `SeqContiguous`
   reads the events' `provenance.seq` by the spec's rule (numbers strictly
@@ -18,14 +19,18 @@ message's `"steps": true`, docs/protocol.md "Steps") - the optional
   they start and end, and how, must be the ones the events report
   (`agree`), so an engine cannot satisfy the watchers with steps its
   events belie.  `CancelNotLanded` reads which task a cancel asked to stop,
-  which no step reports (`UNADAPTED`).
+  the optional `cancel` step: it runs when the engine's hello declares
+  that kind (`steps.declared`), each `cancel` step marking its task as
+  asked to stop, as `Task.stop_asked` does in process; an engine that does not declare it is told the monitor did not run
+  (`NEED_CANCEL_STEPS`), since a list without cancels cannot tell "no
+  task was cancelled" from "no cancel is reported".
 - Without them (an engine that ignores the request), `records(obs)` rebuilds
   the few records the events carry - `spawn` from `task_started` (its owner
   is the chain that reported it), `task_end` from a terminal event,
   `run_end` from the outcome - and only `EndsOnce`, `AbandonReasonFits`
   and `SeqContiguous` run (`NEED_STEPS` says why each other cannot).
 
-`not_run(obs)` names each that does not run and why, one line each, so a
+`not_run(obs, declared)` names each that does not run and why, one line each, so a
 report says which could not run; a watcher or monitor registered that this
 module does not know yet is reported as not adapted, so adding one never
 silently widens the claim.
@@ -66,14 +71,19 @@ MONITORS_ON_STEPS = {
     "MetWaitNotWoken": "the events report no waits and no deliveries",
 }
 NEED_STEPS.update(MONITORS_ON_STEPS)
+#: The monitor that runs on steps only when the engine's hello declares
+#: `cancel` steps (`steps.declared`), and why it cannot without them.
+NEED_CANCEL_STEPS = {
+    "CancelNotLanded": "the engine's hello does not declare `cancel` steps "
+                       "(`\"steps\": [\"cancel\"]`), so the steps cannot tell which live task "
+                       "a `tasks.cancel` asked to stop",
+}
 #: Every watcher and monitor this module adapts.
-ADAPTED = ON_EVENTS + tuple(NEED_STEPS)
+ADAPTED = ON_EVENTS + tuple(NEED_STEPS) + tuple(NEED_CANCEL_STEPS)
 #: Watchers and monitors the steps do not feed, and why (a watcher or
 #: monitor registered later is reported as not adapted until this module
 #: knows it).
 UNADAPTED: dict[str, str] = {
-    "CancelNotLanded": "the steps report no cancels asked for (which live task a "
-                       "`tasks.cancel` asked to stop)",
     "ReadyChainNotRun": "the steps report no ready chains and no pick's options (which "
                         "chains a pick passed over)",
 }
@@ -81,9 +91,10 @@ UNADAPTED: dict[str, str] = {
 KINDS = oracles.WATCHERS + liveness.MONITORS
 
 
-def not_run(obs: dict | None = None) -> dict[str, str]:
+def not_run(obs: dict | None = None, declared: frozenset[str] = frozenset()) -> dict[str, str]:
     """Every registered watcher that does not run on `obs` (None: on an
-    engine that reports no steps), and why."""
+    engine that reports no steps), and why; `declared` is the optional step
+    kinds the engine's hello declares (`steps.declared`)."""
     with_steps = obs is not None and "steps" in obs and steps.read(obs["steps"])[1] is None
     out = {}
     for kind in KINDS:
@@ -92,6 +103,9 @@ def not_run(obs: dict | None = None) -> dict[str, str]:
             out[name] = UNADAPTED.get(name, "not adapted to a foreign engine's reports")
         elif name in NEED_STEPS and not with_steps:
             out[name] = NEED_STEPS[name] + " (and the engine reported no `steps`)"
+        elif name in NEED_CANCEL_STEPS and not (with_steps and "cancel" in declared):
+            out[name] = NEED_CANCEL_STEPS[name] + ("" if with_steps else
+                                                   " (and the engine reported no `steps`)")
     return out
 
 
@@ -127,11 +141,18 @@ class _Owner:
 
 
 class _Task:
+    """A task as the watchers read it off the run: its failure and origin,
+    and for `CancelNotLanded` whether it is live and a cancel asked it to
+    stop (a `cancel` step)."""
+
     owner = _Owner()
 
-    def __init__(self, failure: str | None, origin: Any) -> None:
+    def __init__(self, failure: str | None, origin: Any, id: str = "") -> None:
         self.failure = failure
         self.origin = origin
+        self.id = id
+        self.live = True
+        self.stop_asked = False
 
 
 class _Harness:
@@ -154,7 +175,8 @@ class _Facts:
         self.harness = _Harness(ceiling)
         self.error = error.get("value_kind") if isinstance(error, dict) else None
         self.tasks = {task: _Task(None if with_steps else "tasks_live (unknown)",
-                                  status.get("origin") if isinstance(status, dict) else None)
+                                  status.get("origin") if isinstance(status, dict) else None,
+                                  task)
                       for task, status in (obs.get("tasks") or {}).items()}
         self._events = [
             (e.get("kind"), e.get("section"), e["provenance"].get("task"),
@@ -164,9 +186,15 @@ class _Facts:
             and isinstance(e["provenance"].get("seq"), int)]
 
     def saw(self, r: dict) -> None:
-        """Keep what record `r` says of a failure, before the watchers see it."""
-        if r["what"] == "task_end" and r["end"] == "task_failed":
-            self.tasks.setdefault(r["task"], _Task(None, None)).failure = r.get("error")
+        """Keep what record `r` says of a task (its end and failure, a cancel
+        asked of it), before the watchers see it."""
+        if r["what"] == "task_end":
+            task = self.tasks.setdefault(r["task"], _Task(None, None, r["task"]))
+            task.live = False
+            if r["end"] == "task_failed":
+                task.failure = r.get("error")
+        elif r["what"] == "cancel":
+            self.tasks.setdefault(r["task"], _Task(None, None, r["task"])).stop_asked = True
 
 
 def agree(found: list[dict], obs: dict) -> list[str]:
@@ -191,9 +219,10 @@ def _brief(items: list[Any]) -> str:
     return f"[{shown}{', ...' if len(items) > 8 else ''}]"
 
 
-def watch(obs: dict, ceiling: int = 8) -> list[str]:
+def watch(obs: dict, ceiling: int = 8, declared: frozenset[str] = frozenset()) -> list[str]:
     """The problems the watchers that can run find in `obs`'s reports;
-    `ceiling` is the harness's concurrency the run was sent."""
+    `ceiling` is the harness's concurrency the run was sent, `declared` the
+    optional step kinds the engine's hello declares."""
     with_steps = "steps" in obs
     if with_steps:
         found, broken = steps.read(obs["steps"])
@@ -203,7 +232,8 @@ def watch(obs: dict, ceiling: int = 8) -> list[str]:
         if problems:
             return problems
         feed: Any = found
-        names = ADAPTED
+        names = ADAPTED if "cancel" in declared else \
+            tuple(n for n in ADAPTED if n not in NEED_CANCEL_STEPS)
     else:
         problems, feed, names = [], records(obs), ON_EVENTS
     facts = _Facts(obs, ceiling, with_steps)
@@ -212,7 +242,7 @@ def watch(obs: dict, ceiling: int = 8) -> list[str]:
         record["i"] = i
         facts.saw(record)
         if record["what"] == "spawn":
-            facts.tasks.setdefault(record["task"], _Task(None, None))
+            facts.tasks.setdefault(record["task"], _Task(None, None, record["task"]))
         for watcher in running:
             problems.extend(p.problem if isinstance(p, Hot) else p for p in watcher.see(record))
     return problems

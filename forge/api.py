@@ -8,8 +8,8 @@ entry points of `forge.lifecycle`).  Everything here is re-exported from
 `forge` itself; every other module of the kit is internal and may change.
 
 Every value that crosses this boundary is a frozen attrs class
-(`Observation`, `ExploreReport`, `Failure`, `ReplayReport`,
-`ConformanceReport`, `CaseOutcome`) with a `to_json()`; nested JSON data is frozen too (mappings
+(`Observation`, `ExploreReport`, `Failure`, `ReplayReport` with its
+`EngineComparison` and `EngineDifference`, `ConformanceReport`, `CaseOutcome`) with a `to_json()`; nested JSON data is frozen too (mappings
 are read-only, lists are tuples), and all of it pickles and copies (a
 report may come back from a worker process).  Bad input - an unreadable
 prompt, a malformed script, an unknown strategy, an argument of the wrong
@@ -130,6 +130,8 @@ __all__ = [
     "CaseOutcome",
     "Check",
     "ConformanceReport",
+    "EngineComparison",
+    "EngineDifference",
     "ExploreReport",
     "Failure",
     "InputError",
@@ -1318,6 +1320,64 @@ def _from_database(database: PathLike | None, spec: Any, expect: Any, strategy: 
 # -- replaying -------------------------------------------------------------------------------
 
 @_attrs.frozen
+class EngineDifference:
+    """One normative difference between the reference's run and an engine
+    under test's recorded observation, by the spec's equivalence
+    (docs/observation.md, "Equivalence").
+
+    `place` is where: `result`, `outcome`, `error.kind`, `tasks.0.1.state`,
+    `store`, `logs` or `events`; for `events`, `index` is the first
+    differing normative event's.  `reference` and `engine` are the two
+    sides there (frozen JSON data; None where a side has nothing), and
+    `clauses` the spec clauses the place touches.
+    """
+
+    place: str
+    reference: Any
+    engine: Any
+    index: int | None
+    clauses: tuple[str, ...]
+
+    @classmethod
+    def _of(cls, found: Any) -> EngineDifference:
+        return cls(found.place, _freeze(found.reference), _freeze(found.implementation),
+                   found.index, tuple(found.clauses()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"place": self.place, "reference": _thaw(self.reference),
+                "engine": _thaw(self.engine), "index": self.index,
+                "clauses": list(self.clauses)}
+
+
+@_attrs.frozen
+class EngineComparison:
+    """A replay of a record `forge explore --impl` wrote, compared with the
+    engine's observation the record holds, as `forge replay` prints it.
+
+    `differences` are the normative differences (first the one the diff
+    names); `other_decisions` says, in one line, where the reference asked
+    other decisions than the recorded engine did (None: the same ones; the
+    run went on canonically from there, and the comparison still ran);
+    `diff` is the readable diff `forge replay` prints (empty: the same
+    behaviour).  `same` is True when there is neither.
+    """
+
+    differences: tuple[EngineDifference, ...]
+    other_decisions: str | None
+    diff: tuple[str, ...]
+
+    @property
+    def same(self) -> bool:
+        """The reference behaves as the recorded engine did, by the equivalence."""
+        return not self.differences and self.other_decisions is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"differences": [d.to_dict() for d in self.differences],
+                "other_decisions": self.other_decisions, "diff": list(self.diff),
+                "same": self.same}
+
+
+@_attrs.frozen
 class ReplayReport:
     """A replay file's run, made again, and what it says about the recording.
 
@@ -1329,7 +1389,10 @@ class ReplayReport:
     legacy file); `drift` names the first choice the run asked for that
     the record does not have (the prompt or the kit changed since), else
     None.  `other_kit` is the kit version that wrote the file when it is
-    not this one; `story` tells the run in virtual time.
+    not this one; `story` tells the run in virtual time.  `engine` is, for
+    a record of an engine under test (`forge explore --impl`) that holds
+    its observation, how the reference's run compares with it
+    (`EngineComparison`); None for any other record.
     """
 
     observation: Observation = _attrs.field(eq=False, repr=False)
@@ -1339,6 +1402,7 @@ class ReplayReport:
     drift: str | None
     other_kit: str | None = None
     story: tuple[str, ...] = ()
+    engine: EngineComparison | None = None
 
     @property
     def ok(self) -> bool:
@@ -1357,7 +1421,8 @@ class ReplayReport:
                        "recorded_problems": list(self.recorded_problems),
                        "identical": self.identical, "drift": self.drift,
                        "reproduced": self.reproduced, "other_kit": self.other_kit,
-                       "story": list(self.story)})
+                       "story": list(self.story),
+                       "engine": None if self.engine is None else self.engine.to_dict()})
 
 
 @_checked_overrides
@@ -1393,9 +1458,12 @@ def replay(replay_file: PathLike, *, prompt: PathLike | None = None,
     drifted_at = done.drift.index if done.drift is not None else None
     obs = Observation._of(done.observation, trace=done.trace, choices=done.choices,
                                 drifted_at=drifted_at)
+    engine = None if done.differences is None else EngineComparison(
+        tuple(EngineDifference._of(d) for d in done.compared), done.other_decisions,
+        done.differences)
     return ReplayReport(obs, tuple(done.problems), tuple(done.recorded_problems),
                         done.identical, done.drift.describe() if done.drift else None,
-                        done.other_kit, tuple(done.story))
+                        done.other_kit, tuple(done.story), engine)
 
 
 # -- conformance -----------------------------------------------------------------------------

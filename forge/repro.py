@@ -88,6 +88,12 @@ class ReplayOutcome:
     #: how this run differs from it by the spec's equivalence, as a readable
     #: diff (empty: the same behaviour); None for any other record.
     differences: tuple[str, ...] | None = None
+    #: The same comparison as values: each normative difference
+    #: (`forge.conformance.equivalence.Difference`, the reference's side
+    #: first), and where this run asked other decisions than the record
+    #: holds (None: the same ones).
+    compared: tuple[Any, ...] = ()
+    other_decisions: str | None = None
 
     @property
     def observation_sha256(self) -> str:
@@ -267,27 +273,32 @@ def replay_file(path: str, *, prompt: str | None = None,
     drift = getattr(provider, "drift", None)
     story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,
                        obs.get("effects", ()), obs.get("error")))
-    found = None
+    lines, found, other = None, (), None
     if rec is not None and rec.get("observation") is not None and not overrides:
-        found = _against_engine(obs, rec["observation"], drift)
+        lines, found, other = _against_engine(obs, rec["observation"], drift)
     return ReplayOutcome(spec, obs, problems, drift, recorded_sha, other_kit, story,
-                         recorded_problems, run.trace.lines(), tuple(chooser.values()), found)
+                         recorded_problems, run.trace.lines(), tuple(chooser.values()), lines,
+                         found, other)
 
 
-def _against_engine(obs: dict, recorded: dict, drift: Drift | None) -> tuple[str, ...]:
+def _against_engine(obs: dict, recorded: dict,
+                    drift: Drift | None) -> tuple[tuple[str, ...], tuple[Any, ...], str | None]:
     """How the reference's run `obs` differs from an engine's recorded
     observation by the spec's equivalence (docs/observation.md): its
     readable diff, the reference on the `-` side; first, when the reference
     asked other decisions than the record holds (`drift`, the place
-    `decisions`), that one line (the run went on canonically past it)."""
+    `decisions`), that one line (the run went on canonically past it).
+    Also the differences themselves, and that line alone (or None)."""
     from forge.conformance.equivalence import compare, render
 
-    lines = [f"the recorded engine asked other decisions than the reference does, at "
-             f"{drift.describe()} (answered canonically from there)"] if drift else []
+    other = (f"the recorded engine asked other decisions than the reference does, at "
+             f"{drift.describe()} (answered canonically from there)") if drift else None
     found = compare(obs, recorded)
-    return tuple(lines + [line.replace("the implementation differs from the reference",
-                                       "the recorded engine differs from the reference", 1)
-                          for line in render(found, obs, recorded)])
+    lines = ([other] if other else []) + [
+        line.replace("the implementation differs from the reference",
+                     "the recorded engine differs from the reference", 1)
+        for line in render(found, obs, recorded)]
+    return tuple(lines), tuple(found), other
 
 
 def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,

@@ -36,7 +36,8 @@ def test_hello_run_bye():
                        {"type": "run", "id": "never", "prompt": "", "harness": {}, "seed": None})
     assert answers[0] == {"type": "hello", "protocol": 1, "name": "forge-reference",
                           "features": ["language", "store", "tasks", "fanout", "models", "tools",
-                                       "operator", "tasks-model", "lifecycle"]}
+                                       "operator", "tasks-model", "lifecycle"],
+                          "steps": ["cancel"]}
     assert answers[1]["type"] == "observation" and answers[1]["id"] == "x/two"
     assert answers[1]["observation"]["result"] == "alpha text + beta text"
     assert len(answers) == 2

@@ -6,7 +6,8 @@ the same seeds, no hand-written check (kit: explore-impl.watchers).
 In process the per-step watchers and the liveness monitors read the
 reference's trace; over the pipe they read the engine's reported events and
 steps (`stream_watch`, docs/protocol.md "Steps"), `call_start` steps
-included.  So the claim is held with the differential
+included, and `cancel` steps, which `forge impl-serve` declares in its
+hello, feed the cancel monitor.  So the claim is held with the differential
 comparison turned off: the watchers alone, on what the engine reports,
 catch every mutant where they catch it in process - one test per mutant.
 The reference served unmutated fails nowhere (no false alarm), and an
@@ -26,7 +27,10 @@ from forge.conformance.adapters import SubprocessAdapter
 from forge.conformance.impl_explore import explore_impl
 from forge.conformance.mutants import CATALOGUE
 from forge.repro import explore_prompt
+from forge.conformance.impl_explore import case_of
 from forge.runspec import Expectation, spec_from_values
+from forge.sim.chooser import Canonical, Chooser
+from forge.verdict import Verdict
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SERVE2 = [sys.executable, "-m", "forge", "impl-serve", "--level", "2"]
@@ -40,7 +44,7 @@ PROMPTS = [("examples/explore/watch-admission.md", {"concurrency": 1})] + [
     ("tests/conformance/differential/tie.md", {}),
     ("tests/conformance/differential/second-join.md", {})]
 #: (mutant, prompt or * for every prompt) -> why it fails in process and
-#: cannot over the pipe: only what the monitors the steps do not feed see
+#: cannot over the pipe: only what the monitor the steps do not feed sees
 #: (`stream_watch.UNADAPTED`).
 UNSEEABLE: dict[tuple[str, str], str] = {
     ("passed-over-waits-for-idle", "*"): "only ReadyChainNotRun sees it, and the steps "
@@ -95,8 +99,9 @@ def test_the_mutant_fails_over_the_pipe_where_it_fails_in_process(mutant, monkey
         if crashed:
             assert "the implementation errored" in outcome.problems[0], (mutant, path)
             continue
-        # The monitors the steps do not feed are named, and no other.
-        assert set(outcome.not_run) == set(stream_watch.UNADAPTED)
+        # Every watcher and monitor ran but the one the steps cannot feed.
+        assert outcome.not_run == stream_watch.UNADAPTED == {
+            "ReadyChainNotRun": stream_watch.UNADAPTED["ReadyChainNotRun"]}
         if (mutant, path) in UNSEEABLE or (mutant, "*") in UNSEEABLE:
             assert not outcome.report.findings, "seen now: drop it from UNSEEABLE"
         else:
@@ -117,10 +122,13 @@ def test_without_steps_the_watchers_that_cannot_run_are_named_with_why():
     assert {kind.__name__ for kind in oracles.WATCHERS} <= set(stream_watch.ADAPTED)
     assert set(stream_watch.ADAPTED) | set(stream_watch.UNADAPTED) == names
     assert set(stream_watch.not_run({"events": []})) == \
-        set(stream_watch.NEED_STEPS) | set(stream_watch.UNADAPTED)
+        set(stream_watch.NEED_STEPS) | set(stream_watch.NEED_CANCEL_STEPS)
     assert all("reported no `steps`" in why for name, why in stream_watch.not_run({}).items()
                if name in stream_watch.NEED_STEPS)
-    assert stream_watch.not_run({"steps": []}) == stream_watch.UNADAPTED
+    # Steps from an engine whose hello declares no `cancel` steps (one of
+    # before): only the cancel monitor is named; declared, none is.
+    assert stream_watch.not_run({"steps": []}) == stream_watch.NEED_CANCEL_STEPS
+    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"})) == {}
     started = {"kind": "task_started", "provenance": {"task": "0", "seq": 1}, "task": "0.0"}
     ended = {"kind": "task_succeeded", "provenance": {"task": "0.0", "seq": 2}, "task": "0.0"}
     twice = {"outcome": "ok", "error": None, "events": [started, ended, ended],
@@ -202,10 +210,9 @@ def test_steps_the_events_belie_or_that_are_malformed_are_refused():
         "the engine's steps are unusable: steps[5] (call_start): `callee` is not a string"]
     assert stream_watch.watch({**_two_tasks(), "steps": [{"what": "jump", "t": 0}]})[0].startswith(
         "the engine's steps are unusable: steps[0] is not a step (step, spawn, call_start, admit")
-    assert stream_watch.not_run({"steps": {}}) == {
-        **stream_watch.UNADAPTED,
-        **{name: why + " (and the engine reported no `steps`)"
-           for name, why in stream_watch.NEED_STEPS.items()}}
+    assert stream_watch.not_run({"steps": {}}, frozenset({"cancel"})) == {
+        name: why + " (and the engine reported no `steps`)"
+        for name, why in {**stream_watch.NEED_STEPS, **stream_watch.NEED_CANCEL_STEPS}.items()}
 
 
 def _observed(*steps_: dict, origins: dict | None = None) -> dict:
@@ -283,3 +290,52 @@ def test_calls_timed_joins_leaks_and_lost_wake_ups_are_read_off_the_steps():
                        RUN_OK)
     assert "chain 0 stayed parked on its tasks.join of 0.0 after they ended" in \
         stream_watch.watch(asleep)
+
+
+#: Any ending passes, so only the watchers and monitors judge (the lost
+#: cancel otherwise also fails the run's ending).
+ANY_END = Expectation(same_ids=False, ending=Verdict(allow_failed=True))
+LIVENESS = "examples/explore/watch-liveness.md"
+LOST_CANCEL = "task 0.3 was cancelled by its owner and never ended cancelled (it ended " \
+              "task_abandoned)"
+
+
+def test_a_mutant_only_the_cancel_monitor_sees_fails_over_the_pipe_too(monkeypatch):
+    """`cancel-lost-when-parked` (a cancel of a parked task that never
+    lands): in process only `CancelNotLanded` sees it; over the pipe the
+    `cancel` steps `forge impl-serve` declares feed it, with the same words
+    (tasks.cancel.marks-cancelled)."""
+    mutant = next(m for m in MUTANTS if m.id == "cancel-lost-when-parked")
+    with mutant.applied():
+        inside = explore_prompt(spec(LIVENESS, {}), expect=ANY_END, runs=RUNS, shrink_budget=50)
+    assert inside.failure is not None
+    assert [p.split(" (hot from")[0] for p in inside.failure.problems] == [LOST_CANCEL]
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with SubprocessAdapter(["env", f"FORGE_MUTANT={mutant.id}", *SERVE2], timeout=60) as adapter:
+        assert adapter.step_kinds() == {"cancel"}
+        outcome = explore_impl(adapter, spec(LIVENESS, {}), expect=ANY_END, runs=RUNS,
+                               shrink_budget=50, differential=False)
+        assert outcome.not_run == {}
+        assert outcome.report.findings
+        assert list(outcome.problems) == [LOST_CANCEL]
+        # The same reports from an engine whose hello declares no `cancel`
+        # steps: the monitor does not run, and says so.
+        obs = adapter.run_with(case_of(spec(LIVENESS, {})), 0, Chooser(Canonical()), steps=True)
+    assert LOST_CANCEL in stream_watch.watch(obs, declared=frozenset({"cancel"}))
+    assert stream_watch.watch(obs) == []
+    assert stream_watch.not_run(obs) == stream_watch.NEED_CANCEL_STEPS
+
+
+def test_cancel_steps_feed_the_cancel_monitor():
+    spawn = _step("spawn", task="0.0", owner="0")
+    cancelled = _step("cancel", chain="0", task="0.0")
+    lost = _observed(spawn, _admit("0.0", 1, 1), cancelled,
+                     _end("0.0", "task_abandoned", "owner_returned"), RUN_OK)
+    cancels = frozenset({"cancel"})
+    never = "task 0.0 was cancelled by its owner and never ended cancelled (it ended " \
+            "task_abandoned)"
+    assert never in stream_watch.watch(lost, declared=cancels)
+    assert never not in stream_watch.watch(lost)
+    landed = _observed(spawn, _admit("0.0", 1, 1), cancelled, _end("0.0", "task_cancelled"),
+                       RUN_OK)
+    assert stream_watch.watch(landed, declared=cancels) == []

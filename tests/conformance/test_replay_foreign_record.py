@@ -113,3 +113,45 @@ def test_a_recorded_observation_is_checked_when_the_file_is_read(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match="only a record of an engine under test"):
         read_replay(str(path))
+
+
+def test_the_api_shows_the_differences_forge_replay_prints(tmp_path):
+    """`forge.replay` of an engine under test's record: `engine` is a
+    frozen value with each normative difference (place, both sides, the
+    clauses it touches), the one line on other decisions, and the diff
+    `forge replay` prints; None for a record of the reference."""
+    import copy
+    import pickle
+
+    import attrs
+
+    import forge
+
+    path = found(tmp_path, "join-any-latest", "first-in-set-order.md")
+    report = forge.replay(path)
+    engine = report.engine
+    assert isinstance(engine, forge.EngineComparison) and not engine.same
+    first = engine.differences[0]
+    assert (first.place, first.reference, first.engine) == ("result", "alpha", "beta")
+    assert first.clauses == ("tasks.spawn.result-is-section-return", "tasks.wait.join-entries")
+    assert engine.other_decisions is None
+    code, out = replay(path)
+    assert code == 1 and all(line in out for line in engine.diff)
+    assert engine.diff[0].startswith("the recorded engine differs from the reference at result")
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        engine.diff = ()  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(report)).engine == engine == copy.deepcopy(engine)
+    assert json.loads(report.to_json())["engine"]["differences"][0] == {
+        "place": "result", "reference": "alpha", "engine": "beta", "index": None,
+        "clauses": ["tasks.spawn.result-is-section-return", "tasks.wait.join-entries"]}
+
+    drifted = forge.replay(found(tmp_path, "cancel-forgets-queued", "cancel-queued.md",
+                                 "--concurrency", "1")).engine
+    assert drifted is not None and not drifted.same
+    assert drifted.other_decisions is not None and drifted.other_decisions.startswith(
+        "the recorded engine asked other decisions than the reference does, at choice ")
+    assert drifted.diff[0] == drifted.other_decisions
+
+    ours = tmp_path / "ours.replay.json"
+    forge.run_prompt(HERE / "differential" / "first-in-set-order.md", replay_out=ours)
+    assert forge.replay(ours).engine is None
