@@ -251,8 +251,8 @@ def _build_harness(spec: HarnessSpec, source: str):
     from forge.harness import DEFAULT_LATENCY, LatencyModel
 
     harness = build_harness(store_files=dict(STORE.of(spec)), **engine_keywords(spec, "harness"))
-    harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **LATENCY.of(spec)})
-    harness.refuse = {op: tuple(paths) for op, paths in REFUSE.of(spec).items()}
+    harness.latency_model = LatencyModel(base={**DEFAULT_LATENCY, **LATENCY.of(spec)})
+    harness.refusals = {op: tuple(paths) for op, paths in REFUSE.of(spec).items()}
     harness.model, harness.operator, harness.tool = _scripts(spec, source)
     return harness
 

@@ -640,9 +640,9 @@ def _option_rule(option: _Option, data: bool) -> _Rule:
                                           f"JSON data, {what}") if data else _path(flag)
     if option.shape == "folder":
         return _store(flag) if data else _path(flag)
-    if option.shape == "latency":
+    if option.shape == "op_seconds":
         return _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}", flag)
-    if option.shape == "refuse":
+    if option.shape == "op_paths":
         return _refusals(flag)
     if option.shape == "kinds":
         return _faults(flag)
@@ -903,10 +903,10 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
             made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
         elif option.shape == "kinds":
             made["faults"] = value if isinstance(value, str) else ",".join(value)
-        elif option.shape == "latency":
+        elif option.shape == "op_seconds":
             made["latency_base"] = dict(value) if value is not None else None
-        elif option.shape == "refuse":
-            made["refuse"] = _runspec.parse_refuse(_refuse_pairs(value))
+        elif option.shape == "op_paths":
+            made["refusals"] = _runspec.parse_refuse(_refuse_pairs(value))
     return _runspec.spec_from_values(
         path, text, latency_menu=tuple(latency_menu) if latency_menu is not None else None,
         **made, **given)
@@ -926,9 +926,9 @@ def _overrides(options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if shape in ("folder", "script"):
             value = _os.fspath(value)
-        elif shape == "latency":
+        elif shape == "op_seconds":
             value = tuple(value.items())
-        elif shape == "refuse":
+        elif shape == "op_paths":
             value = _refuse_pairs(value)
         elif shape == "kinds" and not isinstance(value, str):
             value = ",".join(value)
@@ -936,18 +936,18 @@ def _overrides(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
-    """`refuse` as the `(operation, path)` pairs `--refuse OP[:PATH]` gives
-    (`forge.runspec.refuse_pair`): from `OP[:PATH]` strings, or from a
-    case's `{operation: [paths]}`."""
-    if refuse is None:
+def _refuse_pairs(refusals: _Refusals | None) -> list[tuple[str, str]]:
+    """`refusals` (the refusal option's value) as the `(operation, path)`
+    pairs its flag's `OP[:PATH]` gives (`forge.runspec.refuse_pair`): from
+    `OP[:PATH]` strings, or from a case's `{operation: [paths]}`."""
+    if refusals is None:
         return []
-    if isinstance(refuse, str):
-        refuse = [refuse]
-    if isinstance(refuse, Mapping):
-        return [(str(op), str(path)) for op, paths in refuse.items()
+    if isinstance(refusals, str):
+        refusals = [refusals]
+    if isinstance(refusals, Mapping):
+        return [(str(op), str(path)) for op, paths in refusals.items()
                 for path in ([paths] if isinstance(paths, str) else paths)]
-    return [_runspec.refuse_pair(str(text)) for text in refuse]
+    return [_runspec.refuse_pair(str(text)) for text in refusals]
 
 
 def _write(path: PathLike, text: str) -> str:

@@ -173,7 +173,7 @@ def spec_from_flags(prompt: str, *, store: str | None = None, model_script: str 
                             model=read_script_file(model_script),
                             operator=read_script_file(operator_script), faults=faults,
                             fault_budget=fault_budget, tool=read_script_file(tool_script),
-                            latency_base=dict(latency), refuse=parse_refuse(refuse), **plain)
+                            latency_base=dict(latency), refusals=parse_refuse(refuse), **plain)
 
 
 def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | None = None,
@@ -181,7 +181,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
                      latency_menu: tuple[float, ...] | None = None,
-                     tool: Script | None = None, refuse: dict | None = None,
+                     tool: Script | None = None, refusals: dict | None = None,
                      **plain: Any) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
@@ -199,7 +199,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
     spec = RunSpec(prompt_path=prompt_path, prompt_sha256=text_sha256(prompt_text),
                    prompt_text=prompt_text, store_files=dict(store_files or {}), model=model,
                    operator=operator, faults=parse_faults(faults, fault_budget),
-                   latency_base=base, latency_menu=menu, tool=tool, refuse=dict(refuse or {}),
+                   latency_base=base, latency_menu=menu, tool=tool, refusals=dict(refusals or {}),
                    **plain)
     return with_cancel_instants(spec)
 
@@ -223,7 +223,7 @@ def spec_overridden(spec: RunSpec, overrides: dict) -> RunSpec:
         latency_menu=spec.latency_menu,
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
-        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
+        refusals=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refusals,
         **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
     rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
@@ -318,18 +318,18 @@ class Runner:
         #: The built-in probes reached, by (schedule identity, faults fired) (`probed`).
         self._reached: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         # What every run's harness and config take from the spec, read once.
-        self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+        self._refusals = {op: tuple(paths) for op, paths in spec.refusals.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
         self._config_keywords = engine_keywords(spec, "config")
 
     def _harness(self, chooser: Chooser):
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
-                          latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
+                          latency_model=LatencyModel(dict(spec.latency_base), spec.latency_menu,
                                                spec.orders or chooser.orders,
                                                _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse=dict(self._refuse), **self._harness_keywords)
+                          refusals=dict(self._refusals), **self._harness_keywords)
         harness.attach_faults(spec.faults, chooser)
         config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config

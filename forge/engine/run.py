@@ -156,7 +156,7 @@ class Run:
         walk = self.walk
         walk.host, walk.models, walk.tasks_api, walk.effects = (
             self.host, self.models, self.tasks_api, self.harness_ops)
-        if self.harness.latency.orders:
+        if self.harness.latency_model.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
                                                 lambda: not self.seed_independent(),
                                                 self.trace.reads)

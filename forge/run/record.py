@@ -32,7 +32,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import FAULT_BUDGET, PLAIN, Option
+from forge.run.options import FAULT_BUDGET, LATENCY, PLAIN, REFUSE, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -45,8 +45,9 @@ MAX_MULTIPLIER = 1000.0
 MAX_MENU = 64
 _I64 = range(-(2**63), 2**63)
 #: The run section's keys: every plain option recorded always, the seed and
-#: the latencies; and those it may hold.
-_RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", "latency")
+#: the latencies; and those it may hold.  The latencies and the refusals are
+#: recorded under their rows' names, as the plain options are.
+_RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", LATENCY.name)
 _RUN_WHEN_SET = tuple(o.name for o in PLAIN if o.recorded == "when_set")
 #: The fields of a recorded engine's observation: those the spec's
 #: equivalence compares (`forge.conformance.equivalence.FIELDS`).
@@ -112,12 +113,12 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
                    "text": spec.prompt_text},
         "run": {**recorded_options(spec), "seed": seed,
-                "latency": {"base": dict(sorted(spec.latency_base.items())),
+                LATENCY.name: {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
                             **({"orders": True} if spec.orders else {}),
                             **({"ties": True} if spec.latency_ties and not spec.orders
                                else {})},
-                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
+                REFUSE.name: {op: list(paths) for op, paths in sorted(spec.refusals.items())}},
         "store": dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
@@ -234,11 +235,11 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
                    operator=script("operator"),
                    faults=FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
                                     faults.get("cancel_steps", 0)),
-                   latency_base=dict(run["latency"]["base"]),
-                   latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
-                   refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   orders=bool(run["latency"].get("orders", False)),
-                   latency_ties=bool(run["latency"].get("ties", False)),
+                   latency_base=dict(run[LATENCY.name]["base"]),
+                   latency_menu=tuple(run[LATENCY.name]["menu"]), tool=script("tool"),
+                   refusals={op: tuple(paths) for op, paths in run.get(REFUSE.name, {}).items()},
+                   orders=bool(run[LATENCY.name].get("orders", False)),
+                   latency_ties=bool(run[LATENCY.name].get("ties", False)),
                    **{o.name: run.get(o.name, o.default) for o in PLAIN})
 
 
@@ -257,17 +258,17 @@ def _check_sections(r: Reader, data: dict) -> None:
     r.check(isinstance(prompt["path"], str), "$.prompt.path", "the prompt path is a string")
     r.check(isinstance(prompt["text"], str), "$.prompt.text", "the prompt's text is a string")
     r.check(is_sha256(prompt["sha256"]), "$.prompt.sha256", "64 lowercase hex digits")
-    run = r.object(data["run"], "$.run", _RUN, optional=("refuse", *_RUN_WHEN_SET))
-    r.check(isinstance(run.get("refuse", {}), dict)
+    run = r.object(data["run"], "$.run", _RUN, optional=(REFUSE.name, *_RUN_WHEN_SET))
+    r.check(isinstance(run.get(REFUSE.name, {}), dict)
             and all(isinstance(v, list) and all(isinstance(p, str) for p in v)
-                    for v in run.get("refuse", {}).values()),
+                    for v in run.get(REFUSE.name, {}).values()),
             "$.run.refuse", "an object of operation: list of paths")
     for option in PLAIN:
         if option.name in run:
             _check_option(r, option, run[option.name])
     r.check(is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
-    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"),
+    latency = r.object(run[LATENCY.name], "$.run.latency", ("base", "menu"),
                        optional=("orders", "ties"))
     for flag in ("orders", "ties"):
         r.check(isinstance(latency.get(flag, False), bool), f"$.run.latency.{flag}",

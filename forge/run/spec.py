@@ -45,7 +45,7 @@ def _spec_fields() -> dict[str, Any]:
         # The tool script (`forge.toolscript`): the run's tool catalogue.
         tool=attrs.field(default=None),
         # Store operations the host refuses: operation (or `*`) -> paths (or `*`).
-        refuse=attrs.field(factory=dict),
+        refusals=attrs.field(factory=dict),
         # Orders mode (`forge.sim.orders`): durations stay canonical and the
         # chooser picks which completion fires next (exhaustive search's mode).
         orders=attrs.field(default=False),

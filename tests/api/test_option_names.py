@@ -61,8 +61,6 @@ CEILINGS = {
     "store": (11, "the observation's and the replay record's `store` (the store's files) and "
                   "the store itself"),
     "faults": (17, "the fault injector's vocabulary (kinds fired, faults of a record)"),
-    "latency": (6, "the replay record's `latency` section and the harness's latency model"),
-    "refuse": (9, "the replay record's `refuse` section and the parsed refusals"),
 }
 
 
