@@ -198,7 +198,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
     _check_latency(base, menu)
     spec = RunSpec(prompt_path=prompt_path, prompt_sha256=text_sha256(prompt_text),
                    prompt_text=prompt_text, store_files=dict(store_files or {}), model=model,
-                   operator=operator, faults=parse_faults(faults, fault_budget),
+                   operator=operator, fault_plan=parse_faults(faults, fault_budget),
                    latency_base=base, latency_menu=menu, tool=tool, refusals=dict(refusals or {}),
                    **plain)
     return with_cancel_instants(spec)
@@ -217,8 +217,8 @@ def spec_overridden(spec: RunSpec, overrides: dict) -> RunSpec:
         else spec.model,
         operator=read_script_file(overrides["operator_script"])
         if "operator_script" in overrides else spec.operator,
-        faults=given("faults", ",".join(spec.faults.kinds)),
-        fault_budget=given("fault_budget", spec.faults.budget),
+        faults=given("faults", ",".join(spec.fault_plan.kinds)),
+        fault_budget=given("fault_budget", spec.fault_plan.budget),
         latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
         latency_menu=spec.latency_menu,
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
@@ -228,7 +228,7 @@ def spec_overridden(spec: RunSpec, overrides: dict) -> RunSpec:
     rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
-    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
+    return attrs.evolve(rebuilt, fault_plan=spec.fault_plan)   # the recorded cancel instants too
 
 
 def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
@@ -330,7 +330,7 @@ class Runner:
                                                _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
                           refusals=dict(self._refusals), **self._harness_keywords)
-        harness.attach_faults(spec.faults, chooser)
+        harness.attach_faults(spec.fault_plan, chooser)
         config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
@@ -526,13 +526,13 @@ def with_cancel_instants(spec: RunSpec) -> RunSpec:
     the canonical run (at most `MAX_CANCEL_STEPS`), so a host cancel is a
     decision that can fall between any two steps of a schedule.  A plan that
     already names its instants (a replay file from before) keeps them."""
-    plan = spec.faults
+    plan = spec.fault_plan
     if ("cancel" not in plan.kinds or plan.cancel_instants_ns or plan.cancel_steps
             or CANCEL_AT.of(spec) is not None):
         return spec
-    quiet = attrs.evolve(spec, faults=FaultPlan())
+    quiet = attrs.evolve(spec, fault_plan=FaultPlan())
     steps = Runner(quiet).run(Chooser(Canonical())).scheduler.steps
-    return attrs.evolve(spec, faults=attrs.evolve(
+    return attrs.evolve(spec, fault_plan=attrs.evolve(
         plan, cancel_steps=max(1, min(steps, MAX_CANCEL_STEPS))))
 
 

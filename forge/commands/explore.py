@@ -288,7 +288,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
                        report.findings[0].seed, report.findings[0].provider, strategy) \
         if report.findings else None
     show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
-         bool(spec.faults), rerun, strategy)
+         bool(spec.fault_plan), rerun, strategy)
     if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -67,6 +68,15 @@ def observation_sha256(obs: dict) -> str:
 def kit_version() -> str:
     """The kit's name and version, as a record names the kit that wrote it."""
     return f"forge-kit {__version__}"
+
+
+def failure_section(problems: Iterable[str], outcome: Any, deviations: int,
+                    proven_minimal: bool = False, fired: Iterable[Sequence[str]] = ()) -> dict:
+    """A record's `failure` section: the problems a run showed, its outcome,
+    how many choices left the canonical, whether shrinking proved it
+    minimal, and the faults that fired in it (`[kind, where]`)."""
+    return {"problems": list(problems), "outcome": outcome, "deviations": deviations,
+            "proven_minimal": proven_minimal, "faults": [list(f) for f in fired]}
 
 
 def record(spec: RunSpec, expect: Any, seed: int, choices, obs: dict, *,
@@ -123,10 +133,10 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
                                     ("tool", spec.tool))},
-        "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
-                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
-                   **({"cancel_steps": spec.faults.cancel_steps}
-                      if spec.faults.cancel_steps else {})},
+        "faults": {"kinds": list(spec.fault_plan.kinds), "budget": spec.fault_plan.budget,
+                   "cancel_instants_ns": list(spec.fault_plan.cancel_instants_ns),
+                   **({"cancel_steps": spec.fault_plan.cancel_steps}
+                      if spec.fault_plan.cancel_steps else {})},
     }
 
 
@@ -233,8 +243,9 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
     return RunSpec(prompt_path=path, prompt_sha256=sha, prompt_text=text,
                    store_files=dict(data["store"]), model=script("model"),
                    operator=script("operator"),
-                   faults=FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
-                                    faults.get("cancel_steps", 0)),
+                   fault_plan=FaultPlan(kinds, faults["budget"],
+                                        tuple(faults["cancel_instants_ns"]),
+                                        faults.get("cancel_steps", 0)),
                    latency_base=dict(run[LATENCY.name]["base"]),
                    latency_menu=tuple(run[LATENCY.name]["menu"]), tool=script("tool"),
                    refusals={op: tuple(paths) for op, paths in run.get(REFUSE.name, {}).items()},

@@ -39,7 +39,9 @@ def _spec_fields() -> dict[str, Any]:
     fields.update(
         store_files=attrs.field(factory=dict),
         model=attrs.field(default=None), operator=attrs.field(default=None),
-        faults=attrs.field(default=FaultPlan()),
+        # The fault plan (`--faults` and `--fault-budget`, with the cancel
+        # instants or steps drawn for it: `forge.runspec.with_cancel_instants`).
+        fault_plan=attrs.field(default=FaultPlan()),
         latency_base=attrs.field(factory=lambda: dict(DEFAULT_LATENCY)),
         latency_menu=attrs.field(default=LATENCY_MENU),
         # The tool script (`forge.toolscript`): the run's tool catalogue.

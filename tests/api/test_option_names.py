@@ -60,7 +60,8 @@ CEILINGS = {
                  "`marker.args`, ParamSpec's `.args`) and the prompt language's (`args:`)"),
     "store": (11, "the observation's and the replay record's `store` (the store's files) and "
                   "the store itself"),
-    "faults": (17, "the fault injector's vocabulary (kinds fired, faults of a record)"),
+    "faults": (13, "the fault injector's vocabulary (the harness's, the scripts' and a run's "
+                   "injector; the faults fired that reports and a record's failure count)"),
 }
 
 
