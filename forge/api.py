@@ -58,6 +58,7 @@ from forge.errors import InputError
 from forge.limits import data_problem as _data_problem
 from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
+from forge.run.options import NAMED_CHECKS as _NAMED_CHECKS
 from forge.run.options import OPERATOR_SCRIPT as _OPERATOR_SCRIPT
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
@@ -576,7 +577,7 @@ def _checks(argument: str, fits: Callable[[Any], bool], what: str) -> _Rule:
                                  file=where)
         return items
 
-    return _Rule(check, "--check" if argument == "named_checks" else None)
+    return _Rule(check, _NAMED_CHECKS.flag if argument == _NAMED_CHECKS.name else None)
 
 
 def _impl() -> _Rule:

@@ -47,7 +47,8 @@ from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.prompt import parse_prompt
 from forge.prompt import read_prompt_text as _read_prompt_text
-from forge.run.options import CANCEL_AT, FAULTS, PLAIN, REFUSE, STORE, engine_keywords
+from forge.run.options import (CANCEL_AT, FAULTS, NAMED_CHECKS, NAMED_PROBES, PLAIN, REFUSE, STORE,
+                               Named, engine_keywords)
 from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
@@ -561,12 +562,12 @@ class Expectation:
                    data.get("schedule_independent", False), tuple(data.get("checks", ())),
                    Verdict.from_json(data.get("ending")))
 
-    def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
+    def checks(self, canonical: dict, faulty: bool = False, where: str | None = None) -> list:
         """The checks, given the canonical run's observation: the kit's
-        (`kit_checks`), then the user's named ones."""
+        (`kit_checks`), then the user's named ones (`where`: as `load_check`)."""
         return self.kit_checks(canonical, faulty) + self.named_checks(where)
 
-    def named_checks(self, where: str = "--check") -> list:
+    def named_checks(self, where: str | None = None) -> list:
         """The user's checks named `module:function` (`load_check`)."""
         return [load_check(name, where) for name in self.checks_named]
 
@@ -591,16 +592,21 @@ class Expectation:
 _CHECK_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
 
 
-def load_check(name: str, where: str = "--check") -> UserCheck:
+def load_check(name: str, where: str | None = None,
+               named: Named = NAMED_CHECKS) -> UserCheck:
     """The user check `module:function` as a check (`UserCheck`: the function
     takes the observation's JSON data).
 
     Raises:
-        InputError: naming `where`, for a name that is not `module:function`,
-            a module that does not import, or a name that is not callable.
+        InputError: naming `where` (a file that holds the name), or else
+            carrying `named` (each front end names it: `--check` on the
+            command line, `named_checks` in the API), for a name that is
+            not `module:function`, a module that does not import, or a
+            name that is not callable.
     """
+    place = {"file": where} if where is not None else {"option": named}
     if not isinstance(name, str) or not re.fullmatch(_CHECK_NAME, name, re.ASCII):
-        raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", file=where)
+        raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", **place)
     module_name, _, function = name.partition(":")
     if "" not in sys.path:
         sys.path.insert(0, "")      # a check module beside the prompt, as python -m finds it
@@ -608,23 +614,23 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - the user's module: any failure is bad input
         raise InputError(f"cannot import {module_name}: {type(e).__name__}: {e}",
-                         file=where) from None
+                         **place) from None
     fn = getattr(module, function, None)
     if not callable(fn):
-        raise InputError(f"{module_name} has no function {function}", file=where)
+        raise InputError(f"{module_name} has no function {function}", **place)
     return UserCheck(fn, name)
 
 
-def load_probe(name: str, where: str = "--probe"):
+def load_probe(name: str, where: str | None = None):
     """The user probe `module:function` (`forge.probes.UserProbe`), loaded
     as `load_check` loads a check.
 
     Raises:
-        InputError: naming `where`, as `load_check`.
+        InputError: as `load_check`, carrying `NAMED_PROBES` (`--probe`).
     """
     from forge.probes import UserProbe
 
-    return UserProbe(load_check(name, where).fn, name)
+    return UserProbe(load_check(name, where, NAMED_PROBES).fn, name)
 
 
 @attrs.frozen

@@ -137,6 +137,23 @@ OPTIONS: tuple[Option, ...] = (
            default=1),
 )
 
+@attrs.frozen
+class Named:
+    """A value an exploration takes besides the run options, by the Python
+    API's keyword (`name`) and the command line's flag (`flag`): what a
+    core refusal of it carries (`forge.errors.InputError.option`), so that
+    each front end names it its own way."""
+
+    name: str
+    flag: str
+
+
+#: The user's checks named `module:function` (`forge.runspec.load_check`),
+#: and the user's probes named so (`forge.runspec.load_probe`; the API takes
+#: probes as callables only).
+NAMED_CHECKS = Named("named_checks", "--check")
+NAMED_PROBES = Named("probes", "--probe")
+
 #: The rows by name.
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}
 #: The plain options: values the run hands to the engine as they are.
