@@ -83,10 +83,10 @@ _NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", 
               "--address", "--database", "--pct-horizon")
 
 
-def rerun_line(args, seed: int | None, provider: dict | None = None,
+def rerun_line(argv, seed: int | None, provider: dict | None = None,
                strategy: str | None = None) -> str | None:
     """The one-line reproduction that needs no file: `forge explore` with the
-    campaign's own flags (`args`, as given) but one schedule, the failing
+    campaign's own flags (`argv`, its command line's tokens as given) but one schedule, the failing
     seed's, and no database, which finds and shrinks the same failure again.
     Seed N draws the same schedule in any campaign, given the horizon PCT
     had learned by then (`provider`, the run's description, names it):
@@ -95,10 +95,10 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
     shard's).  None for an exhaustive walk's failure, which has no seed:
     its replay file is the way back; None too for a coverage-guided run,
     whose prefix came from the corpus earlier seeds grew, not from its seed."""
-    if seed is None or args is None or "prefix" in (provider or {}):
+    if seed is None or argv is None or "prefix" in (provider or {}):
         return None
     kept, skip = [], False
-    for token in args:
+    for token in argv:
         if skip:
             skip = False
         elif token in _NOT_RERUN:

@@ -33,7 +33,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import FAULT_BUDGET, LATENCY, PLAIN, REFUSE, Option
+from forge.run.options import ARGS, FAULT_BUDGET, LATENCY, PLAIN, REFUSE, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -352,11 +352,26 @@ def _check_sections(r: Reader, data: dict) -> None:
                lambda p: isinstance(p, str))
 
 
-#: The run domain's sections of a format-1 record (`forge.sim.replayfile.RecordShape`).
+def _read_legacy(r: Reader, data: dict) -> dict:
+    """The run a legacy replay file (no format number) names beside its
+    choices, each key optional: the arguments, the prompt's path, the seed."""
+    args = data.get(ARGS.name, "")
+    r.check(isinstance(args, str), f"$.{ARGS.name}", "the run's arguments are a string")
+    prompt = data.get("prompt")
+    r.check(prompt is None or isinstance(prompt, str), "$.prompt", "the prompt path is a string")
+    seed = data.get("seed")
+    r.check(seed is None or (is_int(seed) and seed in _I64), "$.seed",
+            "the seed is a whole number within 64 bits")
+    return {ARGS.name: args, "prompt": prompt, "seed": seed}
+
+
+#: The run domain's sections of a format-1 record, and the run's keys of a
+#: legacy file (`forge.sim.replayfile.RecordShape`).
 RUN_RECORD = RecordShape(
     keys=("prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
           "observation_sha256"),
-    optional=("failure", "strategy", "observation"), check=_check_sections)
+    optional=("failure", "strategy", "observation"), check=_check_sections,
+    legacy=(ARGS.name, "prompt", "seed"), read_legacy=_read_legacy)
 
 
 def read_replay(path: str) -> dict:
