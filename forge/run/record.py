@@ -33,7 +33,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import ARGS, FAULT_BUDGET, LATENCY, PLAIN, REFUSE, Option
+from forge.run.options import ARGS, FAULT_BUDGET, LATENCY, PLAIN, REFUSE, STORE, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -46,8 +46,9 @@ MAX_MULTIPLIER = 1000.0
 MAX_MENU = 64
 _I64 = range(-(2**63), 2**63)
 #: The run section's keys: every plain option recorded always, the seed and
-#: the latencies; and those it may hold.  The latencies and the refusals are
-#: recorded under their rows' names, as the plain options are.
+#: the latencies; and those it may hold.  The latencies and the refusals (and
+#: the store's files, a section of their own) are recorded under their rows'
+#: names, as the plain options are.
 _RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", LATENCY.name)
 _RUN_WHEN_SET = tuple(o.name for o in PLAIN if o.recorded == "when_set")
 #: The fields of a recorded engine's observation: those the spec's
@@ -129,7 +130,7 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
                             **({"ties": True} if spec.latency_ties and not spec.orders
                                else {})},
                 REFUSE.name: {op: list(paths) for op, paths in sorted(spec.refusals.items())}},
-        "store": dict(sorted(spec.store_files.items())),
+        STORE.name: dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
                                     ("tool", spec.tool))},
@@ -241,7 +242,7 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
         return None if s is None else Script(s["path"], s["data"])
 
     return RunSpec(prompt_path=path, prompt_sha256=sha, prompt_text=text,
-                   store_files=dict(data["store"]), model=script("model"),
+                   store_files=dict(data[STORE.name]), model=script("model"),
                    operator=script("operator"),
                    fault_plan=FaultPlan(kinds, faults["budget"],
                                         tuple(faults["cancel_instants_ns"]),
@@ -297,7 +298,7 @@ def _check_sections(r: Reader, data: dict) -> None:
            lambda m: is_number(m) and 0 <= m <= MAX_MULTIPLIER)
     r.check(1 <= len(latency["menu"]) <= MAX_MENU, "$.run.latency.menu",
             f"from 1 (the canonical multiplier) to {MAX_MENU} multipliers")
-    store = data["store"]
+    store = data[STORE.name]
     r.check(isinstance(store, dict) and all(isinstance(v, str) for v in store.values()),
             "$.store", "an object of path: file text")
     scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"), optional=("tool",))
@@ -368,7 +369,7 @@ def _read_legacy(r: Reader, data: dict) -> dict:
 #: The run domain's sections of a format-1 record, and the run's keys of a
 #: legacy file (`forge.sim.replayfile.RecordShape`).
 RUN_RECORD = RecordShape(
-    keys=("prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
+    keys=("prompt", "run", STORE.name, "scripts", "faults", "expect", "trace_sha256",
           "observation_sha256"),
     optional=("failure", "strategy", "observation"), check=_check_sections,
     legacy=(ARGS.name, "prompt", "seed"), read_legacy=_read_legacy)
