@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from forge.engine import collection, fanout, host, library, models, observation, tasks
+from forge.engine import collection, fanout, footprint, host, library, models, observation, tasks
 from forge.engine.claims import Claims
 from forge.engine.context import Context
 from forge.engine.letgo import let_go
@@ -158,6 +158,7 @@ class Run:
             self.host, self.models, self.tasks_api, self.harness_ops)
         if self.harness.latency_model.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
+                                                footprint.touched,
                                                 lambda: not self.seed_independent(),
                                                 self.trace.reads)
 
