@@ -59,9 +59,8 @@ CEILINGS = {
     "args": (11, "Python's and its libraries' word (click's `parse_args(ctx, args)`, pytest's "
                  "`marker.args`, ParamSpec's `.args`, threading's `Thread(args=)`), the prompt "
                  "language's (`args:`) and the trace's (`run_start`'s `args`)"),
-    "store": (10, "the observation's `store` (the store's files after a run), the trace's "
-                  "store operations, the features' name and the store itself (the "
-                  "harness's backend)"),
+    "store": (9, "the observation's `store` (the store's files after a run), the features' "
+                 "name and the store itself (the harness's backend)"),
     "faults": (13, "the fault injector's vocabulary (the harness's, the scripts' and a run's "
                    "injector; the faults fired that reports and a record's failure count)"),
 }
