@@ -35,6 +35,16 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
+from forge.lifecycle.cards import tool_result
+from forge.lifecycle.clock import VirtualClock
+from forge.lifecycle.manager import Config, CounterIds, Manager, TaskError
+from forge.lifecycle.notices import format_notification
+from forge.lifecycle.records import (Continuation, Info, RunOutcome, SpawnRequest, Spec,
+                                     StopOutcome, TaskStatus)
+from forge.lifecycle.sessions import MemorySessions, Session, SessionNotFound
+from forge.lifecycle.sqlite_store import SqliteStore
+from forge.lifecycle.store import MemoryStore, NotFound
+from forge.lifecycle.tools import ToolContext, retry_in_hand
 
 #: Config keys (only in a `config` operation, which must come first).
 CONFIG_KEYS = ("max_attempts_per_task", "max_concurrent_per_parent", "max_depth",
@@ -181,9 +191,6 @@ class _Run:
     """One application of a list of operations on a fresh manager and fake host."""
 
     def __init__(self, config: dict) -> None:
-        from forge.lifecycle.manager import Config, CounterIds, Manager
-        from forge.lifecycle.records import Spec
-        from forge.lifecycle.store import MemoryStore
 
         self.alias: dict[str, str] = {}  # task id -> alias
         self.ids: dict[str, str] = {}  # alias -> task id
@@ -207,9 +214,6 @@ class _Run:
             return Spec(display_name=agent.get("display_name", name),
                         inherit=agent.get("inherit"))
 
-        from forge.lifecycle.clock import VirtualClock
-        from forge.lifecycle.sessions import MemorySessions
-        from forge.lifecycle.sqlite_store import SqliteStore
 
         kwargs = {k: config[k] for k in CONFIG_KEYS if k in config}
         self.store = SqliteStore(":memory:") if config.get("store") == "sqlite" else MemoryStore()
@@ -302,7 +306,6 @@ class _Run:
                 raise _LaunchError(script["launch_error"])
 
     def _stop(self, run_id: str, graceful: bool) -> Any:
-        from forge.lifecycle.records import StopOutcome
 
         owner = next((tid for tid, runs in self.runs.items() if run_id in runs), None)
         answer = "cancelled"
@@ -357,7 +360,6 @@ class _Run:
 
     def ensure_session(self, session_id: str) -> None:
         """Parent sessions the case names exist in the repository (visible)."""
-        from forge.lifecycle.sessions import Session, SessionNotFound
 
         if session_id in self._child.values():
             return
@@ -387,7 +389,6 @@ class _Run:
                 "details": details}
 
     def _continue(self, task: Any, out: Any) -> Any:
-        from forge.lifecycle.records import Continuation
 
         report = {"hook": "continue", "task": self.alias.get(task.id, task.id),
                   "run": self.run_no(task.id, out.run_id), "status": out.status.value,
@@ -413,8 +414,6 @@ class _Run:
         return [self.apply(op, f"{where}[{i}]") for i, op in enumerate(operations)]
 
     def apply(self, op: dict, where: str) -> Any:
-        from forge.lifecycle.manager import TaskError
-        from forge.lifecycle.store import NotFound
 
         where = f"{where} ({op['op']})"
         saved = (self.launch_script, self.stop_script, self.wait_script)
@@ -442,7 +441,6 @@ class _Run:
         return None  # applied when the manager was built
 
     def op_spawn(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.records import SpawnRequest
 
         if op["as"] in self.ids:
             raise _bad(where, f"alias {op['as']!r} is already bound")
@@ -460,7 +458,6 @@ class _Run:
         return self.view(row)
 
     def _outcome(self, op: dict, where: str, status: str, **fields: Any) -> dict | None:
-        from forge.lifecycle.records import RunOutcome, TaskStatus
 
         task_id = self.task_id(op["task"], where)
         row = self.store.get(task_id)
@@ -501,7 +498,6 @@ class _Run:
         return [self.alias.get(t.id, t.id) for t in self.mgr.stop_tree(self.parent_of(op, where))]
 
     def op_retry(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.tools import retry_in_hand
 
         task_id = self.task_id(op["task"], where)
         if op.get("via") == "tool":  # the model's path: what it is handed is settled
@@ -529,7 +525,6 @@ class _Run:
         return {"is_task": is_task, "task": self.alias.get(row.id, row.id) if row else None}
 
     def op_notices(self, op: dict, where: str) -> str | None:
-        from forge.lifecycle.notices import format_notification
 
         if "tasks" in op:
             snaps = [self.store.get(self.task_id(a, where)) for a in op["tasks"]]
@@ -569,7 +564,6 @@ class _Run:
                  "parameters": t.parameters} for t in chosen]
 
     def op_tool(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.tools import ToolContext
 
         session = "" if op.get("no_session") else self.parent_of(op, where)
         if op["name"] == "spawn_task" and session:
@@ -593,8 +587,6 @@ class _Run:
         return self.tool_view(result)
 
     def op_card(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.cards import tool_result
-        from forge.lifecycle.records import Info
 
         info = Info.of(self.store.get(self.task_id(op["task"], where)), op.get("agent", ""))
         return self.tool_view(tool_result(info, self.mgr.progress(info)))
@@ -617,7 +609,6 @@ class _Run:
         return self.clock.now()
 
     def op_model_has_result(self, op: dict, where: str) -> None:
-        from forge.lifecycle.records import Info, TaskStatus
 
         row = self.store.get(self.task_id(op["task"], where))
         info = Info.of(row)
