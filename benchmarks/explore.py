@@ -70,7 +70,7 @@ def subject_for(name: str, args: str = "", orders: bool = False):
     prompt = load_prompt(str(EXAMPLES / name))
 
     def subject(chooser):
-        harness = Harness(latency=LatencyModel(orders=orders))
+        harness = Harness(latency_model=LatencyModel(orders=orders))
         obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
         return obs, obs["trace_sha256"]
 
@@ -390,7 +390,7 @@ def watch_prompts() -> list:
     from forge.harness import LatencyModel
 
     harness = {"watch-admission.md": Harness(ceiling=1),
-               "watch-tie.md": Harness(latency=LatencyModel(base={"store": 1.0}, menu=(1.0,)))}
+               "watch-tie.md": Harness(latency_model=LatencyModel(base={"store": 1.0}, menu=(1.0,)))}
     return [(load_prompt(str(p)), harness.get(p.name, Harness(ceiling=2)))
             for p in sorted(EXAMPLES.glob("watch-*.md"))]
 

@@ -36,6 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Self
 
+from forge.assembly import build_harness, make_chooser
 from forge.conformance import schemas
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.catalogue import did_you_mean
@@ -52,11 +53,18 @@ from forge.conformance.impl_process import (
 )
 from forge.conformance.level2 import DECISIONS, LEVEL, Asked, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
-from forge.errors import InputError
+from forge.conformance.steps import Recorder
+from forge.engine.run import Run, RunConfig, run_prompt
+from forge.errors import InputError, PromptError
+from forge.harness import DEFAULT_LATENCY, LatencyModel
 from forge.limits import data_problem, render_path
+from forge.prompt import parse_prompt
 from forge.run.options import LATENCY, MODEL_SCRIPT, OPERATOR_SCRIPT, REFUSE, SCRIPTS, STORE, \
     TOOL_SCRIPT, engine_keywords
 from forge.schemawording import pointer
+from forge.sim.chooser import Chooser
+from forge.toolscript import tool_script_from_data
+from forge.variation import all_off, reads, switched_on
 
 PROTOCOL_VERSION = 1
 #: What the reference engine implements: every feature (`features`);
@@ -192,24 +200,16 @@ def _reference_run(prompt_text: str, spec: HarnessSpec, seed: int | None,
     without a JSON round trip; a test holds every example and case to that
     (tests/conformance/test_inprocess_adapter.py).
     """
-    from forge.errors import InputError, PromptError
-    from forge.prompt import parse_prompt
-
     try:
         prompt = parse_prompt(prompt_text, f"{source} [prompt]")
     except PromptError as e:
         return parse_failure(e, spec), None
     try:
-        from forge.assembly import make_chooser
-        from forge.engine.run import RunConfig, run_prompt
-
         harness = _build_harness(spec, source)
         config = RunConfig(seed=seed or 0, **engine_keywords(spec, "config"))
         if not steps:
             run = run_prompt(prompt, harness, chooser or make_chooser(seed, None), config)
             return run.observation(), run
-        from forge.conformance.steps import Recorder
-        from forge.engine.run import Run
 
         run = Run(prompt, harness, chooser or make_chooser(seed, None), config)
         recorder = Recorder(run)
@@ -247,12 +247,9 @@ def parse_failure(error: Any, spec: HarnessSpec) -> dict:
 
 
 def _build_harness(spec: HarnessSpec, source: str):
-    from forge.assembly import build_harness
-    from forge.harness import DEFAULT_LATENCY, LatencyModel
-
     harness = build_harness(store_files=dict(STORE.of(spec)), **engine_keywords(spec, "harness"))
-    harness.latency = LatencyModel(base={**DEFAULT_LATENCY, **LATENCY.of(spec)})
-    harness.refuse = {op: tuple(paths) for op, paths in REFUSE.of(spec).items()}
+    harness.latency_model = LatencyModel(base={**DEFAULT_LATENCY, **LATENCY.of(spec)})
+    harness.refusals = {op: tuple(paths) for op, paths in REFUSE.of(spec).items()}
     harness.model, harness.operator, harness.tool = _scripts(spec, source)
     return harness
 
@@ -283,8 +280,6 @@ def _scripts(spec: HarnessSpec, source: str) -> tuple:
         build = _script_builder("operator_script_from_data", "an operator script")
         operator = build(data[OPERATOR_SCRIPT], where[OPERATOR_SCRIPT])
     if data[TOOL_SCRIPT] is not None:
-        from forge.toolscript import tool_script_from_data
-
         tool = tool_script_from_data(data[TOOL_SCRIPT], where[TOOL_SCRIPT])
     if len(_SCRIPTS) >= 256:
         _SCRIPTS.clear()
@@ -368,13 +363,11 @@ class InProcessAdapter(Adapter):
         if DECISIONS in case.expect:
             # A decision case runs on the canonical schedule only (`case`
             # refuses it any other): every answer 0, each decision kept.
-            from forge.sim.chooser import Chooser
 
             provider = Asked()
             obs = reference_observation(case.prompt, case.harness, None, case.path,
                                         Chooser(provider))
             return {**obs, DECISIONS: provider.seen}
-        from forge.variation import switched_on
 
         on = switched_on()
         if on:
@@ -385,8 +378,6 @@ class InProcessAdapter(Adapter):
 
     def _reference(self, case: Case, seed: int | None) -> tuple[frozenset[str], dict] | None:
         """The reference engine's (sites read, observation) for `case` on `seed`."""
-        from forge.variation import all_off
-
         key = (case.path, case.prompt, repr(case.harness), seed)
         if key not in _REFERENCE:
             try:
@@ -397,8 +388,6 @@ class InProcessAdapter(Adapter):
         return _REFERENCE[key]
 
     def _observe(self, case: Case, seed: int | None, on: tuple[str, ...]) -> tuple[frozenset[str], dict]:
-        from forge.variation import reads
-
         key = (case.prompt, case.harness, case.path)
         if key != self._memo_case:
             self._memo_case, self._memo = key, {}
@@ -428,8 +417,6 @@ _REFERENCE: dict[tuple, tuple[frozenset[str], dict] | None] = {}
 
 def _answers_alike(seed: int | None, record: tuple) -> bool:
     """Whether schedule `seed`'s provider, asked what a run asked, answers as it was answered."""
-    from forge.assembly import make_chooser
-
     provider = make_chooser(seed, None).provider
     return all(provider.draw(kind, options) == value for kind, options, value in record)
 
@@ -536,7 +523,6 @@ class SubprocessAdapter(Adapter):
 
     def run(self, case: Case, seed: int | None) -> dict:
         # At level 2 the kit draws the schedule `seed` names itself (docs/protocol.md).
-        from forge.assembly import make_chooser
 
         chooser = make_chooser(seed, None) if self.level == LEVEL else None
         if DECISIONS not in case.expect or chooser is None:

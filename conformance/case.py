@@ -86,7 +86,7 @@ def _harness_fields() -> dict[str, Any]:
 #: The shapes a case gives as a mapping: a store's files, pinned virtual
 #: durations per operation kind (kinds left out keep the implementation's
 #: defaults), store operations refused.
-_MAPPINGS = ("folder", "latency", "refuse")
+_MAPPINGS = ("folder", "op_seconds", "op_paths")
 
 
 @attrs.frozen(these=_harness_fields())
@@ -133,7 +133,7 @@ class HarnessSpec:
                    **{STORE.name: dict(spec.store_files), MODEL_SCRIPT.name: data(spec.model),
                       OPERATOR_SCRIPT.name: data(spec.operator),
                       TOOL_SCRIPT.name: data(spec.tool), LATENCY.name: dict(spec.latency_base),
-                      REFUSE.name: {op: list(paths) for op, paths in spec.refuse.items()}})
+                      REFUSE.name: {op: list(paths) for op, paths in spec.refusals.items()}})
 
     def to_json(self) -> dict:
         out = attrs.asdict(self)

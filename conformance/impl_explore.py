@@ -56,8 +56,8 @@ from forge.conformance.equivalence import (Difference, KnownDifferences, differe
                                            render)
 from forge.conformance.level2 import LEVEL
 from forge.errors import InputError
-from forge.run.options import CONCURRENCY
-from forge.run.record import FileReplay, record
+from forge.run.options import CONCURRENCY, FAULTS
+from forge.run.record import FileReplay, failure_section, record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
 from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
@@ -74,10 +74,10 @@ def case_of(spec: RunSpec) -> Case:
     Raises:
         InputError: naming --faults: the protocol carries no fault plan.
     """
-    if spec.faults:
+    if spec.fault_plan:
         raise InputError("faults are not offered over the protocol; explore a foreign engine "
                          "without --faults (`refuse` in a case pins a store fault)",
-                         file="--faults")
+                         option=FAULTS)
     return Case(id=CASE_ID, path=spec.prompt_path, clauses=("kit:explore",),
                 harness=HarnessSpec.from_run(spec), expect={}, prompt=spec.prompt_text)
 
@@ -302,8 +302,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
 def _record(spec: RunSpec, expect: Expectation, found: Finding, chooser: Chooser, obs: dict,
             problems: Sequence[str]) -> dict:
     """The replay record of `found`'s run (made by `chooser`, observed as `obs`)."""
-    failure = {"problems": list(problems), "outcome": obs.get("outcome"),
-               "deviations": found.deviations, "proven_minimal": found.proven, "faults": []}
+    failure = failure_section(problems, obs.get("outcome"), found.deviations, found.proven)
     # No trace sha256 marks the record as an engine under test's: even one
     # that reports a trace hash ran its own engine, not the reference, so
     # `forge replay` re-checks the expectation instead of comparing bytes.

@@ -4,7 +4,6 @@ A lifecycle case has no prompt. Its `operations` are calls, in order, on the
 Manager (`forge.lifecycle.manager`) or on the scripted fake host around it;
 `lifecycle_observation` applies them and answers the observation (see
 docs/cases.md, "Lifecycle cases"):
-
     {"outcome": "ok" | "failed",
      "results": [one JSON value per top-level operation],
      "tasks":   {alias: {status, attempt, run, runs, summary, result, ...}},
@@ -35,6 +34,16 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
+from forge.lifecycle.cards import tool_result
+from forge.lifecycle.clock import VirtualClock
+from forge.lifecycle.manager import Config, CounterIds, Manager, TaskError
+from forge.lifecycle.notices import format_notification
+from forge.lifecycle.records import (Continuation, Info, RunOutcome, SpawnRequest, Spec,
+                                     StopOutcome, TaskStatus)
+from forge.lifecycle.sessions import MemorySessions, Session, SessionNotFound
+from forge.lifecycle.sqlite_store import SqliteStore
+from forge.lifecycle.store import MemoryStore, NotFound
+from forge.lifecycle.tools import ToolContext, retry_in_hand
 
 #: Config keys (only in a `config` operation, which must come first).
 CONFIG_KEYS = ("max_attempts_per_task", "max_concurrent_per_parent", "max_depth",
@@ -181,10 +190,6 @@ class _Run:
     """One application of a list of operations on a fresh manager and fake host."""
 
     def __init__(self, config: dict) -> None:
-        from forge.lifecycle.manager import Config, CounterIds, Manager
-        from forge.lifecycle.records import Spec
-        from forge.lifecycle.store import MemoryStore
-
         self.alias: dict[str, str] = {}  # task id -> alias
         self.ids: dict[str, str] = {}  # alias -> task id
         self.runs: dict[str, list[str]] = {}  # task id -> its run ids in launch order
@@ -206,10 +211,6 @@ class _Run:
                                  "agent": name})
             return Spec(display_name=agent.get("display_name", name),
                         inherit=agent.get("inherit"))
-
-        from forge.lifecycle.clock import VirtualClock
-        from forge.lifecycle.sessions import MemorySessions
-        from forge.lifecycle.sqlite_store import SqliteStore
 
         kwargs = {k: config[k] for k in CONFIG_KEYS if k in config}
         self.store = SqliteStore(":memory:") if config.get("store") == "sqlite" else MemoryStore()
@@ -302,8 +303,6 @@ class _Run:
                 raise _LaunchError(script["launch_error"])
 
     def _stop(self, run_id: str, graceful: bool) -> Any:
-        from forge.lifecycle.records import StopOutcome
-
         owner = next((tid for tid, runs in self.runs.items() if run_id in runs), None)
         answer = "cancelled"
         if self.stop_answers and self.stop_answers[-1]:
@@ -357,8 +356,6 @@ class _Run:
 
     def ensure_session(self, session_id: str) -> None:
         """Parent sessions the case names exist in the repository (visible)."""
-        from forge.lifecycle.sessions import Session, SessionNotFound
-
         if session_id in self._child.values():
             return
         try:
@@ -387,8 +384,6 @@ class _Run:
                 "details": details}
 
     def _continue(self, task: Any, out: Any) -> Any:
-        from forge.lifecycle.records import Continuation
-
         report = {"hook": "continue", "task": self.alias.get(task.id, task.id),
                   "run": self.run_no(task.id, out.run_id), "status": out.status.value,
                   "state": task.state, "continuations": task.continuations}
@@ -413,9 +408,6 @@ class _Run:
         return [self.apply(op, f"{where}[{i}]") for i, op in enumerate(operations)]
 
     def apply(self, op: dict, where: str) -> Any:
-        from forge.lifecycle.manager import TaskError
-        from forge.lifecycle.store import NotFound
-
         where = f"{where} ({op['op']})"
         saved = (self.launch_script, self.stop_script, self.wait_script)
         if "during_launch" in op or "launch_error" in op:
@@ -442,8 +434,6 @@ class _Run:
         return None  # applied when the manager was built
 
     def op_spawn(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.records import SpawnRequest
-
         if op["as"] in self.ids:
             raise _bad(where, f"alias {op['as']!r} is already bound")
         parent = self.parent_of(op, where)
@@ -460,8 +450,6 @@ class _Run:
         return self.view(row)
 
     def _outcome(self, op: dict, where: str, status: str, **fields: Any) -> dict | None:
-        from forge.lifecycle.records import RunOutcome, TaskStatus
-
         task_id = self.task_id(op["task"], where)
         row = self.store.get(task_id)
         run = op.get("run")
@@ -501,8 +489,6 @@ class _Run:
         return [self.alias.get(t.id, t.id) for t in self.mgr.stop_tree(self.parent_of(op, where))]
 
     def op_retry(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.tools import retry_in_hand
-
         task_id = self.task_id(op["task"], where)
         if op.get("via") == "tool":  # the model's path: what it is handed is settled
             return self.view(retry_in_hand(self.mgr, task_id))
@@ -529,8 +515,6 @@ class _Run:
         return {"is_task": is_task, "task": self.alias.get(row.id, row.id) if row else None}
 
     def op_notices(self, op: dict, where: str) -> str | None:
-        from forge.lifecycle.notices import format_notification
-
         if "tasks" in op:
             snaps = [self.store.get(self.task_id(a, where)) for a in op["tasks"]]
         else:
@@ -569,8 +553,6 @@ class _Run:
                  "parameters": t.parameters} for t in chosen]
 
     def op_tool(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.tools import ToolContext
-
         session = "" if op.get("no_session") else self.parent_of(op, where)
         if op["name"] == "spawn_task" and session:
             self.ensure_session(session)
@@ -593,9 +575,6 @@ class _Run:
         return self.tool_view(result)
 
     def op_card(self, op: dict, where: str) -> dict:
-        from forge.lifecycle.cards import tool_result
-        from forge.lifecycle.records import Info
-
         info = Info.of(self.store.get(self.task_id(op["task"], where)), op.get("agent", ""))
         return self.tool_view(tool_result(info, self.mgr.progress(info)))
 
@@ -617,8 +596,6 @@ class _Run:
         return self.clock.now()
 
     def op_model_has_result(self, op: dict, where: str) -> None:
-        from forge.lifecycle.records import Info, TaskStatus
-
         row = self.store.get(self.task_id(op["task"], where))
         info = Info.of(row)
         if "status" in op:

@@ -58,6 +58,7 @@ from forge.errors import InputError
 from forge.limits import data_problem as _data_problem
 from forge.limits import render_path as _render_path
 from forge.run.options import BY_NAME as _BY_NAME
+from forge.run.options import NAMED_CHECKS as _NAMED_CHECKS
 from forge.run.options import OPERATOR_SCRIPT as _OPERATOR_SCRIPT
 from forge.run.options import OPTIONS as _OPTIONS
 from forge.run.options import RULES as _RULES
@@ -578,7 +579,7 @@ def _checks(argument: str, fits: Callable[[Any], bool], what: str) -> _Rule:
                                  file=where)
         return items
 
-    return _Rule(check, "--check" if argument == "named_checks" else None)
+    return _Rule(check, _NAMED_CHECKS.flag if argument == _NAMED_CHECKS.name else None)
 
 
 def _impl() -> _Rule:
@@ -642,9 +643,9 @@ def _option_rule(option: _Option, data: bool) -> _Rule:
                                           f"JSON data, {what}") if data else _path(flag)
     if option.shape == "folder":
         return _store(flag) if data else _path(flag)
-    if option.shape == "latency":
+    if option.shape == "op_seconds":
         return _shape(lambda v: isinstance(v, Mapping), "{operation: seconds}", flag)
-    if option.shape == "refuse":
+    if option.shape == "op_paths":
         return _refusals(flag)
     if option.shape == "kinds":
         return _faults(flag)
@@ -906,10 +907,10 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
             made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
         elif option.shape == "kinds":
             made["faults"] = value if isinstance(value, str) else ",".join(value)
-        elif option.shape == "latency":
+        elif option.shape == "op_seconds":
             made["latency_base"] = dict(value) if value is not None else None
-        elif option.shape == "refuse":
-            made["refuse"] = _runspec.parse_refuse(_refuse_pairs(value))
+        elif option.shape == "op_paths":
+            made["refusals"] = _runspec.parse_refuse(_refuse_pairs(value))
     return _runspec.spec_from_values(
         path, text, latency_menu=tuple(latency_menu) if latency_menu is not None else None,
         **made, **given)
@@ -929,9 +930,9 @@ def _overrides(options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if shape in ("folder", "script"):
             value = _os.fspath(value)
-        elif shape == "latency":
+        elif shape == "op_seconds":
             value = tuple(value.items())
-        elif shape == "refuse":
+        elif shape == "op_paths":
             value = _refuse_pairs(value)
         elif shape == "kinds" and not isinstance(value, str):
             value = ",".join(value)
@@ -939,18 +940,18 @@ def _overrides(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _refuse_pairs(refuse: _Refusals | None) -> list[tuple[str, str]]:
-    """`refuse` as the `(operation, path)` pairs `--refuse OP[:PATH]` gives
-    (`forge.runspec.refuse_pair`): from `OP[:PATH]` strings, or from a
-    case's `{operation: [paths]}`."""
-    if refuse is None:
+def _refuse_pairs(refusals: _Refusals | None) -> list[tuple[str, str]]:
+    """`refusals` (the refusal option's value) as the `(operation, path)`
+    pairs its flag's `OP[:PATH]` gives (`forge.runspec.refuse_pair`): from
+    `OP[:PATH]` strings, or from a case's `{operation: [paths]}`."""
+    if refusals is None:
         return []
-    if isinstance(refuse, str):
-        refuse = [refuse]
-    if isinstance(refuse, Mapping):
-        return [(str(op), str(path)) for op, paths in refuse.items()
+    if isinstance(refusals, str):
+        refusals = [refusals]
+    if isinstance(refusals, Mapping):
+        return [(str(op), str(path)) for op, paths in refusals.items()
                 for path in ([paths] if isinstance(paths, str) else paths)]
-    return [_runspec.refuse_pair(str(text)) for text in refuse]
+    return [_runspec.refuse_pair(str(text)) for text in refusals]
 
 
 def _write(path: PathLike, text: str) -> str:

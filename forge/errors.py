@@ -22,9 +22,10 @@ class InputError(ForgeError, ValueError):
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
                  kind: str | None = None, option: Any = None) -> None:
         self.message = message
-        #: The run option refused (a `forge.run.options.Option` row), for a
-        #: refusal of its value: each front end names it its own way (the
-        #: API its keyword); as it stands, the error names its flag.
+        #: The run option refused (a `forge.run.options.Option` row, or a
+        #: `Named` value), for a refusal of its value: each front end names
+        #: it its own way (the API its keyword); as it stands, the error
+        #: names its flag.
         self.option = option
         self.file = option.flag if file is None and option is not None else file
         self.line = line

@@ -200,7 +200,7 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
     import json
 
     from forge.repro import prepare
-    from forge.run.record import record
+    from forge.run.record import failure_section, record
     from forge.runspec import crashed, with_violations
     from forge.sim.chooser import Chooser, ReplayProvider
     from forge.sim.replayfile import write_record
@@ -224,9 +224,8 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
         if not problems:
             db.drop(path)
             continue
-        failure = {"problems": list(problems), "outcome": obs["outcome"],
-                   "deviations": sum(1 for c in chooser.choices if c.value),
-                   "proven_minimal": False, "faults": []}
+        failure = failure_section(problems, obs["outcome"],
+                                  sum(1 for c in chooser.choices if c.value))
         text = write_record(record(spec, expect, seed, chooser.choices, obs, failure=failure))
         drawn = data.get("strategy")
         return StillFailing(path, problems, text, seed, tuple(values), obs,

@@ -177,7 +177,9 @@ class Harness:
     """The outside world of one run."""
 
     store: MemoryStore = attrs.field(factory=MemoryStore)
-    latency: LatencyModel = attrs.field(factory=LatencyModel)
+    #: How long each operation takes (its base seconds, the menu a schedule picks
+    #: a multiplier from, orders mode, ties).
+    latency_model: LatencyModel = attrs.field(factory=LatencyModel)
     #: The most tasks running at once in the whole run.
     ceiling: int = 8
     #: A host cancel at this virtual instant (seconds), or None.
@@ -191,12 +193,12 @@ class Harness:
     #: The tool catalogue and its answers (forge.toolscript.ToolScript) or None.
     tool: Any = None
     #: Store paths whose operations the host refuses (a fault), by operation.
-    refuse: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    refusals: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
     #: The run's drawn faults (`attach_faults`), or None.
     faults: Faults | None = None
 
     def refuses(self, op: str, path: str | None) -> bool:
-        paths = self.refuse.get(op, ()) + self.refuse.get("*", ())
+        paths = self.refusals.get(op, ()) + self.refusals.get("*", ())
         if path is not None and (path in paths or "*" in paths):
             return True
         # `spawn` asks whether a task's setup is refused; a store fault is an operation's.

@@ -28,8 +28,8 @@ import attrs
 from forge.errors import InputError
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.run.options import ARGS
-from forge.run.record import (kit_version, observation_sha256, read_replay, record,
-                               spec_from_record)
+from forge.run.record import (failure_section, kit_version, observation_sha256, read_replay,
+                               record, spec_from_record)
 from forge.run.spec import RunSpec
 from forge.runspec import (Expectation, KitChecks, Runner, crashed, in_mode, spec_overridden,
                            spec_from_flags, with_violations)
@@ -180,7 +180,8 @@ def prepare(spec: RunSpec, expect: Expectation,
     the canonical observation)."""
     runner = Runner(spec, probes)
     canonical = runner.run(Chooser(Canonical()))
-    kit = KitChecks(runner, expect.kit_checks(canonical.observation(), faulty=bool(spec.faults)))
+    kit = KitChecks(runner, expect.kit_checks(canonical.observation(),
+                                              faulty=bool(spec.fault_plan)))
     checks = [kit, *expect.named_checks(), *extra_checks]
     return runner, canonical, checks
 
@@ -213,9 +214,7 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
     faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
     story = tuple(tell(run.trace.records, chooser, run.harness.faults,
                        run.trace.violations, obs.get("effects", ()), obs.get("error")))
-    failure = {"problems": list(problems), "outcome": obs["outcome"],
-               "deviations": found.deviations, "proven_minimal": found.proven,
-               "faults": [list(f) for f in faults]}
+    failure = failure_section(problems, obs["outcome"], found.deviations, found.proven, faults)
     rec = record(spec, expect, seed, chooser.choices, obs, failure=failure,
                  strategy=found.provider)
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
@@ -268,7 +267,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     chooser = Chooser(provider, seed=seed)
     run, crash = runner.attempt(chooser)
     obs = crashed(run, crash) if crash is not None else run.observation()
-    checks = expect.checks(canonical, faulty=bool(spec.faults), where=path)
+    checks = expect.checks(canonical, faulty=bool(spec.fault_plan), where=path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     drift = getattr(provider, "drift", None)
     story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,

@@ -47,7 +47,8 @@ from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.prompt import parse_prompt
 from forge.prompt import read_prompt_text as _read_prompt_text
-from forge.run.options import CANCEL_AT, FAULTS, PLAIN, REFUSE, STORE, engine_keywords
+from forge.run.options import (CANCEL_AT, FAULTS, NAMED_CHECKS, NAMED_PROBES, PLAIN, REFUSE, STORE,
+                               Named, engine_keywords)
 from forge.run.record import FileReplay, read_replay
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.scripts import model_script_from_data, operator_script_from_data, read_script_data
@@ -173,7 +174,7 @@ def spec_from_flags(prompt: str, *, store: str | None = None, model_script: str 
                             model=read_script_file(model_script),
                             operator=read_script_file(operator_script), faults=faults,
                             fault_budget=fault_budget, tool=read_script_file(tool_script),
-                            latency_base=dict(latency), refuse=parse_refuse(refuse), **plain)
+                            latency_base=dict(latency), refusals=parse_refuse(refuse), **plain)
 
 
 def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | None = None,
@@ -181,7 +182,7 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
                      faults: str | None = None, fault_budget: int = 1,
                      latency_base: dict | None = None,
                      latency_menu: tuple[float, ...] | None = None,
-                     tool: Script | None = None, refuse: dict | None = None,
+                     tool: Script | None = None, refusals: dict | None = None,
                      **plain: Any) -> RunSpec:
     """The spec of a prompt's text and scripts and store given as data: the
     Python API's way in, and `spec_from_flags`'s once it read the files.
@@ -198,8 +199,8 @@ def spec_from_values(prompt_path: str, prompt_text: str, *, store_files: dict | 
     _check_latency(base, menu)
     spec = RunSpec(prompt_path=prompt_path, prompt_sha256=text_sha256(prompt_text),
                    prompt_text=prompt_text, store_files=dict(store_files or {}), model=model,
-                   operator=operator, faults=parse_faults(faults, fault_budget),
-                   latency_base=base, latency_menu=menu, tool=tool, refuse=dict(refuse or {}),
+                   operator=operator, fault_plan=parse_faults(faults, fault_budget),
+                   latency_base=base, latency_menu=menu, tool=tool, refusals=dict(refusals or {}),
                    **plain)
     return with_cancel_instants(spec)
 
@@ -217,18 +218,18 @@ def spec_overridden(spec: RunSpec, overrides: dict) -> RunSpec:
         else spec.model,
         operator=read_script_file(overrides["operator_script"])
         if "operator_script" in overrides else spec.operator,
-        faults=given("faults", ",".join(spec.faults.kinds)),
-        fault_budget=given("fault_budget", spec.faults.budget),
+        faults=given("faults", ",".join(spec.fault_plan.kinds)),
+        fault_budget=given("fault_budget", spec.fault_plan.budget),
         latency_base={**spec.latency_base, **dict(overrides.get("latency", ()))},
         latency_menu=spec.latency_menu,
         tool=read_script_file(overrides["tool_script"]) if "tool_script" in overrides
         else spec.tool,
-        refuse=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refuse,
+        refusals=parse_refuse(overrides["refuse"]) if "refuse" in overrides else spec.refusals,
         **{o.name: given(o.name, getattr(spec, o.name)) for o in PLAIN})
     rebuilt = attrs.evolve(rebuilt, orders=spec.orders, latency_ties=spec.latency_ties)
     if "faults" in overrides or "fault_budget" in overrides:
         return rebuilt
-    return attrs.evolve(rebuilt, faults=spec.faults)   # the recorded cancel instants too
+    return attrs.evolve(rebuilt, fault_plan=spec.fault_plan)   # the recorded cancel instants too
 
 
 def _check_latency(base: dict, menu: tuple[float, ...]) -> None:
@@ -318,19 +319,19 @@ class Runner:
         #: The built-in probes reached, by (schedule identity, faults fired) (`probed`).
         self._reached: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
         # What every run's harness and config take from the spec, read once.
-        self._refuse = {op: tuple(paths) for op, paths in spec.refuse.items()}
+        self._refusals = {op: tuple(paths) for op, paths in spec.refusals.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
         self._config_keywords = engine_keywords(spec, "config")
 
     def _harness(self, chooser: Chooser):
         spec = self.spec
         harness = Harness(store=MemoryStore(spec.store_files),
-                          latency=LatencyModel(dict(spec.latency_base), spec.latency_menu,
+                          latency_model=LatencyModel(dict(spec.latency_base), spec.latency_menu,
                                                spec.orders or chooser.orders,
                                                _ties(spec, chooser)),
                           model=self.model, operator=self.operator, tool=self.tool,
-                          refuse=dict(self._refuse), **self._harness_keywords)
-        harness.attach_faults(spec.faults, chooser)
+                          refusals=dict(self._refusals), **self._harness_keywords)
+        harness.attach_faults(spec.fault_plan, chooser)
         config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
@@ -526,13 +527,13 @@ def with_cancel_instants(spec: RunSpec) -> RunSpec:
     the canonical run (at most `MAX_CANCEL_STEPS`), so a host cancel is a
     decision that can fall between any two steps of a schedule.  A plan that
     already names its instants (a replay file from before) keeps them."""
-    plan = spec.faults
+    plan = spec.fault_plan
     if ("cancel" not in plan.kinds or plan.cancel_instants_ns or plan.cancel_steps
             or CANCEL_AT.of(spec) is not None):
         return spec
-    quiet = attrs.evolve(spec, faults=FaultPlan())
+    quiet = attrs.evolve(spec, fault_plan=FaultPlan())
     steps = Runner(quiet).run(Chooser(Canonical())).scheduler.steps
-    return attrs.evolve(spec, faults=attrs.evolve(
+    return attrs.evolve(spec, fault_plan=attrs.evolve(
         plan, cancel_steps=max(1, min(steps, MAX_CANCEL_STEPS))))
 
 
@@ -561,12 +562,12 @@ class Expectation:
                    data.get("schedule_independent", False), tuple(data.get("checks", ())),
                    Verdict.from_json(data.get("ending")))
 
-    def checks(self, canonical: dict, faulty: bool = False, where: str = "--check") -> list:
+    def checks(self, canonical: dict, faulty: bool = False, where: str | None = None) -> list:
         """The checks, given the canonical run's observation: the kit's
-        (`kit_checks`), then the user's named ones."""
+        (`kit_checks`), then the user's named ones (`where`: as `load_check`)."""
         return self.kit_checks(canonical, faulty) + self.named_checks(where)
 
-    def named_checks(self, where: str = "--check") -> list:
+    def named_checks(self, where: str | None = None) -> list:
         """The user's checks named `module:function` (`load_check`)."""
         return [load_check(name, where) for name in self.checks_named]
 
@@ -591,16 +592,21 @@ class Expectation:
 _CHECK_NAME = r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
 
 
-def load_check(name: str, where: str = "--check") -> UserCheck:
+def load_check(name: str, where: str | None = None,
+               named: Named = NAMED_CHECKS) -> UserCheck:
     """The user check `module:function` as a check (`UserCheck`: the function
     takes the observation's JSON data).
 
     Raises:
-        InputError: naming `where`, for a name that is not `module:function`,
-            a module that does not import, or a name that is not callable.
+        InputError: naming `where` (a file that holds the name), or else
+            carrying `named` (each front end names it: `--check` on the
+            command line, `named_checks` in the API), for a name that is
+            not `module:function`, a module that does not import, or a
+            name that is not callable.
     """
+    place = {"file": where} if where is not None else {"option": named}
     if not isinstance(name, str) or not re.fullmatch(_CHECK_NAME, name, re.ASCII):
-        raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", file=where)
+        raise InputError(f"a check is named module:function, got {str(name)[:80]!r}", **place)
     module_name, _, function = name.partition(":")
     if "" not in sys.path:
         sys.path.insert(0, "")      # a check module beside the prompt, as python -m finds it
@@ -608,23 +614,23 @@ def load_check(name: str, where: str = "--check") -> UserCheck:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - the user's module: any failure is bad input
         raise InputError(f"cannot import {module_name}: {type(e).__name__}: {e}",
-                         file=where) from None
+                         **place) from None
     fn = getattr(module, function, None)
     if not callable(fn):
-        raise InputError(f"{module_name} has no function {function}", file=where)
+        raise InputError(f"{module_name} has no function {function}", **place)
     return UserCheck(fn, name)
 
 
-def load_probe(name: str, where: str = "--probe"):
+def load_probe(name: str, where: str | None = None):
     """The user probe `module:function` (`forge.probes.UserProbe`), loaded
     as `load_check` loads a check.
 
     Raises:
-        InputError: naming `where`, as `load_check`.
+        InputError: as `load_check`, carrying `NAMED_PROBES` (`--probe`).
     """
     from forge.probes import UserProbe
 
-    return UserProbe(load_check(name, where).fn, name)
+    return UserProbe(load_check(name, where, NAMED_PROBES).fn, name)
 
 
 @attrs.frozen

@@ -30,17 +30,19 @@ reference sorts timers last, so it never does).  The clock never runs
 backwards.
 
 Each pick also starts a *segment*: everything the run does until the next
-`complete` decision.  `Segments` reads what each segment touched from the
-engine's own records - the trace (which chains stepped, which calls they
-made, which operations they issued), the reads no trace record shows (a
-status read of a task, `forge.sim.trace.Trace.reads`), the events (logs,
-store outcomes, the tasks they belong to), the completions' own keys, and
-the faults drawn - for
-the reduction (`forge.sim.reduction`) to tell independent picks apart.
+`complete` decision.  `CompletionOrder` gathers what each segment touched -
+what the engine's own trace records and events say (which chains stepped,
+which calls they made, which operations they issued, logs, store outcomes;
+read by the engine, which hands over a `Footprint`, since the simulator
+knows nothing of prompts), the reads no trace record shows (a status read
+of a task, `forge.sim.trace.Trace.reads`), the completions' own keys, and
+the choices drawn - for the reduction (`forge.sim.reduction`) to tell
+independent picks apart.
 
 What does not live here: the event queue (`forge.sim.kernel`, which calls
-`pick`), the duration menu (`forge.harness`), and the meaning of
-independence (`forge.sim.reduction`).
+`pick`), the duration menu (`forge.harness`), the reading of the engine's
+records (`forge.engine.footprint`), and the meaning of independence
+(`forge.sim.reduction`).
 """
 
 from __future__ import annotations
@@ -58,13 +60,10 @@ COMPLETE_KIND = "complete"
 #: A footprint key that conflicts with every other one.
 GLOBAL = "*"
 
-#: Events of a chain entering its section and starting a block: they change
-#: only what that task's own status shows (its section), so they are keyed
-#: by the task.  Admission, ending and delivery events stay global.
-_ENTRY_EVENTS = frozenset({"section_started", "lua_shared_load_started",
-                           "lua_shared_load_succeeded", "lua_chunk_started"})
-#: Trace records a segment may hold and still be described by keys.
-_QUIET_RECORDS = frozenset({"step", "call", "harness", "event"})
+#: The keys a segment's trace records and events touched, `GLOBAL` among
+#: them for what the keys cannot describe: the engine's reading of its own
+#: records (`forge.engine.footprint.touched`).
+Footprint = Callable[[Sequence[dict], Sequence[tuple]], set[str]]
 
 
 @attrs.frozen
@@ -85,10 +84,11 @@ class Segment:
 class CompletionOrder:
     """One run's completion picker and the record of its segments."""
 
-    def __init__(self, chooser: Any, records: list, events: list,
+    def __init__(self, chooser: Any, records: list, events: list, footprint: Footprint,
                  seed_reached: Callable[[], bool], reads: list | None = None) -> None:
         self.chooser = chooser
         self.records, self.events = records, events
+        self._footprint = footprint
         #: (records before it, key) of each read no record shows (`Trace.reads`).
         self.reads = reads if reads is not None else []
         self._seed_reached = seed_reached
@@ -150,21 +150,7 @@ class CompletionOrder:
     def _segment(self, i: int, trace_end: int, event_end: int, choice_end: int) -> Segment:
         at, label, trace_at, event_at, keys, pick = self._marks[i]
         keys = set(keys)
-        for record in self.records[trace_at:trace_end]:
-            what = record["what"]
-            if what not in _QUIET_RECORDS:
-                keys.add(GLOBAL)
-            elif what == "step":
-                keys.add(f"chain:{record['chain']}")
-            elif what == "call" and not str(record.get("op", "")).startswith("store."):
-                keys.add(GLOBAL)
-            elif what == "harness":
-                if record.get("op") != "store":
-                    keys.add(GLOBAL)
-                else:
-                    path = record.get("path")
-                    keys.add(f"path:{path}" if path is not None
-                             and record.get("store") != "glob" else "path:*")
+        keys |= self._footprint(self.records[trace_at:trace_end], self.events[event_at:event_end])
         # Reads the trace does not show (a status read of a task), by the
         # number of records before each: those made inside this segment.
         reads = self.reads
@@ -172,14 +158,6 @@ class CompletionOrder:
             if reads[n][0] >= trace_end:
                 break
             keys.add(reads[n][1])
-        for kind, _, task, _, _ in self.events[event_at:event_end]:
-            if kind == "lua":
-                keys.add("log")
-                keys.add(f"task:{task}")
-            elif kind.startswith("store_") or kind in _ENTRY_EVENTS:
-                keys.add(f"task:{task}")
-            else:
-                keys.add(GLOBAL)
         for choice in self.chooser.choices[at + 1:choice_end]:
             if choice.kind != CHAIN_KIND:
                 keys.add(GLOBAL)

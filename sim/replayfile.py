@@ -6,8 +6,8 @@ format number (`format`), the version of the kit that wrote it (`kit`) and
 every choice as `[kind, n, value]` (`choices`), beside the sections that
 say what was run, which are not the simulator's to know: a `RecordShape`
 names them and checks them (the prompt engine's is `forge.run.record`).
-The legacy shape (no `format` key: `{"choices", "args", "prompt", "seed"}`)
-still serves `--strategy replay:FILE`.
+The legacy shape (no `format` key: the choices beside the keys of the run,
+which a `RecordShape` names and reads too) still serves `--strategy replay:FILE`.
 
 What lives here: reading within the limits (`load_json`), checking both
 shapes (`read_replay`, with a `Reader` a shape's checks use too), writing
@@ -36,8 +36,6 @@ FORMAT = 1
 MAX_REPLAY_BYTES = 64 * 1024 * 1024
 #: The most choices a replay file may hold.
 MAX_REPLAY_CHOICES = 10_000_000
-_LEGACY_KEYS = ("args", "choices", "prompt", "seed")
-_I64 = range(-(2**63), 2**63)
 _SHAPE = 'a replay file holds {"choices": [[kind, n, value], ...]}'
 
 
@@ -160,7 +158,8 @@ def read_replay(path: str, shape: RecordShape | None = None) -> dict:
     `{"choices": [int, ...], "triples": [(kind, n, value), ...], "record": dict | None}`,
     where `record` is the whole format-1 object, its sections beside the
     generic ones checked by `shape` (none checked without one); the legacy
-    shape gives `"record": None` and its `"args"`, `"prompt"` and `"seed"`.
+    shape gives `"record": None` and the values `shape.read_legacy` reads
+    from its keys beside the choices (`shape.legacy`; none without a shape).
 
     Raises:
         ReplayFileError: unreadable, too large, not JSON, or not a replay file.
@@ -171,19 +170,14 @@ def read_replay(path: str, shape: RecordShape | None = None) -> dict:
         r.bad("$", _SHAPE)
     if "format" in data:
         return _read_v1(r, data, shape)
-    for key in data:
-        if key not in _LEGACY_KEYS:
-            r.bad(f"$.{key}", "unknown key; expected one of " + ", ".join(_LEGACY_KEYS))
+    if shape is not None:
+        known = sorted(("choices", *shape.legacy))
+        for key in data:
+            if key not in known:
+                r.bad(f"$.{key}", "unknown key; expected one of " + ", ".join(known))
     triples = _choices(r, data.get("choices"))
-    args = data.get("args", "")
-    r.check(isinstance(args, str), "$.args", "the run's arguments are a string")
-    prompt = data.get("prompt")
-    r.check(prompt is None or isinstance(prompt, str), "$.prompt", "the prompt path is a string")
-    seed = data.get("seed")
-    r.check(seed is None or (is_int(seed) and seed in _I64), "$.seed",
-            "the seed is a whole number within 64 bits")
-    return {"choices": [t[2] for t in triples], "triples": triples, "args": args,
-            "prompt": prompt, "seed": seed, "record": None}
+    run = shape.read_legacy(r, data) if shape is not None and shape.read_legacy else {}
+    return {"choices": [t[2] for t in triples], "triples": triples, **run, "record": None}
 
 
 def read_choices(path: str, choices: Any) -> list[tuple[str, int, int]]:
@@ -221,11 +215,16 @@ def _choices(r: Reader, choices: Any) -> list[tuple[str, int, int]]:
 class RecordShape:
     """The sections of a format-1 record beside the generic ones: their keys
     (`keys` required, `optional` not) and `check(reader, data)`, which
-    refuses what is wrong in them (through the `Reader`)."""
+    refuses what is wrong in them (through the `Reader`); and the keys a
+    legacy file may hold beside its choices (`legacy`), with
+    `read_legacy(reader, data)`, which refuses what is wrong in them and
+    gives their values."""
 
     keys: tuple[str, ...]
     optional: tuple[str, ...]
     check: Callable[[Reader, dict], None]
+    legacy: tuple[str, ...] = ()
+    read_legacy: Callable[[Reader, dict], dict] | None = None
 
 
 def _read_v1(r: Reader, data: dict, shape: RecordShape | None) -> dict:
@@ -265,7 +264,7 @@ def write_record(record: dict) -> str:
 
 
 def dump_replay(chooser, **meta) -> str:
-    """The legacy shape: `meta` (prompt, args, seed) and the chooser's choices."""
+    """The legacy shape: `meta` (the run's keys a `RecordShape` names) and the chooser's choices."""
     body = dict(sorted(meta.items()))
     body["choices"] = [c.to_json() for c in chooser.choices]
     return json.dumps(body, sort_keys=True, separators=(",", ":")) + "\n"

@@ -302,7 +302,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
             part, seeds, done, spread.fingerprint(spec, expect, strategy, start_seed, runs,
                                                   pct_depth))
     show(data, json_out, lookup(strategy).walks, failure.problems if failure else (),
-         bool(spec.faults), strategy)
+         bool(spec.fault_plan), strategy)
     if failure is not None or data["required_unreached"]:
         sys.exit(1)
     sys.exit(3 if not report.complete else 0)

@@ -86,11 +86,11 @@ _NOT_RERUN = ("--runs", "--start-seed", "--replay-out", "--workers", "--shard", 
               "--address", "--database", "--pct-horizon")
 
 
-def rerun_line(args, seed: int | None, provider: dict | None = None,
+def rerun_line(argv, seed: int | None, provider: dict | None = None,
                strategy: str | None = None, first: int | None = None,
                scenario: bool = False) -> str | None:
     """The one-line reproduction that needs no file: `forge explore` with the
-    campaign's own flags (`args`, as given) but the failing seed's schedule,
+    campaign's own flags (`argv`, its command line's tokens as given) but the failing seed's schedule,
     and no database, which finds and shrinks the same failure again.
     Seed N draws the same schedule in any campaign, given the horizon PCT
     had learned by then (`provider`, the run's description, names it):
@@ -105,7 +105,7 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
     way back (`NO_RERUN` says so).  A lifecycle `scenario`'s campaign,
     which takes neither a horizon nor a database, is run again from its
     first seed up to N: what it learned on the way draws N as it did."""
-    if seed is None or args is None:
+    if seed is None or argv is None:
         return None
     chunk = lookup(strategy).chunk if strategy is not None else None
     start, runs = seed, 1
@@ -119,7 +119,7 @@ def rerun_line(args, seed: int | None, provider: dict | None = None,
         start = first + (seed - first) // chunk * chunk
         runs = seed - start + 1
     kept, skip = [], False
-    for token in args:
+    for token in argv:
         if skip:
             skip = False
         elif token in _NOT_RERUN:

@@ -275,8 +275,8 @@ class RefusePair(click.ParamType):
 def _flag_type(option: Option) -> click.ParamType:
     """The click type of a run option's flag: its shape's, else its rule's."""
     shapes = {"folder": lambda: InputPath(file_okay=False, exists=True),
-              "script": lambda: InputPath(dir_okay=False), "latency": LatencyPair,
-              "refuse": RefusePair, "kinds": lambda: TEXT}
+              "script": lambda: InputPath(dir_okay=False), "op_seconds": LatencyPair,
+              "op_paths": RefusePair, "kinds": lambda: TEXT}
     if option.shape in shapes:
         return shapes[option.shape]()
     rule = option.rule
@@ -295,7 +295,7 @@ def harness_options(recorded: bool = False):
     overrides what the replay file records, one left out keeps it.
     """
     def flag(option: Option):
-        repeatable = option.shape in ("latency", "refuse")
+        repeatable = option.shape in ("op_seconds", "op_paths")
         default = None if recorded or repeatable else option.default
         counted = isinstance(option.rule, Whole) and default is not None
         return click.option(option.flag, option.name, type=_flag_type(option), default=default,

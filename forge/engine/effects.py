@@ -62,7 +62,7 @@ class Effects:
         `finish()` runs at completion time, while the chain is still parked
         on `request`, and must make the chain ready (with its answer) or fail it.
         """
-        delay = self.ctx.harness.latency.draw(self.chooser, kind, pinned, self.ctx.clock)
+        delay = self.ctx.harness.latency_model.draw(self.chooser, kind, pinned, self.ctx.clock)
         effect = self._issue(chain, kind, request, detail)
         effect["due"] = ns_to_seconds(self.ctx.clock.now + delay)
 
@@ -131,7 +131,7 @@ class Effects:
         if direct:
             return self._store_now(chain, op, path, run_op)
         if WRITES_LAND_LATE.on and op in ("write", "append"):
-            delay = self.ctx.harness.latency.draw(self.chooser, "store", clock=self.ctx.clock) + 1
+            delay = self.ctx.harness.latency_model.draw(self.chooser, "store", clock=self.ctx.clock) + 1
             self.ctx.clock.schedule(delay, COMPLETE, ("late", run_op))
             return (True,)
 

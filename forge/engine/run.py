@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from forge.engine import collection, fanout, host, library, models, observation, tasks
+from forge.engine import collection, fanout, footprint, host, library, models, observation, tasks
 from forge.engine.claims import Claims
 from forge.engine.context import Context
 from forge.engine.letgo import let_go
@@ -156,8 +156,9 @@ class Run:
         walk = self.walk
         walk.host, walk.models, walk.tasks_api, walk.effects = (
             self.host, self.models, self.tasks_api, self.harness_ops)
-        if self.harness.latency.orders:
+        if self.harness.latency_model.orders:
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
+                                                footprint.touched,
                                                 lambda: not self.seed_independent(),
                                                 self.trace.reads)
 

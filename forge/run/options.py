@@ -11,8 +11,8 @@ Its row (`Option`) says everything the front ends and the run need to know:
 - `help` and `metavar`: the flag's help;
 - `default`: its value when not given (the API's default and the flag's);
 - `shape`: how the front ends take it besides the rule's one value: a
-  folder, a script (a path, or its data in the API), `OP=SECONDS` or
-  `OP[:PATH]` pairs, a list of kinds;
+  folder, a script (a path, or its data in the API), `OP=SECONDS`
+  (`op_seconds`) or `OP[:PATH]` (`op_paths`) pairs, a list of kinds;
 - `into`: where it goes, for a plain value: a keyword of the engine's
   `RunConfig` (`config`) or of the `Harness` (`harness`); None for the
   options the run definition builds a structure from (`forge.runspec`);
@@ -64,7 +64,7 @@ MAX_DEVIATIONS = 1_000_000
 #: The deepest PCT a search or a spelling may ask for (the strategy's own bound).
 MAX_PCT_DEPTH = pct.MAX_DEPTH
 
-Shape = Literal["value", "folder", "script", "latency", "refuse", "kinds"]
+Shape = Literal["value", "folder", "script", "op_seconds", "op_paths", "kinds"]
 
 
 @attrs.frozen
@@ -113,10 +113,10 @@ OPTIONS: tuple[Option, ...] = (
            "A JSON tool script: the tools a `tools:` slot binds and their replies.",
            shape="script", case=5),
     Option("latency", Seconds(), "The canonical virtual duration of one operation kind "
-                                 "(store, model, operator, tool); repeatable.", shape="latency",
+                                 "(store, model, operator, tool); repeatable.", shape="op_seconds",
            case=6),
     Option("refuse", Text(), "Have the host refuse a store operation (read, write, ..., or *) "
-                             "on PATH, or on every path; repeatable.", shape="refuse",
+                             "on PATH, or on every path; repeatable.", shape="op_paths",
            case=8),
     Option("cancel_at", Seconds(), "Have the host cancel the run at this virtual instant.",
            into=("harness", "cancel_at"), metavar="SECONDS", case=7),
@@ -136,6 +136,23 @@ OPTIONS: tuple[Option, ...] = (
     Option("fault_budget", Whole(0, MAX_FAULT_BUDGET), "The most faults one run may draw.",
            default=1),
 )
+
+@attrs.frozen
+class Named:
+    """A value an exploration takes besides the run options, by the Python
+    API's keyword (`name`) and the command line's flag (`flag`): what a
+    core refusal of it carries (`forge.errors.InputError.option`), so that
+    each front end names it its own way."""
+
+    name: str
+    flag: str
+
+
+#: The user's checks named `module:function` (`forge.runspec.load_check`),
+#: and the user's probes named so (`forge.runspec.load_probe`; the API takes
+#: probes as callables only).
+NAMED_CHECKS = Named("named_checks", "--check")
+NAMED_PROBES = Named("probes", "--probe")
 
 #: The rows by name.
 BY_NAME: dict[str, Option] = {o.name: o for o in OPTIONS}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -32,7 +33,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import FAULT_BUDGET, PLAIN, Option
+from forge.run.options import ARGS, FAULT_BUDGET, LATENCY, PLAIN, REFUSE, STORE, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -45,8 +46,10 @@ MAX_MULTIPLIER = 1000.0
 MAX_MENU = 64
 _I64 = range(-(2**63), 2**63)
 #: The run section's keys: every plain option recorded always, the seed and
-#: the latencies; and those it may hold.
-_RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", "latency")
+#: the latencies; and those it may hold.  The latencies and the refusals (and
+#: the store's files, a section of their own) are recorded under their rows'
+#: names, as the plain options are.
+_RUN = (*(o.name for o in PLAIN if o.recorded == "always"), "seed", LATENCY.name)
 _RUN_WHEN_SET = tuple(o.name for o in PLAIN if o.recorded == "when_set")
 #: The fields of a recorded engine's observation: those the spec's
 #: equivalence compares (`forge.conformance.equivalence.FIELDS`).
@@ -66,6 +69,15 @@ def observation_sha256(obs: dict) -> str:
 def kit_version() -> str:
     """The kit's name and version, as a record names the kit that wrote it."""
     return f"forge-kit {__version__}"
+
+
+def failure_section(problems: Iterable[str], outcome: Any, deviations: int,
+                    proven_minimal: bool = False, fired: Iterable[Sequence[str]] = ()) -> dict:
+    """A record's `failure` section: the problems a run showed, its outcome,
+    how many choices left the canonical, whether shrinking proved it
+    minimal, and the faults that fired in it (`[kind, where]`)."""
+    return {"problems": list(problems), "outcome": outcome, "deviations": deviations,
+            "proven_minimal": proven_minimal, "faults": [list(f) for f in fired]}
 
 
 def record(spec: RunSpec, expect: Any, seed: int, choices, obs: dict, *,
@@ -112,20 +124,20 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "prompt": {"path": spec.prompt_path, "sha256": spec.prompt_sha256,
                    "text": spec.prompt_text},
         "run": {**recorded_options(spec), "seed": seed,
-                "latency": {"base": dict(sorted(spec.latency_base.items())),
+                LATENCY.name: {"base": dict(sorted(spec.latency_base.items())),
                             "menu": list(spec.latency_menu),
                             **({"orders": True} if spec.orders else {}),
                             **({"ties": True} if spec.latency_ties and not spec.orders
                                else {})},
-                "refuse": {op: list(paths) for op, paths in sorted(spec.refuse.items())}},
-        "store": dict(sorted(spec.store_files.items())),
+                REFUSE.name: {op: list(paths) for op, paths in sorted(spec.refusals.items())}},
+        STORE.name: dict(sorted(spec.store_files.items())),
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
                                     ("tool", spec.tool))},
-        "faults": {"kinds": list(spec.faults.kinds), "budget": spec.faults.budget,
-                   "cancel_instants_ns": list(spec.faults.cancel_instants_ns),
-                   **({"cancel_steps": spec.faults.cancel_steps}
-                      if spec.faults.cancel_steps else {})},
+        "faults": {"kinds": list(spec.fault_plan.kinds), "budget": spec.fault_plan.budget,
+                   "cancel_instants_ns": list(spec.fault_plan.cancel_instants_ns),
+                   **({"cancel_steps": spec.fault_plan.cancel_steps}
+                      if spec.fault_plan.cancel_steps else {})},
     }
 
 
@@ -230,15 +242,16 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
         return None if s is None else Script(s["path"], s["data"])
 
     return RunSpec(prompt_path=path, prompt_sha256=sha, prompt_text=text,
-                   store_files=dict(data["store"]), model=script("model"),
+                   store_files=dict(data[STORE.name]), model=script("model"),
                    operator=script("operator"),
-                   faults=FaultPlan(kinds, faults["budget"], tuple(faults["cancel_instants_ns"]),
-                                    faults.get("cancel_steps", 0)),
-                   latency_base=dict(run["latency"]["base"]),
-                   latency_menu=tuple(run["latency"]["menu"]), tool=script("tool"),
-                   refuse={op: tuple(paths) for op, paths in run.get("refuse", {}).items()},
-                   orders=bool(run["latency"].get("orders", False)),
-                   latency_ties=bool(run["latency"].get("ties", False)),
+                   fault_plan=FaultPlan(kinds, faults["budget"],
+                                        tuple(faults["cancel_instants_ns"]),
+                                        faults.get("cancel_steps", 0)),
+                   latency_base=dict(run[LATENCY.name]["base"]),
+                   latency_menu=tuple(run[LATENCY.name]["menu"]), tool=script("tool"),
+                   refusals={op: tuple(paths) for op, paths in run.get(REFUSE.name, {}).items()},
+                   orders=bool(run[LATENCY.name].get("orders", False)),
+                   latency_ties=bool(run[LATENCY.name].get("ties", False)),
                    **{o.name: run.get(o.name, o.default) for o in PLAIN})
 
 
@@ -257,17 +270,17 @@ def _check_sections(r: Reader, data: dict) -> None:
     r.check(isinstance(prompt["path"], str), "$.prompt.path", "the prompt path is a string")
     r.check(isinstance(prompt["text"], str), "$.prompt.text", "the prompt's text is a string")
     r.check(is_sha256(prompt["sha256"]), "$.prompt.sha256", "64 lowercase hex digits")
-    run = r.object(data["run"], "$.run", _RUN, optional=("refuse", *_RUN_WHEN_SET))
-    r.check(isinstance(run.get("refuse", {}), dict)
+    run = r.object(data["run"], "$.run", _RUN, optional=(REFUSE.name, *_RUN_WHEN_SET))
+    r.check(isinstance(run.get(REFUSE.name, {}), dict)
             and all(isinstance(v, list) and all(isinstance(p, str) for p in v)
-                    for v in run.get("refuse", {}).values()),
+                    for v in run.get(REFUSE.name, {}).values()),
             "$.run.refuse", "an object of operation: list of paths")
     for option in PLAIN:
         if option.name in run:
             _check_option(r, option, run[option.name])
     r.check(is_int(run["seed"]) and run["seed"] in _I64, "$.run.seed",
             "the seed is a whole number within 64 bits")
-    latency = r.object(run["latency"], "$.run.latency", ("base", "menu"),
+    latency = r.object(run[LATENCY.name], "$.run.latency", ("base", "menu"),
                        optional=("orders", "ties"))
     for flag in ("orders", "ties"):
         r.check(isinstance(latency.get(flag, False), bool), f"$.run.latency.{flag}",
@@ -285,7 +298,7 @@ def _check_sections(r: Reader, data: dict) -> None:
            lambda m: is_number(m) and 0 <= m <= MAX_MULTIPLIER)
     r.check(1 <= len(latency["menu"]) <= MAX_MENU, "$.run.latency.menu",
             f"from 1 (the canonical multiplier) to {MAX_MENU} multipliers")
-    store = data["store"]
+    store = data[STORE.name]
     r.check(isinstance(store, dict) and all(isinstance(v, str) for v in store.values()),
             "$.store", "an object of path: file text")
     scripts = r.object(data["scripts"], "$.scripts", ("model", "operator"), optional=("tool",))
@@ -340,11 +353,26 @@ def _check_sections(r: Reader, data: dict) -> None:
                lambda p: isinstance(p, str))
 
 
-#: The run domain's sections of a format-1 record (`forge.sim.replayfile.RecordShape`).
+def _read_legacy(r: Reader, data: dict) -> dict:
+    """The run a legacy replay file (no format number) names beside its
+    choices, each key optional: the arguments, the prompt's path, the seed."""
+    args = data.get(ARGS.name, "")
+    r.check(isinstance(args, str), f"$.{ARGS.name}", "the run's arguments are a string")
+    prompt = data.get("prompt")
+    r.check(prompt is None or isinstance(prompt, str), "$.prompt", "the prompt path is a string")
+    seed = data.get("seed")
+    r.check(seed is None or (is_int(seed) and seed in _I64), "$.seed",
+            "the seed is a whole number within 64 bits")
+    return {ARGS.name: args, "prompt": prompt, "seed": seed}
+
+
+#: The run domain's sections of a format-1 record, and the run's keys of a
+#: legacy file (`forge.sim.replayfile.RecordShape`).
 RUN_RECORD = RecordShape(
-    keys=("prompt", "run", "store", "scripts", "faults", "expect", "trace_sha256",
+    keys=("prompt", "run", STORE.name, "scripts", "faults", "expect", "trace_sha256",
           "observation_sha256"),
-    optional=("failure", "strategy", "observation"), check=_check_sections)
+    optional=("failure", "strategy", "observation"), check=_check_sections,
+    legacy=(ARGS.name, "prompt", "seed"), read_legacy=_read_legacy)
 
 
 def read_replay(path: str) -> dict:

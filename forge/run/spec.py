@@ -39,13 +39,15 @@ def _spec_fields() -> dict[str, Any]:
     fields.update(
         store_files=attrs.field(factory=dict),
         model=attrs.field(default=None), operator=attrs.field(default=None),
-        faults=attrs.field(default=FaultPlan()),
+        # The fault plan (`--faults` and `--fault-budget`, with the cancel
+        # instants or steps drawn for it: `forge.runspec.with_cancel_instants`).
+        fault_plan=attrs.field(default=FaultPlan()),
         latency_base=attrs.field(factory=lambda: dict(DEFAULT_LATENCY)),
         latency_menu=attrs.field(default=LATENCY_MENU),
         # The tool script (`forge.toolscript`): the run's tool catalogue.
         tool=attrs.field(default=None),
         # Store operations the host refuses: operation (or `*`) -> paths (or `*`).
-        refuse=attrs.field(factory=dict),
+        refusals=attrs.field(factory=dict),
         # Orders mode (`forge.sim.orders`): durations stay canonical and the
         # chooser picks which completion fires next (exhaustive search's mode).
         orders=attrs.field(default=False),

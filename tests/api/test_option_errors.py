@@ -12,8 +12,8 @@ from click.testing import CliRunner
 import forge
 from forge.cli import main
 from forge.errors import InputError
-from forge.run.options import BY_NAME
-from forge.runspec import parse_faults, parse_refuse, read_store_folder
+from forge.run.options import BY_NAME, NAMED_CHECKS, NAMED_PROBES
+from forge.runspec import load_check, load_probe, parse_faults, parse_refuse, read_store_folder
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROMPT = str(ROOT / "examples" / "two-tasks.md")
@@ -49,3 +49,26 @@ def test_a_core_refusal_carries_the_row():
     assert (faults.value.option, refuse.value.option, store.value.option) == (
         BY_NAME["faults"], BY_NAME["refuse"], BY_NAME["store"])
     assert faults.value.file == "--faults"    # as it stands, it names the flag
+
+
+def test_a_named_check_or_probe_is_refused_by_each_front_end_in_its_words():
+    """The core loads `module:function` checks and probes (`forge.runspec`)
+    and names neither `--check` nor `--probe`: its refusal carries the value
+    (`NAMED_CHECKS`, `NAMED_PROBES`), the command line names the flag and
+    the API the keyword; a name read from a replay file names the file."""
+    message = "cannot import no_such_module_27: ModuleNotFoundError"
+    for flag in ("--check", "--probe"):
+        result = CliRunner().invoke(main, ["explore", PROMPT, "--runs", "1",
+                                           flag, "no_such_module_27:f"])
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith(f"forge: {flag}: {message}"), result.output
+    with pytest.raises(InputError) as raised:
+        forge.explore(PROMPT, runs=1, named_checks=["no_such_module_27:f"])
+    assert str(raised.value).startswith(f"explore: {NAMED_CHECKS.name}: {message}")
+    assert "--check" not in str(raised.value)
+    with pytest.raises(InputError) as probe:
+        load_probe("no_such_module_27:f")
+    with pytest.raises(InputError) as from_file:
+        load_check("no_such_module_27:f", "run.replay.json")
+    assert (probe.value.option, probe.value.file) == (NAMED_PROBES, "--probe")
+    assert (from_file.value.option, from_file.value.file) == (None, "run.replay.json")

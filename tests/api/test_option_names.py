@@ -56,13 +56,13 @@ RUN_LAYER = ("forge.run.options", "forge.runspec", "forge.api", "forge.assembly"
              "forge.engine", "forge.harness", "forge.run.spec.RunSpec")
 #: Rows over the limit, their ceiling and why.
 CEILINGS = {
-    "args": (13, "Python's and its libraries' word (click's `parse_args(ctx, args)`, pytest's "
-                 "`marker.args`, ParamSpec's `.args`) and the prompt language's (`args:`)"),
-    "store": (11, "the observation's and the replay record's `store` (the store's files) and "
-                  "the store itself"),
-    "faults": (17, "the fault injector's vocabulary (kinds fired, faults of a record)"),
-    "latency": (6, "the replay record's `latency` section and the harness's latency model"),
-    "refuse": (9, "the replay record's `refuse` section and the parsed refusals"),
+    "args": (11, "Python's and its libraries' word (click's `parse_args(ctx, args)`, pytest's "
+                 "`marker.args`, ParamSpec's `.args`, threading's `Thread(args=)`), the prompt "
+                 "language's (`args:`) and the trace's (`run_start`'s `args`)"),
+    "store": (9, "the observation's `store` (the store's files after a run), the features' "
+                 "name and the store itself (the harness's backend)"),
+    "faults": (13, "the fault injector's vocabulary (the harness's, the scripts' and a run's "
+                   "injector; the faults fired that reports and a record's failure count)"),
 }
 
 

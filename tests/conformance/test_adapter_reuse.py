@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import forge.engine.run as engine_run
+import forge.conformance.adapters as adapters
 from forge.conformance.adapters import InProcessAdapter, reference_observation
 from forge.conformance.case import Case, HarnessSpec
 from forge.variation import declared, switched
@@ -42,13 +42,14 @@ return 'w'
 @pytest.fixture
 def engine_runs(monkeypatch):
     count = []
-    real = engine_run.run_prompt
+    real = adapters.run_prompt
 
     def counted(*a, **kw):
         count.append(1)
         return real(*a, **kw)
 
-    monkeypatch.setattr(engine_run, "run_prompt", counted)
+    # The engine's `run_prompt` where the in-process adapter calls it.
+    monkeypatch.setattr(adapters, "run_prompt", counted)
     return count
 
 

@@ -84,7 +84,7 @@ def test_the_harness_from_flags_is_the_one_a_case_sends():
                             concurrency=3, model=Script("m", {"rounds": []}),
                             operator=Script("o", ["yes"]), tool=Script("t", TOOLS),
                             cancel_at=2.5, latency_base={"store": 0.5},
-                            refuse={"write": ("main",)})
+                            refusals={"write": ("main",)})
     harness = HarnessSpec.from_run(spec)
     default = HarnessSpec()
     unset = [f.name for f in attrs.fields(HarnessSpec)

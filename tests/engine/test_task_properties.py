@@ -74,7 +74,7 @@ def test_a_task_ending_at_the_timeout_instant_wins(millis):
     """Store latency pinned to the timeout: the task and the timeout tie
     (tasks.timeouts.tie-member-wins)."""
     seconds = millis / 1000
-    harness = Harness(latency=LatencyModel(base={"store": seconds}, menu=(1.0,)))
+    harness = Harness(latency_model=LatencyModel(base={"store": seconds}, menu=(1.0,)))
     obs = run_text(TIE % repr(seconds), harness=harness)
     assert obs["result"] == "task"
 
@@ -86,6 +86,6 @@ def test_a_timeout_before_the_end_returns_nils(millis):
     later untimed wait still collects it (tasks.timeouts.join-any-nil,
     tasks.timeouts.example-rewait)."""
     seconds = millis / 1000
-    harness = Harness(latency=LatencyModel(base={"store": seconds + 0.001}, menu=(1.0,)))
+    harness = Harness(latency_model=LatencyModel(base={"store": seconds + 0.001}, menu=(1.0,)))
     obs = run_text(TIE % repr(seconds), harness=harness)
     assert obs["result"] == "timeout"

@@ -20,7 +20,7 @@ def subject_of(prompt, args: str = "", orders: bool = False):
     picks which completion fires next instead of durations), as is every
     run whose chooser asks for it (a PCT run's, as `forge.runspec.Runner`)."""
     def subject(chooser):
-        harness = Harness(latency=LatencyModel(orders=orders or chooser.orders))
+        harness = Harness(latency_model=LatencyModel(orders=orders or chooser.orders))
         obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
         return obs, obs["trace_sha256"]
 

@@ -23,8 +23,8 @@ def cancel_spec():
 def test_the_plan_offers_every_step_of_the_canonical_run():
     spec = cancel_spec()
     quiet = Runner(spec_from_flags(TWO)).run(Chooser(Canonical()))
-    assert spec.faults.cancel_steps == quiet.scheduler.steps == 4
-    assert spec.faults.cancel_instants_ns == ()
+    assert spec.fault_plan.cancel_steps == quiet.scheduler.steps == 4
+    assert spec.fault_plan.cancel_instants_ns == ()
 
 
 def test_a_cancel_lands_before_the_step_it_names_even_inside_one_instant():
@@ -68,6 +68,6 @@ def test_a_replay_record_keeps_the_steps_and_an_old_plan_keeps_its_instants():
     run = Runner(spec).run(Chooser(ReplayProvider([1, 2])))
     rec = record(spec, Expectation(), 0, run.chooser.choices, run.observation())
     assert rec["faults"]["cancel_steps"] == 4
-    assert spec_from_record(rec, "x.replay.json").faults == spec.faults
-    old = attrs.evolve(spec, faults=FaultPlan(("cancel",), 1, (0, 5)))
+    assert spec_from_record(rec, "x.replay.json").fault_plan == spec.fault_plan
+    old = attrs.evolve(spec, fault_plan=FaultPlan(("cancel",), 1, (0, 5)))
     assert "cancel_steps" not in record(old, Expectation(), 0, (), run.observation())["faults"]

@@ -44,7 +44,7 @@ FAILING_OWNER = example("watch-abandon.md")
 LIMITS = example("watch-limits.md")
 
 PROMPTS = [(TWICE, Harness(ceiling=2)), (THREE, Harness(ceiling=1)),
-           (TIE, Harness(latency=LatencyModel(base={"store": 1.0}, menu=(1.0,)))),
+           (TIE, Harness(latency_model=LatencyModel(base={"store": 1.0}, menu=(1.0,)))),
            (FAILING_OWNER, Harness(ceiling=2)), (LIMITS, Harness(ceiling=8))]
 
 
