@@ -359,7 +359,8 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "two_tasks_run": lambda: Run(two).execute(),
         "lua_kernel_bound": kernel.observation,
         "api_run_prompt": lambda: api.run_prompt(two_path),
-        "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS),
+        # The strategy named: `explore`'s default is the portfolio now.
+        "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random"),
         "api_explore_pct": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="pct"),
     }, seconds)
     for name in ("api_explore_random", "api_explore_pct"):
