@@ -78,7 +78,8 @@ def render(run: dict, scaling: dict) -> str:
         )
         if users.get("parallel_exhaustive") is not None:
             text += (" An exhaustive search with 2 workers runs "
-                     f"{_span(users['parallel_exhaustive'])}x as fast as serial.")
+                     f"{_span(users['parallel_exhaustive']['speedup'])}x as fast as serial (the wall "
+                     "clock, on a machine whose other core may be busy).")
     return "\n".join([BEGIN, textwrap.fill(text, WIDTH, break_on_hyphens=False), END])
 
 

@@ -116,9 +116,7 @@ class Trace:
         self._lines: tuple[int, str] | None = None
 
     def emit(self, now: int, what: str, **fields: Any) -> None:
-        record = {"i": len(self.records), "t": now, "what": what}
-        record.update(fields)
-        self.records.append(record)
+        self.records.append({"i": len(self.records), "t": now, "what": what, **fields})
 
     def read(self, key: str) -> None:
         """A step read what footprint `key` names (see `reads`)."""
@@ -143,8 +141,7 @@ class Trace:
         self.__dict__.pop("emit", None)
 
     def _emit_watched(self, now: int, what: str, **fields: Any) -> None:
-        record = {"i": len(self.records), "t": now, "what": what}
-        record.update(fields)
+        record = {"i": len(self.records), "t": now, "what": what, **fields}
         self.records.append(record)
         watchers = self.watchers
         for n in self._routes.get(what, self._every):

@@ -70,6 +70,9 @@ class Host:
         self._keys = 0
         self._render = self.lua.host(b"render", _render)
         self._section_vm = self.lua.fn.section_vm
+        # What every section VM of the run is handed alike, encoded once.
+        self._execution = ctx.config.execution.encode("utf-8")
+        self._section_count = len(ctx.prompt.top_level)
 
     def err(self, message: str, kind: str = "lua", **fields: str):
         return (False, self.ctx.errors.error_value(kind, message, self.ctx.scheduler.current, **fields))
@@ -101,7 +104,6 @@ class Host:
     def section_env(self, chain: Chain, entry: str):
         """A fresh section VM environment for `chain`'s entry `entry`, built
         in one Lua call (`E.section_vm`)."""
-        ctx = self.ctx
         first_entry = chain.kind == "task" and ids.in_first_entry(chain)
         index = chain.first_index if first_entry else None
         key = chain.vm_key
@@ -111,9 +113,8 @@ class Host:
             self._vms[key] = chain
         env, reset, argv, var = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
-            chain.section_name.encode("utf-8"), ctx.config.execution.encode("utf-8"),
-            len(ctx.prompt.top_level), _WHEN, index, chain.args, chain.var,
-            first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
+            chain.section_name.encode("utf-8"), self._execution, self._section_count, _WHEN,
+            index, chain.args, chain.var, first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
         chain.control = (reset, argv)
         chain.var_proxy = var
         return env

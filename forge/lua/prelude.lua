@@ -1061,8 +1061,9 @@ local weak_keys = { __mode = 'k' }     -- one metatable for the weak sets below
 E.reset = function(max_instructions, message, seed, deadline, deadline_message)
   budget, budget_message, used, pending = max_instructions, message, 0, 0
   cpu_deadline, cpu_message = deadline, deadline_message
-  for co in next_raw, live do unregister(co) end
-  sweep_at = 64
+  -- The threads the last run registered are let go without telling Python
+  -- one by one: `LuaRuntime.begin` cleared the backstop's set just before.
+  live, live_count, sweep_at = {}, 0, 64
   abort, loading_library = nil, false
   guard_depth, guard_threads, guard_error = 0, {}, nil
   host_errors = setmetatable({}, weak_keys)

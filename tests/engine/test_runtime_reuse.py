@@ -126,6 +126,30 @@ def test_consecutive_runs_share_one_runtime():
     assert _bytes(first) == _bytes(second)
 
 
+def test_a_reused_runtime_lets_the_last_runs_threads_go_without_python(monkeypatch):
+    """The CPU-time backstop's thread registrations: a run on a reused
+    runtime registers each thread it runs once, and its start lets the last
+    run's threads go in Lua alone, with no call into Python per thread
+    (`begin` cleared the backstop's set just before).  The runs stay
+    byte-identical (kit: determinism.runtime-reuse)."""
+    from forge.lua import backstop
+
+    seen: list[bool] = []
+    register = backstop.Threads.register
+
+    def recording(self, shown, alive):
+        seen.append(alive)
+        register(self, shown, alive)
+    monkeypatch.setattr(backstop.Threads, "register", recording)
+    monkeypatch.setattr(lua_runtime, "_idle", [])      # a runtime made with the recorder
+    first = run_prompt(parse_prompt((EXAMPLES / "two-tasks.md").read_text(), "two-tasks.md"))
+    seen.clear()
+    second = run_prompt(parse_prompt((EXAMPLES / "two-tasks.md").read_text(), "two-tasks.md"))
+    assert second.lua is first.lua
+    assert seen and all(seen), f"registrations (True) and letting go (False): {seen}"
+    assert observation_json(first.observation()) == observation_json(second.observation())
+
+
 def test_a_reused_runtime_carries_little_garbage(monkeypatch):
     """`begin` leaves a small run's garbage for later and collects it once it
     is as large as what the runtime keeps, at most `GARBAGE_ALLOWANCE`: a full
