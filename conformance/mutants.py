@@ -21,6 +21,9 @@ processes (each switches one site in its own process, so they cannot meet).
 What does not: the sites and their wrong variants (each rule module), running
 the suite (`runner`), the invariants (`forge.conformance.oracles`), and the command
 (`mutants_cli`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ adapters both build runs this way, so neither needs the other.
 What does not live here: parsing flags (the CLI), what a harness answers at
 run time (`forge.harness`, `forge.scripts`), or running the prompt
 (`forge.engine.run`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ line (`check_spread`).
 What does not live here: the pool and its backends (`forge.pool`), the
 serial search (`forge.sim.explore`), the run and its record
 (`forge.runspec`, `forge.repro`), the command line (`forge.commands.explore`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -50,6 +50,9 @@ What does not live here: exploring, shrinking and telling a run
 Nothing of the kit is imported until a test uses the plugin, so installing
 it costs other test suites nothing but an autouse fixture that reads one
 marker.  See docs/pytest.md.
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -74,6 +74,9 @@ fault leaves the ask pending, the answer kept for the next ask.
 What does not live here: what a reply means to the run (the engine's
 `forge.engine.models`), and which entry a round takes at run time
 (`ScriptCursor`, one per run, so a script object can serve many runs).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ A full record of a run's choices is replayed by `RecordedProvider`, which
 reports the first `Drift` (a kind or option count that differs, or recorded
 choices the run never asked for) instead of clamping; the replay file itself
 is `forge.sim.replayfile`.
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -32,6 +32,9 @@ again by `forge.sim.shrink`.
 Hypothesis is an install extra (`pip install 'forge-kit[test]'`); importing
 this module without it raises an ImportError that says so.  What does not
 live here: the other providers (`forge.sim.chooser`, `forge.sim.pct`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ else (timers, pinned durations, host faults) keeps its instant.
 What lives here: the clock, scheduling, cancellation, popping.  What does not:
 which chain runs (the engine's loop asks the chooser), which completion fires
 first (the picker asks it), and what an event means (the engine's handlers).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ arms (the store's rule, `claims` and `effects`) and the generic wait machinery (
 Fail-fast: the first arm to fail (other than a tool-loop exhaustion)
 cancels every live sibling, started or not - an arm that had not started
 never runs its section's code - and the fanout raises that arm's own error.
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ coroutine and dispatching its suspending calls to their handlers, event
 handling, the step budget and deadlock detection.  What does not: what a
 block or a section does (the walk, `walk`), and what each suspending call
 means (the parts' methods the table in `library` names).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ library only of a run that needs it (`ModelsAPI.needed`).
 
 What lives here: the table and the two libraries built from it.  What does
 not: what each call does (the parts), building the Lua table (`forge.lua`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

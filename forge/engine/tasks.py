@@ -17,6 +17,9 @@ Task lifecycle (the `state` field, with `ok` beside it):
                                                                    ├─> done, ok=false  (failed)
                                                                    ├─> cancelled, ok=false
                                                                    └─> abandoned, ok=false (+reason)
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -23,6 +23,9 @@ store whose ``reopen()`` answers another connection - ``SqliteStore`` on a
 file - as separate processes would have).
 Does not live here: any store (``store``, ``sqlite_store``); docs in
 docs/lifecycle-store.md.
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ place and the rule), ``Recorded`` and ``scenario_of`` (which scenario a
 replay runs). Does not live here: running the schedule (``campaign``), the
 bytes and JSON of a replay file and the rule for one choice
 (``forge.sim.replayfile``: ``load_json``, ``read_choices``), printing (``command``).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

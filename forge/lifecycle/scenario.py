@@ -15,6 +15,9 @@ a replay file's), the shipped races (``races()``:
 ``examples/lifecycle/*.scenario.toml``). Does not live here: the actions
 (``actors``), running schedules (``explore``, ``sim``), the replay file
 (``replayfile``), the command (``command``).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

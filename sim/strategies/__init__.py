@@ -14,6 +14,9 @@ What does not live here: the providers and campaigns themselves
 (`forge.sim.chooser`, `forge.sim.pct`), which each module points at; the
 searches (`forge.sim.explore`, `forge.sim.exhaustive`); turning a refusal
 into the kit's one-line error (`forge.assembly`).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ but not cut into shards; a search may start from a horizon given
 (`forge explore --pct-horizon`, which a failure's one-line rerun names).
 Spelled `portfolio:SEED` for one run (a PCT member then has no learned
 horizon: no change points).
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations

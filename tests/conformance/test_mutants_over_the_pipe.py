@@ -121,14 +121,16 @@ def test_without_steps_the_watchers_that_cannot_run_are_named_with_why():
     names = {kind.__name__ for kind in stream_watch.KINDS}
     assert {kind.__name__ for kind in oracles.WATCHERS} <= set(stream_watch.ADAPTED)
     assert set(stream_watch.ADAPTED) | set(stream_watch.UNADAPTED) == names
-    assert set(stream_watch.not_run({"events": []})) == \
-        set(stream_watch.NEED_STEPS) | set(stream_watch.NEED_CANCEL_STEPS)
+    assert set(stream_watch.not_run({"events": []})) == set(stream_watch.NEED_STEPS) \
+        | set(stream_watch.NEED_CANCEL_STEPS) | set(stream_watch.UNADAPTED)
     assert all("reported no `steps`" in why for name, why in stream_watch.not_run({}).items()
                if name in stream_watch.NEED_STEPS)
     # Steps from an engine whose hello declares no `cancel` steps (one of
     # before): only the cancel monitor is named; declared, none is.
-    assert stream_watch.not_run({"steps": []}) == stream_watch.NEED_CANCEL_STEPS
-    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"})) == {}
+    # The monitor no step feeds is named either way.
+    assert stream_watch.not_run({"steps": []}) == \
+        stream_watch.NEED_CANCEL_STEPS | stream_watch.UNADAPTED
+    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"})) == stream_watch.UNADAPTED
     started = {"kind": "task_started", "provenance": {"task": "0", "seq": 1}, "task": "0.0"}
     ended = {"kind": "task_succeeded", "provenance": {"task": "0.0", "seq": 2}, "task": "0.0"}
     twice = {"outcome": "ok", "error": None, "events": [started, ended, ended],
@@ -212,7 +214,8 @@ def test_steps_the_events_belie_or_that_are_malformed_are_refused():
         "the engine's steps are unusable: steps[0] is not a step (step, spawn, call_start, admit")
     assert stream_watch.not_run({"steps": {}}, frozenset({"cancel"})) == {
         name: why + " (and the engine reported no `steps`)"
-        for name, why in {**stream_watch.NEED_STEPS, **stream_watch.NEED_CANCEL_STEPS}.items()}
+        for name, why in {**stream_watch.NEED_STEPS, **stream_watch.NEED_CANCEL_STEPS}.items()} \
+        | stream_watch.UNADAPTED
 
 
 def _observed(*steps_: dict, origins: dict | None = None) -> dict:
@@ -315,7 +318,7 @@ def test_a_mutant_only_the_cancel_monitor_sees_fails_over_the_pipe_too(monkeypat
         assert adapter.step_kinds() == {"cancel"}
         outcome = explore_impl(adapter, spec(LIVENESS, {}), expect=ANY_END, runs=RUNS,
                                shrink_budget=50, differential=False)
-        assert outcome.not_run == {}
+        assert outcome.not_run == stream_watch.UNADAPTED
         assert outcome.report.findings
         assert list(outcome.problems) == [LOST_CANCEL]
         # The same reports from an engine whose hello declares no `cancel`
@@ -323,7 +326,7 @@ def test_a_mutant_only_the_cancel_monitor_sees_fails_over_the_pipe_too(monkeypat
         obs = adapter.run_with(case_of(spec(LIVENESS, {})), 0, Chooser(Canonical()), steps=True)
     assert LOST_CANCEL in stream_watch.watch(obs, declared=frozenset({"cancel"}))
     assert stream_watch.watch(obs) == []
-    assert stream_watch.not_run(obs) == stream_watch.NEED_CANCEL_STEPS
+    assert stream_watch.not_run(obs) == stream_watch.NEED_CANCEL_STEPS | stream_watch.UNADAPTED
 
 
 def test_cancel_steps_feed_the_cancel_monitor():

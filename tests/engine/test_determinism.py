@@ -8,6 +8,7 @@ show up as a difference.
 
 from __future__ import annotations
 
+import inspect
 import os
 import subprocess
 import sys
@@ -91,3 +92,53 @@ def test_format_p_is_refused():
 
     obs = run_text(prompt_text(section("A", "return string.format('%p', {})")))
     assert "%p prints an address" in obs["error"]["message"]
+
+
+def _rewritten(code) -> bool:
+    """Whether pytest's assertion rewriting reached `code` or a function inside it."""
+    if any(name.startswith("@py_assert") for name in code.co_varnames):
+        return True
+    return any(_rewritten(c) for c in code.co_consts if hasattr(c, "co_varnames"))
+
+
+def _functions(module):
+    """The functions and methods `module` defines."""
+    for value in vars(module).values():
+        if getattr(value, "__module__", None) != module.__name__:
+            continue
+        if inspect.isfunction(value):
+            yield value
+        elif inspect.isclass(value):
+            yield from (f for f in vars(value).values() if inspect.isfunction(f))
+
+
+def test_the_kits_own_asserts_are_not_rewritten_under_pytest():
+    """The kit is a pytest plugin, so pytest marks its packages for assertion
+    rewriting; a rewritten assert's message then carries object reprs with
+    addresses (`<... object at 0x...>`), which reached a crashed run's
+    observation and a lifecycle scenario's problems and made a replay of the
+    same schedule differ under pytest.  Every kit module that asserts opts out
+    with PYTEST_DONT_REWRITE (kit: determinism.addresses)."""
+    import importlib
+    import pkgutil
+
+    import forge
+    import forge.conformance
+    import forge.sim
+    import forge.spec
+
+    seen = []
+    names = [info for package in (forge, forge.sim, forge.conformance, forge.spec)
+             for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+    for info in names:
+        if info.name == "forge.__main__":     # importing it runs the command line
+            continue
+        try:
+            module = importlib.import_module(info.name)
+        except ImportError:      # an optional extra's module (dask) on a machine without it
+            continue
+        seen.append(info.name)
+        rewritten = [f.__qualname__ for f in _functions(module) if _rewritten(f.__code__)]
+        assert rewritten == [], f"{info.name}: pytest rewrote the asserts of {rewritten}"
+    assert {"forge.engine.kernel", "forge.sim.kernel", "forge.conformance.mutants",
+            "forge.lifecycle.scenario"} <= set(seen)

@@ -19,6 +19,9 @@ waiting on other tasks (checked at the transitions); `running` never exceeds
 the ceiling.  Who holds a slot is recorded once, in the holder maps (the
 run's and each owner's `Chain.holding`): `running`, an owner's `busy` and a
 task's `holds_slot` are read off them, so they are counts by construction.
+
+PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
+they say reads the same under pytest as anywhere (no object addresses).
 """
 
 from __future__ import annotations
