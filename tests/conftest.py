@@ -1,5 +1,5 @@
 """Shared fixtures: running a prompt text on the reference engine, and the
-headless Chromium the trace timeline's page tests need (`chromium`).
+headless Chromium the tests that render the kit's pages need (`chromium`).
 
 A machine without Chromium skips those tests, and the run ends with one line
 saying how to run them.  CI must run them: `.ci/run` installs Chromium and
@@ -51,7 +51,7 @@ def run():
 #: Set by `.ci/run`: a test that needs Chromium fails where it would skip.
 REQUIRE_CHROMIUM = "FORGE_REQUIRE_CHROMIUM"
 #: The one line a run without Chromium ends with.
-NO_CHROMIUM = ("headless Chromium not found: the trace timeline's page tests were skipped; "
+NO_CHROMIUM = ("headless Chromium not found: the tests that render pages were skipped; "
                "install it (apt-get install chromium) or run .ci/run, which does")
 _SKIPPED_FOR_CHROMIUM = pytest.StashKey[int]()
 

@@ -1,5 +1,5 @@
-"""The README's test command on a machine without Chromium: the trace
-timeline's page tests skip, and the run ends with one line saying how to run
+"""The README's test command on a machine without Chromium: the tests that
+render the kit's pages skip, and the run ends with one line saying how to run
 them; under CI (`FORGE_REQUIRE_CHROMIUM=1`, which `.ci/run` sets after
 installing Chromium) the same tests fail instead of skipping
 (kit: fresh-machine)."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import random
-import shutil
 import subprocess
 import sys
 import threading
@@ -261,13 +260,11 @@ def test_a_bad_history_is_one_line_and_exit_2(tmp_path, text, rule):
     assert "h.jsonl" in done.stderr
 
 
-def test_chromium_draws_the_minimal_history(tmp_path):
+def test_chromium_draws_the_minimal_history(tmp_path, chromium):
     bad = _bad_history(tmp_path)
     page = tmp_path / "why.html"
     done = _forge("lifecycle", "check", str(bad), "--html", str(page), cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert chromium, "headless Chromium is required: apt-get install -y chromium (.ci/run does)"
     dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                           "--no-first-run", "--disable-background-networking",
                           f"--user-data-dir={tmp_path / 'p'}", "--dump-dom", page.as_uri()],
