@@ -60,7 +60,7 @@ from forge.run.options import CONCURRENCY, FAULTS
 from forge.run.record import FileReplay, failure_section, record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
-from forge.sim.chooser import Canonical, Chooser, RecordedProvider, ReplayProvider
+from forge.sim.chooser import CHAIN_KIND, Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report
 from forge.sim.strategies import SEARCH, lookup
 
@@ -113,6 +113,14 @@ class PipeSubject:
                              '"level": 2, so the kit cannot choose its schedule',
                              file="--impl")
         self.adapter, self.case, self.steps = adapter, case, steps
+        #: The latest run's observation and its chain decisions as answered
+        #: (each one's options and the index taken), for `picks`.
+        self.last: tuple[dict, list[tuple[Sequence[str], int]]] | None = None
+
+    def picks(self, obs: dict) -> list[tuple[Sequence[str], int]] | None:
+        """The chain decisions of the run that gave `obs` (the latest run's;
+        None for another observation)."""
+        return self.last[1] if self.last is not None and self.last[0] is obs else None
 
     def declared(self) -> frozenset[str]:
         """The optional step kinds the implementation's hello declares (none
@@ -128,6 +136,9 @@ class PipeSubject:
         except AdapterError as e:
             obs = {"outcome": "errored", "error": {"kind": "Adapter", "message": e.render()},
                    "events": [], "tasks": {}, "logs": []}
+        self.last = (obs, [(options, c.value) for c, options in zip(chooser.choices,
+                                                                    chooser.options)
+                           if c.kind == CHAIN_KIND])
         body = json.dumps(obs, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         return obs, hashlib.sha256(body.encode("utf-8")).hexdigest()
 
@@ -192,17 +203,19 @@ def not_errored(obs: dict) -> list[str]:
 
 
 def pipe_checks(expect: Expectation, canonical: dict, ceiling: int = 8,
-                declared: frozenset[str] = frozenset()) -> list:
+                declared: frozenset[str] = frozenset(),
+                picks: Callable[[dict], Sequence | None] = lambda obs: None) -> list:
     """`expect`'s checks, as one that reports an errored run alone (the
     invariants have nothing to read in it); with the invariants, the
     watchers over the implementation's events and steps too
     (`stream_watch`; `ceiling` is the run's harness concurrency, `declared`
-    the optional step kinds the engine's hello declares)."""
+    the optional step kinds the engine's hello declares, `picks(obs)` the
+    chain decisions of the run that gave `obs`, `PipeSubject.picks`)."""
     from forge.conformance import stream_watch
 
     checks = expect.checks(canonical)
     if expect.invariants:
-        checks.append(lambda obs: stream_watch.watch(obs, ceiling, declared))
+        checks.append(lambda obs: stream_watch.watch(obs, ceiling, declared, picks(obs)))
 
     def check(obs: dict) -> list[str]:
         return not_errored(obs) or [p for c in checks for p in c(obs)]
@@ -265,7 +278,7 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     from forge.conformance import stream_watch
 
     declared = pipe.declared()
-    not_run = stream_watch.not_run(canonical, declared) if expect.invariants else {}
+    not_run = stream_watch.not_run(canonical, declared, picks=True) if expect.invariants else {}
     errored = tuple(not_errored(canonical))
     if not errored and differential:
         errored = tuple(subject.check(canonical))
@@ -277,7 +290,8 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         diff = tuple(subject.diff()) if differential else ()
         return ImplExploreOutcome(report, _record(spec, expect, found, first, canonical, errored),
                                   errored, (), explored=False, diff=diff, not_run=not_run)
-    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), declared)
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), declared,
+                         pipe.picks)
     if differential:
         checks.append(subject.check)
     if lookup(strategy).walks:
@@ -340,7 +354,8 @@ def replay_impl(adapter: SubprocessAdapter, spec: RunSpec, seed: int,
     canonical, _ = pipe(Chooser(Canonical()))
     provider = RecordedProvider(choices)
     obs, _ = subject(Chooser(provider, seed=seed))
-    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), pipe.declared())
+    checks = pipe_checks(expect, canonical, CONCURRENCY.of(pipe.case.harness), pipe.declared(),
+                         pipe.picks)
     if differential:
         checks.append(subject.check)
     drift = provider.drift.describe() if provider.drift is not None else None

@@ -21,17 +21,21 @@ message's `"steps": true`, docs/protocol.md "Steps") - the optional
   events belie.  `CancelNotLanded` reads which task a cancel asked to stop,
   the optional `cancel` step: it runs when the engine's hello declares
   that kind (`steps.declared`), each `cancel` step marking its task as
-  asked to stop, as `Task.stop_asked` does in process; an engine that does not declare it is told the monitor did not run
+  asked to stop, as `Task.stop_asked` does in process; an engine that
+  does not declare it is told the monitor did not run
   (`NEED_CANCEL_STEPS`), since a list without cancels cannot tell "no
-  task was cancelled" from "no cancel is reported".
+  task was cancelled" from "no cancel is reported".  `ReadyChainNotRun`
+  reads the chain decisions the kit answered beside the steps (`picks`,
+  each pick's options being the ready chains: `_ReadyFromPicks`); without
+  them it does not run (`NEED_PICKS`).
 - Without them (an engine that ignores the request), `records(obs)` rebuilds
   the few records the events carry - `spawn` from `task_started` (its owner
   is the chain that reported it), `task_end` from a terminal event,
   `run_end` from the outcome - and only `EndsOnce`, `AbandonReasonFits`
   and `SeqContiguous` run (`NEED_STEPS` says why each other cannot).
 
-`not_run(obs, declared)` names each that does not run and why, one line each, so a
-report says which could not run; a watcher or monitor registered that this
+`not_run(obs, declared, picks)` names each that does not run and why, one
+line each, so a report says which could not run; a watcher or monitor registered that this
 module does not know yet is reported as not adapted, so adding one never
 silently widens the claim.
 
@@ -42,7 +46,7 @@ What does not live here: the watchers and monitors themselves (`oracles`,
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from forge import liveness
@@ -78,34 +82,42 @@ NEED_CANCEL_STEPS = {
                        "(`\"steps\": [\"cancel\"]`), so the steps cannot tell which live task "
                        "a `tasks.cancel` asked to stop",
 }
+#: The monitor that also reads the engine's chain decisions (at level 2 the
+#: kit answers them: each pick's options are the ready chains, in the order
+#: they became ready), and why it cannot without them.
+NEED_PICKS = {
+    "ReadyChainNotRun": "the kit answered no chain decisions (a level-2 run's picks, whose "
+                        "options are the ready chains)",
+}
 #: Every watcher and monitor this module adapts.
-ADAPTED = ON_EVENTS + tuple(NEED_STEPS) + tuple(NEED_CANCEL_STEPS)
+ADAPTED = ON_EVENTS + tuple(NEED_STEPS) + tuple(NEED_CANCEL_STEPS) + tuple(NEED_PICKS)
 #: Watchers and monitors the steps do not feed, and why (a watcher or
 #: monitor registered later is reported as not adapted until this module
 #: knows it).
-UNADAPTED: dict[str, str] = {
-    "ReadyChainNotRun": "the steps report no ready chains and no pick's options (which "
-                        "chains a pick passed over)",
-}
+UNADAPTED: dict[str, str] = {}
 #: What runs over a foreign engine's reports: the watchers, then the monitors.
 KINDS = oracles.WATCHERS + liveness.MONITORS
 
 
-def not_run(obs: dict | None = None, declared: frozenset[str] = frozenset()) -> dict[str, str]:
+def not_run(obs: dict | None = None, declared: frozenset[str] = frozenset(),
+            picks: bool = False) -> dict[str, str]:
     """Every registered watcher that does not run on `obs` (None: on an
     engine that reports no steps), and why; `declared` is the optional step
-    kinds the engine's hello declares (`steps.declared`)."""
+    kinds the engine's hello declares (`steps.declared`), `picks` whether the
+    kit answered the run's chain decisions (it does at level 2)."""
     with_steps = obs is not None and "steps" in obs and steps.read(obs["steps"])[1] is None
+    no_steps = "" if with_steps else " (and the engine reported no `steps`)"
     out = {}
     for kind in KINDS:
         name = kind.__name__
         if name not in ADAPTED:
             out[name] = UNADAPTED.get(name, "not adapted to a foreign engine's reports")
         elif name in NEED_STEPS and not with_steps:
-            out[name] = NEED_STEPS[name] + " (and the engine reported no `steps`)"
+            out[name] = NEED_STEPS[name] + no_steps
         elif name in NEED_CANCEL_STEPS and not (with_steps and "cancel" in declared):
-            out[name] = NEED_CANCEL_STEPS[name] + ("" if with_steps else
-                                                   " (and the engine reported no `steps`)")
+            out[name] = NEED_CANCEL_STEPS[name] + no_steps
+        elif name in NEED_PICKS and not (with_steps and picks):
+            out[name] = NEED_PICKS[name] + (no_steps if picks else "")
     return out
 
 
@@ -219,10 +231,89 @@ def _brief(items: list[Any]) -> str:
     return f"[{shown}{', ...' if len(items) > 8 else ''}]"
 
 
-def watch(obs: dict, ceiling: int = 8, declared: frozenset[str] = frozenset()) -> list[str]:
+class _Picked:
+    """One chain decision as `ReadyChainNotRun` reads the chooser's last."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+
+class _ReadyFromPicks:
+    """`ReadyChainNotRun` over a foreign engine's steps and the chain
+    decisions the kit answered for it.
+
+    In process the monitor reads the kernel's ready list at each step.  Over
+    the pipe each `step` follows one `chain` decision (docs/protocol.md), and
+    that pick's options are the chains the engine offers, in the order they
+    became ready; the ready list is those and the chains offered before that
+    have neither run since nor ended - so a chain an engine keeps ready but
+    stops offering stays on it, as the kernel's hidden chain does.  A chain
+    leaves it when it runs, or when its task ends (a `task_end` of that task
+    or of a task it runs inside: a cancel or an abandon stops the task's
+    chain and its calls).  The monitor's virtual-time bound reads an event
+    record; the steps have none, so one stands at each step whose instant is
+    later than the last step's (the clock moved on), before it - what is
+    ready then was left behind.  A step its decision does not name, or more
+    steps than decisions, is reported and ends the monitor's run."""
+
+    def __init__(self, picks: Sequence[tuple[Sequence[str], int]]) -> None:
+        self.picks = iter(picks)
+        self.scheduler = self
+        self.chooser = self
+        #: What the monitor reads: the ready chains, the chain decisions so far.
+        self.ready: list[str] = []
+        self.choices: list[_Picked] = []
+        self.monitor = liveness.ReadyChainNotRun(self)
+        self.t: int | None = None
+        self.done = False
+
+    def see(self, r: dict) -> Iterator[Any]:
+        if self.done:
+            return
+        if r["what"] == "task_end":
+            task = r["task"]
+            self.ready = [label for label in self.ready
+                          if not _runs_inside(label.partition(":")[2], task)]
+            return
+        if r["what"] != "step":
+            return
+        pick = next(self.picks, None)
+        if pick is None:
+            self.done = True
+            yield (f"step {r['i']} runs chain {r['chain']}, but the engine asked no chain "
+                   "decision for it (a step follows each `chain` decision)")
+            return
+        options, value = pick
+        label = options[value]
+        kind, _, chain = label.partition(":")
+        if chain != r["chain"]:
+            self.done = True
+            yield (f"step {r['i']} runs chain {r['chain']}, but the chain decision before it "
+                   f"took {label}")
+            return
+        if self.t is not None and r["t"] > self.t and self.ready:
+            yield from self.monitor.see({"what": "event", "i": r["i"], "t": r["t"]})
+        self.t = r["t"]
+        offered = set(options)
+        self.ready = [*options, *(x for x in self.ready if x not in offered)]
+        self.choices.append(_Picked(value))
+        yield from self.monitor.see({**r, "kind": kind})
+        self.ready = [x for x in self.ready if x != label]
+
+
+def _runs_inside(chain: str, task: str) -> bool:
+    """Whether chain `chain` is task `task`'s own or runs inside it (a call
+    it made, at any depth: ids extend their owner's)."""
+    return chain == task or chain.startswith(task + ".")
+
+
+def watch(obs: dict, ceiling: int = 8, declared: frozenset[str] = frozenset(),
+          picks: Sequence[tuple[Sequence[str], int]] | None = None) -> list[str]:
     """The problems the watchers that can run find in `obs`'s reports;
     `ceiling` is the harness's concurrency the run was sent, `declared` the
-    optional step kinds the engine's hello declares."""
+    optional step kinds the engine's hello declares, `picks` the run's chain
+    decisions as the kit answered them (each one's options and the index
+    taken; None: not known, and `ReadyChainNotRun` does not run)."""
     with_steps = "steps" in obs
     if with_steps:
         found, broken = steps.read(obs["steps"])
@@ -232,12 +323,14 @@ def watch(obs: dict, ceiling: int = 8, declared: frozenset[str] = frozenset()) -
         if problems:
             return problems
         feed: Any = found
-        names = ADAPTED if "cancel" in declared else \
-            tuple(n for n in ADAPTED if n not in NEED_CANCEL_STEPS)
+        names = tuple(n for n in ADAPTED
+                      if (n not in NEED_CANCEL_STEPS or "cancel" in declared)
+                      and (n not in NEED_PICKS or picks is not None))
     else:
         problems, feed, names = [], records(obs), ON_EVENTS
     facts = _Facts(obs, ceiling, with_steps)
-    running = [kind(facts) for kind in KINDS if kind.__name__ in names]
+    running = [_ReadyFromPicks(picks) if kind is liveness.ReadyChainNotRun else kind(facts)
+               for kind in KINDS if kind.__name__ in names]
     for i, record in enumerate(feed):
         record["i"] = i
         facts.saw(record)

@@ -44,11 +44,10 @@ PROMPTS = [("examples/explore/watch-admission.md", {"concurrency": 1})] + [
     ("tests/conformance/differential/tie.md", {}),
     ("tests/conformance/differential/second-join.md", {})]
 #: (mutant, prompt or * for every prompt) -> why it fails in process and
-#: cannot over the pipe: only what the monitor the steps do not feed sees
-#: (`stream_watch.UNADAPTED`).
-UNSEEABLE: dict[tuple[str, str], str] = {
-    ("passed-over-waits-for-idle", "*"): "only ReadyChainNotRun sees it, and the steps "
-                                          "report no ready list"}
+#: cannot over the pipe: only a monitor the reports do not feed sees it
+#: (`stream_watch.UNADAPTED`).  None today: the chain decisions the kit
+#: answers feed `ReadyChainNotRun`, the last that had no view.
+UNSEEABLE: dict[tuple[str, str], str] = {}
 EXPECT = Expectation(invariants=True)
 #: The mutants of the Tasks chapter (a lifecycle mutant has no prompt to run).
 MUTANTS = [m for m in CATALOGUE if m.category != "lifecycle" and not m.equivalent]
@@ -99,9 +98,8 @@ def test_the_mutant_fails_over_the_pipe_where_it_fails_in_process(mutant, monkey
         if crashed:
             assert "the implementation errored" in outcome.problems[0], (mutant, path)
             continue
-        # Every watcher and monitor ran but the one the steps cannot feed.
-        assert outcome.not_run == stream_watch.UNADAPTED == {
-            "ReadyChainNotRun": stream_watch.UNADAPTED["ReadyChainNotRun"]}
+        # Every watcher and monitor ran.
+        assert outcome.not_run == stream_watch.UNADAPTED == {}
         if (mutant, path) in UNSEEABLE or (mutant, "*") in UNSEEABLE:
             assert not outcome.report.findings, "seen now: drop it from UNSEEABLE"
         else:
@@ -122,15 +120,15 @@ def test_without_steps_the_watchers_that_cannot_run_are_named_with_why():
     assert {kind.__name__ for kind in oracles.WATCHERS} <= set(stream_watch.ADAPTED)
     assert set(stream_watch.ADAPTED) | set(stream_watch.UNADAPTED) == names
     assert set(stream_watch.not_run({"events": []})) == set(stream_watch.NEED_STEPS) \
-        | set(stream_watch.NEED_CANCEL_STEPS) | set(stream_watch.UNADAPTED)
+        | set(stream_watch.NEED_CANCEL_STEPS) | set(stream_watch.NEED_PICKS)
     assert all("reported no `steps`" in why for name, why in stream_watch.not_run({}).items()
                if name in stream_watch.NEED_STEPS)
     # Steps from an engine whose hello declares no `cancel` steps (one of
-    # before): only the cancel monitor is named; declared, none is.
-    # The monitor no step feeds is named either way.
-    assert stream_watch.not_run({"steps": []}) == \
-        stream_watch.NEED_CANCEL_STEPS | stream_watch.UNADAPTED
-    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"})) == stream_watch.UNADAPTED
+    # before): only the cancel monitor is named; declared, none is.  The
+    # ready-chain monitor runs when the kit answered the chain decisions.
+    assert stream_watch.not_run({"steps": []}, picks=True) == stream_watch.NEED_CANCEL_STEPS
+    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"}), picks=True) == {}
+    assert stream_watch.not_run({"steps": []}, frozenset({"cancel"})) == stream_watch.NEED_PICKS
     started = {"kind": "task_started", "provenance": {"task": "0", "seq": 1}, "task": "0.0"}
     ended = {"kind": "task_succeeded", "provenance": {"task": "0.0", "seq": 2}, "task": "0.0"}
     twice = {"outcome": "ok", "error": None, "events": [started, ended, ended],
@@ -212,10 +210,10 @@ def test_steps_the_events_belie_or_that_are_malformed_are_refused():
         "the engine's steps are unusable: steps[5] (call_start): `callee` is not a string"]
     assert stream_watch.watch({**_two_tasks(), "steps": [{"what": "jump", "t": 0}]})[0].startswith(
         "the engine's steps are unusable: steps[0] is not a step (step, spawn, call_start, admit")
-    assert stream_watch.not_run({"steps": {}}, frozenset({"cancel"})) == {
+    assert stream_watch.not_run({"steps": {}}, frozenset({"cancel"}), picks=True) == {
         name: why + " (and the engine reported no `steps`)"
-        for name, why in {**stream_watch.NEED_STEPS, **stream_watch.NEED_CANCEL_STEPS}.items()} \
-        | stream_watch.UNADAPTED
+        for name, why in {**stream_watch.NEED_STEPS, **stream_watch.NEED_CANCEL_STEPS,
+                          **stream_watch.NEED_PICKS}.items()}
 
 
 def _observed(*steps_: dict, origins: dict | None = None) -> dict:
@@ -318,7 +316,7 @@ def test_a_mutant_only_the_cancel_monitor_sees_fails_over_the_pipe_too(monkeypat
         assert adapter.step_kinds() == {"cancel"}
         outcome = explore_impl(adapter, spec(LIVENESS, {}), expect=ANY_END, runs=RUNS,
                                shrink_budget=50, differential=False)
-        assert outcome.not_run == stream_watch.UNADAPTED
+        assert outcome.not_run == {}
         assert outcome.report.findings
         assert list(outcome.problems) == [LOST_CANCEL]
         # The same reports from an engine whose hello declares no `cancel`
@@ -326,7 +324,7 @@ def test_a_mutant_only_the_cancel_monitor_sees_fails_over_the_pipe_too(monkeypat
         obs = adapter.run_with(case_of(spec(LIVENESS, {})), 0, Chooser(Canonical()), steps=True)
     assert LOST_CANCEL in stream_watch.watch(obs, declared=frozenset({"cancel"}))
     assert stream_watch.watch(obs) == []
-    assert stream_watch.not_run(obs) == stream_watch.NEED_CANCEL_STEPS | stream_watch.UNADAPTED
+    assert stream_watch.not_run(obs, picks=True) == stream_watch.NEED_CANCEL_STEPS
 
 
 def test_cancel_steps_feed_the_cancel_monitor():
@@ -342,3 +340,56 @@ def test_cancel_steps_feed_the_cancel_monitor():
     landed = _observed(spawn, _admit("0.0", 1, 1), cancelled, _end("0.0", "task_cancelled"),
                        RUN_OK)
     assert stream_watch.watch(landed, declared=cancels) == []
+
+
+MS = 10_000_000
+
+
+def _hidden_run(*, cancelled: bool) -> tuple[dict, list]:
+    """Main spawns 0.0 and 0.1; 0.0 runs first.  With `cancelled`, 0.0 ends,
+    Main (woken by its join) is picked over 0.1 and cancels it, then waits
+    on the store; else 0.0 waits on the store and the engine stops offering
+    0.1 - the next pick, 10 ms later, offers 0.0 alone."""
+    spawns = [_step("spawn", task="0.0", owner="0"), _admit("0.0", 1, 1),
+              _step("spawn", task="0.1", owner="0"), _admit("0.1", 2, 2)]
+    if cancelled:
+        steps_ = [_step("step", chain="0"), *spawns,
+                  _step("wait", chain="0", call="tasks.join", members=["0.0"], timeout=None),
+                  _step("step", chain="0.0"), _end("0.0"), _step("deliver", chain="0", task="0.0"),
+                  _step("step", chain="0"), _step("cancel", chain="0", task="0.1"),
+                  _end("0.1", "task_cancelled"), _step("step", MS, chain="0"), RUN_OK]
+        picks = [(["root:0"], 0), (["task:0.0", "task:0.1"], 0), (["task:0.1", "root:0"], 1),
+                 (["root:0"], 0)]
+    else:
+        steps_ = [_step("step", chain="0"), *spawns,
+                  _step("wait", chain="0", call="tasks.join", members=["0.0", "0.1"],
+                        timeout=None),
+                  _step("step", chain="0.0"), _step("step", MS, chain="0.0"), _end("0.0", t=MS),
+                  _step("deliver", MS, chain="0", task="0.0"), _step("step", MS, chain="0.1"),
+                  _end("0.1", t=MS), _step("deliver", MS, chain="0", task="0.1"),
+                  _step("step", MS, chain="0"), _step("run_end", MS, outcome="ok", error=None)]
+        picks = [(["root:0"], 0), (["task:0.0", "task:0.1"], 0), (["task:0.0"], 0),
+                 (["task:0.1"], 0), (["root:0"], 0)]
+    return _observed(*steps_), picks
+
+
+def test_the_chain_decisions_feed_the_ready_chain_monitor():
+    """Over the pipe a pick's options are the ready chains: a chain offered
+    once and then no longer, though it neither ran nor ended, is still ready
+    when the clock moves on - the kernel runs every ready chain before the
+    next event (kit: liveness.ready-chain).  A chain whose task ended (a
+    cancel) left the list; a step its decision does not name is reported."""
+    hidden, picks = _hidden_run(cancelled=False)
+    assert stream_watch.watch(hidden, declared=frozenset({"cancel"}), picks=picks) == [
+        "chain 0.1 was still ready when the clock moved on to the next event (at t=0.01s)"]
+    # Without the decisions the monitor does not run, and is named.
+    assert stream_watch.watch(hidden, declared=frozenset({"cancel"})) == []
+    assert set(stream_watch.not_run(hidden, frozenset({"cancel"}))) == {"ReadyChainNotRun"}
+    cancelled, picks = _hidden_run(cancelled=True)
+    assert stream_watch.watch(cancelled, declared=frozenset({"cancel"}), picks=picks) == []
+    assert stream_watch.watch(cancelled, declared=frozenset({"cancel"}),
+                              picks=[picks[0], (["task:0.0", "task:0.1"], 1), *picks[2:]]) == [
+        "step 6 runs chain 0.0, but the chain decision before it took task:0.1"]
+    assert stream_watch.watch(cancelled, declared=frozenset({"cancel"}), picks=picks[:2]) == [
+        "step 9 runs chain 0, but the engine asked no chain decision for it (a step follows "
+        "each `chain` decision)"]
