@@ -545,13 +545,28 @@ def _hypothesis_name(config: pytest.Config) -> str | None:
             loaded = hypothesis.settings.get_current_profile_name()
         except Exception:  # noqa: BLE001 - a Hypothesis too old to say: only the option counts
             loaded = None
-    if isinstance(loaded, str) and loaded != "default":
+    if isinstance(loaded, str) and loaded != "default" and not _automatic_ci(hypothesis, loaded):
         return loaded
     try:
         name = config.getoption("hypothesis_profile", None)
     except ValueError:
         return None
     return name if isinstance(name, str) else None
+
+
+def _automatic_ci(hypothesis: Any, loaded: str) -> bool:
+    """Whether `loaded` is the `ci` profile Hypothesis loads by itself on a CI
+    machine (its own environment check): nobody chose it, so it does not
+    pick forge's `ci` profile, which says ten times the runs, nor print a
+    header in suites that never explore.  `FORGE_PROFILE=ci` or
+    `--hypothesis-profile ci` still choose it."""
+    if loaded != "ci":
+        return False
+    try:
+        from hypothesis._settings import is_in_ci
+    except ImportError:      # a Hypothesis without the automatic profile
+        return False
+    return bool(is_in_ci())
 
 
 def _profile(config: pytest.Config) -> Settings:

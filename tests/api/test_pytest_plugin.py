@@ -182,6 +182,24 @@ def test_a_suite_that_does_not_use_the_plugin_is_untouched(pytester):
     assert "forge:" not in result.stdout.str()
 
 
+def test_hypothesis_s_automatic_ci_profile_chooses_nothing(pytester, monkeypatch):
+    """On a CI machine Hypothesis loads its `ci` profile by itself; nobody
+    chose it, so a suite that never explores still gets no header line (and
+    explorations keep the default profile), while `--hypothesis-profile ci`
+    still picks it.  In a subprocess with Hypothesis's plugin loaded first,
+    as a CI machine's session would have it."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("FORGE_PROFILE", raising=False)
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    quiet = pytester.runpytest_subprocess("-p", "hypothesis", *PLUGIN, "-p", "no:cacheprovider")
+    quiet.assert_outcomes(passed=1)
+    assert "forge:" not in quiet.stdout.str()
+    chosen = pytester.runpytest_subprocess("-p", "hypothesis", *PLUGIN, "-p", "no:cacheprovider",
+                                           "--hypothesis-profile", "ci")
+    chosen.assert_outcomes(passed=1)
+    assert "forge: profile ci (1000 runs" in chosen.stdout.str()
+
+
 @pytest.mark.parametrize("args, env, message", [
     (("--forge-runs", "0"), {}, "forge: --forge-runs must be at least 1, got 0"),
     (("--forge-seed", str(2**63)), {},
