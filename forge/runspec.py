@@ -359,8 +359,8 @@ class Runner:
         # so a violation names the step that broke it (`no_violations`).
         if watch:
             run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
-        if run.harness.faults is not None:
-            run.harness.faults.trace = run.trace     # where each fault fell, for the story
+        if run.harness.injector is not None:
+            run.harness.injector.trace = run.trace     # where each fault fell, for the story
         try:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
@@ -414,11 +414,11 @@ class Runner:
         the trace's digest and the events) and faults were probed before
         reaches what it reached then, so that is kept, as `KitChecks` keeps
         problems.  Users' probes, which may keep state, try every schedule."""
-        faults = [kind for kind, _ in run.harness.faults.fired] if run.harness.faults else ()
-        key = None if identity is None else (identity, tuple(faults))
+        fired = [kind for kind, _ in run.harness.injector.fired] if run.harness.injector else ()
+        key = None if identity is None else (identity, tuple(fired))
         found = self._reached.get(key) if key is not None else None
         if found is None:
-            found = frozenset(probes.hits(run.trace.records, obs, faults))
+            found = frozenset(probes.hits(run.trace.records, obs, fired))
             if key is not None:
                 if len(self._reached) >= KitChecks.KEPT:
                     del self._reached[next(iter(self._reached))]

@@ -61,8 +61,9 @@ CEILINGS = {
                  "language's (`args:`) and the trace's (`run_start`'s `args`)"),
     "store": (9, "the observation's `store` (the store's files after a run), the features' "
                  "name and the store itself (the harness's backend)"),
-    "faults": (13, "the fault injector's vocabulary (the harness's, the scripts' and a run's "
-                   "injector; the faults fired that reports and a record's failure count)"),
+    "faults": (6, "the faults fired: the public `Failure.faults` and `ExploreReport.faults`, "
+                  "the JSON report's and a shard's `faults` (api, campaign, explore_report) and "
+                  "a replay record's `failure.faults` (record); runspec builds the fault plan"),
 }
 
 
