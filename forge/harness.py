@@ -197,6 +197,12 @@ class Harness:
     #: The run's fault injector, which draws its faults (`attach_faults`), or None.
     injector: Faults | None = None
 
+    @classmethod
+    def seeded(cls, files: dict[str, str], **keywords: Any) -> Harness:
+        """A harness whose store holds `files` (path -> text; a store folder's
+        or a case's), given its other fields as `keywords`."""
+        return cls(store=MemoryStore(files), **keywords)
+
     def refuses(self, op: str, path: str | None) -> bool:
         paths = self.refusals.get(op, ()) + self.refusals.get("*", ())
         if path is not None and (path in paths or "*" in paths):

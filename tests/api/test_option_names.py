@@ -59,8 +59,10 @@ CEILINGS = {
     "args": (11, "Python's and its libraries' word (click's `parse_args(ctx, args)`, pytest's "
                  "`marker.args`, ParamSpec's `.args`, threading's `Thread(args=)`), the prompt "
                  "language's (`args:`) and the trace's (`run_start`'s `args`)"),
-    "store": (9, "the observation's `store` (the store's files after a run), the features' "
-                 "name and the store itself (the harness's backend)"),
+    "store": (8, "the observation's `store` (the store's files after a run: the public "
+                 "`Observation.store`, the equivalence's fields, a fuzzed case's expected store, "
+                 "a crashed and a refused prompt's observation) and the features' name; runspec "
+                 "reads the folder"),
     "faults": (6, "the faults fired: the public `Failure.faults` and `ExploreReport.faults`, "
                   "the JSON report's and a shard's `faults` (api, campaign, explore_report) and "
                   "a replay record's `failure.faults` (record); runspec builds the fault plan"),
