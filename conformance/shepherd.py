@@ -182,8 +182,8 @@ def _watch(lifeline):
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-def main(args):
-    lifeline, status, argv = int(args[0]), int(args[1]), args[2:]
+def main(words):
+    lifeline, status, argv = int(words[0]), int(words[1]), words[2:]
     os.set_inheritable(status, False)
     os.set_inheritable(lifeline, False)
     if not _prctl(PR_SET_CHILD_SUBREAPER, 1):
@@ -197,7 +197,7 @@ def main(args):
         os.close(lifeline)
         _start(argv, status)
     os.close(status)
-    threading.Thread(target=_watch, args=(lifeline,), daemon=True).start()
+    threading.Thread(target=lambda: _watch(lifeline), daemon=True).start()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)

@@ -906,7 +906,7 @@ def _spec(path: str, text: str, latency_menu: Sequence[float] | None,
         elif option.shape == "script":
             made[_SCRIPT_ROLE[option.name]] = _script(value, _SCRIPT_ROLE[option.name])
         elif option.shape == "kinds":
-            made["faults"] = value if isinstance(value, str) else ",".join(value)
+            made[option.name] = value if isinstance(value, str) else ",".join(value)
         elif option.shape == "op_seconds":
             made["latency_base"] = dict(value) if value is not None else None
         elif option.shape == "op_paths":
@@ -1286,12 +1286,12 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         failures = (Failure(first.seed, tuple(found.problems), tuple(first.choices),
                             tuple(first.shrunk), first.deviations, first.proven, obs,
                             tuple(found.story), tuple(found.divergence),
-                            tuple((str(k), str(w)) for k, w in found.faults), path, command,
+                            tuple((str(k), str(w)) for k, w in found.fired), path, command,
                             _freeze(dict(first.provider))),)
     reached = _probing.coverage(report.probes, [p.name for p in users])
     return ExploreReport(report.runs, report.distinct_traces, _freeze(dict(report.outcomes)),
                          failures, strategy, report.complete, report.pruned, report.bounded,
-                         report.unfinished, _freeze(dict(report.faults)), _freeze(reached),
+                         report.unfinished, _freeze(dict(report.faults_fired)), _freeze(reached),
                          tuple(_probing.unreached(reached, require)))
 
 

@@ -1,5 +1,6 @@
 """Assembling a run from files and flags: the harness and the chooser.
 
+`read_store_files` reads a store folder within the limits, and
 `build_harness` turns a store folder (or files) and the harness's plain
 run options (its ceiling, a host cancel instant) into a `forge.harness.Harness`;
 `make_chooser` turns a seed or a strategy spelling into a `forge.sim.chooser.Chooser`,
@@ -35,19 +36,28 @@ def build_harness(store_dir=None, store_files=None, **keywords):
     Raises:
         InputError: the folder is unreadable or past the limits.
     """
-    from forge.store import MemoryStore
     from forge.harness import Harness
 
-    if store_dir is not None:
-        _check_store_folder(store_dir)
-        try:
-            store = MemoryStore.from_folder(store_dir)
-        except (OSError, UnicodeDecodeError) as e:
-            raise InputError(f"cannot seed the store from this folder: {e}",
-                             file=store_dir) from None
-    else:
-        store = MemoryStore(store_files or {})
-    return Harness(store=store, **keywords)
+    files = read_store_files(store_dir) if store_dir is not None else store_files
+    return Harness.seeded(files or {}, **keywords)
+
+
+def read_store_files(store_dir: str) -> dict[str, str]:
+    """The files (path -> text, by path) of the store folder `store_dir`,
+    seeded into a store as a run's are, so a file a store refuses is
+    refused here.
+
+    Raises:
+        InputError: the folder is unreadable or past the limits.
+    """
+    from forge.store import MemoryStore
+
+    _check_store_folder(store_dir)
+    try:
+        return MemoryStore.from_folder(store_dir).snapshot()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot seed the store from this folder: {e}",
+                         file=store_dir) from None
 
 
 def _check_store_folder(root: str) -> None:

@@ -80,7 +80,7 @@ class SeedRun:
     #: PCT's real decisions (what the horizon learns from); 0 for random.
     steps: int = 0
     #: The kinds of the faults it fired (`Chooser.faults_fired`).
-    faults: tuple[str, ...] = ()
+    faults_fired: tuple[str, ...] = ()
     #: The probes it reached (`forge.sim.explore.PROBES`).
     probes: tuple[str, ...] = ()
     #: A failing run's choice values and how it was drawn
@@ -268,7 +268,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
                 done += 1
                 traces.add(run.trace_sha)
                 tally(outcomes, (run.outcome,))
-                tally(faults, run.faults)
+                tally(faults, run.faults_fired)
                 tally(probes_hit, run.probes)
                 learned.learn(run)      # a run's `steps`, as a provider's
                 if run.failed:
@@ -286,7 +286,7 @@ def explore_campaign(spec: RunSpec, *, expect: Expectation = Expectation(),
         findings = (_finding(runner, checks, failing, shrink_budget),)
     report = Report(done, len(traces), findings, dict(sorted(outcomes.items())),
                     horizon=learned.horizon,
-                    faults=dict(sorted(faults.items())),
+                    faults_fired=dict(sorted(faults.items())),
                     probes=dict(sorted(probes_hit.items())))
     return Campaign(outcome_of(runner, canonical, checks, expect, report),
                     tuple(sorted(traces)))

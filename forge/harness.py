@@ -194,16 +194,22 @@ class Harness:
     tool: Any = None
     #: Store paths whose operations the host refuses (a fault), by operation.
     refusals: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
-    #: The run's drawn faults (`attach_faults`), or None.
-    faults: Faults | None = None
+    #: The run's fault injector, which draws its faults (`attach_faults`), or None.
+    injector: Faults | None = None
+
+    @classmethod
+    def seeded(cls, files: dict[str, str], **keywords: Any) -> Harness:
+        """A harness whose store holds `files` (path -> text; a store folder's
+        or a case's), given its other fields as `keywords`."""
+        return cls(store=MemoryStore(files), **keywords)
 
     def refuses(self, op: str, path: str | None) -> bool:
         paths = self.refusals.get(op, ()) + self.refusals.get("*", ())
         if path is not None and (path in paths or "*" in paths):
             return True
         # `spawn` asks whether a task's setup is refused; a store fault is an operation's.
-        return (self.faults is not None and op != "spawn"
-                and self.faults.fires("store", f"refuse {op} {path or ''}".rstrip()))
+        return (self.injector is not None and op != "spawn"
+                and self.injector.fires("store", f"refuse {op} {path or ''}".rstrip()))
 
     def attach_faults(self, plan: FaultPlan, chooser: Chooser) -> None:
         """Draw this run's faults from `chooser` (call once, before the run).
@@ -213,14 +219,14 @@ class Harness:
         """
         if not plan:
             return
-        self.faults = faults = Faults(plan, chooser)
+        self.injector = injector = Faults(plan, chooser)
         if self.model is not None:
-            self.model = attrs.evolve(self.model, faults=faults)
+            self.model = attrs.evolve(self.model, injector=injector)
         if self.operator is not None:
-            self.operator = attrs.evolve(self.operator, faults=faults)
+            self.operator = attrs.evolve(self.operator, injector=injector)
         if self.tool is not None:
-            self.tool = attrs.evolve(self.tool, faults=faults)
+            self.tool = attrs.evolve(self.tool, injector=injector)
         if self.cancel_at is None and plan.cancel_steps:
-            self.cancel_step = faults.cancel_step()
+            self.cancel_step = injector.cancel_step()
         elif self.cancel_at is None:
-            self.cancel_at = faults.cancel_instant()
+            self.cancel_at = injector.cancel_instant()

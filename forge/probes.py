@@ -161,9 +161,9 @@ class _Scan:
             self.hit.add(f"abandon-{str(r['reason']).replace('_', '-')}")
 
 
-def hits(records: Iterable[dict], obs: dict, faults: Iterable[str] = ()) -> set[str]:
+def hits(records: Iterable[dict], obs: dict, fired: Iterable[str] = ()) -> set[str]:
     """The built-in probes one run reached: its trace `records`, its
-    observation `obs` and the kinds of the faults that fired."""
+    observation `obs` and the kinds of the faults that `fired`."""
     scan = _Scan()
     for r in records:
         scan.see(r)
@@ -171,7 +171,7 @@ def hits(records: Iterable[dict], obs: dict, faults: Iterable[str] = ()) -> set[
     for event in obs.get("events", ()):
         if event.get("kind") == "task_notice":
             found.add("notice-delivered")
-    found.update(f"fault-{kind}" for kind in faults)
+    found.update(f"fault-{kind}" for kind in fired)
     return found & _BY_NAME.keys()
 
 

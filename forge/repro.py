@@ -50,7 +50,8 @@ class Failure:
     record: dict = attrs.field(eq=False, repr=False)
     story: tuple[str, ...] = ()
     divergence: tuple[str, ...] = ()
-    faults: tuple[tuple[str, str], ...] = ()
+    #: The faults that fired in it, `(kind, where)`.
+    fired: tuple[tuple[str, str], ...] = ()
     #: The shrunk run's observation and trace (JSON lines, for `forge trace`).
     observation: dict = attrs.field(factory=dict, eq=False, repr=False)
     trace: str = attrs.field(default="", eq=False, repr=False)
@@ -211,16 +212,16 @@ def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list
                          "--max-cpu-seconds",
                          file=spec.prompt_path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
-    faults = tuple(run.harness.faults.fired) if run.harness.faults else ()
-    story = tuple(tell(run.trace.records, chooser, run.harness.faults,
+    fired = tuple(run.harness.injector.fired) if run.harness.injector else ()
+    story = tuple(tell(run.trace.records, chooser, run.harness.injector,
                        run.trace.violations, obs.get("effects", ()), obs.get("error")))
-    failure = failure_section(problems, obs["outcome"], found.deviations, found.proven, faults)
+    failure = failure_section(problems, obs["outcome"], found.deviations, found.proven, fired)
     rec = record(spec, expect, seed, chooser.choices, obs, failure=failure,
                  strategy=found.provider)
     divergence = tuple(first_divergence(canonical.trace.records, run.trace.records)
                        or observation_divergence(canonical.observation(), obs))
     return ExploreOutcome(report, runner.spec, expect,
-                          Failure(seed, problems, rec, story, divergence, faults,
+                          Failure(seed, problems, rec, story, divergence, fired,
                                   with_violations(obs, run),
                                   run.trace.lines()))
 
@@ -270,7 +271,7 @@ def replay_file(path: str, *, prompt: str | None = None,
     checks = expect.checks(canonical, faulty=bool(spec.fault_plan), where=path)
     problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
     drift = getattr(provider, "drift", None)
-    story = tuple(tell(run.trace.records, chooser, run.harness.faults, run.trace.violations,
+    story = tuple(tell(run.trace.records, chooser, run.harness.injector, run.trace.violations,
                        obs.get("effects", ()), obs.get("error")))
     lines, found, other = None, (), None
     if rec is not None and rec.get("observation") is not None and not overrides:
@@ -369,10 +370,10 @@ def _ending(rec: dict, effect: dict | None) -> str:
     return f"due at {_seconds(rec.get('t', 0) + rec.get('duration', 0))}"
 
 
-def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
+def tell(records: list[dict], chooser: Chooser, injector=None, violations=(),
          effects=(), error: dict | None = None) -> list[str]:
     """The run as a short story in virtual time, each fired fault in its place
-    (`faults`: the run's `forge.harness.Faults`) and each violation a watcher
+    (`injector`: the run's `forge.harness.Faults`) and each violation a watcher
     found right after the step that showed it (`violations`: the trace's),
     then its non-canonical choices, each with the option canonical would have
     taken.  `effects` (the observation's, one per harness operation in the
@@ -380,8 +381,8 @@ def tell(records: list[dict], chooser: Chooser, faults=None, violations=(),
     are) say how each operation ended.  `error` (the observation's) gives
     the run's ending its message: the trace records only the error's kind."""
     marks: dict[int, list[str]] = {}
-    if faults is not None:
-        for (kind, label), at in zip(faults.fired, faults.at):
+    if injector is not None:
+        for (kind, label), at in zip(injector.fired, injector.at):
             when = records[at - 1]["t"] if at else 0
             marks.setdefault(at, []).append(f"{_seconds(when)}  FAULT {kind}: {label}")
     after: dict[int, list[str]] = {}

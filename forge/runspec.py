@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from forge.assembly import build_harness, make_chooser, read_prompt
+from forge.assembly import make_chooser, read_prompt, read_store_files
 from forge import liveness, probes
 from forge.conformance import oracles
 from forge.conformance.oracles import VIOLATIONS
@@ -56,7 +56,6 @@ from forge.sim.chooser import Canonical, Chooser, ReplayProvider
 from forge.sim.explore import PROBES
 from forge.sim.strategies import lookup, parse
 from forge.sim.trace import canonical_json
-from forge.store import MemoryStore
 from forge.toolscript import tool_script_from_data
 from forge.watched import Watched
 from forge.verdict import Verdict, result_check
@@ -156,7 +155,7 @@ def read_store_folder(path: str | None) -> dict:
     if not os.path.isdir(path):
         what = "is a file" if os.path.exists(path) else "does not exist"
         raise InputError(f"Directory {path!r} {what}.", option=STORE)
-    return build_harness(path).store.snapshot()
+    return read_store_files(path)
 
 
 def spec_from_flags(prompt: str, *, store: str | None = None, model_script: str | None = None,
@@ -325,12 +324,13 @@ class Runner:
 
     def _harness(self, chooser: Chooser):
         spec = self.spec
-        harness = Harness(store=MemoryStore(spec.store_files),
-                          latency_model=LatencyModel(dict(spec.latency_base), spec.latency_menu,
-                                               spec.orders or chooser.orders,
-                                               _ties(spec, chooser)),
-                          model=self.model, operator=self.operator, tool=self.tool,
-                          refusals=dict(self._refusals), **self._harness_keywords)
+        harness = Harness.seeded(spec.store_files,
+                                 latency_model=LatencyModel(dict(spec.latency_base),
+                                                            spec.latency_menu,
+                                                            spec.orders or chooser.orders,
+                                                            _ties(spec, chooser)),
+                                 model=self.model, operator=self.operator, tool=self.tool,
+                                 refusals=dict(self._refusals), **self._harness_keywords)
         harness.attach_faults(spec.fault_plan, chooser)
         config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
@@ -359,8 +359,8 @@ class Runner:
         # so a violation names the step that broke it (`no_violations`).
         if watch:
             run.trace.observe((*oracles.watchers(run), *liveness.monitors(run)))
-        if run.harness.faults is not None:
-            run.harness.faults.trace = run.trace     # where each fault fell, for the story
+        if run.harness.injector is not None:
+            run.harness.injector.trace = run.trace     # where each fault fell, for the story
         try:
             run.execute()
         except Exception as e:  # noqa: BLE001 - an engine bug, reported as the run's outcome
@@ -414,11 +414,11 @@ class Runner:
         the trace's digest and the events) and faults were probed before
         reaches what it reached then, so that is kept, as `KitChecks` keeps
         problems.  Users' probes, which may keep state, try every schedule."""
-        faults = [kind for kind, _ in run.harness.faults.fired] if run.harness.faults else ()
-        key = None if identity is None else (identity, tuple(faults))
+        fired = [kind for kind, _ in run.harness.injector.fired] if run.harness.injector else ()
+        key = None if identity is None else (identity, tuple(fired))
         found = self._reached.get(key) if key is not None else None
         if found is None:
-            found = frozenset(probes.hits(run.trace.records, obs, faults))
+            found = frozenset(probes.hits(run.trace.records, obs, fired))
             if key is not None:
                 if len(self._reached) >= KitChecks.KEPT:
                     del self._reached[next(iter(self._reached))]

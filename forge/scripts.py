@@ -169,7 +169,7 @@ class ModelScript:
     stop_at: float | None = None
     #: The run's fault injector (`forge.harness.Faults`), attached per run by
     #: `Harness.attach_faults`; None draws no faults.
-    faults: Any = attrs.field(default=None, eq=False, repr=False)
+    injector: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -183,8 +183,8 @@ class OperatorAnswer:
 class OperatorScript:
     source: str
     answers: tuple[OperatorAnswer, ...] = ()
-    #: As `ModelScript.faults`.
-    faults: Any = attrs.field(default=None, eq=False, repr=False)
+    #: As `ModelScript.injector`.
+    injector: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -319,8 +319,8 @@ class ScriptCursor:
         return attrs.evolve(entry, reply=attrs.evolve(entry.reply, text=latest))
 
     def _model_fault(self, section: str) -> bool:
-        faults = self.model.faults
-        return faults is not None and faults.fires("model", f"fail a round of `{section}`")
+        injector = self.model.injector
+        return injector is not None and injector.fires("model", f"fail a round of `{section}`")
 
     @staticmethod
     def _failed(entry: ScriptEntry) -> ScriptEntry:
@@ -342,8 +342,8 @@ class ScriptCursor:
         assert self.operator is not None
         if self._next_answer >= len(self.operator.answers):
             return None
-        faults = self.operator.faults
-        if faults is not None and faults.fires("operator", "never answer"):
+        injector = self.operator.injector
+        if injector is not None and injector.fires("operator", "never answer"):
             return None     # this ask stays pending; the answer waits for the next one
         answer = self.operator.answers[self._next_answer]
         self._next_answer += 1

@@ -95,8 +95,8 @@ class ToolScript:
     source: str
     #: Tool path -> tool, in file order.
     tools: dict = attrs.field(eq=False, factory=dict)
-    #: The run's fault injector, attached per run (as `ModelScript.faults`).
-    faults: Any = attrs.field(default=None, eq=False, repr=False)
+    #: The run's fault injector, attached per run (as `ModelScript.injector`).
+    injector: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 def load_tool_script(path: str | Path) -> ToolScript:
@@ -148,8 +148,8 @@ class ToolCursor:
         return reply
 
     def _fault(self, alias: str) -> bool:
-        faults = self.script.faults if self.script is not None else None
-        return faults is not None and faults.fires("tool", f"fail a call of `{alias}`")
+        injector = self.script.injector if self.script is not None else None
+        return injector is not None and injector.fires("tool", f"fail a call of `{alias}`")
 
     @staticmethod
     def _failed(reply: ToolReply) -> ToolReply:

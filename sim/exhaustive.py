@@ -76,7 +76,8 @@ class Step:
 
     sha: str
     outcome: str
-    faults: tuple[str, ...]
+    #: The kinds of the faults it fired (`Chooser.faults_fired`).
+    faults_fired: tuple[str, ...]
     values: tuple[int, ...]
     problems: tuple[str, ...]
     #: The run's observation, kept only when it failed (a finding needs it).
@@ -172,7 +173,7 @@ class Tally:
         self.findings: list[Finding] = []
         self.traces: set[str] = set()
         self.outcomes: dict[str, int] = {}
-        self.faults: dict[str, int] = {}
+        self.faults_fired: dict[str, int] = {}
         self.probes: dict[str, int] = {}
         self.runs = self.pruned = self.bounded = self.redundant = 0
         #: Entries pushed and not yet run: the serial stack's height.
@@ -188,7 +189,7 @@ class Tally:
         self.waiting -= 1
         self.traces.add(s.sha)
         tally(self.outcomes, (s.outcome,))
-        tally(self.faults, s.faults)
+        tally(self.faults_fired, s.faults_fired)
         tally(self.probes, s.probes)
         if s.problems:
             self.findings.append(self._finding(s))
@@ -217,7 +218,7 @@ class Tally:
                       dict(sorted(self.outcomes.items())),
                       complete=self.waiting == 0 and not self.stopped, pruned=self.pruned,
                       bounded=self.bounded, unfinished=self.waiting, redundant=self.redundant,
-                      faults=dict(sorted(self.faults.items())),
+                      faults_fired=dict(sorted(self.faults_fired.items())),
                       probes=dict(sorted(self.probes.items())))
 
 

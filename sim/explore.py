@@ -75,7 +75,7 @@ class Report:
     #: PCT's learned horizon (real decisions) at the end, if PCT ran.
     horizon: int | None = None
     #: Faults fired over all runs, by kind (`Chooser.faults_fired`).
-    faults: dict = attrs.field(factory=dict)
+    faults_fired: dict = attrs.field(factory=dict)
     #: Runs that reached each probe, by name (`PROBES`); a probe no run
     #: reached is absent.
     probes: dict = attrs.field(factory=dict)
@@ -176,4 +176,4 @@ def explore(subject: Subject, seeds: Iterable[int], checks: Sequence[Check],
                 break
     return Report(runs, len(traces), tuple(findings), dict(sorted(outcomes.items())),
                   horizon=campaign.horizon,
-                  faults=dict(sorted(faults.items())), probes=dict(sorted(probes.items())))
+                  faults_fired=dict(sorted(faults.items())), probes=dict(sorted(probes.items())))

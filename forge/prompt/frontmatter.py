@@ -70,7 +70,8 @@ class Frontmatter:
     output: FileDecl | None = None
     capabilities: tuple[Capability, ...] = ()
     tools: tuple[tuple[str, str], ...] = ()
-    args: tuple[ArgDecl, ...] | None = None
+    #: The `args:` declaration (the `Prompt`'s `args_decl`).
+    args_decl: tuple[ArgDecl, ...] | None = None
     roles: tuple[ModelRole, ...] = ()
 
 
@@ -434,4 +435,4 @@ _TOP_READERS: dict[str, _Reader] = {
     "models": _models,
 }
 #: Keys whose `Frontmatter` attribute has another name.
-_TOP_ATTRS = {"models": "roles"}
+_TOP_ATTRS = {"models": "roles", "args": "args_decl"}

@@ -121,7 +121,7 @@ def _parse(text: str, path: str, compile_check: CompileCheck | None) -> Prompt:
     return Prompt(path=path, name=head.name, description=head.description,
                   promptforge=head.promptforge, title=body.title, h1_blocks=body.h1_blocks,
                   h1_has_pass=body.h1_has_pass, shared=body.shared, sections=body.sections,
-                  models=tuple(role.label for role in head.roles), args_decl=head.args,
+                  models=tuple(role.label for role in head.roles), args_decl=head.args_decl,
                   max_tool_iterations=head.max_tool_iterations, roles=head.roles,
                   tools=head.tools, capabilities=head.capabilities, input=head.input,
                   output=head.output)

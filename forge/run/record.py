@@ -33,7 +33,7 @@ from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.prompt import read_prompt
-from forge.run.options import ARGS, FAULT_BUDGET, LATENCY, PLAIN, REFUSE, STORE, Option
+from forge.run.options import ARGS, FAULT_BUDGET, FAULTS, LATENCY, PLAIN, REFUSE, STORE, Option
 from forge.run.spec import RunSpec, Script, text_sha256
 from forge.sim.chooser import ReplayProvider
 from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, is_number,
@@ -134,10 +134,10 @@ def _run_sections(spec: RunSpec, seed: int) -> dict:
         "scripts": {name: None if s is None else {"path": s.path, "data": s.data}
                     for name, s in (("model", spec.model), ("operator", spec.operator),
                                     ("tool", spec.tool))},
-        "faults": {"kinds": list(spec.fault_plan.kinds), "budget": spec.fault_plan.budget,
-                   "cancel_instants_ns": list(spec.fault_plan.cancel_instants_ns),
-                   **({"cancel_steps": spec.fault_plan.cancel_steps}
-                      if spec.fault_plan.cancel_steps else {})},
+        FAULTS.name: {"kinds": list(spec.fault_plan.kinds), "budget": spec.fault_plan.budget,
+                      "cancel_instants_ns": list(spec.fault_plan.cancel_instants_ns),
+                      **({"cancel_steps": spec.fault_plan.cancel_steps}
+                         if spec.fault_plan.cancel_steps else {})},
     }
 
 
@@ -230,7 +230,7 @@ def spec_from_record(data: dict, source: str, prompt: str | None = None) -> RunS
         raise InputError(f"$.prompt.sha256: {whose} has sha256 {sha[:12]}..., the replay was "
                          f"recorded on {recorded['sha256'][:12]}... (the prompt changed since?)",
                          file=source, kind="replay")
-    run, faults, scripts = data["run"], data["faults"], data["scripts"]
+    run, faults, scripts = data["run"], data[FAULTS.name], data["scripts"]
     kinds = tuple(faults["kinds"])
     for kind in kinds:
         if kind not in FAULT_KINDS:
@@ -306,7 +306,7 @@ def _check_sections(r: Reader, data: dict) -> None:
         if scripts.get(name) is not None:
             entry = r.object(scripts[name], f"$.scripts.{name}", ("path", "data"))
             r.check(isinstance(entry["path"], str), f"$.scripts.{name}.path", "a string")
-    faults = r.object(data["faults"], "$.faults", ("kinds", "budget", "cancel_instants_ns"),
+    faults = r.object(data[FAULTS.name], "$.faults", ("kinds", "budget", "cancel_instants_ns"),
                       optional=("cancel_steps",))
     r.check(is_int(faults.get("cancel_steps", 0)) and 0 <= faults.get("cancel_steps", 0)
             <= 1_000_000, "$.faults.cancel_steps", "a whole number from 0 to 1000000")
@@ -369,7 +369,7 @@ def _read_legacy(r: Reader, data: dict) -> dict:
 #: The run domain's sections of a format-1 record, and the run's keys of a
 #: legacy file (`forge.sim.replayfile.RecordShape`).
 RUN_RECORD = RecordShape(
-    keys=("prompt", "run", STORE.name, "scripts", "faults", "expect", "trace_sha256",
+    keys=("prompt", "run", STORE.name, "scripts", FAULTS.name, "expect", "trace_sha256",
           "observation_sha256"),
     optional=("failure", "strategy", "observation"), check=_check_sections,
     legacy=(ARGS.name, "prompt", "seed"), read_legacy=_read_legacy)

@@ -56,13 +56,18 @@ RUN_LAYER = ("forge.run.options", "forge.runspec", "forge.api", "forge.assembly"
              "forge.engine", "forge.harness", "forge.run.spec.RunSpec")
 #: Rows over the limit, their ceiling and why.
 CEILINGS = {
-    "args": (11, "Python's and its libraries' word (click's `parse_args(ctx, args)`, pytest's "
-                 "`marker.args`, ParamSpec's `.args`, threading's `Thread(args=)`), the prompt "
-                 "language's (`args:`) and the trace's (`run_start`'s `args`)"),
-    "store": (9, "the observation's `store` (the store's files after a run), the features' "
-                 "name and the store itself (the harness's backend)"),
-    "faults": (13, "the fault injector's vocabulary (the harness's, the scripts' and a run's "
-                   "injector; the faults fired that reports and a record's failure count)"),
+    "args": (9, "its libraries' word, kept where they call or define it (click's "
+                "`main(args=)` and the `parse_args(ctx, args)`/`make_context` overrides in cli, "
+                "explore and jsonflag; pytest's `marker.args`; ParamSpec's `.args` in api), "
+                "the prompt language's (the front matter's `args:` key) and the trace's "
+                "(`run_start`'s `args`, which the timeline prints)"),
+    "store": (8, "the observation's `store` (the store's files after a run: the public "
+                 "`Observation.store`, the equivalence's fields, a fuzzed case's expected store, "
+                 "a crashed and a refused prompt's observation) and the features' name; runspec "
+                 "reads the folder"),
+    "faults": (6, "the faults fired: the public `Failure.faults` and `ExploreReport.faults`, "
+                  "the JSON report's and a shard's `faults` (api, campaign, explore_report) and "
+                  "a replay record's `failure.faults` (record); runspec builds the fault plan"),
 }
 
 

@@ -126,7 +126,7 @@ def test_fault_exploration_finds_the_planted_bug_with_one_fault(files):
     outcome = explore_prompt(spec, expect=Expectation(result="new"), runs=50)
     assert outcome.failure is not None
     assert outcome.report.findings[0].deviations == 1
-    assert outcome.failure.faults == (("store", "refuse write ledger"),)
+    assert outcome.failure.fired == (("store", "refuse write ledger"),)
     assert any("fault:store: refuse write ledger (canonical: none)" in line
                for line in outcome.failure.story)
     assert "'old' != 'new'" in outcome.failure.problems[0]
@@ -143,7 +143,7 @@ def test_a_fault_budget_of_zero_draws_no_fault_decisions(files):
     chooser = Chooser(RandomProvider(5), seed=5)
     run = Runner(budget).run(chooser)
     kinds = [c.kind for c in chooser.choices if c.kind.startswith("fault:")]
-    assert kinds and len(run.harness.faults.fired) <= 1
+    assert kinds and len(run.harness.injector.fired) <= 1
 
 
 def test_the_operator_fault_leaves_the_ask_pending(files):
@@ -151,7 +151,7 @@ def test_the_operator_fault_leaves_the_ask_pending(files):
                            faults="operator")
     outcome = explore_prompt(spec, expect=Expectation(result="yes"), runs=20)
     assert outcome.failure is not None
-    assert outcome.failure.faults == (("operator", "never answer"),)
+    assert outcome.failure.fired == (("operator", "never answer"),)
     assert outcome.failure.record["failure"]["outcome"] == "failed"
 
 
@@ -312,7 +312,7 @@ def test_a_fault_bug_found_at_random_shrinks_to_its_one_fault():
     found = outcome.report.findings[0]
     assert sum(1 for v in found.choices if v) > 1     # the find itself deviates more
     assert found.deviations == 1 and found.proven
-    assert outcome.failure.faults == (("store", "refuse write beta"),)
+    assert outcome.failure.fired == (("store", "refuse write beta"),)
 
 
 def test_a_hypothesis_example_saved_as_a_replay_file_replays(tmp_path):
