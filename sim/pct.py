@@ -83,6 +83,8 @@ class PCTProvider(Provider):
     name = "pct"
     #: Its bound holds where scheduling decisions order every step (see above).
     orders = True
+    #: Its twin ranks the chains a decision offers by their labels.
+    twin_reads_labels = True
 
     def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon
@@ -244,6 +246,22 @@ class PCTProvider(Provider):
         hit = self.steps in self.change_points
         self.steps += 1
         return hit
+
+    def twin(self) -> PCTProvider:
+        """A copy that answers as this one would from here on, given each
+        decision's labels whole: options without a journal are matched
+        against the ready set kept (`_offered`), which brings it where the
+        journal would (the labels that arrived, in the order the options
+        list them, which is the order they arrived in)."""
+        twin = PCTProvider(self.seed, self.depth, self.horizon)
+        twin.rng.state, twin.data.state = self.rng.state, self.data.state
+        twin.priority = dict(self.priority)
+        twin.known = SortedList(self.known)
+        twin._chain_of = dict(self._chain_of)
+        twin.ready = SortedList(self.ready)
+        twin.ready_set = set(self.ready_set)
+        twin.change_points, twin.steps = self.change_points, self.steps
+        return twin
 
     def describe(self) -> dict:
         # Horizon 0 spells "no change points", as None does here.
