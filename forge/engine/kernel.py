@@ -124,6 +124,10 @@ class ReadyLabels(Sequence):
             return [c.label for c in self._ready[i]]
         return self._ready[i].label
 
+    def __iter__(self):
+        # One pass in C, not a `__getitem__` call a label (`Sequence`'s).
+        return iter([c.label for c in self._ready])
+
     def add(self, chain: Chain) -> None:
         self._ready.append(chain)
         self._noted(chain, True)
