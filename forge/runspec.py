@@ -386,7 +386,8 @@ class Runner:
                 if seen.confirms(run, obs):
                     run.trace.violations = list(seen.violations)
                     return self._seen(obs, run, seen.identity)
-            chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed)
+            chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed,
+                              orders=chooser.orders)
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
         identity = schedule_identity(obs, run)

@@ -9,13 +9,16 @@ made the same choices, and so is the schedule's identity.  A search draws
 the same few schedules again and again (200 random schedules of a two-task
 prompt show two), and watching a run costs about half of running it.
 
-`Watched` keeps the watched runs' choices in a tree: each node holds the
+`Watched` keeps the watched runs' choices in a tree, one per mode (orders
+mode or durations drawn, `Chooser.orders`: a PCT run and a random one
+ask different decisions): each node holds the
 decision the runs through it asked there (its kind and options, as the
 chooser kept them) and the nodes below it by the answer given; a run's
 last node holds what it found (`Seen`).  Before a run, `predict` asks a
 twin of the schedule's provider (`Provider.twin`: one that answers from
 the decisions' kinds and option counts alone, as the random provider
-does) the decisions the tree holds; answers that lead to a run's last
+does, or from their labels too, as PCT and ties do, where the chooser
+kept them whole) the decisions the tree holds; answers that lead to a run's last
 node say the run will be that run, and the runner runs it unwatched.  The
 prediction is only a hint: after the run, `Seen.confirms` holds its
 choices to that run's, its seed to unread and its ending to its own (not
@@ -78,8 +81,9 @@ class Watched:
     """The runs of one spec watched so far, by their choices (see the module)."""
 
     def __init__(self) -> None:
-        self.root = _Node()
-        self.nodes = 1
+        #: The tree of each mode, by `Chooser.orders`.
+        self.roots = {False: _Node(), True: _Node()}
+        self.nodes = 2
         #: The variation sites on when the runs were kept: a mutant's runs
         #: are not the reference's.
         self.sites = variation.switched_on()
@@ -91,11 +95,14 @@ class Watched:
         twin = chooser.provider.twin()
         if twin is None or variation.switched_on() != self.sites:
             return None
-        node = self.root
+        labels = twin.twin_reads_labels
+        node = self.roots[chooser.orders]
         while node.seen is None:
             if node.decision is None:
                 return None
             kind, options = node.decision
+            if labels and type(options) is not tuple:
+                return None     # kept as what it `Offered`: the labels are not all there
             nxt = node.below.get(twin.draw(kind, options))
             if nxt is None:
                 return None
@@ -111,7 +118,7 @@ class Watched:
                 or not run.seed_independent()):
             return
         chooser = run.chooser
-        node = self.root
+        node = self.roots[chooser.orders]
         for choice, options in zip(chooser.choices, chooser.options):
             if node.seen is not None:
                 return          # not a run of one spec after all: keep nothing
@@ -119,6 +126,10 @@ class Watched:
                 node.decision = (choice.kind, options)
             elif (node.decision[0], len(node.decision[1])) != (choice.kind, choice.n):
                 return
+            elif type(node.decision[1]) is not tuple and type(options) is tuple:
+                # The same decision (the same choices led here), its labels
+                # whole this time: a twin that reads labels can answer it now.
+                node.decision = (choice.kind, options)
             nxt = node.below.get(choice.value)
             if nxt is None:
                 nxt = node.below[choice.value] = _Node()

@@ -122,6 +122,10 @@ class Provider(ABC):
     #: wherever it draws (alone, or as a portfolio's member), so a run it
     #: drew is the run its spelling names.
     orders: bool = False
+    #: Whether its `twin` reads the options' labels, not only their count:
+    #: a chooser then keeps a small live view's labels whole (`WHOLE`), so
+    #: that the decisions a searcher keeps can be asked of the twin.
+    twin_reads_labels: bool = False
 
     @abstractmethod
     def draw(self, kind: str, options: Sequence[str]) -> int: ...
@@ -132,8 +136,9 @@ class Provider(ABC):
     def twin(self) -> Provider | None:
         """A provider that, from here on, answers every decision as this one
         would, reading only each decision's kind and its options' count
-        (`len(options)`), not their labels; None when this one reads more
-        or cannot be copied.  A searcher asks the twin the decisions of runs
+        (`len(options)`) - or their labels too, when `twin_reads_labels`
+        says so, from options given whole (a tuple); None when this one
+        cannot be copied.  A searcher asks the twin the decisions of runs
         it has seen, to tell which one a schedule will repeat
         (`forge.watched`)."""
         return None
@@ -268,6 +273,12 @@ class RecordedProvider(Provider):
         return want.value
 
 
+#: The most options of a live view a chooser keeps whole (their labels
+#: copied) for a provider whose twin reads labels; a larger one is kept as
+#: what it `Offered`, so a decision among thousands of chains stays O(1).
+WHOLE = 16
+
+
 class Chooser:
     """Records every decision; the engine's only source of open choices.
 
@@ -288,12 +299,15 @@ class Chooser:
         #: run's story reads (which chain, which duration).  Options handed
         #: as a tuple or list are kept whole; a live view (the kernel's
         #: ready chains) as what it `Offered`, so a decision among n chains
-        #: costs O(1), not O(n).
+        #: costs O(1), not O(n) - or whole when small and the provider's
+        #: twin reads labels (`WHOLE`).
         self.options: list[Sequence[str]] = []
         #: In orders mode, the run's completion picker (`forge.sim.orders`),
         #: which also records what each pick's segment touched.
         self.completions = None
         self._faults: list[str] = []
+        #: Small live views are kept whole for a twin that reads labels.
+        self._whole = WHOLE if self.provider.twin_reads_labels else 0
 
     def choose(self, kind: str, options: Sequence[str]) -> int:
         n = len(options)
@@ -305,8 +319,8 @@ class Chooser:
         if not 0 <= value < n:
             raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
         self.choices.append(Choice(kind, n, value))
-        self.options.append(tuple(options) if isinstance(options, (tuple, list)) else
-                            Offered(n, options[0], value, options[value]))
+        self.options.append(tuple(options) if isinstance(options, (tuple, list))
+                            or n <= self._whole else Offered(n, options[0], value, options[value]))
         if kind == CHAIN_KIND and self.completions is not None:
             # In orders mode a chain pick starts a segment too (`forge.sim.orders`).
             self.completions.chained(len(self.choices) - 1, options[value])

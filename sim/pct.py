@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sortedcontainers import SortedList
+from bisect import bisect_left, insort
 
 from forge.sim.chooser import CHAIN_KIND, Provider, SplitMix64
 from forge.sim.orders import COMPLETE_KIND
@@ -83,6 +83,8 @@ class PCTProvider(Provider):
     name = "pct"
     #: Its bound holds where scheduling decisions order every step (see above).
     orders = True
+    #: Its twin ranks the chains a decision offers by their labels.
+    twin_reads_labels = True
 
     def __init__(self, seed: int, depth: int = 3, horizon: int | None = None) -> None:
         self.seed, self.depth, self.horizon = seed, depth, horizon
@@ -93,17 +95,20 @@ class PCTProvider(Provider):
         #: Each known actor's priority: higher acts first.  Actors are chain
         #: labels (`KIND:ID`), or the label of a completion of no chain.
         self.priority: dict[str, int] = {}
-        #: Every known actor as (-priority, actor): the ranking, highest
-        #: priority first, where an actor's rank is a bisection.
-        self.known = SortedList()
+        #: Every known actor as (-priority, actor), kept sorted: the ranking,
+        #: highest priority first, where an actor's rank is a bisection.  A
+        #: plain list: bisection and insertion are C calls, and moving its
+        #: entries up or down costs less than a tree's Python bookkeeping
+        #: up to the 10,000 chains `benchmarks/scaling.py` ranks.
+        self.known: list[tuple[int, str]] = []
         #: Each chain label known, by chain id (what a completion names).
         self._chain_of: dict[str, str] = {}
         #: The labels offered at the last chain choice, ordered the same way,
         #: and as a set; and the journal of the options that keep one
         #: (`forge.engine.kernel.ReadyLabels.follow`) with how much of it is
-        #: read.  A choice among n ready chains thus costs O(log n) a change
-        #: of the ready set, not O(n).
-        self.ready = SortedList()
+        #: read.  A choice among n ready chains thus costs a bisection a change
+        #: of the ready set, not a pass over them all.
+        self.ready: list[tuple[int, str]] = []
         self.ready_set: set[str] = set()
         self._journal: list | None = None
         self._read = 0
@@ -150,23 +155,23 @@ class PCTProvider(Provider):
             labels.insert(rank, label)
             for i, each in enumerate(labels):           # renumber, highest first
                 priority[each] = -i * _GAP
-            self.known = SortedList((-priority[each], each) for each in labels)
-            self.ready = SortedList((-priority[each], each) for each in self.ready_set)
+            self.known = [(-priority[each], each) for each in labels]
+            self.ready = sorted((-priority[each], each) for each in self.ready_set)
             return
         priority[label] = value
-        known.add((-value, label))
+        insort(known, (-value, label))
 
     def _demote(self, label: str) -> None:
         offered = label in self.ready_set
         if offered:
             self._leave(label)
-        self.known.remove((-self.priority[label], label))
+        _remove(self.known, (-self.priority[label], label))
         lowest = -self.known[-1][0] if self.known else 0
         value = self.priority[label] = lowest - _GAP
-        self.known.add((-value, label))
+        self.known.append((-value, label))         # the lowest: last
         if offered:
             self.ready_set.add(label)
-            self.ready.add((-value, label))
+            insort(self.ready, (-value, label))
 
     def draw(self, kind: str, options: Sequence[str]) -> int:
         if kind == CHAIN_KIND:
@@ -233,11 +238,11 @@ class PCTProvider(Provider):
             self._know(label)
             self._chain_of.setdefault(label.partition(":")[2], label)
             self.ready_set.add(label)
-            self.ready.add((-self.priority[label], label))
+            insort(self.ready, (-self.priority[label], label))
 
     def _leave(self, label: str) -> None:
         self.ready_set.discard(label)
-        self.ready.remove((-self.priority[label], label))
+        _remove(self.ready, (-self.priority[label], label))
 
     def _change_point(self) -> bool:
         """Count one scheduling decision; True when it is a change point."""
@@ -245,10 +250,31 @@ class PCTProvider(Provider):
         self.steps += 1
         return hit
 
+    def twin(self) -> PCTProvider:
+        """A copy that answers as this one would from here on, given each
+        decision's labels whole: options without a journal are matched
+        against the ready set kept (`_offered`), which brings it where the
+        journal would (the labels that arrived, in the order the options
+        list them, which is the order they arrived in)."""
+        twin = PCTProvider(self.seed, self.depth, self.horizon)
+        twin.rng.state, twin.data.state = self.rng.state, self.data.state
+        twin.priority = dict(self.priority)
+        twin.known = list(self.known)
+        twin._chain_of = dict(self._chain_of)
+        twin.ready = list(self.ready)
+        twin.ready_set = set(self.ready_set)
+        twin.change_points, twin.steps = self.change_points, self.steps
+        return twin
+
     def describe(self) -> dict:
         # Horizon 0 spells "no change points", as None does here.
         return {"strategy": self.name, "seed": self.seed, "depth": self.depth,
                 "horizon": self.horizon or 0}
+
+
+def _remove(entries: list[tuple[int, str]], entry: tuple[int, str]) -> None:
+    """Take `entry` out of the sorted list `entries` (it is there)."""
+    del entries[bisect_left(entries, entry)]
 
 
 class PCTCampaign:

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from sortedcontainers import SortedList
+from bisect import bisect_left
 
 from forge.engine.state import Chain
 from forge.engine.parking import PARK
@@ -110,9 +110,11 @@ class ReadyLabels(Sequence):
         #: leaves the list; None until a provider follows.
         self.journal: list[tuple[str, bool]] | None = None
         #: While following: each ready label's arrival number, and the
-        #: numbers in order - a label's place in the list is its rank there.
+        #: numbers in order - a label's place in the list is its rank there
+        #: (a plain list, as the ready list is: numbers only grow, so an
+        #: arrival is appended, and a departure is found by bisection).
         self._arrival: dict[str, int] = {}
-        self._arrivals: SortedList | None = None     # made by `follow`
+        self._arrivals: list[int] = []
 
     def __len__(self) -> int:
         return len(self._ready)
@@ -121,6 +123,10 @@ class ReadyLabels(Sequence):
         if isinstance(i, slice):
             return [c.label for c in self._ready[i]]
         return self._ready[i].label
+
+    def __iter__(self):
+        # One pass in C, not a `__getitem__` call a label (`Sequence`'s).
+        return iter([c.label for c in self._ready])
 
     def add(self, chain: Chain) -> None:
         self._ready.append(chain)
@@ -139,7 +145,6 @@ class ReadyLabels(Sequence):
         """The journal, begun (the first time) with every chain ready now."""
         if self.journal is None:
             self.journal = []
-            self._arrivals = SortedList()
             for chain in self._ready:
                 self._noted(chain, True)
         return self.journal
@@ -152,14 +157,15 @@ class ReadyLabels(Sequence):
         self.journal.append((label, ready))
         if ready:
             arrival = self._arrival[label] = len(self.journal)
-            self._arrivals.add(arrival)
+            self._arrivals.append(arrival)
         else:
-            self._arrivals.remove(self._arrival.pop(label))
+            arrivals = self._arrivals
+            del arrivals[bisect_left(arrivals, self._arrival.pop(label))]
 
     def index(self, label: str, *bounds: int) -> int:     # type: ignore[override]
         if self.journal is None or bounds:
             return super().index(label, *bounds)
-        return self._arrivals.index(self._arrival[label])
+        return bisect_left(self._arrivals, self._arrival[label])
 
 
 class Scheduler:

@@ -29,6 +29,8 @@ class TieProvider(Provider):
     """Uniform choices, but a tie option half the time one is offered."""
 
     name = "ties"
+    #: Its twin looks for tie options by their labels.
+    twin_reads_labels = True
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -42,6 +44,11 @@ class TieProvider(Provider):
 
     def describe(self) -> dict:
         return {"strategy": self.name, "seed": self.seed}
+
+    def twin(self) -> TieProvider:
+        twin = TieProvider(self.seed)
+        twin.rng.state = self.rng.state
+        return twin
 
 
 class Seeds:

@@ -9,7 +9,7 @@ import pathlib
 from forge import variation
 from forge.conformance import oracles
 from forge.runspec import Runner, spec_from_flags
-from forge.sim.chooser import Chooser, RandomProvider
+from forge.sim.chooser import Chooser, RandomProvider, ReplayProvider
 from forge.watched import Seen, Watched
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
@@ -75,16 +75,70 @@ def test_a_wrong_prediction_runs_the_schedule_again_watched(monkeypatch):
     assert watched == [1]
 
 
-def test_only_a_provider_that_reads_option_counts_alone_has_a_twin():
+def test_a_twin_answers_as_its_provider_from_counts_or_from_labels():
     from forge.sim.pct import PCTProvider
     from forge.sim.strategies.ties import TieProvider
 
     provider = RandomProvider(9)
     provider.draw("chain", ("a", "b", "c"))
     twin = provider.twin()
+    assert not twin.twin_reads_labels
     assert [twin.draw("x", "ab") for _ in range(20)] == [provider.draw("x", "ab")
                                                          for _ in range(20)]
-    assert TieProvider(1).twin() is None and PCTProvider(1, 3, None).twin() is None
+    # PCT ranks chains by label, ties looks for tie labels: their twins read labels.
+    decisions = [("chain", ("task:1", "task:2")), ("chain", ("task:2", "task:3", "task:1")),
+                 ("latency:store.read", ("x1.0", "tie-1ns", "tie", "x2.0")),
+                 ("chain", ("task:3", "task:4")), ("chain", ("task:4",))]
+    for provider in (PCTProvider(3, 3, 5), TieProvider(1)):
+        provider.draw(*decisions[0])
+        twin = provider.twin()
+        assert twin.twin_reads_labels
+        assert [twin.draw(*d) for d in decisions[1:] * 5] == [provider.draw(*d)
+                                                               for d in decisions[1:] * 5]
+    assert ReplayProvider([1]).twin() is None
+
+
+def _strategy_chooser(name: str, seed: int) -> Chooser:
+    from forge.sim.pct import PCTProvider
+    from forge.sim.strategies import portfolio
+    from forge.sim.strategies.ties import TieProvider
+
+    provider = {"pct": lambda: PCTProvider(seed, 3, 12), "ties": lambda: TieProvider(seed),
+                "portfolio": lambda: portfolio.provider_of(seed, 12)}[name]()
+    return Chooser(provider, seed=seed)
+
+
+def test_pct_ties_and_portfolio_schedules_seen_before_run_unwatched_as_random_ones_do(
+        monkeypatch):
+    """A twin that reads labels (PCT's, ties') predicts from the labels the
+    chooser kept whole; each schedule gives what a watched run gives, and
+    only the distinct ones are watched (PCT runs in orders mode, random
+    does not: each mode has its tree)."""
+    watched = _counting(monkeypatch)
+    repeated = 0
+    for prompt in ("two-tasks.md", "race.md", "explore/watch-tie.md",
+                   "explore/slowest-first.md"):
+        spec = spec_from_flags(str(EXAMPLES / prompt))
+        for name in ("pct", "ties", "portfolio"):
+            memo, fresh = Runner(spec), Runner(spec)
+            del watched[:]
+            schedules = set()
+            for seed in range(30):
+                chooser = _strategy_chooser(name, seed)
+                got = memo.subject(chooser)
+                fresh._watched = Watched()          # keeps nothing: every run is watched
+                want = fresh.subject(_strategy_chooser(name, seed))
+                assert got == want, (prompt, name, seed)
+                schedules.add((chooser.orders, tuple(chooser.choices)))
+            # The fresh runner watched all 30; the memo runner each distinct
+            # choice sequence once, and (in a portfolio) once more where a
+            # random run kept a decision without its labels before a twin
+            # that reads them came by (no prediction was wrong).
+            once = 30 + len(schedules)
+            assert once <= len(watched) <= once + (name == "portfolio") * len(schedules), \
+                (prompt, name, len(schedules))
+            repeated += 30 - len(schedules)
+    assert repeated > 100
 
 
 def _violations(runner: Runner, kinds, seed: int) -> list[str]:
