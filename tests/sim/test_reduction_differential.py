@@ -21,14 +21,15 @@ from tests.strategies import racing_prompts
 EXAMPLES = int(os.environ.get("FORGE_REDUCTION_EXAMPLES", "40"))
 
 
-def behaviours(prompt: str, reduce: bool):
+def behaviours(prompt: str, reduce: bool, **limits):
     seen = set()
 
     def record(obs):
         seen.add(behaviour(obs))
         return []
 
-    report = exhaustive(text(prompt, orders=True), [record], limit=100_000, reduce=reduce)
+    report = exhaustive(text(prompt, orders=True, **limits), [record], limit=100_000,
+                        reduce=reduce)
     assert report.complete
     return report, seen
 
@@ -144,3 +145,60 @@ def test_a_store_quota_crossed_in_either_order_is_seen_under_reduction(a_after):
     errors = [json.dumps(json.loads(b)[2]) for b in every]
     assert any("(writing a)" in e for e in errors) and any("(writing b)" in e for e in errors)
     assert ("null" in errors) == bool(a_after)
+
+
+#: A writes 60 bytes, B 30 and then 60 over the same path, under a store
+#: quota of 100 bytes: whichever 60-byte write lands second is refused.
+NEAR_QUOTA = """---
+name: near-quota
+description: Two tasks write near the store quota, and the order decides whose write is refused
+promptforge: 0
+---
+
+# Near quota
+
+## Main
+
+```lua
+local a, b = tasks.spawn('## A'), tasks.spawn('## B')
+tasks.join({ a, b })
+return 'done'
+```
+
+## A
+
+```lua
+store.write('a', string.rep('x', 60))
+store.write('a2', '1')
+return 'a'
+```
+
+## B
+
+```lua
+store.write('b', string.rep('y', 30))
+store.write('b', string.rep('y', 60))
+store.write('b2', '1')
+return 'b'
+```
+"""
+
+
+def test_two_writes_that_share_the_store_quota_do_not_commute_near_it():
+    """A's write and B's second write touch different paths, so their
+    footprints once said they commute; but each leaves the store past half
+    its quota, and the one that lands second is refused.  The reduced
+    search used to put A's write to sleep under B's and never saw A refused
+    right after B's second write (the store holding only `b`): a quota
+    consumption past half the quota is now global."""
+    def endings(behaviours):
+        """(whose write was refused, what the store held) of each behaviour."""
+        return {(json.loads(b)[2]["message"][-11:], json.dumps(json.loads(b)[3]))
+                for b in behaviours}
+
+    reduced, seen = behaviours(NEAR_QUOTA, True, store_bytes=100)
+    unreduced, every = behaviours(NEAR_QUOTA, False, store_bytes=100)
+    assert len(every) == 4
+    assert ("(writing a)", json.dumps({"b": "y" * 60})) in endings(seen)
+    assert seen == every
+    assert reduced.runs < unreduced.runs
