@@ -132,12 +132,11 @@ return 'b'
 
 @pytest.mark.parametrize("a_after", ["", "store.delete('a')"])
 def test_a_store_quota_crossed_in_either_order_is_seen_under_reduction(a_after):
-    """The store quota is a stated limit of the reduction (its count is over
-    every path, so it is in no footprint).  Here the write that crosses it is
-    A's in one order and B's in the other, and with A's delete the quota is
-    crossed only when B's write lands before it: the reduced walk still sees
-    every behaviour of the unreduced one, since the crossing ends the run
-    and an ending is global."""
+    """Here the write that crosses the store quota is A's in one order and
+    B's in the other, and with A's delete the quota is crossed only when B's
+    write lands before it: the reduced walk sees every behaviour of the
+    unreduced one (each 40 MB write leaves the store past half its quota, so
+    its step is global)."""
     prompt = _quota_race(a_after)
     reduced, seen = behaviours(prompt, True)
     unreduced, every = behaviours(prompt, False)
@@ -201,4 +200,54 @@ def test_two_writes_that_share_the_store_quota_do_not_commute_near_it():
     assert len(every) == 4
     assert ("(writing a)", json.dumps({"b": "y" * 60})) in endings(seen)
     assert seen == every
+    assert reduced.runs < unreduced.runs
+
+
+#: Each task notes 600 bytes between two writes, under a quota of 1,000 kept
+#: bytes: whichever note comes second ends the run.
+NEAR_KEPT = """---
+name: near-kept
+description: Two tasks note near the run's quota of kept bytes, and the order decides whose note ends it
+promptforge: 0
+---
+
+# Near kept
+
+## Main
+
+```lua
+local a, b = tasks.spawn('## A'), tasks.spawn('## B')
+store.write('m', '1')
+tasks.join({ a, b })
+return 'done'
+```
+
+## A
+
+```lua
+store.write('a', '0')
+tasks.note(string.rep('a', 600))
+store.write('a', '1')
+return 'a'
+```
+
+## B
+
+```lua
+store.write('b', '0')
+tasks.note(string.rep('b', 600))
+store.write('b2', '1')
+return 'b'
+```
+"""
+
+
+def test_two_notes_that_share_the_kept_quota_do_not_commute_near_it():
+    """A note is keyed by its task, so A's and B's notes once commuted; but
+    the kept quota counts both.  The reduced search used to see 7 of the
+    unreduced walk's 8 behaviours (one of the two where the note that ends
+    the run comes right after the other, before main's write)."""
+    reduced, seen = behaviours(NEAR_KEPT, True, max_kept_bytes=1000)
+    unreduced, every = behaviours(NEAR_KEPT, False, max_kept_bytes=1000)
+    assert len(every) == 8 and seen == every
     assert reduced.runs < unreduced.runs
