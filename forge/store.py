@@ -214,6 +214,10 @@ class MemoryStore:
         self.dirs: set[str] = set()
         self.sizes: dict[str, int] = {}
         self.total = 0
+        #: The most bytes and files the store has held: what the partial-order
+        #: reduction reads of the quota (`forge.engine.footprint`), since a
+        #: step may pass half of it and come back under before its end.
+        self.peak_bytes = self.peak_files = 0
         self.max_bytes, self.max_files = max_bytes, max_files
         self._tails: dict[str, list[str]] = {}
         for path, text in sorted((files or {}).items()):
@@ -280,6 +284,8 @@ class MemoryStore:
         self.files[path] = text
         self.total += size - self.sizes.get(path, 0)
         self.sizes[path] = size
+        self.peak_bytes = max(self.peak_bytes, self.total)
+        self.peak_files = max(self.peak_files, len(self.files))
 
     def _join(self, path: str) -> None:
         tail = self._tails.pop(path, None)
@@ -316,6 +322,7 @@ class MemoryStore:
         self._tails.setdefault(path, []).append(contents)
         self.total += size - self.sizes[path]
         self.sizes[path] = size
+        self.peak_bytes = max(self.peak_bytes, self.total)
 
     def exists(self, path: str) -> bool:
         self._count()

@@ -32,9 +32,11 @@ backwards.
 Each pick also starts a *segment*: everything the run does until the next
 `complete` decision.  `CompletionOrder` gathers what each segment touched -
 what the engine's own trace records and events say (which chains stepped,
-which calls they made, which operations they issued, logs, store outcomes;
-read by the engine, which hands over a `Footprint`, since the simulator
-knows nothing of prompts), the reads no trace record shows (a status read
+which calls they made, which operations they issued, logs, store outcomes,
+and whether it used a quota near its limit, from the engine's readings of
+its quotas taken at each decision; read by the engine, which hands over a
+`Footprint` and a `reading`, since the simulator knows nothing of prompts),
+the reads no trace record shows (a status read
 of a task, `forge.sim.trace.Trace.reads`), the completions' own keys, and
 the choices drawn - for the reduction (`forge.sim.reduction`) to tell
 independent picks apart.
@@ -61,9 +63,11 @@ COMPLETE_KIND = "complete"
 GLOBAL = "*"
 
 #: The keys a segment's trace records and events touched, `GLOBAL` among
-#: them for what the keys cannot describe: the engine's reading of its own
-#: records (`forge.engine.footprint.touched`).
-Footprint = Callable[[Sequence[dict], Sequence[tuple]], set[str]]
+#: them for what the keys cannot describe, given also the engine's readings
+#: of its quotas when the segment began and when it ended (opaque here; None
+#: when the engine reads none): the engine's reading of its own records
+#: (`forge.engine.footprint.Quotas.touched`).
+Footprint = Callable[[Sequence[dict], Sequence[tuple], Any, Any], set[str]]
 
 
 @attrs.frozen
@@ -85,15 +89,19 @@ class CompletionOrder:
     """One run's completion picker and the record of its segments."""
 
     def __init__(self, chooser: Any, records: list, events: list, footprint: Footprint,
-                 seed_reached: Callable[[], bool], reads: list | None = None) -> None:
+                 seed_reached: Callable[[], bool], reads: list | None = None,
+                 reading: Callable[[], Any] = lambda: None) -> None:
         self.chooser = chooser
         self.records, self.events = records, events
         self._footprint = footprint
+        #: The engine's reading of its quotas now, taken at every decision.
+        self._reading = reading
         #: (records before it, key) of each read no record shows (`Trace.reads`).
         self.reads = reads if reads is not None else []
         self._seed_reached = seed_reached
         #: Per decision: (choice position, label, trace length, event count,
-        #: keys of the forced pops and picks since the segment began).
+        #: keys of the forced pops and picks since the segment began, kind,
+        #: the quotas' reading).
         self._marks: list[list] = []
         self._pending: set[str] = set()      # keys of pops before the first decision
         #: Whether the run reached its seed: known once `segments()` ran.
@@ -108,14 +116,15 @@ class CompletionOrder:
         at = len(self.chooser.choices)
         value = self.chooser.choose(COMPLETE_KIND, tuple(labels))
         self._marks.append([at, labels[value], len(self.records), len(self.events),
-                            set(keys[value]), COMPLETE_KIND])
+                            set(keys[value]), COMPLETE_KIND, self._reading()])
         return value
 
     def chained(self, at: int, label: str) -> None:
         """A chain pick was made (the chooser tells, forced ones too): its
         segment is that chain's step and what follows it up to the next
         decision of either kind."""
-        self._marks.append([at, label, len(self.records), len(self.events), set(), CHAIN_KIND])
+        self._marks.append([at, label, len(self.records), len(self.events), set(), CHAIN_KIND,
+                            self._reading()])
 
     def _note(self, keys: frozenset[str]) -> None:
         (self._marks[-1][4] if self._marks else self._pending).update(keys)
@@ -127,7 +136,7 @@ class CompletionOrder:
         if not self._marks:
             return None
         return self._segment(len(self._marks) - 1, len(self.records), len(self.events),
-                             len(self.chooser.choices))
+                             len(self.chooser.choices), self._reading())
 
     def segments(self) -> list[Segment]:
         """Every decision's segment; call after the run.  All are global when
@@ -140,17 +149,20 @@ class CompletionOrder:
         for i in range(len(self._marks)):
             if i + 1 < len(self._marks):
                 nxt = self._marks[i + 1]
-                end = (nxt[2], nxt[3], nxt[0])
+                end = (nxt[2], nxt[3], nxt[0], nxt[6])
             else:
-                end = (len(self.records), len(self.events), len(self.chooser.choices))
+                end = (len(self.records), len(self.events), len(self.chooser.choices),
+                       self._reading())
             seg = self._segment(i, *end)
             out.append(attrs.evolve(seg, keys=frozenset({GLOBAL})) if reached else seg)
         return out
 
-    def _segment(self, i: int, trace_end: int, event_end: int, choice_end: int) -> Segment:
-        at, label, trace_at, event_at, keys, pick = self._marks[i]
+    def _segment(self, i: int, trace_end: int, event_end: int, choice_end: int,
+                 reading_end: Any) -> Segment:
+        at, label, trace_at, event_at, keys, pick, reading_at = self._marks[i]
         keys = set(keys)
-        keys |= self._footprint(self.records[trace_at:trace_end], self.events[event_at:event_end])
+        keys |= self._footprint(self.records[trace_at:trace_end], self.events[event_at:event_end],
+                                reading_at, reading_end)
         # Reads the trace does not show (a status read of a task), by the
         # number of records before each: those made inside this segment.
         reads = self.reads

@@ -49,12 +49,15 @@ round, calls or jumps.  `tests/sim/test_reduction_differential.py`
 compares reduced and unreduced searches on generated prompts that race on
 the store, note and read one another's status.
 
-Stated limits: the reduction trusts that a store write never crosses the
-store's quota in one order and not in the other (the quota is a count over
-every path), and likewise the run's budget of section entries.  A crossing
-ends the run, and an ending is global, which wakes every asleep pick: the
-differential test's quota races (a crossing by either task, and one that
-only an order reaches) see every behaviour of the unreduced walk.
+Quotas.  Two steps that use one run-wide quota (the store's bytes, files,
+operations, bytes moved; section entries; kept bytes; steps; Lua
+instructions) do not commute near it: the second may be the one that
+passes it.  The engine reads its quotas at every decision, and a step that
+used one and left it past half its limit is `GLOBAL`
+(`forge.engine.footprint` says why that is sound and why keying each
+quota was not chosen); far from every quota nothing changes.  Stated
+limit: Lua's memory cap, which no footprint reads (what Lua holds depends
+on when its collector last ran).
 """
 
 from __future__ import annotations

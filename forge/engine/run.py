@@ -156,11 +156,15 @@ class Run:
         walk = self.walk
         walk.host, walk.models, walk.tasks_api, walk.effects = (
             self.host, self.models, self.tasks_api, self.harness_ops)
+        #: The quotas orders mode's footprints read (None outside it).
+        self.quotas: footprint.Quotas | None = None
         if self.harness.latency_model.orders:
+            self.quotas = footprint.Quotas(self.harness.store, walk, self.scheduler, self.lua,
+                                           self.config.max_instructions)
             self.clock.orders = CompletionOrder(self.chooser, self.trace.records, self._events,
-                                                footprint.touched,
+                                                self.quotas.touched,
                                                 lambda: not self.seed_independent(),
-                                                self.trace.reads)
+                                                self.trace.reads, self.quotas.reading)
 
     # ------------------------------------------------------------------ API
     def execute(self) -> Run:
@@ -194,6 +198,8 @@ class Run:
         read first."""
         if self.lua.reusable and ended and self.lua.internal_error is None:
             self._random_untouched = bool(self.lua.fn.random_untouched())
+        if self.quotas is not None:
+            self.quotas.settle(ended and self.lua.internal_error is None)
         lua_runtime.release(self.lua, keep=ended)
 
     def _let_go(self) -> None:

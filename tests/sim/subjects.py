@@ -12,16 +12,21 @@ from forge.engine.run import RunConfig, run_prompt
 from forge.harness import Harness, LatencyModel
 from forge.prompt import load_prompt, parse_prompt
 from forge.sim.chooser import Chooser, ReplayProvider
+from forge.store import MemoryStore
 from tests.conftest import EXAMPLES
 
 
-def subject_of(prompt, args: str = "", orders: bool = False):
+def subject_of(prompt, args: str = "", orders: bool = False, store_bytes: int | None = None,
+               **config):
     """A subject running `prompt`; `orders`: in orders mode (the chooser
     picks which completion fires next instead of durations), as is every
-    run whose chooser asks for it (a PCT run's, as `forge.runspec.Runner`)."""
+    run whose chooser asks for it (a PCT run's, as `forge.runspec.Runner`).
+    `store_bytes` sets the store's quota, `config` the run's other budgets
+    (`RunConfig`'s fields)."""
     def subject(chooser):
-        harness = Harness(latency_model=LatencyModel(orders=orders or chooser.orders))
-        obs = run_prompt(prompt, harness, chooser, RunConfig(args=args)).observation()
+        store = MemoryStore() if store_bytes is None else MemoryStore(max_bytes=store_bytes)
+        harness = Harness(store=store, latency_model=LatencyModel(orders=orders or chooser.orders))
+        obs = run_prompt(prompt, harness, chooser, RunConfig(args=args, **config)).observation()
         return obs, obs["trace_sha256"]
 
     return subject
@@ -31,8 +36,8 @@ def example(name: str, args: str = "", orders: bool = False):
     return subject_of(load_prompt(str(EXAMPLES / name)), args, orders)
 
 
-def text(body: str, args: str = "", orders: bool = False):
-    return subject_of(parse_prompt(body, "t.md"), args, orders)
+def text(body: str, args: str = "", orders: bool = False, **limits):
+    return subject_of(parse_prompt(body, "t.md"), args, orders, **limits)
 
 
 def behaviour(obs: dict) -> str:

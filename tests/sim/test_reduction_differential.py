@@ -1,5 +1,6 @@
 """The reduction is sound on generated prompts: over prompts whose tasks
-race on the store, set notes and read one another's status, the reduced
+race on the store, set notes and read one another's status, under the
+default budgets or a tight one (`tests.strategies.bounded_prompts`), the reduced
 exhaustive search sees exactly the behaviours the unreduced one sees
 (kit: explore.reduction).
 
@@ -13,33 +14,39 @@ import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forge.sim.exhaustive import exhaustive
 from tests.sim.subjects import behaviour, text
-from tests.strategies import racing_prompts
+from tests.strategies import bounded_prompts, racing_prompts
 
 EXAMPLES = int(os.environ.get("FORGE_REDUCTION_EXAMPLES", "40"))
 
 
-def behaviours(prompt: str, reduce: bool):
+def behaviours(prompt: str, reduce: bool, **limits):
     seen = set()
 
     def record(obs):
         seen.add(behaviour(obs))
         return []
 
-    report = exhaustive(text(prompt, orders=True), [record], limit=100_000, reduce=reduce)
+    report = exhaustive(text(prompt, orders=True, **limits), [record], limit=100_000,
+                        reduce=reduce)
     assert report.complete
     return report, seen
 
 
 @settings(max_examples=EXAMPLES, database=None, derandomize=True, deadline=None,
           suppress_health_check=list(HealthCheck))
-@given(racing_prompts())
-def test_reduced_and_unreduced_searches_see_the_same_behaviours(prompt):
-    reduced, seen = behaviours(prompt, True)
-    unreduced, every = behaviours(prompt, False)
-    assert seen == every, prompt
+@given(st.one_of(racing_prompts().map(lambda prompt: (prompt, {})), bounded_prompts()))
+def test_reduced_and_unreduced_searches_see_the_same_behaviours(drawn):
+    """Half the prompts run under a tight budget (store bytes, kept bytes,
+    section entries, steps): before quotas were footprints, 300 of those
+    found 18 prompts whose reduced search missed a behaviour."""
+    prompt, limits = drawn
+    reduced, seen = behaviours(prompt, True, **limits)
+    unreduced, every = behaviours(prompt, False, **limits)
+    assert seen == every, (prompt, limits)
     assert reduced.runs <= unreduced.runs
 
 
@@ -131,12 +138,11 @@ return 'b'
 
 @pytest.mark.parametrize("a_after", ["", "store.delete('a')"])
 def test_a_store_quota_crossed_in_either_order_is_seen_under_reduction(a_after):
-    """The store quota is a stated limit of the reduction (its count is over
-    every path, so it is in no footprint).  Here the write that crosses it is
-    A's in one order and B's in the other, and with A's delete the quota is
-    crossed only when B's write lands before it: the reduced walk still sees
-    every behaviour of the unreduced one, since the crossing ends the run
-    and an ending is global."""
+    """Here the write that crosses the store quota is A's in one order and
+    B's in the other, and with A's delete the quota is crossed only when B's
+    write lands before it: the reduced walk sees every behaviour of the
+    unreduced one (each 40 MB write leaves the store past half its quota, so
+    its step is global)."""
     prompt = _quota_race(a_after)
     reduced, seen = behaviours(prompt, True)
     unreduced, every = behaviours(prompt, False)
@@ -144,3 +150,110 @@ def test_a_store_quota_crossed_in_either_order_is_seen_under_reduction(a_after):
     errors = [json.dumps(json.loads(b)[2]) for b in every]
     assert any("(writing a)" in e for e in errors) and any("(writing b)" in e for e in errors)
     assert ("null" in errors) == bool(a_after)
+
+
+#: A writes 60 bytes, B 30 and then 60 over the same path, under a store
+#: quota of 100 bytes: whichever 60-byte write lands second is refused.
+NEAR_QUOTA = """---
+name: near-quota
+description: Two tasks write near the store quota, and the order decides whose write is refused
+promptforge: 0
+---
+
+# Near quota
+
+## Main
+
+```lua
+local a, b = tasks.spawn('## A'), tasks.spawn('## B')
+tasks.join({ a, b })
+return 'done'
+```
+
+## A
+
+```lua
+store.write('a', string.rep('x', 60))
+store.write('a2', '1')
+return 'a'
+```
+
+## B
+
+```lua
+store.write('b', string.rep('y', 30))
+store.write('b', string.rep('y', 60))
+store.write('b2', '1')
+return 'b'
+```
+"""
+
+
+def test_two_writes_that_share_the_store_quota_do_not_commute_near_it():
+    """A's write and B's second write touch different paths, so their
+    footprints once said they commute; but each leaves the store past half
+    its quota, and the one that lands second is refused.  The reduced
+    search used to put A's write to sleep under B's and never saw A refused
+    right after B's second write (the store holding only `b`): a quota
+    consumption past half the quota is now global."""
+    def endings(behaviours):
+        """(whose write was refused, what the store held) of each behaviour."""
+        return {(json.loads(b)[2]["message"][-11:], json.dumps(json.loads(b)[3]))
+                for b in behaviours}
+
+    reduced, seen = behaviours(NEAR_QUOTA, True, store_bytes=100)
+    unreduced, every = behaviours(NEAR_QUOTA, False, store_bytes=100)
+    assert len(every) == 4
+    assert ("(writing a)", json.dumps({"b": "y" * 60})) in endings(seen)
+    assert seen == every
+    assert reduced.runs < unreduced.runs
+
+
+#: Each task notes 600 bytes between two writes, under a quota of 1,000 kept
+#: bytes: whichever note comes second ends the run.
+NEAR_KEPT = """---
+name: near-kept
+description: Two tasks note near the run's quota of kept bytes, and the order decides whose note ends it
+promptforge: 0
+---
+
+# Near kept
+
+## Main
+
+```lua
+local a, b = tasks.spawn('## A'), tasks.spawn('## B')
+store.write('m', '1')
+tasks.join({ a, b })
+return 'done'
+```
+
+## A
+
+```lua
+store.write('a', '0')
+tasks.note(string.rep('a', 600))
+store.write('a', '1')
+return 'a'
+```
+
+## B
+
+```lua
+store.write('b', '0')
+tasks.note(string.rep('b', 600))
+store.write('b2', '1')
+return 'b'
+```
+"""
+
+
+def test_two_notes_that_share_the_kept_quota_do_not_commute_near_it():
+    """A note is keyed by its task, so A's and B's notes once commuted; but
+    the kept quota counts both.  The reduced search used to see 7 of the
+    unreduced walk's 8 behaviours (one of the two where the note that ends
+    the run comes right after the other, before main's write)."""
+    reduced, seen = behaviours(NEAR_KEPT, True, max_kept_bytes=1000)
+    unreduced, every = behaviours(NEAR_KEPT, False, max_kept_bytes=1000)
+    assert len(every) == 8 and seen == every
+    assert reduced.runs < unreduced.runs
