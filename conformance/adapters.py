@@ -53,7 +53,7 @@ from forge.conformance.impl_process import (
 )
 from forge.conformance.level2 import DECISIONS, LEVEL, Asked, drive, hello_level
 from forge.conformance.lifecycle_adapter import lifecycle_observation
-from forge.conformance.steps import Recorder
+from forge.conformance.steps import Recorder, declared
 from forge.engine.run import Run, RunConfig, run_prompt
 from forge.errors import InputError, PromptError
 from forge.harness import DEFAULT_LATENCY, LatencyModel
@@ -509,8 +509,6 @@ class SubprocessAdapter(Adapter):
     def step_kinds(self) -> frozenset[str]:
         """The optional step kinds the implementation's hello declares it
         reports (`steps.declared`; docs/protocol.md "Steps")."""
-        from forge.conformance.steps import declared
-
         return declared(self._ensure())
 
     @property

@@ -31,23 +31,19 @@ from pathlib import Path
 import click
 
 from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
-from forge.commands.params import (
-    STDOUT,
-    TEXT,
-    BoundedInt,
-    InputPath,
-    OutputPath,
-    Regex,
-    Seconds,
-    write_output,
-)
-from forge.conformance.catalogue import did_you_mean
+from forge.commands.params import (BoundedInt, InputPath, OutputPath, Regex, STDOUT, Seconds, TEXT,
+                                   flags_given, harness_kwargs, write_output)
+from forge.conformance.catalogue import default_catalogue_dir, did_you_mean, load_catalogue
 from forge.conformance.features import FEATURES
-from forge.conformance.report import ERRORED, FAILED, INTERRUPTED, UNEXPECTED_PASS, terminal_safe
+from forge.conformance.report import (ERRORED, FAILED, INTERRUPTED, UNEXPECTED_PASS, dumps,
+                                      terminal_safe)
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.limits import I64_MAX
 from forge.run.options import RULES
+from forge.run.record import read_replay, spec_from_record
+from forge.runspec import Expectation, spec_from_flags
+from forge.sim.replayfile import write_record
 from forge.sim.strategies import lookup
 
 #: Ctrl-C (forge.cli's EXIT_INTERRUPTED: 128 + SIGINT).
@@ -189,7 +185,6 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                 last_failed, collect_only, database, fuzz_count, fuzz_seed, fuzz_case,
                 known_differences):
     from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
-    from forge.conformance.report import dumps
     from forge.conformance.runner import (
         load_expectations,
         run_suite,
@@ -367,8 +362,6 @@ def refuse_flags(ctx: click.Context, takes, rule: str) -> None:
     default value by omission is not given); `rule` says why.  The one way
     a command refuses flags that would be ignored (`forge conformance
     --fuzz`, `forge spec` before a subcommand)."""
-    from forge.commands.params import flags_given
-
     unused = [flag for flag in flags_given(ctx) if not takes(flag)]
     if unused:
         raise InputError(rule, file=", ".join(unused))
@@ -403,7 +396,6 @@ def load_suite(cases_path: str | None, catalogue_dir: str | None = None) -> tupl
             it was given), or the malformed case files, each on its own line.
     """
     from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
-    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
 
     catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
     try:
@@ -452,7 +444,6 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     """
     from forge.commands.explore_report import NO_RERUN, report_json, rerun_line
     from forge.commands.explore_report import show as show_report
-    from forge.commands.params import harness_kwargs
     from forge.conformance.adapters import SubprocessAdapter
     from forge.conformance.impl_explore import (
         check_replayable,
@@ -460,9 +451,6 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         replay_impl,
         where,
     )
-    from forge.run.record import spec_from_record
-    from forge.runspec import Expectation, spec_from_flags
-    from forge.sim.replayfile import write_record
 
     from forge.conformance.equivalence import KnownDifferences
 
@@ -470,8 +458,6 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     limits = limits or {}
     known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
-        from forge.run.record import read_replay
-
         data = read_replay(prompt)["record"]
         if data is None:
             raise InputError("a replay file to run through --impl is a format-1 record "

@@ -30,7 +30,9 @@ from forge.conformance.adapters import AdapterError, SubprocessAdapter, referenc
 from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import KnownDifferences
 from forge.conformance.equivalence import differences as equivalence_differences
+from forge.conformance.features import needs
 from forge.run.options import MODEL_SCRIPT
+from forge.sim.chooser import Chooser
 #: The longest answer list a schedule draws (decisions past it are canonical).
 MAX_ANSWERS = 64
 #: How the fuzzed runs are named over the pipe.
@@ -85,7 +87,6 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
     from hypothesis import strategies as st
 
     from forge.conformance.programs import fuzz_inputs
-    from forge.sim.chooser import Chooser
     from forge.sim.hypothesis import ListProvider
 
     state = {"programs": 0, "shrinking": False, "shrink_runs": 0, "last": None}
@@ -141,7 +142,6 @@ def _on_canonical(adapter: SubprocessAdapter, found: Difference,
                   known: KnownDifferences) -> Difference:
     """The difference on the canonical schedule if the program shows one there,
     else `found` with the reference's canonical observation beside it."""
-    from forge.sim.chooser import Chooser
     from forge.sim.hypothesis import ListProvider
 
     case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
@@ -228,11 +228,6 @@ def _harness(model: dict | None) -> HarnessSpec:
 
 
 def _features(program: str) -> list[str]:
-    """What the case needs: read from the program by the honest-features
-    reader (`forge.conformance.features`) where the kit has one, else
-    `tasks`, the one feature that covers a generated program without it."""
-    try:
-        from forge.conformance.features import needs
-    except ImportError:
-        return ["tasks"]
+    """What the case needs, read from the program by the honest-features
+    reader (`forge.conformance.features`)."""
     return sorted(needs(program, {}))

@@ -61,7 +61,7 @@ from forge.run.record import FileReplay, failure_section, record
 from forge.run.spec import RunSpec
 from forge.runspec import Expectation
 from forge.sim.chooser import CHAIN_KIND, Canonical, Chooser, RecordedProvider, ReplayProvider
-from forge.sim.explore import Finding, Report
+from forge.sim.explore import Finding, Report, explore
 from forge.sim.strategies import SEARCH, lookup
 
 #: The case id runs of an explored prompt carry over the pipe.
@@ -269,7 +269,6 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
             implementation whose hello breaks the protocol or is level 1.
     """
     from forge.sim.exhaustive import exhaustive
-    from forge.sim.explore import explore
 
     pipe = PipeSubject(adapter, case_of(spec), steps=expect.invariants)
     subject = DifferentialSubject(pipe, known) if differential else pipe

@@ -36,12 +36,16 @@ from typing import Any
 import attrs
 
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
+from forge.engine.run import Run, RunConfig, run_prompt
+from forge.harness import Harness
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
 import forge.lifecycle.sqlite_store  # noqa: F401 - and the SQLite store its durability sites
 from forge import shipped, variation
 from forge.errors import InputError
 from forge.pool import Pool
+from forge.prompt import load_prompt
 from forge.run.options import CONCURRENCY
+from forge.sim.chooser import Canonical, Chooser, RandomProvider
 from forge.sim.strategies import SEARCH
 
 
@@ -205,8 +209,6 @@ INVARIANT_PROMPTS = ("watch-fairness.md",)
 def explore_prompts() -> list:
     """The example prompts the invariants are explored on (those without a
     model, and `INVARIANT_PROMPTS`)."""
-    from forge.prompt import load_prompt
-
     if EXAMPLES is None or not EXAMPLES.is_dir():
         # An install that dropped its data files; scoring without them would
         # let mutants only the invariants kill survive, so say so instead.
@@ -264,7 +266,6 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
     `oracles:PROMPT:SCHEDULE`."""
     from forge.repro import prepare
     from forge.runspec import Expectation
-    from forge.sim.chooser import Canonical, Chooser, RandomProvider
     from forge.sim.explore import check_all
     from forge.sim.fair import FairProvider
     from forge.verdict import Verdict
@@ -311,10 +312,7 @@ def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     from forge.conformance.adapters import InProcessAdapter
     from forge.conformance.runner import run_suite
     from forge import liveness
-    from forge.engine.run import Run, RunConfig, run_prompt
-    from forge.harness import Harness
     from forge.conformance import oracles
-    from forge.sim.chooser import Canonical, Chooser, RandomProvider
 
     killers: list[str] = []
     with mutant.applied():

@@ -19,6 +19,7 @@ import click
 
 from forge.commands.jsonflag import JsonCommand, json_option
 from forge.commands.params import BoundedInt, InputPath, Regex
+from forge.errors import InputError
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
@@ -67,7 +68,6 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only
     from forge.conformance.cli import load_suite, refuse_flags, write_flagged
     from forge.conformance.mutants import ORACLES, CATALOGUE, kill_matrix, with_fewer_schedules
     from forge.conformance.runner import matches
-    from forge.errors import InputError
     from forge.progress import interrupted, reporter
 
     selected = [m for m in CATALOGUE if matches(patterns, m.id)]

@@ -31,6 +31,7 @@ import json
 from collections.abc import Callable
 
 from forge.engine.rules.endings import REASONS
+from forge.engine.rules.ids import DEPTH_CAP
 
 TERMINAL = {
     "task_succeeded": ("done", True),
@@ -516,8 +517,6 @@ class WithinDepthCap:
     SEES = frozenset({"spawn", "call_start"})
 
     def __init__(self, facts) -> None:
-        from forge.engine.rules.ids import DEPTH_CAP
-
         self.cap = DEPTH_CAP
 
     def see(self, r: dict):

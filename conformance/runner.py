@@ -64,7 +64,7 @@ from forge.conformance.report import (
     clause_coverage,
 )
 from forge.errors import InputError
-from forge.limits import MAX_CASE_BYTES
+from forge.limits import MAX_CASE_BYTES, compile_pattern
 from forge.sim.readlimited import read_text
 
 EXPECTATIONS = ("fail", "skip")
@@ -98,8 +98,6 @@ def compile_patterns(patterns: Iterable[str | re.Pattern]) -> list[re.Pattern]:
     Raises:
         InputError: naming `patterns`, for a string that is not one.
     """
-    from forge.limits import compile_pattern
-
     out = []
     for p in patterns:
         try:

@@ -22,10 +22,13 @@ import os
 import stat
 
 from forge.errors import InputError
+from forge.harness import Harness
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
+from forge.prompt import read_prompt as read
 from forge.run.record import read_replay
 from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
 from forge.sim.strategies import parse, usage
+from forge.store import MemoryStore
 
 
 def build_harness(store_dir=None, store_files=None, **keywords):
@@ -36,8 +39,6 @@ def build_harness(store_dir=None, store_files=None, **keywords):
     Raises:
         InputError: the folder is unreadable or past the limits.
     """
-    from forge.harness import Harness
-
     files = read_store_files(store_dir) if store_dir is not None else store_files
     return Harness.seeded(files or {}, **keywords)
 
@@ -50,8 +51,6 @@ def read_store_files(store_dir: str) -> dict[str, str]:
     Raises:
         InputError: the folder is unreadable or past the limits.
     """
-    from forge.store import MemoryStore
-
     _check_store_folder(store_dir)
     try:
         return MemoryStore.from_folder(store_dir).snapshot()
@@ -122,6 +121,4 @@ def load_prompt(path: str):
 
 def read_prompt(path: str):
     """The parsed prompt file and its text, read once (refused as `load_prompt` is)."""
-    from forge.prompt import read_prompt as read
-
     return read(path)

@@ -27,10 +27,17 @@ import sys
 import click
 
 from forge.assembly import build_harness, make_chooser
+from forge.commands.explore import explore
 from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import BoundedInt, InputPath, OutputPath, harness_kwargs, harness_options, write_output
+from forge.commands.replay import replay
+from forge.commands.trace import trace
+from forge.engine.run import observation_json
 from forge.errors import InputError
 from forge.run.options import RULES
+from forge.run.record import record
+from forge.runspec import Expectation, Runner, in_mode, run_chooser, spec_from_flags
+from forge.sim.replayfile import write_record
 from forge.sim.strategies import SPELLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INCOMPLETE, EXIT_KIT_BUG = 0, 1, 2, 3, 70
@@ -154,11 +161,6 @@ def run(prompt, seed, strategy, trace_file, replay_out, json_out, **harness):
     Exit codes: 0 the run succeeded, 1 it failed or was cancelled,
     2 bad input (the prompt, a script or a flag).
     """
-    from forge.engine.run import observation_json
-    from forge.run.record import record
-    from forge.runspec import Expectation, Runner, in_mode, run_chooser, spec_from_flags
-    from forge.sim.replayfile import write_record
-
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     spec = in_mode(spec, strategy)
     chooser = run_chooser(seed, strategy)
@@ -190,10 +192,6 @@ def _register_commands() -> None:
     """Subcommands in the CLI layer, and those that live beside their subsystems
     (each such module has `register(main)`; a subsystem not installed is skipped)."""
     import importlib
-
-    from forge.commands.explore import explore
-    from forge.commands.replay import replay
-    from forge.commands.trace import trace
 
     main.add_command(explore)
     main.add_command(replay)

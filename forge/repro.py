@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from forge.errors import InputError
+from forge.limits import I64_MAX
 from forge.lua.backstop import BACKSTOP_KIND
 from forge.run.options import ARGS
 from forge.run.record import (failure_section, kit_version, observation_sha256, read_replay,
@@ -34,7 +35,8 @@ from forge.run.spec import RunSpec
 from forge.runspec import (Expectation, KitChecks, Runner, crashed, in_mode, spec_overridden,
                            spec_from_flags, with_violations)
 from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, ReplayProvider
-from forge.sim.explore import Report
+from forge.sim.explore import Report, explore
+from forge.sim.replayfile import write_record
 from forge.sim.strategies import SEARCH, STRATEGIES, lookup
 
 #: The most lines a story prints (its head and tail are kept).
@@ -126,7 +128,6 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     makes each schedule fair after its first `fair` chain picks
     (`forge.sim.fair`), what the ready-chain liveness bound assumes."""
     from forge.sim.exhaustive import exhaustive
-    from forge.sim.explore import explore
 
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
@@ -165,8 +166,6 @@ def check_seeds(start_seed: int, runs: int) -> None:
     Raises:
         InputError: naming `--start-seed`.
     """
-    from forge.limits import I64_MAX
-
     last = start_seed + runs - 1
     if last > I64_MAX:
         raise InputError(f"the last seed, {start_seed} plus {runs} runs less one, is {last}: "
@@ -306,8 +305,6 @@ def replay_text(spec: RunSpec, chooser: Chooser, observation: dict, *,
     """The replay file of a run made outside `explore_prompt`, such as a
     Hypothesis example drawn with `forge.sim.hypothesis.schedules()` and run with
     `Runner(spec).run(chooser)`: `forge replay` re-checks `expect` on it."""
-    from forge.sim.replayfile import write_record
-
     failure = {"problems": list(problems), "outcome": observation["outcome"]} \
         if problems else None
     return write_record(record(spec, expect, chooser.seed, chooser.choices,

@@ -45,6 +45,7 @@ from forge.errors import InputError
 from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan, Harness,
                            LatencyModel)
 from forge.limits import MAX_SECONDS
+from forge.probes import UserProbe
 from forge.prompt import parse_prompt
 from forge.prompt import read_prompt_text as _read_prompt_text
 from forge.run.options import (CANCEL_AT, FAULTS, NAMED_CHECKS, NAMED_PROBES, PLAIN, REFUSE, STORE,
@@ -629,8 +630,6 @@ def load_probe(name: str, where: str | None = None):
     Raises:
         InputError: as `load_check`, carrying `NAMED_PROBES` (`--probe`).
     """
-    from forge.probes import UserProbe
-
     return UserProbe(load_check(name, where, NAMED_PROBES).fn, name)
 
 

@@ -20,6 +20,7 @@ import click
 
 from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.commands.params import InputPath, OutputPath, Regex, write_output
+from forge.errors import InputError
 
 
 #: Where `forge spec render` writes without OUT_DIR (relative to the current folder).
@@ -33,7 +34,6 @@ def register(main: click.Group) -> None:
 def _only_features(clauses: list[dict], wanted) -> list[dict]:
     """The clauses of the features asked for; an unknown feature is bad input."""
     from forge.conformance.catalogue import did_you_mean
-    from forge.errors import InputError
 
     if not wanted:
         return clauses
@@ -48,7 +48,6 @@ def _only_features(clauses: list[dict], wanted) -> list[dict]:
 
 def _catalogue() -> list[dict]:
     from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
-    from forge.errors import InputError
 
     directory = default_catalogue_dir()
     if directory is None:
@@ -79,7 +78,6 @@ def spec(ctx, feature, patterns, json_out):
     """
     from forge.conformance.cli import refuse_flags
     from forge.conformance.runner import matches
-    from forge.errors import InputError
 
     sub = ctx.invoked_subcommand
     if sub is not None:
@@ -187,8 +185,6 @@ def render(out_dir):
     """
     from forge.conformance.catalogue import default_catalogue_dir
     from forge.conformance._toml import read_toml
-
-    from forge.errors import InputError
 
     out = pathlib.Path(out_dir)
     try:

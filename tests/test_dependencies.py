@@ -257,3 +257,98 @@ def test_the_api_and_the_commands_sit_on_one_core():
     assert _is_top("forge.api") and _is_top("forge.commands.explore") and _is_top("forge")
     assert not _is_top("forge.repro") and not _is_top("forge.runspec")
     assert not [t for t in GRAPH["forge.api"] if _under(t, "forge.commands", "forge.cli")]
+
+
+def _top_imports(module: str) -> set[str]:
+    """The project modules importing `module` runs: its statements outside
+    any function (a class body runs too), but not `if TYPE_CHECKING:`."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(_targets(module, node))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    out.discard(module)
+    return out
+
+
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The project modules one import statement of `module` names."""
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    if isinstance(node, ast.Import):
+        return {t for t in (_resolve(a.name) for a in node.names) if t}
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return {t for t in (_resolve(f"{base}.{a.name}") or _resolve(base) for a in node.names) if t}
+
+
+def _with_packages(module: str) -> set[str]:
+    """A module and the packages Python imports before it."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & set(MODULES)
+
+
+TOP_GRAPH = {module: _top_imports(module) for module in MODULES}
+
+
+def _loaded(module: str) -> set[str]:
+    """The project modules `import module` loads, as far as its import
+    statements say (a module imported by name at run time is not seen)."""
+    seen: set[str] = set()
+    todo = sorted(_with_packages(module))
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        for target in TOP_GRAPH[m]:
+            todo.extend(_with_packages(target) - seen)
+    return seen
+
+
+def _free_deferrals() -> list[str]:
+    """Imports inside functions of modules their module's import already loads."""
+    found = []
+    for module in MODULES:
+        tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+        loaded = None
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    loaded = _loaded(module) if loaded is None else loaded
+                    for target in sorted(_targets(module, node) & loaded):
+                        found.append(f"{module}:{node.lineno} imports {target} in a function, "
+                                     f"but importing {module} already loads it")
+    return found
+
+
+def test_an_import_is_deferred_only_where_that_saves_loading_a_module():
+    """Imports sit at a module's top (issue 27): one inside a function is
+    kept only where it defers loading a module that importing its own module
+    does not load anyway (the command line's start-up, the pytest plugin's
+    promise to cost other suites nothing, an optional dependency).  A
+    deferred import that saves nothing is a hidden dependency and a line of
+    noise; this finds every one."""
+    assert _free_deferrals() == []
+
+
+def test_the_deferral_check_sees_a_free_deferral():
+    """Not vacuous: `forge.repro` imports `forge.runspec` at its top, so an
+    import of it inside one of its functions would be free."""
+    assert "forge.runspec" in _loaded("forge.repro")
+    assert "forge.sim" in _loaded("forge.sim.explore")

@@ -26,6 +26,7 @@ import sys
 
 import click
 
+from forge import probes as probing
 from forge.errors import InputError
 
 from forge.commands.explore_report import report_json, rerun_line, show, show_saved
@@ -33,11 +34,14 @@ from forge.commands.explore_report import report_json, rerun_line, show, show_sa
 #: Where `forge explore` keeps its arguments as given (`ctx.meta`).
 RERUN_ARGS = "forge.explore.args"
 from forge.commands.jsonflag import JsonCommand, json_option, spell_json
-from forge.commands.params import (TEXT, BoundedInt, InputPath, OutputPath, Seconds,
+from forge.commands.params import (BoundedInt, InputPath, OutputPath, Seconds, TEXT, flags_given,
                                    harness_kwargs, harness_options, write_output)
-from forge.conformance.limit_flags import differential_options, impl_limit_options
+from forge.conformance.limit_flags import LIMIT_FLAGS, differential_options, impl_limit_options
 from forge.run.options import RULES
+from forge.runspec import Expectation, load_probe, spec_from_flags
+from forge.sim.replayfile import write_record
 from forge.sim.strategies import DEFAULT, DEFAULT_SHARDED, STRATEGIES, explaining, lookup
+from forge.verdict import Verdict
 
 # The flags' help names strategies by what they declare (`forge.sim.strategies`).
 _BOUNDED = " and ".join(s.name for s in STRATEGIES if "max_deviations" in s.parameters)
@@ -183,8 +187,6 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
     from forge import campaign as spread
     from forge.pool import backend as pick_backend
 
-    from forge.commands.params import flags_given
-    from forge.conformance.limit_flags import LIMIT_FLAGS
     given = [f for f in LIMIT_FLAGS if f in flags_given(click.get_current_context())]
     if impl is None and given:
         raise InputError("bounds what an --impl program may take; "
@@ -216,15 +218,10 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
                               required=required,
                               rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
     from forge.repro import explore_prompt
-    from forge.runspec import Expectation, spec_from_flags
-    from forge.sim.replayfile import write_record
 
-    from forge.verdict import Verdict
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks),
                          ending=Verdict.of(expect_outcome, expect_error, allow_failed))
-    from forge import probes as probing
-    from forge.runspec import load_probe
     loaded = tuple(load_probe(name) for name in user_probes)
     probing.check_required(required, user_probes)
     if impl is not None:        # a foreign engine, through the pipe (forge.conformance.impl_explore)
@@ -322,8 +319,6 @@ def merge(reports, replay_out, json_out):
     `forge explore`: 0 every schedule passed, 1 one failed, 2 bad input.
     """
     from forge import campaign as spread
-    from forge.errors import InputError
-    from forge.sim.replayfile import write_record
 
     loaded = []
     for path in reports:

@@ -15,6 +15,7 @@ import shlex
 
 import click
 
+from forge import probes, verdict
 from forge.commands.jsonflag import emit_json, on_stdout
 from forge.difference import differences_of
 from forge.sim.strategies import DEFAULT, lookup
@@ -27,8 +28,6 @@ def report_json(report, failure, replay_out: str, user_probes=(), required=(),
     probes named `user_probes` too), those never reached, the `required`
     ones no run reached, and the failure's line with no file (`rerun`,
     `rerun_line`; a shard's is the one `merge` prints)."""
-    from forge import probes
-
     command = f"forge replay {shlex.quote(replay_out)}"
     reached = probes.coverage(report.probes, user_probes)
     return {
@@ -73,8 +72,6 @@ def found_by(provider: dict) -> str | None:
 def _accept(failure) -> str | None:
     """Why the run's ending failed the schedule and the flag that accepts it
     (`forge.verdict`), when that is what failed it."""
-    from forge import verdict
-
     if failure is None or not any(map(verdict.is_ending_problem, failure.problems)):
         return None
     return verdict.why(failure.observation)

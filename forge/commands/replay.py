@@ -32,8 +32,9 @@ import sys
 import click
 
 from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
-from forge.commands.params import (InputPath, OutputPath, harness_kwargs, harness_options,
-                                   write_output)
+from forge.commands.params import (InputPath, OutputPath, flags_given, harness_kwargs,
+                                   harness_options, write_output)
+from forge.engine.run import observation_json
 from forge.errors import InputError
 
 
@@ -68,12 +69,10 @@ def replay(files, json_out, story, trace_file, **harness):
     from forge.lifecycle.scenario import is_scenario
     if (prompt is not None and is_scenario(prompt)) or is_lifecycle_replay(path):
         # A lifecycle race (docs/lifecycle.md); it refuses the prompt's flags.
-        from forge.commands.params import flags_given
         from forge.lifecycle.command import replay_file as replay_scenario
         sys.exit(replay_scenario(prompt, path, json_out,
                                  given=flags_given(click.get_current_context())))
     from forge.repro import replay_file
-    from forge.engine.run import observation_json
 
     overrides = harness_kwargs(harness)
     outcome = replay_file(path, prompt=prompt, overrides=overrides)

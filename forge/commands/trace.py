@@ -13,6 +13,7 @@ from __future__ import annotations
 import click
 
 from forge.commands.params import InputPath, OutputPath, write_output
+from forge.errors import InputError
 
 
 @click.command()
@@ -35,7 +36,6 @@ def trace(trace_file, html_out, observation_file, title, every):
     Exit codes: 0 printed or written, 2 bad input (the trace, the observation
     or a flag).
     """
-    from forge.errors import InputError
     from forge.timeline import (abandon_reasons, hot_suffixes, load_trace, read_observation,
                                 render_html)
 

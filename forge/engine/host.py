@@ -28,7 +28,7 @@ from forge.engine.parking import PARK
 from forge.engine.requests import CalledChain
 from forge.engine.rules import ids
 from forge.lua.runtime import LuaTable, decode, typename
-from forge.lua.runtime import text as _t
+from forge.lua.runtime import NotJSON, from_lua_json, text as _t
 from forge.prompt.headings import HeadingError, resolve
 
 if TYPE_CHECKING:
@@ -410,8 +410,6 @@ class NotData(Exception):
 
 
 def _lua_to_data(value: Any, strict: bool = False) -> Any:
-    from forge.lua.runtime import NotJSON, from_lua_json
-
     try:
         return from_lua_json(value)
     except NotJSON as e:

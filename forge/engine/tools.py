@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from forge.engine.modelside import AllowTasks, LocalTool
+from forge.engine.requests import ToolCall
 from forge.lua.runtime import (
     LuaFunction,
     LuaTable,
@@ -329,8 +330,6 @@ class ToolsAPI:
     def invoke(self, chain: Chain, bound: BoundTool, arguments: dict, answered):
         """Park `chain` on a call of a bound tool; `answered(reply)` runs when
         the tool script's reply arrives (never, for a reply that never answers)."""
-        from forge.engine.requests import ToolCall
-
         reply = self.cursor.take(bound.tool, bound.alias, arguments)
         if reply is None:
             return self.models.harness_failure(chain, self.cursor.no_reply_message(

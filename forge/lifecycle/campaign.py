@@ -25,6 +25,7 @@ import attrs
 
 from forge.lifecycle.explore import Scenario, problems_of, subject
 from forge.lifecycle.probes import coverage
+from forge.sim.chooser import Chooser, RecordedProvider, ReplayProvider
 from forge.sim.strategies import SEARCH, lookup
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ class Outcome:
 
 
 def _record(scenario: Scenario, reduced: bool, choices: Sequence[int]) -> tuple[tuple, dict]:
-    from forge.sim.chooser import Chooser, ReplayProvider
-
     chooser = Chooser(ReplayProvider(choices))
     obs, _ = subject(scenario, reduced)(chooser)
     return tuple((c.kind, c.n, c.value) for c in chooser.choices), obs
@@ -121,7 +120,6 @@ def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
 def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcome:
     """Exhaustive with partial-order reduction (``dpor``): one schedule per class
     of equivalent schedules; a failure is shrunk as any other."""
-    from forge.sim.chooser import Chooser, ReplayProvider
     from forge.sim.explore import finding
 
     from forge.lifecycle.dpor import dpor
@@ -164,8 +162,6 @@ class Replayed:
 
 def replay(scenario: Scenario, recorded: Recorded) -> Replayed:
     """Run the schedule a replay file recorded (``replayfile.read``) on ``scenario``."""
-    from forge.sim.chooser import Chooser, RecordedProvider
-
     provider = RecordedProvider(recorded.choices)
     obs, _ = subject(scenario, recorded.reduced)(Chooser(provider))
     return Replayed(tuple(problems_of(obs)), tuple((a, s) for a, s in obs["steps"]),

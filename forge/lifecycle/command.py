@@ -30,9 +30,12 @@ from collections.abc import Iterable, Sequence
 import click
 
 from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
+from forge.commands.params import OutputPath, write_output
 from forge.errors import InputError
-from forge.lifecycle import campaign, replayfile
+from forge.lifecycle import campaign, history as hist, replayfile
+from forge.lifecycle.probes import check_required
 from forge.lifecycle.scenario import load
+from forge.run.record import kit_version
 from forge.sim.strategies import lookup
 
 #: The flags of ``forge explore`` a scenario takes; every other one is a prompt's.
@@ -61,8 +64,6 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     schedule must reach, or the exploration fails; ``rerun_args``: the
     arguments as given, for a failure's line with no file."""
     from forge.commands.explore_report import NO_RERUN, rerun_line, show_probes
-    from forge.commands.params import write_output
-    from forge.lifecycle.probes import check_required
 
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
     check_required(required)
@@ -130,8 +131,6 @@ def replay_file(path: str | None, replay: str, json_out: str | None,
         InputError: a bad replay or scenario file, a prompt's flag, a scenario
             other than the recorded one, or a run that drifted from the record.
     """
-    from forge.run.record import kit_version
-
     check_flags(replay, given, REPLAY_FLAGS, "a lifecycle replay")
     recorded = replayfile.read(replay)
     scenario = replayfile.scenario_of(recorded, replay, path)
@@ -183,8 +182,6 @@ def check_command(history: str, html_out: str | None, json_out: str | None) -> N
     """
     import sys
 
-    from forge.commands.params import OutputPath, write_output
-    from forge.lifecycle import history as hist
     from forge.lifecycle.history_html import render
     from forge.lifecycle.linearizability import check
 

@@ -53,6 +53,7 @@ from forge.lifecycle.records import (
     TaskStatus,
 )
 from forge.lifecycle.store import MemoryStore, NotFound
+from forge.sim.chooser import Chooser
 
 _WRITES = ("create", "finalize", "retry_claim", "release_retry_claim", "advance",
            "mark_input_required", "reclaim_working", "fail_orphans", "delete",
@@ -715,7 +716,6 @@ def explore(scenario: Scenario, reduced: bool = True,
     operations, the launcher and the stopper are steps; ``por`` (default: as
     ``reduced``): one schedule per class of equivalent ones (``dpor``),
     otherwise every one (``forge.sim.exhaustive``, whose first failure is shrunk)."""
-    from forge.sim.chooser import Chooser
     from forge.sim.exhaustive import exhaustive
 
     subj = subject(scenario, reduced, store_factory)

@@ -32,6 +32,7 @@ from forge.errors import InputError
 from forge.limits import data_problem, is_int, render_path
 from forge.lifecycle.explore import Scenario
 from forge.lifecycle.scenario import ScenarioError, from_text, is_scenario, load, read_text
+from forge.sim.replayfile import ReplayFileError, load_json, read_choices
 
 #: The format written and read (a prompt's replay file is format 1).
 FORMAT = "lifecycle/1"
@@ -84,7 +85,6 @@ def is_lifecycle_replay(path: str) -> bool:
     read once): a lifecycle replay through a pipe is given with its scenario."""
     if not os.path.isfile(path):
         return False
-    from forge.sim.replayfile import ReplayFileError, load_json
 
     try:
         data = load_json(path)
@@ -108,8 +108,6 @@ def read(path: str) -> Recorded:
     Raises:
         InputError: unreadable, too large, not JSON, or not a lifecycle replay file.
     """
-    from forge.sim.replayfile import ReplayFileError, load_json
-
     try:
         data = load_json(path)
     except ReplayFileError as e:
@@ -197,8 +195,6 @@ def _seed(path: str, seed: Any) -> int | None:
 def _choices(path: str, choices: Any) -> tuple[tuple[str, int, int], ...]:
     """The choices, by the rule every replay file's choices follow (the
     prompt's reader's, ``forge.sim.replayfile``)."""
-    from forge.sim.replayfile import ReplayFileError, read_choices
-
     try:
         return tuple(read_choices(path, choices))
     except ReplayFileError as e:

@@ -13,7 +13,7 @@ import json
 import os
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from forge.sim.exhaustive import exhaustive
@@ -21,18 +21,25 @@ from tests.sim.subjects import behaviour, text
 from tests.strategies import bounded_prompts, racing_prompts
 
 EXAMPLES = int(os.environ.get("FORGE_REDUCTION_EXAMPLES", "40"))
+#: The runs a walk may take.
+LIMIT = 100_000
+#: A drawn prompt whose unreduced tree is larger than this cannot be compared
+#: in reasonable time and is set aside (counted in Hypothesis's statistics):
+#: one of a 2,000-example run had 682 reduced runs and over 100,000 unreduced.
+UNREDUCED_LIMIT = 20_000
 
 
-def behaviours(prompt: str, reduce: bool, **limits):
+def behaviours(prompt: str, reduce: bool, whole: bool = True, limit: int = LIMIT, **limits):
+    """The walk's report and the behaviours it saw; `whole`: it must finish."""
     seen = set()
 
     def record(obs):
         seen.add(behaviour(obs))
         return []
 
-    report = exhaustive(text(prompt, orders=True, **limits), [record], limit=100_000,
+    report = exhaustive(text(prompt, orders=True, **limits), [record], limit=limit,
                         reduce=reduce)
-    assert report.complete
+    assert report.complete or not whole, f"the walk passed {limit:,} runs"
     return report, seen
 
 
@@ -44,8 +51,10 @@ def test_reduced_and_unreduced_searches_see_the_same_behaviours(drawn):
     section entries, steps): before quotas were footprints, 300 of those
     found 18 prompts whose reduced search missed a behaviour."""
     prompt, limits = drawn
+    unreduced, every = behaviours(prompt, False, whole=False, limit=UNREDUCED_LIMIT, **limits)
+    event("unreduced walk finished" if unreduced.complete else "set aside: unreduced tree too large")
+    assume(unreduced.complete)
     reduced, seen = behaviours(prompt, True, **limits)
-    unreduced, every = behaviours(prompt, False, **limits)
     assert seen == every, (prompt, limits)
     assert reduced.runs <= unreduced.runs
 
