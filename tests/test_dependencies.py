@@ -2,14 +2,16 @@
 
 Walks every module of the four packages, reads its imports from the source
 (module level and inside functions alike, and the modules `forge.api`
-imports on first use, `_OnFirstUse("...")`), and checks three things:
+imports on first use, `_OnFirstUse("...")`), and checks four things:
 
 - the layer rules below: a module imports nothing from a layer above it,
   and no core module imports the top layer (`TOP`: the commands, the API);
   `if TYPE_CHECKING:` blocks are left out here, since they never run;
 - no import cycles between modules, counting imports inside functions too, so
   a lazy import cannot hide a cycle;
-- no cycles either when the imports made only for type checking count.
+- no cycles either when the imports made only for type checking count;
+- no import deferred into a function where importing its module already
+  loads what it imports (CONTRIBUTING.md, "Where imports go").
 """
 
 from __future__ import annotations
@@ -63,9 +65,21 @@ def _resolve(name: str) -> str | None:
     return None
 
 
+def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """The project modules one import statement of `module` names."""
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    if isinstance(node, ast.Import):
+        return {t for t in (_resolve(a.name) for a in node.names) if t}
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return {t for t in (_resolve(f"{base}.{a.name}") or _resolve(base) for a in node.names) if t}
+
+
 def _imports(module: str, type_only: bool = False) -> set[str]:
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
 
     def visit(node: ast.AST) -> None:
@@ -73,21 +87,8 @@ def _imports(module: str, type_only: bool = False) -> set[str]:
             for child in node.orelse:
                 visit(child)
             return
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                target = _resolve(alias.name)
-                if target:
-                    out.add(target)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            for alias in node.names:
-                target = _resolve(f"{base}.{alias.name}") or _resolve(base)
-                if target:
-                    out.add(target)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.update(_targets(module, node))
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.func.id == "_OnFirstUse" and node.args
               and isinstance(node.args[0], ast.Constant)):
@@ -280,19 +281,6 @@ def _top_imports(module: str) -> set[str]:
     visit(tree)
     out.discard(module)
     return out
-
-
-def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
-    """The project modules one import statement of `module` names."""
-    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
-    if isinstance(node, ast.Import):
-        return {t for t in (_resolve(a.name) for a in node.names) if t}
-    base = node.module or ""
-    if node.level:
-        anchor = package.split(".")
-        anchor = anchor[: len(anchor) - node.level + 1]
-        base = ".".join([*anchor, base] if base else anchor)
-    return {t for t in (_resolve(f"{base}.{a.name}") or _resolve(base) for a in node.names) if t}
 
 
 def _with_packages(module: str) -> set[str]:
