@@ -33,6 +33,7 @@ from forge.conformance.equivalence import differences as equivalence_differences
 from forge.conformance.features import needs
 from forge.run.options import MODEL_SCRIPT
 from forge.sim.chooser import Chooser
+
 #: The longest answer list a schedule draws (decisions past it are canonical).
 MAX_ANSWERS = 64
 #: How the fuzzed runs are named over the pipe.

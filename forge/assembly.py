@@ -24,7 +24,6 @@ import stat
 from forge.errors import InputError
 from forge.harness import Harness
 from forge.limits import MAX_STORE_BYTES, MAX_STORE_FILES
-from forge.prompt import read_prompt as read
 from forge.run.record import read_replay
 from forge.sim.chooser import Canonical, Chooser, RandomProvider, ReplayProvider
 from forge.sim.strategies import parse, usage
@@ -112,13 +111,3 @@ def make_chooser(seed: int | None, strategy: str | None):
     if seed is not None:
         return Chooser(RandomProvider(seed))
     return Chooser(Canonical())
-
-
-def load_prompt(path: str):
-    """The parsed prompt file (a `PromptError`, an `InputError`, if refused)."""
-    return read_prompt(path)[0]
-
-
-def read_prompt(path: str):
-    """The parsed prompt file and its text, read once (refused as `load_prompt` is)."""
-    return read(path)

@@ -34,7 +34,7 @@ from typing import Any
 
 import attrs
 
-from forge.assembly import make_chooser, read_prompt, read_store_files
+from forge.assembly import make_chooser, read_store_files
 from forge import liveness, probes
 from forge.conformance import oracles
 from forge.conformance.oracles import VIOLATIONS
@@ -46,7 +46,7 @@ from forge.harness import (DEFAULT_LATENCY, FAULT_KINDS, LATENCY_MENU, FaultPlan
                            LatencyModel)
 from forge.limits import MAX_SECONDS
 from forge.probes import UserProbe
-from forge.prompt import parse_prompt
+from forge.prompt import parse_prompt, read_prompt
 from forge.prompt import read_prompt_text as _read_prompt_text
 from forge.run.options import (CANCEL_AT, FAULTS, NAMED_CHECKS, NAMED_PROBES, PLAIN, REFUSE, STORE,
                                Named, engine_keywords)
