@@ -294,14 +294,13 @@ class Chooser:
         self.provider = provider or Canonical()
         self.seed = seed
         self.orders = self.provider.orders if orders is None else orders
-        self.choices: list[Choice] = []
-        #: The option labels of each choice, parallel to `choices`: what a
-        #: run's story reads (which chain, which duration).  Options handed
-        #: as a tuple or list are kept whole; a live view (the kernel's
-        #: ready chains) as what it `Offered`, so a decision among n chains
-        #: costs O(1), not O(n) - or whole when small and the provider's
-        #: twin reads labels (`WHOLE`).
-        self.options: list[Sequence[str]] = []
+        #: Each decision as it was made: (kind, option count, value, what is
+        #: kept of the options) - a tuple of them whole, or the `Offered`
+        #: fields of a live view.  `choices` and `options` build their
+        #: values from these when read (most runs never read them).
+        self._made: list[tuple[str, int, int, tuple]] = []
+        self._choices: list[Choice] = []
+        self._options: list[Sequence[str]] = []
         #: In orders mode, the run's completion picker (`forge.sim.orders`),
         #: which also records what each pick's segment touched.
         self.completions = None
@@ -318,16 +317,43 @@ class Chooser:
         value = self.provider.draw(kind, options)
         if not 0 <= value < n:
             raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
-        self.choices.append(Choice(kind, n, value))
-        self.options.append(tuple(options) if isinstance(options, (tuple, list))
-                            or n <= self._whole else Offered(n, options[0], value, options[value]))
+        if isinstance(options, (tuple, list)) or n <= self._whole:
+            kept: tuple = tuple(options)
+            whole = True
+        else:
+            first = options[0]
+            kept = (n, first, value, first if value == 0 else options[value])
+            whole = False
+        self._made.append((kind, n, value, whole, kept))
         if kind == CHAIN_KIND and self.completions is not None:
             # In orders mode a chain pick starts a segment too (`forge.sim.orders`).
-            self.completions.chained(len(self.choices) - 1, options[value])
+            self.completions.chained(len(self._made) - 1, options[value])
         return value
 
+    @property
+    def choices(self) -> list[Choice]:
+        """Every decision so far, in order (the same list each time, grown
+        as decisions are made)."""
+        built = self._choices
+        for kind, n, value, _, _ in self._made[len(built):]:
+            built.append(Choice(kind, n, value))
+        return built
+
+    @property
+    def options(self) -> list[Sequence[str]]:
+        """The option labels of each choice, parallel to `choices`: what a
+        run's story reads (which chain, which duration).  Options handed
+        as a tuple or list are kept whole; a live view (the kernel's
+        ready chains) as what it `Offered`, so a decision among n chains
+        costs O(1), not O(n) - or whole when small and the provider's
+        twin reads labels (`WHOLE`)."""
+        built = self._options
+        for _, _, _, whole, kept in self._made[len(built):]:
+            built.append(kept if whole else Offered(*kept))
+        return built
+
     def values(self) -> list[int]:
-        return [c.value for c in self.choices]
+        return [made[2] for made in self._made]
 
     def fault(self, kind: str, label: str) -> bool:
         """Whether a `kind` fault (`label` says which operation it hits) fires

@@ -111,12 +111,11 @@ class Host:
             self._keys += 1
             key = chain.vm_key = self._keys
             self._vms[key] = chain
-        env, reset, argv, var = self._section_vm(
+        env, reset, argv = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
             chain.section_name.encode("utf-8"), self._execution, self._section_count, _WHEN,
             index, chain.args, chain.var, first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
         chain.control = (reset, argv)
-        chain.var_proxy = var
         return env
 
     def reset_prose(self, chain: Chain) -> None:

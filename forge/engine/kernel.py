@@ -65,7 +65,8 @@ class Walk(Protocol):
     """What the kernel asks of the run while it steps a chain."""
 
     outcome: str | None
-    #: The run's Lua runtime (the kernel settles its keeper after a resume).
+    #: The run's Lua runtime (the kernel settles its keeper after a resume,
+    #: and reads the internal error a step may have noted).
     lua: Any
 
     def next_block(self, chain: Chain) -> None: ...
@@ -79,8 +80,6 @@ class Walk(Protocol):
     def stop_rounds(self) -> None: ...
 
     def check_resources(self) -> bool: ...
-
-    def internal_error(self) -> BaseException | None: ...
 
     def note_internal_error(self, error: BaseException) -> None: ...
 
@@ -232,7 +231,7 @@ class Scheduler:
         chain.timer = None
         # Nothing reads an ended chain's section VM again: let Lua collect it,
         # so a run's memory follows its live chains, not every chain it ran.
-        chain.env = chain.control = chain.var_proxy = chain.first_item = None
+        chain.env = chain.control = chain.first_item = None
         # Its model-side section state lives on in the tasks its model
         # started (their notices), not through the chain.
         chain.section_state = None
@@ -263,37 +262,40 @@ class Scheduler:
 
     # ------------------------------------------------------------ the loop
     def loop(self) -> None:
-        walk = self.walk
+        # The names this loop reads at every step, looked up once (the trace's
+        # `emit` is read at each record: `Trace.observe` may swap it).
+        walk, trace, events, ready = self.walk, self.trace, self.events, self.ready
+        ready_chains, choose = ready._ready, self.chooser.choose
         while walk.outcome is None:
-            if self.ready:
-                if self.steps + 1 == self.cancel_step:
-                    self.trace.emit(self.events.now, "event", event="host_cancel",
-                                    step=self.cancel_step)
+            if ready_chains:
+                steps = self.steps + 1
+                if steps == self.cancel_step:
+                    trace.emit(events.now, "event", event="host_cancel", step=self.cancel_step)
                     walk.host_cancel()
                     return
                 if self.passed_over is None:
-                    chain = self.ready.take(self.chooser.choose(CHAIN_KIND, self.ready))
+                    chain = ready.take(choose(CHAIN_KIND, ready))
                 else:
                     chain = self._take_hiding_passed_over()
                 # Out of the list, so no longer "ready": a budget that ends the
                 # run before the step below must not look for it there.
                 chain.state = "running"
-                self.steps += 1
-                if self.steps > self.step_limit:
+                self.steps = steps
+                if steps > self.step_limit:
                     walk.abort("Budget", f"step budget exhausted: the run took more than "
                                          f"{self.step_limit:,} scheduling steps "
                                          "(unbounded spawning or waiting?)")
                     return
                 if not walk.check_resources():
                     return
-                self.trace.emit(self.events.now, "step", chain=chain.id, kind=chain.kind)
+                trace.emit(events.now, "step", chain=chain.id, kind=chain.kind)
                 self.step(chain)
                 continue
-            if self.events.peek() is None:
+            if events.peek() is None:
                 self._deadlock()
                 return
-            seq, event = self.events.pop()
-            self.trace.emit(self.events.now, "event", event=event[0], seq=seq)
+            seq, event = events.pop()
+            trace.emit(events.now, "event", event=event[0], seq=seq)
             self._handle(event)
 
     def _handle(self, event: tuple) -> None:
@@ -315,15 +317,17 @@ class Scheduler:
 
     def step(self, chain: Chain) -> None:
         """Resume `chain` and run it until it parks or ends."""
-        walk = self.walk
+        walk, trace, events = self.walk, self.trace, self.events
         lua = walk.lua
+        keeper = lua.keeper
         self.current = chain
         chain.state = "running"
         value = chain.resume_value
         chain.resume_value = None
         try:
             while chain.state == "running" and walk.outcome is None:
-                if chain.co is None:
+                co = chain.co
+                if co is None:
                     walk.next_block(chain)
                     value = None
                     continue
@@ -331,9 +335,9 @@ class Scheduler:
                 # end starts with pcall's boolean.  lupa returns both from
                 # send(), raising StopIteration only on a send after the end.
                 try:
-                    yielded = results(chain.co.send(value))
+                    yielded = results(co.send(value))
                 finally:
-                    if lua.keeper.raised:
+                    if keeper.raised:
                         lua.settle()
                 if isinstance(yielded[0], bool):
                     chain.co = None
@@ -342,7 +346,7 @@ class Scheduler:
                     continue
                 call = text(yielded[0])
                 chain.suspends += 1
-                self.trace.emit(self.events.now, "call", chain=chain.id, op=call)
+                trace.emit(events.now, "call", chain=chain.id, op=call)
                 value = self._dispatch(chain, call, yielded[1:])
                 if value is PARK:
                     assert chain.parked_on is not None, f"chain {chain.id} parked on nothing"
@@ -354,7 +358,7 @@ class Scheduler:
             walk.note_internal_error(e)
         finally:
             self.current = None
-        error = walk.internal_error()
+        error = lua.internal_error
         if error is not None and walk.outcome is None:
             walk.abort("Internal", f"internal invariant violated: {type(error).__name__}: {error} "
                                    "(a bug in the forge kit: please report it with the prompt "

@@ -53,6 +53,15 @@ class Observer:
         self.raw.append((kind, section_override or chain.section_name, task.id, task.seq, fields))
         task.seq += 1
 
+    def emit_pair(self, chain: Chain, first: str, second: str) -> None:
+        """Two events of `chain` with no step between them (a teardown's
+        start and success; a shared library's load when there is none):
+        `emit` twice, in one call."""
+        task, section = chain.task, chain.section_name
+        seq = task.seq
+        self.raw += ((first, section, task.id, seq, {}), (second, section, task.id, seq + 1, {}))
+        task.seq = seq + 2
+
     @property
     def events(self) -> list[dict]:
         """Every event so far, as the observation shows it."""

@@ -116,7 +116,6 @@ class Chain:
     current_block: LuaBlock | None = None
     #: Lua-side controls of the current section VM (prose reset, argv).
     control: Any = None
-    var_proxy: Any = None
     #: The number naming this chain to the run's prose callback (0: none yet).
     vm_key: int = 0
     #: A stable name for scheduling choices and traces: `kind:id` (neither changes).

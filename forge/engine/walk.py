@@ -157,9 +157,6 @@ class Walk:
         message = self.kept.take(nbytes, what)
         return None if message is None else Failure("lua", message, (), None, fatal_kind="Budget")
 
-    def internal_error(self) -> BaseException | None:
-        return self.lua.internal_error
-
     def note_internal_error(self, error: BaseException) -> None:
         self.lua.internal_error = self.lua.internal_error or error
 
@@ -219,11 +216,11 @@ class Walk:
 
     def _load_library(self, chain: Chain) -> None:
         """Every section VM replays the shared library first (an empty one too)."""
-        self.observer.emit(chain, "lua_shared_load_started")
         shared = self.prompt.shared
         if shared is None:
-            self.observer.emit(chain, "lua_shared_load_succeeded")
+            self.observer.emit_pair(chain, "lua_shared_load_started", "lua_shared_load_succeeded")
             return
+        self.observer.emit(chain, "lua_shared_load_started")
         previous, self.scheduler.current = self.scheduler.current, chain
         chain.loading_library = True
         try:
@@ -247,8 +244,7 @@ class Walk:
         """The section VM goes away: one teardown pair per VM, however it ends."""
         if chain.vm_open:
             chain.vm_open = False
-            self.observer.emit(chain, "lua_teardown_started")
-            self.observer.emit(chain, "lua_teardown_succeeded")
+            self.observer.emit_pair(chain, "lua_teardown_started", "lua_teardown_succeeded")
 
     def _section_finished(self, chain: Chain) -> None:
         if not self.host.read_back_var(chain):
@@ -349,6 +345,8 @@ class Walk:
 
     def scalar(self, value: Any) -> str | None:
         """The scalar return rule: the text a returned value stands for."""
+        if isinstance(value, bytes):        # the common case first (types are disjoint)
+            return value.decode("utf-8", "replace")
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, int):
@@ -361,8 +359,6 @@ class Walk:
             if value.is_integer() and abs(value) < 1e16:
                 return str(int(value))
             return repr(value)
-        if isinstance(value, bytes):
-            return value.decode("utf-8", "replace")
         return None
 
     # --------------------------------------------------------- failures

@@ -904,17 +904,15 @@ end
 -- guarded `var` over `backing`, `item` when the entry has one, and the
 -- environment.  `prose` renders through `render(key)`, the run's one prose
 -- callback (key names the entry for Python).  Returns the environment, the
--- prose reset, the argv reader and the `var` proxy.
+-- prose reset and the argv reader.
 E.section_vm = function(lib, render, key, id, taskid, section_name, execution, section_count,
                         when, index, args, backing, has_item, item, argv, in_h1)
   local sys = E.make_sys({
     id = id, taskid = taskid, section_name = section_name, execution = execution,
     section_count = section_count, when = when, index = index,
   })
-  local var = var_proxy(backing, 'var')
-  local env, reset_prose, argv_reader = section_env(lib, args, sys, var, has_item, item,
-                                                    render, key, argv, in_h1)
-  return env, reset_prose, argv_reader, var
+  return section_env(lib, args, sys, var_proxy(backing, 'var'), has_item, item, render, key,
+                     argv, in_h1)
 end
 
 -- A fanout result entry: read-only, and tostring gives its text.

@@ -73,7 +73,6 @@ RAW_LUA = {"append", "truncate", "deep_copy", "json_check", "ordered_keys", "ser
 SOURCES = {"results"}
 #: The fields of the engine's objects that hold a prompt's Lua value.
 FIELDS = {"var", "argv", "env", "first_item", "cancelled_value", "resume_value", "msgs",
-          "var_proxy",
           "value",      # a Failure's raised value
           "items"}      # a fanout's original members (`FanoutArms.items`)
 #: Python functions that only look at a value's type or identity.
