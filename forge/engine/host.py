@@ -111,15 +111,12 @@ class Host:
             self._keys += 1
             key = chain.vm_key = self._keys
             self._vms[key] = chain
-        env, reset, argv = self._section_vm(
+        env, argv_reader = self._section_vm(
             self.lib, self._render, key, entry.encode(), ids.taskid(chain).encode("utf-8"),
             chain.section_name.encode("utf-8"), self._execution, self._section_count, _WHEN,
             index, chain.args, chain.var, first_entry and chain.has_item, chain.first_item, chain.argv, chain.in_h1)
-        chain.control = (reset, argv)
+        chain.argv_reader = argv_reader
         return env
-
-    def reset_prose(self, chain: Chain) -> None:
-        chain.control[0]()
 
     def render_entry(self, key: int):
         chain = self._vms.get(key)
@@ -154,7 +151,7 @@ class Host:
 
     def end_h1(self, chain: Chain) -> None:
         """The H1 pass hands over to the walk: argv freezes, claims restart."""
-        argv = chain.control[1]()
+        argv = chain.argv_reader()
         if argv is not None:
             err = self.lua.fn.json_check(argv, b"argv")
             if err is not None:

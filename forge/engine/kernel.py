@@ -129,16 +129,19 @@ class ReadyLabels(Sequence):
 
     def add(self, chain: Chain) -> None:
         self._ready.append(chain)
-        self._noted(chain, True)
+        if self.journal is not None:
+            self._noted(chain, True)
 
     def take(self, i: int) -> Chain:
         chain = self._ready.pop(i)
-        self._noted(chain, False)
+        if self.journal is not None:
+            self._noted(chain, False)
         return chain
 
     def drop(self, chain: Chain) -> None:
         self._ready.remove(chain)
-        self._noted(chain, False)
+        if self.journal is not None:
+            self._noted(chain, False)
 
     def follow(self) -> list[tuple[str, bool]]:
         """The journal, begun (the first time) with every chain ready now."""
@@ -149,11 +152,11 @@ class ReadyLabels(Sequence):
         return self.journal
 
     def _noted(self, chain: Chain, ready: bool) -> None:
-        """Journal a change (while a provider follows)."""
-        if self.journal is None:
-            return
+        """Journal a change (called only while a provider follows)."""
+        journal = self.journal
+        assert journal is not None
         label = chain.label
-        self.journal.append((label, ready))
+        journal.append((label, ready))
         if ready:
             arrival = self._arrival[label] = len(self.journal)
             self._arrivals.append(arrival)
@@ -231,7 +234,7 @@ class Scheduler:
         chain.timer = None
         # Nothing reads an ended chain's section VM again: let Lua collect it,
         # so a run's memory follows its live chains, not every chain it ran.
-        chain.env = chain.control = chain.first_item = None
+        chain.env = chain.argv_reader = chain.first_item = None
         # Its model-side section state lives on in the tasks its model
         # started (their notices), not through the chain.
         chain.section_state = None

@@ -51,6 +51,8 @@ def data_size(value: Any, entry: int = ENTRY_BYTES) -> int:
     total, todo = 0, [value]
     while todo:
         value = todo.pop()
+        if value is None:           # counts nothing: a spawn's absent input and item
+            continue
         if isinstance(value, (str, bytes)):
             total += len(value)
         elif isinstance(value, dict):
@@ -59,6 +61,6 @@ def data_size(value: Any, entry: int = ENTRY_BYTES) -> int:
         elif isinstance(value, (list, tuple)):
             total += entry * len(value)
             todo += value
-        elif value is not None:
+        else:
             total += entry
     return total

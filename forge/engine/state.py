@@ -114,8 +114,8 @@ class Chain:
     #: Per-section state for models and tools (forge.engine.models).
     section_state: Any = None
     current_block: LuaBlock | None = None
-    #: Lua-side controls of the current section VM (prose reset, argv).
-    control: Any = None
+    #: Reads the current section VM's `argv` (the H1 pass may reassign it).
+    argv_reader: Any = None
     #: The number naming this chain to the run's prose callback (0: none yet).
     vm_key: int = 0
     #: A stable name for scheduling choices and traces: `kind:id` (neither changes).

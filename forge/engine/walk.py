@@ -181,7 +181,6 @@ class Walk:
         if chain.block_index < len(chain.blocks):
             block = chain.blocks[chain.block_index]
             chain.current_block = block
-            self.host.reset_prose(chain)
             self.observer.emit(chain, "lua_chunk_started")
             chain.co = self.lua.block_coroutine(block.chunk, block.chunkname, chain.env)
             return
@@ -445,7 +444,7 @@ class Walk:
     def end_chain(self, chain: Chain, ok: bool, value: Any) -> None:
         """A chain ends by itself: settle what it owns, then tell its starter."""
         if ok:
-            leaked = endings.leaked(chain.owned)
+            leaked = endings.leaked(chain.owned) if chain.owned else ()
             if leaked:
                 id_list, message = endings.tasks_live([t.id for t in leaked])
                 self.settle_owned(chain, OwnerEnd.RETURNED)

@@ -857,7 +857,10 @@ E.frozen = frozen
 -- anything walks the environment's keys (`ordered_keys`) or replaces its
 -- metatable (`setmetatable_safe`): until then it is pending, and nothing a
 -- prompt can do tells the difference.
--- Returns the environment, the prose reset and the argv reader.
+-- Each environment's prose reset, which `run_block` calls as a block starts
+-- (every block reads its own prose).
+local prose_resets = setmetatable({}, { __mode = 'k' })
+-- Returns the environment and the argv reader.
 local function section_env(lib, args, sys, var, has_item, item, render, key, argv_value, in_h1)
   local env = base_env()
   local pending = { string = string_lib, table = table_lib, math = math_lib }
@@ -897,14 +900,15 @@ local function section_env(lib, args, sys, var, has_item, item, render, key, arg
       rawset(t, k, v)
     end,
   })
-  return env, function() prose_cache = nil end, function() return argv end
+  prose_resets[env] = function() prose_cache = nil end
+  return env, function() return argv end
 end
 
 -- A section entry's VM in one call from Python: `sys` from its fields, the
 -- guarded `var` over `backing`, `item` when the entry has one, and the
 -- environment.  `prose` renders through `render(key)`, the run's one prose
--- callback (key names the entry for Python).  Returns the environment, the
--- prose reset and the argv reader.
+-- callback (key names the entry for Python).  Returns the environment and
+-- the argv reader.
 E.section_vm = function(lib, render, key, id, taskid, section_name, execution, section_count,
                         when, index, args, backing, has_item, item, argv, in_h1)
   local sys = E.make_sys({
@@ -971,6 +975,9 @@ end
 -- raises at any instruction, and one raised outside the pcall would end the
 -- coroutine with an error instead of the block's result.
 run_block = function(source, chunkname, mode, env)
+  -- Before the hook is set: the budget counts the block's instructions only.
+  local reset_prose = prose_resets[env]
+  if reset_prose ~= nil then reset_prose() end
   register()
   sethook(hook, '', HOOK_EVERY)
   if abort ~= nil then return false, abort end
@@ -1069,6 +1076,7 @@ E.reset = function(max_instructions, message, seed, deadline, deadline_message)
   guarded = setmetatable({}, weak_keys)
   stamps = setmetatable({}, weak_keys)
   lazy_envs = setmetatable({}, weak_keys)
+  prose_resets = setmetatable({}, weak_keys)
   random_seed, reseeded = seed, false
   randomseed_raw(seed)
 end
