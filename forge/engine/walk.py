@@ -175,7 +175,8 @@ class Walk:
                 # pass, or one that handed over to an empty walk).
                 self.end_chain(chain, True, None)
                 return
-            self._enter_current(chain)
+            frame = chain.frames[-1]
+            self.enter_section(chain, frame.siblings[frame.pos])
             if chain.state != "running":
                 return
         if chain.block_index < len(chain.blocks):
@@ -185,11 +186,6 @@ class Walk:
             chain.co = self.lua.block_coroutine(block.chunk, block.chunkname, chain.env)
             return
         self._section_finished(chain)
-
-    def _enter_current(self, chain: Chain) -> None:
-        frame = chain.frames[-1]
-        index = frame.siblings[frame.pos]
-        self.enter_section(chain, index)
 
     def enter_section(self, chain: Chain, index: int | None) -> None:
         """A fresh section VM for `index` (None: the H1 pass)."""
