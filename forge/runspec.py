@@ -376,17 +376,15 @@ class Runner:
         outcome `crashed` (see `crashed`).
 
         A schedule that will make the choices of one watched before
-        (`forge.watched`) runs unwatched, and takes that run's violations
-        and identity once its choices are confirmed to be that run's; one
-        that is not confirmed runs again, watched."""
+        (`forge.watched`) runs unwatched, and takes that run's violations,
+        identity and observation once its choices are confirmed to be that
+        run's; one that is not confirmed runs again, watched."""
         seen = self._watched.predict(chooser)
         if seen is not None:
             run, crash = self.attempt(chooser, watch=False)
-            if crash is None:
-                obs = run.observation()
-                if seen.confirms(run, obs):
-                    run.trace.violations = list(seen.violations)
-                    return self._seen(obs, run, seen.identity)
+            if crash is None and seen.confirms(run):
+                run.trace.violations = list(seen.violations)
+                return self._seen(seen.observed(run), run, seen.identity)
             chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed,
                               orders=chooser.orders)
         run, crash = self.attempt(chooser)

@@ -42,6 +42,59 @@ def test_a_schedule_seen_before_runs_unwatched_and_gives_what_a_watched_run_give
     assert len(watched) == 40 + len(schedules) and len(schedules) == 2
 
 
+def test_a_confirmed_run_gives_a_copy_of_the_watched_runs_observation(monkeypatch):
+    """A schedule confirmed to be a watched run gives that run's observation,
+    rebuilt from the bytes kept, without building its own; a copy, so a
+    check that changes the data it is given changes nothing a later
+    schedule gets."""
+    from forge.engine.run import Run
+
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner, fresh = Runner(spec), Runner(spec)
+    built: list[int] = []
+    real = Run.observation
+
+    def counted(self):
+        built.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Run, "observation", counted)
+    firsts = {}
+    for seed in range(20):
+        obs, identity = runner.subject(Chooser(RandomProvider(seed), seed=seed))
+        fresh._watched = Watched()
+        assert (obs, identity) == fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+        firsts.setdefault(identity, obs)
+        obs["tasks"].clear()                    # what a careless check might do
+        obs["events"].append({"kind": "not the run's"})
+    # Each runner built the observation of the 20 fresh runs, and the memo
+    # runner only those of the two distinct schedules it watched.
+    assert len(firsts) == 2 and len(built) == 20 + 2
+    assert all(s.observation is not None for s in _leaves(runner._watched.roots[False]))
+
+
+def test_observations_past_the_budget_are_not_kept(monkeypatch):
+    import forge.watched as watched_module
+
+    monkeypatch.setattr(watched_module, "MAX_OBSERVATION_BYTES", 10)
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner, fresh = Runner(spec), Runner(spec)
+    for seed in range(6):
+        fresh._watched = Watched()
+        assert runner.subject(Chooser(RandomProvider(seed), seed=seed)) == \
+            fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+    leaves = _leaves(runner._watched.roots[False])
+    assert leaves and all(s.observation is None for s in leaves)
+    assert runner._watched.observation_bytes == 0
+
+
+def _leaves(node) -> list[Seen]:
+    found = [node.seen] if node.seen is not None else []
+    for below in node.below.values():
+        found += _leaves(below)
+    return found
+
+
 def test_violations_are_the_watched_runs_own():
     spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-delivery.md"))
     with variation.switched("delivery.double-delivery"):
