@@ -247,10 +247,13 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+_PLAIN_DICT = frozenset((dict,))
+
+
 def _freeze_entries(values: Sequence[Any]) -> tuple[Any, ...]:
     """A list of JSON data frozen (`_freeze`): at once, when every entry is a
     plain dict, as a run's events are."""
-    if all(type(v) is dict for v in values):
+    if set(map(type, values)) <= _PLAIN_DICT:     # every entry's type is dict (C calls alone)
         return tuple(map(_LaterMap, values))
     frozen: tuple[Any, ...] = _freeze(list(values))
     return frozen

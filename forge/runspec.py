@@ -260,6 +260,8 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
+    if seed is None and not strategy:
+        return Chooser(Canonical())         # `forge run` alone: the canonical schedule, seed 0
     try:
         chosen, path = parse(strategy) if strategy else (None, "")
     except ValueError:
@@ -283,8 +285,10 @@ def in_mode(spec: RunSpec, strategy: str | None) -> RunSpec:
     (`forge.sim.orders`) for a strategy that declares it, else as it is.
     `strategy` is a name or a one-run spelling; an unknown one is left to
     its own refusal."""
+    if not strategy:
+        return spec
     try:
-        chosen = lookup((strategy or "").partition(":")[0])
+        chosen = lookup(strategy.partition(":")[0])
     except KeyError:
         return spec
     return attrs.evolve(spec, orders=True) if chosen.orders else spec
@@ -322,18 +326,28 @@ class Runner:
         self._refusals = {op: tuple(paths) for op, paths in spec.refusals.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
         self._config_keywords = engine_keywords(spec, "config")
+        #: The latency models runs take, by (orders mode, ties): frozen, and
+        #: the engine only reads them, so one serves every run of its kind.
+        self._latency: dict[tuple[bool, bool], LatencyModel] = {}
+        #: The last run's config: the next run of the same seed takes it (frozen).
+        self._config: RunConfig | None = None
 
     def _harness(self, chooser: Chooser):
+        """A new harness for one run (its store and faults are the run's own)
+        and the run's config."""
         spec = self.spec
-        harness = Harness.seeded(spec.store_files,
-                                 latency_model=LatencyModel(dict(spec.latency_base),
-                                                            spec.latency_menu,
-                                                            spec.orders or chooser.orders,
-                                                            _ties(spec, chooser)),
+        kind = (spec.orders or chooser.orders, _ties(spec, chooser))
+        latency = self._latency.get(kind)
+        if latency is None:
+            latency = self._latency[kind] = LatencyModel(dict(spec.latency_base),
+                                                         spec.latency_menu, *kind)
+        harness = Harness.seeded(spec.store_files, latency_model=latency,
                                  model=self.model, operator=self.operator, tool=self.tool,
                                  refusals=dict(self._refusals), **self._harness_keywords)
         harness.attach_faults(spec.fault_plan, chooser)
-        config = RunConfig(seed=chooser.seed, **self._config_keywords)
+        config = self._config
+        if config is None or config.seed != chooser.seed:
+            config = self._config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
     def run(self, chooser: Chooser):
