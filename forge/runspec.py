@@ -58,7 +58,7 @@ from forge.sim.explore import PROBES
 from forge.sim.strategies import lookup, parse
 from forge.sim.trace import canonical_json
 from forge.toolscript import tool_script_from_data
-from forge.watched import Watched
+from forge.watched import Watched, own_copy
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -657,7 +657,9 @@ class UserCheck:
     strings, each a problem; when it raises (an `AssertionError`'s message
     is the problem, any other exception is reported as raised); and when it
     returns anything else, which is named.  Each problem starts `check
-    NAME`.  Being a plain value, it pickles when `fn` and `adapt` do.
+    NAME`.  The function gets a copy of the observation's data, its own
+    (`forge.watched.own_copy`: schedules share the kit's), or what `adapt`
+    makes of it.  Being a plain value, it pickles when `fn` and `adapt` do.
     """
 
     fn: Any
@@ -667,7 +669,8 @@ class UserCheck:
     def __call__(self, obs: dict) -> list[str]:
         name = self.name
         try:
-            return self._problems(self.fn(obs if self.adapt is None else self.adapt(obs)))
+            return self._problems(self.fn(own_copy(obs) if self.adapt is None
+                                          else self.adapt(obs)))
         except AssertionError as e:
             return [f"check {name}: {e}" if str(e) else f"check {name} failed"]
         except Exception as e:  # noqa: BLE001 - a failing oracle is a failed check

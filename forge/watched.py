@@ -27,12 +27,15 @@ identity its own; otherwise the runner runs it again, watched.
 
 A confirmed run's observation is the watched run's too: the observation is
 a function of the run, and the run is that run.  So the watched run's
-observation is kept as well (`Seen.observation`, its `marshal` bytes,
-while the tree's kept observations stay within `MAX_OBSERVATION_BYTES`)
-and a confirmed run gives a copy of it (`Seen.observed`) instead of
-building its own: about a tenth of a small run's cost, most of it hashing
-the trace again.  A copy, rebuilt from the bytes each time, so a check that
-changes the data it is given changes nothing a later schedule gets.
+observation is kept as well (`Seen.observation`, while the tree's kept
+observations stay within `MAX_OBSERVATION_BYTES` as `marshal` writes them)
+and a confirmed run gives it (`Seen.observed`) instead of building its
+own: about a tenth of a small run's cost, most of it hashing the trace
+again.  The one dict then serves every schedule that repeats the run, so
+it is read-only data: the kit never changes an observation's values (it
+adds its own keys to a copy of the top level: `with_violations`,
+`Runner.probed`), and a user's check or probe handed the raw data gets a
+copy of its own (`UserCheck`, `forge.probes.UserProbe`).
 
 What does not live here: the watchers (`forge.conformance.oracles`), the
 monitors (`forge.liveness`), running and probing (`forge.runspec.Runner`).
@@ -40,6 +43,7 @@ monitors (`forge.liveness`), running and probing (`forge.runspec.Runner`).
 
 from __future__ import annotations
 
+import copy
 import marshal
 from collections.abc import Sequence
 from typing import Any
@@ -62,12 +66,12 @@ MAX_OBSERVATION_BYTES = 16 * 1024 * 1024
 class Seen:
     """A watched run: its choices as (kind, options, value), what the
     watchers found (`forge.sim.trace.Violation`s), its identity, and its
-    observation as `marshal` bytes (None: not kept)."""
+    observation (read-only; None: not kept)."""
 
     choices: tuple[tuple[str, int, int], ...]
     violations: tuple[Any, ...]
     identity: str
-    observation: bytes | None = None
+    observation: dict | None = attrs.field(default=None, eq=False, repr=False)
 
     def confirms(self, run: Any) -> bool:
         """Whether the finished `run` is the run seen: the same choices, its
@@ -78,12 +82,20 @@ class Seen:
                 and _choices(run.chooser) == self.choices)
 
     def observed(self, run: Any) -> dict:
-        """The observation of `run`, confirmed to be the run seen: a copy of
-        the one kept, else the run's own."""
-        if self.observation is None:
-            return run.observation()
-        obs: dict = marshal.loads(self.observation)
-        return obs
+        """The observation of `run`, confirmed to be the run seen: the one
+        kept (read-only), else the run's own."""
+        return run.observation() if self.observation is None else self.observation
+
+
+def own_copy(obs: dict) -> dict:
+    """A copy of an observation's JSON data for a user's function to keep or
+    change: the kit's observations are read-only data that schedules share
+    (see the module docstring)."""
+    try:
+        copied: dict = marshal.loads(marshal.dumps(obs))
+    except ValueError:          # not JSON data alone (`marshal` writes JSON's types)
+        copied = copy.deepcopy(obs)
+    return copied
 
 
 def _choices(chooser: Chooser) -> tuple[tuple[str, int, int], ...]:
@@ -165,15 +177,15 @@ class Watched:
             node.seen = Seen(_choices(chooser), tuple(run.trace.violations), identity,
                              self._kept(obs))
 
-    def _kept(self, obs: dict) -> bytes | None:
-        """`obs` as bytes to keep, if they fit the budget; None when they do
-        not, or when it holds what `marshal` does not write (the engine's
-        observations are JSON data: dicts, lists, strings, numbers)."""
+    def _kept(self, obs: dict) -> dict | None:
+        """`obs`, to keep, if it fits the budget (its size as `marshal`
+        writes it); None when it does not, or when it holds what `marshal`
+        does not write (the engine's observations are JSON data)."""
         try:
-            data = marshal.dumps(obs)
+            size = len(marshal.dumps(obs))
         except ValueError:
             return None
-        if self.observation_bytes + len(data) > MAX_OBSERVATION_BYTES:
+        if self.observation_bytes + size > MAX_OBSERVATION_BYTES:
             return None
-        self.observation_bytes += len(data)
-        return data
+        self.observation_bytes += size
+        return obs
