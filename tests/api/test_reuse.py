@@ -1,10 +1,12 @@
 """What the Python API keeps between calls, and that keeping it changes nothing.
 
 `forge.api` keeps recent run set-ups (the spec and its `Runner`) keyed by
-the prompt's text and the options, and freezes an observation's values
-when they are first read.  These tests hold that an edited prompt file is
-run as edited, that options naming files are read afresh, and that a lazily
-frozen observation is the eagerly frozen one: equal, read-only, pickling.
+the prompt's text and the options, and recent campaigns' set-ups
+(`forge.repro.Shelf`), and freezes an observation's values when they are
+first read.  These tests hold that an edited prompt file is run as edited,
+that options naming files are read afresh, that a campaign taking a kept
+set-up reports what a fresh one does, and that a lazily frozen
+observation is the eagerly frozen one: equal, read-only, pickling.
 """
 
 from __future__ import annotations
