@@ -41,7 +41,11 @@ is the ratios; the absolute rates are for this machine only.
   two-tasks on the reused runtime (`--rss-runs` sets the second count).
 - `python_calls_per_run`: the Python function calls one run of two-tasks
   (and of the walk prompt) makes, counted under cProfile: the same on any
-  machine, so a change too small for CPU time's noise still shows.
+  machine, so a change too small for CPU time's noise still shows; and
+  those of `api.run_prompt` and of one schedule of `api.explore` (random)
+  on two-tasks, the public API's path around the same run.  A measured
+  `explore` call takes the set-up the call before it left
+  (`forge.repro.Shelf`), as a user's second campaign of a prompt does.
 
 A run takes an idle runtime and gives it back (`forge.lua.runtime`); a
 test checks over every example and case that such runs are byte-identical
@@ -215,16 +219,17 @@ def _created(prompt):
     return run
 
 
-def python_calls(prompt) -> int:
-    """Python function calls (built-ins included) one run and its observation
-    make, on a reused runtime: a figure no machine's load moves, for changes
-    smaller than CPU time's noise."""
-    run_prompt(prompt).observation()        # the runtime and every cache warm
+def python_calls(call, runs: int = 1) -> int:
+    """Python function calls (built-ins included) `call()` makes per run (it
+    makes `runs`), warm (a reused runtime, every cache filled by a call
+    before): a figure no machine's load moves, for changes smaller than CPU
+    time's noise."""
+    call()
     profile = cProfile.Profile()
     profile.enable()
-    run_prompt(prompt).observation()
+    call()
     profile.disable()
-    return sum(entry.callcount for entry in profile.getstats())
+    return round(sum(entry.callcount for entry in profile.getstats()) / runs)
 
 
 def phase_split(prompt, runs: int) -> dict:
@@ -409,7 +414,14 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "explore_schedules": 1 / med["explore_schedule"],
     }
     out["phases"] = phase_split(two, 2_000 if quick else 10_000)
-    out["python_calls_per_run"] = {"two_tasks": python_calls(two), "walk_call_store": python_calls(walk)}
+    out["python_calls_per_run"] = {
+        "two_tasks": python_calls(lambda: run_prompt(two).observation()),
+        "walk_call_store": python_calls(lambda: run_prompt(walk).observation()),
+        # The public API's path around the same run (issue 32): a call, and a schedule.
+        "api_run_prompt": python_calls(lambda: api.run_prompt(two_path)),
+        "api_explore_random": python_calls(
+            lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random"), EXPLORE_RUNS),
+    }
     if not quick:
         out["users"]["parallel_exhaustive"] = parallel_exhaustive()
         jump = parse_prompt(JUMP, "jump.md")

@@ -247,10 +247,13 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+_PLAIN_DICT = frozenset((dict,))
+
+
 def _freeze_entries(values: Sequence[Any]) -> tuple[Any, ...]:
     """A list of JSON data frozen (`_freeze`): at once, when every entry is a
     plain dict, as a run's events are."""
-    if all(type(v) is dict for v in values):
+    if set(map(type, values)) <= _PLAIN_DICT:     # every entry's type is dict (C calls alone)
         return tuple(map(_LaterMap, values))
     frozen: tuple[Any, ...] = _freeze(list(values))
     return frozen
@@ -838,13 +841,24 @@ def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: st
 _SETUPS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 #: How many set-ups are kept (the oldest goes first).
 _SETUPS_KEPT = 32
+#: Recent campaigns' set-ups (`forge.repro.Shelf`: the runner with the runs it
+#: watched, the canonical run, the kit's checks), for `explore` again on the
+#: same set-up; a few, as each may hold some megabytes.
+_CAMPAIGNS_KEPT = 4
+
+
+@_functools.cache
+def _campaigns() -> Any:
+    """The shelf of recent campaigns' set-ups (made on first use, as `forge.repro` is imported)."""
+    return _repro.Shelf(_CAMPAIGNS_KEPT)
 
 
 def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[float] | None,
-           options: Mapping[str, Any], where: str) -> tuple[Any, Any]:
+           options: Mapping[str, Any], where: str) -> tuple[Any, Any, Any]:
     """The `forge.run.spec.RunSpec` of the keywords `run_prompt` and `explore`
-    share (the prompt, the latency menu and the run options given) and its
-    `forge.runspec.Runner`, which parses the prompt and the scripts once.
+    share (the prompt, the latency menu and the run options given), its
+    `forge.runspec.Runner`, which parses the prompt and the scripts once,
+    and what the set-up is kept by (None: it is not kept).
 
     The prompt file is read on every call, so an edit is seen; a call whose
     prompt text, latency menu and options are those of a recent call gets
@@ -862,7 +876,7 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     key = _setup_key(path, text, latency_menu, options)
     found = _SETUPS.get(key) if key is not None else None
     if found is not None:
-        return found
+        return (*found, key)
     if prompt is not None:      # a file's bad prompt is refused before its options
         _runspec.check_prompt_text(path, text)
     spec = _spec(path, text, latency_menu, options)
@@ -871,7 +885,7 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
         if len(_SETUPS) >= _SETUPS_KEPT:
             del _SETUPS[next(iter(_SETUPS))]
         _SETUPS[key] = made
-    return made
+    return (*made, key)
 
 
 def _setup_key(path: str, text: str, latency_menu: Sequence[float] | None,
@@ -998,7 +1012,7 @@ def run_prompt(prompt: PathLike | None = None, *, source: str | None = None,
             the flag that sets it refuses it (`seed` past 64 bits, a ceiling
             of 0 tasks, a cancel instant that is NaN, a store path with `..`).
     """
-    spec, runner = _setup(prompt, source, latency_menu, options, where="run_prompt")
+    spec, runner, _ = _setup(prompt, source, latency_menu, options, where="run_prompt")
     moded = _runspec.in_mode(spec, strategy)
     if moded is not spec:       # a strategy that runs in orders mode: a spec of its own
         spec, runner = moded, _runspec.Runner(moded)
@@ -1240,7 +1254,7 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
         raise InputError("explore: fair makes the reference engine's schedules fair in one "
                          "process; leave workers at 1 and backend local, and use a strategy "
                          "that draws schedules, not an exhaustive walk")
-    spec, _ = _setup(prompt, source, latency_menu, options, where="explore")
+    spec, _, kept_as = _setup(prompt, source, latency_menu, options, where="explore")
     extra = _user_checks(checks)
     users = tuple(_probing.UserProbe(p, _check_name(p), Observation._of) for p in probes)
     _probing.check_required(require, [p.name for p in users], where="require")
@@ -1270,7 +1284,8 @@ def explore(prompt: PathLike | None = None, *, source: str | None = None,
                                         max_deviations=max_deviations, reduce=reduce,
                                         shrink_budget=shrink_budget, progress=progress,
                                         extra_checks=extra, probes=users,
-                                        pct_horizon=pct_horizon, fair=fair)
+                                        pct_horizon=pct_horizon, fair=fair,
+                                        kept=_campaigns(), kept_as=kept_as)
     report, found = outcome.report, outcome.failure
     failures: tuple[Failure, ...] = ()
     if found is not None:

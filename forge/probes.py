@@ -30,6 +30,7 @@ import attrs
 from forge.engine.rules.endings import AbandonReason
 from forge.errors import InputError
 from forge.harness import FAULT_KINDS
+from forge.watched import own_copy
 
 
 @attrs.frozen
@@ -208,7 +209,8 @@ OBSERVED: tuple[str, ...] = tuple(p.name for p in CATALOGUE if p.events)
 @attrs.frozen
 class UserProbe:
     """A user's probe: hit when `fn(observation data)` returns a true value
-    (the Python API's `adapt` the data to an `Observation` first).  A probe
+    (a copy of the data, its own: `forge.watched.own_copy`; the Python
+    API's `adapt` the data to an `Observation` instead).  A probe
     that raises is not hit (a probe measures; it never fails a run)."""
 
     fn: Any
@@ -217,7 +219,7 @@ class UserProbe:
 
     def __call__(self, obs: dict) -> bool:
         try:
-            return bool(self.fn(obs if self.adapt is None else self.adapt(obs)))
+            return bool(self.fn(own_copy(obs) if self.adapt is None else self.adapt(obs)))
         except Exception:  # noqa: BLE001 - a probe that cannot tell was not reached
             return False
 

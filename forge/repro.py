@@ -7,7 +7,9 @@ canonical run.  `replay_file` reads a replay file, rebuilds the run it
 records, re-checks the recorded expectation and says whether the failure
 reproduced, where the choices drifted, and whether the trace is the
 recorded one byte for byte.  `check_bound` refuses a deviation bound a
-strategy would ignore, `check_seeds` a seed range past 64 bits.  These
+strategy would ignore, `check_seeds` a seed range past 64 bits.  A
+`Shelf` keeps a campaign's set-up (its runner, canonical run and kit
+checks) for the next campaign of the same spec (the Python API's).  These
 return frozen values; the click commands
 (`forge.commands.explore`, `forge.commands.replay`) only print them, and the
 Python API (`forge.api`) wraps them in its public frozen values.  Neither
@@ -20,11 +22,13 @@ search strategies and the shrinker (`sim`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import attrs
 
+from forge import variation
 from forge.errors import InputError
 from forge.limits import I64_MAX
 from forge.lua.backstop import BACKSTOP_KIND
@@ -116,7 +120,8 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
                    shrink_budget: int = 3000, pct_horizon: int | None = None,
                    progress: Callable[[int], None] | None = None,
                    extra_checks: Sequence[Callable[[dict], list[str]]] = (),
-                   probes: Sequence = (), fair: int | None = None) -> ExploreOutcome:
+                   probes: Sequence = (), fair: int | None = None,
+                   kept: Shelf | None = None, kept_as: Hashable = None) -> ExploreOutcome:
     """Run `spec` under `runs` schedules; the first failure comes back shrunk.
 
     `extra_checks` run beside `expect`'s on every schedule (the Python API's
@@ -126,13 +131,22 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     `pct_horizon` is where PCT's learned horizon starts (None: learned
     from the first run), as a failure's one-line rerun gives it.  `fair`
     makes each schedule fair after its first `fair` chain picks
-    (`forge.sim.fair`), what the ready-chain liveness bound assumes."""
+    (`forge.sim.fair`), what the ready-chain liveness bound assumes.
+    `kept` holds campaign set-ups between calls (`Shelf`), `kept_as` names
+    the set-up `spec` came from (the same for the same prompt text and
+    options): the campaign takes its set-up from there and gives it back."""
     from forge.sim.exhaustive import exhaustive
 
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
     spec = in_mode(spec, strategy)
-    runner, canonical, checks = prepare(spec, expect, extra_checks, probes)
+    # A mutant's canonical run is not the reference's: the sites switched on are in the key.
+    key = None if kept is None or kept_as is None else (
+        kept_as, spec.orders, expect, variation.switched_on())
+    made = kept.take(key) if key is not None else None
+    runner, canonical, kit = made if made is not None else set_up(spec, expect)
+    runner.probes = tuple(probes)       # this campaign's (a kept runner had another's)
+    checks = [kit, *expect.named_checks(), *extra_checks]
     if walks:
         report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
                             max_deviations=max_deviations, shrink_budget=shrink_budget)
@@ -140,7 +154,10 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
         report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
                          progress=progress, horizon=pct_horizon, fair=fair)
-    return outcome_of(runner, canonical, checks, expect, report)
+    outcome = outcome_of(runner, canonical, checks, expect, report)
+    if key is not None:
+        kept.give(key, (runner, canonical, kit))
+    return outcome
 
 
 def check_bound(strategy: str, max_deviations: int | None) -> None:
@@ -178,12 +195,60 @@ def prepare(spec: RunSpec, expect: Expectation,
     """The runner of `spec` (trying users' `probes` on every schedule), its
     canonical run, and the checks every schedule must pass (which depend on
     the canonical observation)."""
+    runner, canonical, kit = set_up(spec, expect, probes)
+    return runner, canonical, [kit, *expect.named_checks(), *extra_checks]
+
+
+def set_up(spec: RunSpec, expect: Expectation, probes: Sequence = ()) -> tuple:
+    """What a campaign of `spec` under `expect` needs before its first
+    schedule: the runner, the canonical run and the kit's checks
+    (`KitChecks`, which depend on the canonical observation)."""
     runner = Runner(spec, probes)
     canonical = runner.run(Chooser(Canonical()))
-    kit = KitChecks(runner, expect.kit_checks(canonical.observation(),
-                                              faulty=bool(spec.fault_plan)))
-    checks = [kit, *expect.named_checks(), *extra_checks]
-    return runner, canonical, checks
+    return runner, canonical, KitChecks(runner, expect.kit_checks(
+        canonical.observation(), faulty=bool(spec.fault_plan)))
+
+
+class Shelf:
+    """Campaign set-ups (`set_up`) kept from one campaign to the next of the
+    same spec and expectation: the runner with its parsed prompt and the
+    runs it watched (`forge.watched`), the canonical run, and the kit's
+    checks with the problems they found by schedule identity.  A set-up is
+    a function of what it is kept by, so a campaign that takes one gives
+    what a fresh one gives, without the canonical run or watching again the
+    schedules watched before.
+
+    A campaign takes its set-up off the shelf (`take`) and gives it back
+    when it is done (`give`), so two campaigns at once (in two threads)
+    never share one: the second makes its own.  At most `most` are kept,
+    the oldest going first, and only small ones (`SMALL_NODES`,
+    `SMALL_BYTES`): a prompt with many distinct schedules gains little
+    from the runs watched and would keep much memory."""
+
+    #: The most decisions a kept set-up's watched runs hold.
+    SMALL_NODES = 20_000
+    #: The most bytes of observations they hold (`forge.watched.MAX_OBSERVATION_BYTES`).
+    SMALL_BYTES = 2 * 1024 * 1024
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._kept: dict[Hashable, tuple] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: Hashable) -> tuple | None:
+        with self._lock:
+            return self._kept.pop(key, None)
+
+    def give(self, key: Hashable, made: tuple) -> None:
+        watched = made[0]._watched
+        if watched.nodes > self.SMALL_NODES or watched.observation_bytes > self.SMALL_BYTES:
+            return
+        with self._lock:
+            self._kept.pop(key, None)
+            while self._kept and len(self._kept) >= self.most:
+                del self._kept[next(iter(self._kept))]
+            if self.most > 0:
+                self._kept[key] = made
 
 
 def outcome_of(runner: Runner, canonical, checks: Sequence[Callable[[dict], list[str]]],

@@ -58,7 +58,7 @@ from forge.sim.explore import PROBES
 from forge.sim.strategies import lookup, parse
 from forge.sim.trace import canonical_json
 from forge.toolscript import tool_script_from_data
-from forge.watched import Watched
+from forge.watched import Watched, own_copy
 from forge.verdict import Verdict, result_check
 
 #: At most this many steps a cancel fault may land before (the first ones of
@@ -260,6 +260,8 @@ def run_chooser(seed: int | None, strategy: str | None) -> Chooser:
         InputError: an unknown strategy spelling (`forge.assembly.make_chooser`),
             or an unusable replay file.
     """
+    if seed is None and not strategy:
+        return Chooser(Canonical())         # `forge run` alone: the canonical schedule, seed 0
     try:
         chosen, path = parse(strategy) if strategy else (None, "")
     except ValueError:
@@ -283,8 +285,10 @@ def in_mode(spec: RunSpec, strategy: str | None) -> RunSpec:
     (`forge.sim.orders`) for a strategy that declares it, else as it is.
     `strategy` is a name or a one-run spelling; an unknown one is left to
     its own refusal."""
+    if not strategy:
+        return spec
     try:
-        chosen = lookup((strategy or "").partition(":")[0])
+        chosen = lookup(strategy.partition(":")[0])
     except KeyError:
         return spec
     return attrs.evolve(spec, orders=True) if chosen.orders else spec
@@ -322,18 +326,28 @@ class Runner:
         self._refusals = {op: tuple(paths) for op, paths in spec.refusals.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
         self._config_keywords = engine_keywords(spec, "config")
+        #: The latency models runs take, by (orders mode, ties): frozen, and
+        #: the engine only reads them, so one serves every run of its kind.
+        self._latency: dict[tuple[bool, bool], LatencyModel] = {}
+        #: The last run's config: the next run of the same seed takes it (frozen).
+        self._config: RunConfig | None = None
 
     def _harness(self, chooser: Chooser):
+        """A new harness for one run (its store and faults are the run's own)
+        and the run's config."""
         spec = self.spec
-        harness = Harness.seeded(spec.store_files,
-                                 latency_model=LatencyModel(dict(spec.latency_base),
-                                                            spec.latency_menu,
-                                                            spec.orders or chooser.orders,
-                                                            _ties(spec, chooser)),
+        kind = (spec.orders or chooser.orders, _ties(spec, chooser))
+        latency = self._latency.get(kind)
+        if latency is None:
+            latency = self._latency[kind] = LatencyModel(dict(spec.latency_base),
+                                                         spec.latency_menu, *kind)
+        harness = Harness.seeded(spec.store_files, latency_model=latency,
                                  model=self.model, operator=self.operator, tool=self.tool,
                                  refusals=dict(self._refusals), **self._harness_keywords)
         harness.attach_faults(spec.fault_plan, chooser)
-        config = RunConfig(seed=chooser.seed, **self._config_keywords)
+        config = self._config
+        if config is None or config.seed != chooser.seed:
+            config = self._config = RunConfig(seed=chooser.seed, **self._config_keywords)
         return harness, config
 
     def run(self, chooser: Chooser):
@@ -376,17 +390,15 @@ class Runner:
         outcome `crashed` (see `crashed`).
 
         A schedule that will make the choices of one watched before
-        (`forge.watched`) runs unwatched, and takes that run's violations
-        and identity once its choices are confirmed to be that run's; one
-        that is not confirmed runs again, watched."""
+        (`forge.watched`) runs unwatched, and takes that run's violations,
+        identity and observation once its choices are confirmed to be that
+        run's; one that is not confirmed runs again, watched."""
         seen = self._watched.predict(chooser)
         if seen is not None:
             run, crash = self.attempt(chooser, watch=False)
-            if crash is None:
-                obs = run.observation()
-                if seen.confirms(run, obs):
-                    run.trace.violations = list(seen.violations)
-                    return self._seen(obs, run, seen.identity)
+            if crash is None and seen.confirms(run):
+                run.trace.violations = list(seen.violations)
+                return self._seen(seen.observed(run), run, seen.identity)
             chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed,
                               orders=chooser.orders)
         run, crash = self.attempt(chooser)
@@ -645,7 +657,9 @@ class UserCheck:
     strings, each a problem; when it raises (an `AssertionError`'s message
     is the problem, any other exception is reported as raised); and when it
     returns anything else, which is named.  Each problem starts `check
-    NAME`.  Being a plain value, it pickles when `fn` and `adapt` do.
+    NAME`.  The function gets a copy of the observation's data, its own
+    (`forge.watched.own_copy`: schedules share the kit's), or what `adapt`
+    makes of it.  Being a plain value, it pickles when `fn` and `adapt` do.
     """
 
     fn: Any
@@ -655,7 +669,8 @@ class UserCheck:
     def __call__(self, obs: dict) -> list[str]:
         name = self.name
         try:
-            return self._problems(self.fn(obs if self.adapt is None else self.adapt(obs)))
+            return self._problems(self.fn(own_copy(obs) if self.adapt is None
+                                          else self.adapt(obs)))
         except AssertionError as e:
             return [f"check {name}: {e}" if str(e) else f"check {name} failed"]
         except Exception as e:  # noqa: BLE001 - a failing oracle is a failed check

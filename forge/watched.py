@@ -25,12 +25,26 @@ choices to that run's, its seed to unread and its ending to its own (not
 the CPU-time backstop's), and only then are the kept violations and
 identity its own; otherwise the runner runs it again, watched.
 
+A confirmed run's observation is the watched run's too: the observation is
+a function of the run, and the run is that run.  So the watched run's
+observation is kept as well (`Seen.observation`, while the tree's kept
+observations stay within `MAX_OBSERVATION_BYTES` as `marshal` writes them)
+and a confirmed run gives it (`Seen.observed`) instead of building its
+own: about a tenth of a small run's cost, most of it hashing the trace
+again.  The one dict then serves every schedule that repeats the run, so
+it is read-only data: the kit never changes an observation's values (it
+adds its own keys to a copy of the top level: `with_violations`,
+`Runner.probed`), and a user's check or probe handed the raw data gets a
+copy of its own (`UserCheck`, `forge.probes.UserProbe`).
+
 What does not live here: the watchers (`forge.conformance.oracles`), the
 monitors (`forge.liveness`), running and probing (`forge.runspec.Runner`).
 """
 
 from __future__ import annotations
 
+import copy
+import marshal
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,24 +56,46 @@ from forge.sim.chooser import Chooser
 
 #: The most decisions the tree keeps (its nodes); past it, runs are no longer kept.
 MAX_NODES = 200_000
+#: The most bytes of watched runs' observations the tree keeps (`Seen.observation`);
+#: past it, a run is kept without its observation, and a run confirmed to be
+#: it builds its own.
+MAX_OBSERVATION_BYTES = 16 * 1024 * 1024
 
 
 @attrs.frozen
 class Seen:
     """A watched run: its choices as (kind, options, value), what the
-    watchers found (`forge.sim.trace.Violation`s) and its identity."""
+    watchers found (`forge.sim.trace.Violation`s), its identity, and its
+    observation (read-only; None: not kept)."""
 
     choices: tuple[tuple[str, int, int], ...]
     violations: tuple[Any, ...]
     identity: str
+    observation: dict | None = attrs.field(default=None, eq=False, repr=False)
 
-    def confirms(self, run: Any, obs: dict) -> bool:
-        """Whether `run` (its observation `obs`) is the run seen: the same
-        choices, its seed never read, and an ending of its own."""
-        error = obs.get("error")
+    def confirms(self, run: Any) -> bool:
+        """Whether the finished `run` is the run seen: the same choices, its
+        seed never read, and an ending of its own (not the backstop's)."""
+        error = run.error
         return (run.seed_independent()
-                and not (isinstance(error, dict) and error.get("kind") == BACKSTOP_KIND)
+                and not (error is not None and error.kind == BACKSTOP_KIND)
                 and _choices(run.chooser) == self.choices)
+
+    def observed(self, run: Any) -> dict:
+        """The observation of `run`, confirmed to be the run seen: the one
+        kept (read-only), else the run's own."""
+        return run.observation() if self.observation is None else self.observation
+
+
+def own_copy(obs: dict) -> dict:
+    """A copy of an observation's JSON data for a user's function to keep or
+    change: the kit's observations are read-only data that schedules share
+    (see the module docstring)."""
+    try:
+        copied: dict = marshal.loads(marshal.dumps(obs))
+    except ValueError:          # not JSON data alone (`marshal` writes JSON's types)
+        copied = copy.deepcopy(obs)
+    return copied
 
 
 def _choices(chooser: Chooser) -> tuple[tuple[str, int, int], ...]:
@@ -84,6 +120,8 @@ class Watched:
         #: The tree of each mode, by `Chooser.orders`.
         self.roots = {False: _Node(), True: _Node()}
         self.nodes = 2
+        #: The bytes of the observations kept (`MAX_OBSERVATION_BYTES`).
+        self.observation_bytes = 0
         #: The variation sites on when the runs were kept: a mutant's runs
         #: are not the reference's.
         self.sites = variation.switched_on()
@@ -136,4 +174,18 @@ class Watched:
                 self.nodes += 1
             node = nxt
         if node.decision is None and node.seen is None:
-            node.seen = Seen(_choices(chooser), tuple(run.trace.violations), identity)
+            node.seen = Seen(_choices(chooser), tuple(run.trace.violations), identity,
+                             self._kept(obs))
+
+    def _kept(self, obs: dict) -> dict | None:
+        """`obs`, to keep, if it fits the budget (its size as `marshal`
+        writes it); None when it does not, or when it holds what `marshal`
+        does not write (the engine's observations are JSON data)."""
+        try:
+            size = len(marshal.dumps(obs))
+        except ValueError:
+            return None
+        if self.observation_bytes + size > MAX_OBSERVATION_BYTES:
+            return None
+        self.observation_bytes += size
+        return obs

@@ -1,15 +1,18 @@
 """What the Python API keeps between calls, and that keeping it changes nothing.
 
 `forge.api` keeps recent run set-ups (the spec and its `Runner`) keyed by
-the prompt's text and the options, and freezes an observation's values
-when they are first read.  These tests hold that an edited prompt file is
-run as edited, that options naming files are read afresh, and that a lazily
-frozen observation is the eagerly frozen one: equal, read-only, pickling.
+the prompt's text and the options, and recent campaigns' set-ups
+(`forge.repro.Shelf`), and freezes an observation's values when they are
+first read.  These tests hold that an edited prompt file is run as edited,
+that options naming files are read afresh, that a campaign taking a kept
+set-up reports what a fresh one does, and that a lazily frozen
+observation is the eagerly frozen one: equal, read-only, pickling.
 """
 
 from __future__ import annotations
 
 import json
+import pathlib
 import pickle
 
 import pytest
@@ -17,6 +20,8 @@ import pytest
 import forge.api as api
 from forge.engine.run import run_prompt
 from forge.prompt import load_prompt
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 PROMPT = """---
 name: reuse
@@ -93,3 +98,86 @@ def test_from_dict_keeps_no_reference_to_the_callers_data():
     data["tasks"]["0.0"]["state"] = "changed"
     assert obs.events[0]["kind"] != "changed"
     assert obs.tasks["0.0"]["state"] != "changed"
+
+
+def _set_ups(monkeypatch) -> list[int]:
+    """Count the campaign set-ups made (`forge.repro.set_up`)."""
+    from forge import repro
+
+    made: list[int] = []
+    real = repro.set_up
+
+    def counted(*args, **kwargs):
+        made.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(repro, "set_up", counted)
+    return made
+
+
+def test_explore_again_takes_the_campaign_set_up_and_reports_the_same(tmp_path, monkeypatch):
+    """A second campaign of the same prompt text and settings takes the first's
+    set-up (runner, watched runs, canonical run, kit checks) and reports what
+    a fresh one reports; an edited file or other settings make their own
+    (kit: explore-report)."""
+    from forge import repro
+
+    path = tmp_path / "p.md"
+    path.write_text((EXAMPLES / "two-tasks.md").read_text(encoding="utf-8"), encoding="utf-8")
+    made = _set_ups(monkeypatch)
+    shelf = repro.Shelf(4)
+    monkeypatch.setattr(api, "_campaigns", lambda: shelf)
+    reports = [api.explore(path, runs=30, strategy=s) for s in ("random", "random", "pct", "pct")]
+    assert len(made) == 2                       # one per mode: random's and PCT's orders mode
+    assert reports[0] == reports[1] and reports[2] == reports[3]
+    monkeypatch.setattr(api, "_campaigns", lambda: repro.Shelf(0))   # keeps nothing
+    assert api.explore(path, runs=30, strategy="random") == reports[0]
+    monkeypatch.setattr(api, "_campaigns", lambda: shelf)
+    assert api.explore(path, runs=30, strategy="random", same_ids=False) == reports[0]
+    assert len(made) == 4                       # the shelf that keeps nothing; other checks
+    path.write_text(PROMPT.format(word="edited"))
+    assert api.explore(path, runs=3, strategy="random").runs == 3
+    assert len(made) == 5
+
+
+def test_a_failing_campaign_again_finds_the_same_failure(monkeypatch):
+    from forge import repro
+
+    shelf = repro.Shelf(4)
+    monkeypatch.setattr(api, "_campaigns", lambda: shelf)
+    made = _set_ups(monkeypatch)
+    path = EXAMPLES / "race.md"
+    first = api.explore(path, runs=40, strategy="random", schedule_independent=True)
+    again = api.explore(path, runs=40, strategy="random", schedule_independent=True)
+    assert not first.ok and first == again and len(made) == 1
+
+
+def test_a_mutants_campaign_does_not_take_the_references_set_up(monkeypatch):
+    from forge import repro, variation
+
+    shelf = repro.Shelf(4)
+    monkeypatch.setattr(api, "_campaigns", lambda: shelf)
+    made = _set_ups(monkeypatch)
+    path = EXAMPLES / "explore" / "watch-delivery.md"
+    assert api.explore(path, runs=10, strategy="random").ok
+    with variation.switched("delivery.double-delivery"):
+        assert not api.explore(path, runs=10, strategy="random").ok
+    assert api.explore(path, runs=10, strategy="random").ok
+    assert len(made) == 2
+
+
+def test_a_shelf_lends_a_set_up_to_one_campaign_at_a_time_and_keeps_small_ones():
+    from forge import repro
+    from forge.runspec import Expectation, spec_from_flags
+
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    made = repro.set_up(spec, Expectation())
+    shelf = repro.Shelf(2)
+    shelf.give("a", made)
+    assert shelf.take("a") is made and shelf.take("a") is None   # lent out: the next makes its own
+    for key in "abc":
+        shelf.give(key, made)
+    assert shelf.take("a") is None and shelf.take("c") is made    # two kept, the oldest gone
+    made[0]._watched.nodes = repro.Shelf.SMALL_NODES + 1
+    shelf.give("d", made)
+    assert shelf.take("d") is None

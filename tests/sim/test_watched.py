@@ -42,6 +42,80 @@ def test_a_schedule_seen_before_runs_unwatched_and_gives_what_a_watched_run_give
     assert len(watched) == 40 + len(schedules) and len(schedules) == 2
 
 
+def test_a_confirmed_run_gives_the_watched_runs_observation(monkeypatch):
+    """A schedule confirmed to be a watched run gives that run's observation
+    without building its own, and gives what a watched run gives."""
+    from forge.engine.run import Run
+
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner, fresh = Runner(spec), Runner(spec)
+    built: list[int] = []
+    real = Run.observation
+
+    def counted(self):
+        built.append(1)
+        return real(self)
+
+    monkeypatch.setattr(Run, "observation", counted)
+    identities = set()
+    for seed in range(20):
+        got = runner.subject(Chooser(RandomProvider(seed), seed=seed))
+        fresh._watched = Watched()
+        assert got == fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+        identities.add(got[1])
+    # Each runner built the observation of the 20 fresh runs, and the memo
+    # runner only those of the two distinct schedules it watched.
+    assert len(identities) == 2 and len(built) == 20 + 2
+    assert all(s.observation is not None for s in _leaves(runner._watched.roots[False]))
+
+
+def test_a_users_check_or_probe_that_changes_its_data_changes_nothing_the_next_gets(tmp_path,
+                                                                                     monkeypatch):
+    """Schedules share the kept observation; a check or probe named
+    module:function, which gets the raw data, gets a copy of its own."""
+    from forge.probes import UserProbe
+    from forge.runspec import load_check
+
+    (tmp_path / "careless.py").write_text(
+        "def check(obs):\n"
+        "    obs['tasks'].clear()\n"
+        "    obs['events'].append({'kind': 'not the run\\'s'})\n"
+        "    return None\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    check = load_check("careless:check")
+    probe = UserProbe(check.fn, "careless")
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner, fresh = Runner(spec), Runner(spec)
+    for seed in range(8):
+        obs, identity = runner.subject(Chooser(RandomProvider(seed), seed=seed))
+        assert check(obs) == [] and probe(obs) is False
+        fresh._watched = Watched()
+        assert (obs, identity) == fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+        assert obs["tasks"] and all(e.get("kind") != "not the run's" for e in obs["events"])
+
+
+def test_observations_past_the_budget_are_not_kept(monkeypatch):
+    import forge.watched as watched_module
+
+    monkeypatch.setattr(watched_module, "MAX_OBSERVATION_BYTES", 10)
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    runner, fresh = Runner(spec), Runner(spec)
+    for seed in range(6):
+        fresh._watched = Watched()
+        assert runner.subject(Chooser(RandomProvider(seed), seed=seed)) == \
+            fresh.subject(Chooser(RandomProvider(seed), seed=seed))
+    leaves = _leaves(runner._watched.roots[False])
+    assert leaves and all(s.observation is None for s in leaves)
+    assert runner._watched.observation_bytes == 0
+
+
+def _leaves(node) -> list[Seen]:
+    found = [node.seen] if node.seen is not None else []
+    for below in node.below.values():
+        found += _leaves(below)
+    return found
+
+
 def test_violations_are_the_watched_runs_own():
     spec = spec_from_flags(str(EXAMPLES / "explore" / "watch-delivery.md"))
     with variation.switched("delivery.double-delivery"):
