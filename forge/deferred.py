@@ -26,7 +26,7 @@ module is loaded (`forge.engine.substitution`, the in-process adapter, the
 pytest plugin's look for Hypothesis), so a lazy entry would answer "loaded"
 for a module nobody has used; finding its spec at declaration also imports
 the parent package and searches the path (65-110 us of CPU a module,
-parent packages included, against about 2 us for a stand-in: 16 of the
+parent packages included, against about 1 us for a stand-in: 16 of the
 kit's deferred modules, three runs), and before Python 3.12.3 its loading
 is not thread-safe (CPython gh-114763).  The stand-in touches nothing until used.
 Thread-safe: two threads that both use it first get the same module from

@@ -47,9 +47,10 @@ the rootdir, `--forge-database`) and run first next session
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
-Nothing of the kit is imported until a test uses the plugin, so installing
-it costs other test suites nothing but an autouse fixture that reads one
-marker.  See docs/pytest.md.
+Nothing of the kit is loaded until a test uses the plugin (the modules it
+uses are deferred, in one block at the top: `forge.deferred`, the one
+helper it imports), so installing it costs other test suites nothing but
+an autouse fixture that reads one marker.  See docs/pytest.md.
 
 PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
 they say reads the same under pytest as anywhere (no object addresses).
