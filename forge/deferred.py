@@ -28,7 +28,8 @@ for a module nobody has used; finding its spec at declaration also imports
 the parent package and searches the path (65-110 us of CPU a module,
 parent packages included, against about 1 us for a stand-in: 16 of the
 kit's deferred modules, three runs), and before Python 3.12.3 its loading
-is not thread-safe (CPython gh-114763).  The stand-in touches nothing until used.
+is not thread-safe (CPython gh-114763).  The stand-in touches nothing until
+used.
 Thread-safe: two threads that both use it first get the same module from
 the import lock, and each rebinding is one dict store.
 
@@ -46,9 +47,16 @@ from typing import Any
 
 
 class _Deferred:
-    """Stands for a module until one of its attributes is read."""
+    """Stands for a module until one of its attributes is read.
+
+    Reads, writes, deletions and `dir()` go to the module; what every object
+    has (`__doc__`, `__class__`) is the stand-in's own until the first use.
+    """
 
     __slots__ = ("_deferred_name", "_deferred_host", "_deferred_module")
+    _deferred_name: str
+    _deferred_host: dict[str, Any]
+    _deferred_module: ModuleType | None
 
     def __init__(self, name: str, host: dict[str, Any]) -> None:
         object.__setattr__(self, "_deferred_name", name)
@@ -68,18 +76,17 @@ class _Deferred:
         return dir(_load(self))
 
     def __repr__(self) -> str:
-        name = object.__getattribute__(self, "_deferred_name")
-        return f"<deferred module {name!r}>"
+        return f"<deferred module {self._deferred_name!r}>"
 
 
 def _load(stand_in: _Deferred) -> ModuleType:
     """The module, imported on the first call; the host's names for the
     stand-in become the module itself."""
-    module: ModuleType | None = object.__getattribute__(stand_in, "_deferred_module")
+    module = stand_in._deferred_module
     if module is None:
-        module = importlib.import_module(object.__getattribute__(stand_in, "_deferred_name"))
-        object.__setattr__(stand_in, "_deferred_module", module)
-        host: dict[str, Any] = object.__getattribute__(stand_in, "_deferred_host")
+        module = importlib.import_module(stand_in._deferred_name)
+        object.__setattr__(stand_in, "_deferred_module", module)  # its own __setattr__ forwards
+        host = stand_in._deferred_host
         for key in [key for key, value in host.items() if value is stand_in]:
             host[key] = module
     return module
