@@ -15,16 +15,22 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forge.conformance._toml import read_toml
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import spec
+else:
+    spec = deferred("forge.spec")
 
 
 def default_catalogue_dir() -> Path | None:
     """The clause catalogue shipped as package data of `forge.spec`, if it is there."""
-    import forge.spec
-
-    here = Path(forge.spec.__file__).resolve().parent
+    here = Path(spec.__file__).resolve().parent
     return here if any(here.glob("*.toml")) else None
 
 

@@ -27,6 +27,7 @@ import shlex
 import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -37,6 +38,7 @@ from forge.conformance.catalogue import default_catalogue_dir, did_you_mean, loa
 from forge.conformance.features import FEATURES
 from forge.conformance.report import (ERRORED, FAILED, INTERRUPTED, UNEXPECTED_PASS, dumps,
                                       terminal_safe)
+from forge.deferred import deferred, loaded
 from forge.errors import InputError
 from forge.conformance.limit_flags import impl_limit_options, known_differences_option
 from forge.limits import I64_MAX
@@ -45,6 +47,37 @@ from forge.run.record import read_replay, spec_from_record
 from forge.runspec import Expectation, spec_from_flags
 from forge.sim.replayfile import write_record
 from forge.sim.strategies import lookup
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import failuredb, progress as progress_hook
+    from forge.commands import explore_report
+    from forge.conformance import (
+        adapters,
+        case as case_files,
+        equivalence,
+        fuzz,
+        impl_explore,
+        level2,
+        matrix,
+        programs,
+        runner,
+        serve,
+    )
+else:
+    failuredb = deferred("forge.failuredb")
+    progress_hook = deferred("forge.progress")
+    explore_report = deferred("forge.commands.explore_report")
+    adapters = deferred("forge.conformance.adapters")
+    case_files = deferred("forge.conformance.case")
+    equivalence = deferred("forge.conformance.equivalence")
+    fuzz = deferred("forge.conformance.fuzz")
+    impl_explore = deferred("forge.conformance.impl_explore")
+    level2 = deferred("forge.conformance.level2")
+    matrix = deferred("forge.conformance.matrix")
+    programs = deferred("forge.conformance.programs")
+    runner = deferred("forge.conformance.runner")
+    serve = deferred("forge.conformance.serve")
 
 #: Ctrl-C (forge.cli's EXIT_INTERRUPTED: 128 + SIGINT).
 EXIT_INTERRUPTED = 130
@@ -184,14 +217,6 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
                 max_decisions, catalogue_dir, dump_cases, verbose, quiet, exitfirst, maxfail,
                 last_failed, collect_only, database, fuzz_count, fuzz_seed, fuzz_case,
                 known_differences):
-    from forge.conformance.adapters import HelloError, InProcessAdapter, SubprocessAdapter
-    from forge.conformance.runner import (
-        load_expectations,
-        run_suite,
-        select,
-        stale_expectations,
-    )
-
     if fuzz_count is not None:
         refuse_flags(ctx, FUZZ_FLAGS.__contains__,
                      f"not for --fuzz, which takes only {', '.join(FUZZ_FLAGS[1:])}")
@@ -218,10 +243,9 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
         raise InputError(f"--features: no case needs {', '.join(f'`{f}`' for f in unknown)}"
                          f"{did_you_mean(unknown, known_features)}; "
                          f"the suite's features are {', '.join(known_features)}")
-    selected = select(cases, patterns, features)
+    selected = runner.select(cases, patterns, features)
     if not selected:
         raise InputError("no case matches the selection (-k / --features)")
-    from forge import failuredb
 
     db = failuredb.database(database)
     suite_key = _suite_key(impl, cases_path)
@@ -235,15 +259,13 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
             click.echo(case.id)
         click.echo(f"{len(selected)} case{'s' if len(selected) != 1 else ''} selected")
         return
-    expected = load_expectations(expectations) if expectations else {}
-    stale = stale_expectations(expected, cases)
+    expected = runner.load_expectations(expectations) if expectations else {}
+    stale = runner.stale_expectations(expected, cases)
     if stale:
         click.echo(f"forge: warning: the expectations file names no case: {', '.join(stale)}",
                    err=True)
 
-    from forge.progress import reporter
-
-    show = reporter(len(selected), "cases")
+    show = progress_hook.reporter(len(selected), "cases")
     maxfail = 1 if exitfirst else maxfail
 
     def progress(done: int, total: int, case_id: str) -> None:
@@ -252,19 +274,18 @@ def conformance(ctx, impl, cases_path, patterns, feature_args, expectations, wor
     if impl is not None:
         argv = _impl_argv(impl)
         try:
-            report = run_suite(selected,
-                               lambda: SubprocessAdapter(argv, timeout=timeout,
-                                                         run_seconds=run_seconds,
-                                                         max_decisions=max_decisions),
-                               workers=workers, expectations=expected, catalogue=catalogue,
-                               progress=progress, maxfail=maxfail)
-        except HelloError as e:
+            report = runner.run_suite(
+                selected,
+                lambda: adapters.SubprocessAdapter(argv, timeout=timeout, run_seconds=run_seconds,
+                                                   max_decisions=max_decisions),
+                workers=workers, expectations=expected, catalogue=catalogue, progress=progress,
+                maxfail=maxfail)
+        except adapters.HelloError as e:
             raise InputError(e.reason, file="--impl") from None
     else:
-        report = run_suite(selected, InProcessAdapter, workers=workers, processes=True,
-                           expectations=expected, catalogue=catalogue, progress=progress,
-                           maxfail=maxfail)
-    from forge.conformance import matrix
+        report = runner.run_suite(selected, adapters.InProcessAdapter, workers=workers,
+                                  processes=True, expectations=expected, catalogue=catalogue,
+                                  progress=progress, maxfail=maxfail)
 
     renderings = {"--json": lambda: dumps(report), "--junit": report.to_junit,
                   "--matrix": lambda: matrix.render(
@@ -295,8 +316,6 @@ def _matrix_column(path: str):
     Raises:
         InputError: naming the file, when it is no such report.
     """
-    from forge.conformance import matrix
-
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return matrix.column(data, path)
@@ -311,10 +330,8 @@ def _matrix_column(path: str):
               help="2: ask the kit for every scheduling decision (docs/protocol.md, Level 2), "
                    "when the kit's hello offers it.")
 def impl_serve(level):
-    from forge.conformance.serve import serve, switch_mutant
-
-    with switch_mutant(os.environ.get(MUTANT_VAR)):
-        sys.exit(serve(sys.stdin.buffer, sys.stdout.buffer, level))
+    with serve.switch_mutant(os.environ.get(MUTANT_VAR)):
+        sys.exit(serve.serve(sys.stdin.buffer, sys.stdout.buffer, level))
 
 
 def register(main: click.Group) -> None:
@@ -395,8 +412,6 @@ def load_suite(cases_path: str | None, catalogue_dir: str | None = None) -> tupl
         InputError: a catalogue that cannot be used (naming --catalogue when
             it was given), or the malformed case files, each on its own line.
     """
-    from forge.conformance.case import DEFAULT_CASES_DIR, CaseErrors, load_cases
-
     catalogue_path = Path(catalogue_dir) if catalogue_dir else default_catalogue_dir()
     try:
         catalogue = load_catalogue(catalogue_path) if catalogue_path is not None else None
@@ -404,8 +419,8 @@ def load_suite(cases_path: str | None, catalogue_dir: str | None = None) -> tupl
         raise (under_flag("--catalogue", e) if catalogue_dir else e) from None
     known = {c["id"] for c in catalogue} if catalogue is not None else None
     try:
-        return load_cases(cases_path or DEFAULT_CASES_DIR, known), catalogue
-    except CaseErrors as e:
+        return case_files.load_cases(cases_path or case_files.DEFAULT_CASES_DIR, known), catalogue
+    except case_files.CaseErrors as e:
         refuse_all(list(e.errors))
         raise  # refuse_all raised the last one
 
@@ -442,32 +457,22 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         InputError: a bad prompt, flag or replay file, or an implementation
             whose hello breaks the protocol or does not speak level 2.
     """
-    from forge.commands.explore_report import NO_RERUN, report_json, rerun_line
-    from forge.commands.explore_report import show as show_report
-    from forge.conformance.adapters import SubprocessAdapter
-    from forge.conformance.impl_explore import (
-        check_replayable,
-        explore_impl,
-        replay_impl,
-        where,
-    )
-
-    from forge.conformance.equivalence import KnownDifferences
-
     argv = _impl_argv(impl)
     limits = limits or {}
-    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
+    known = (equivalence.KnownDifferences.load(known_path) if known_path
+             else equivalence.KnownDifferences())
     if prompt.endswith(".json"):        # a replay file: run its schedule through the pipe
         data = read_replay(prompt)["record"]
         if data is None:
             raise InputError("a replay file to run through --impl is a format-1 record "
                              "(what `forge explore` writes)", file=prompt)
         spec = spec_from_record(data, prompt)
-        check_replayable(prompt, data, spec)
-        with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
-            problems, drift = replay_impl(adapter, spec, data["run"]["seed"], data["choices"],
-                                          Expectation.from_json(data["expect"]),
-                                          differential, known)
+        impl_explore.check_replayable(prompt, data, spec)
+        with adapters.SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
+            problems, drift = impl_explore.replay_impl(adapter, spec, data["run"]["seed"],
+                                                       data["choices"],
+                                                       Expectation.from_json(data["expect"]),
+                                                       differential, known)
         verdict = replay_verdict(data, problems, drift)
         emit_json(json_out, json.dumps({"problems": problems, "drift": drift,
                                         "verdict": verdict}, sort_keys=True))
@@ -490,14 +495,15 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         return REPLAY_EXIT[verdict]
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
     ran = [0]       # schedules run, for the partial summary after Ctrl-C
-    with SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
+    with adapters.SubprocessAdapter(argv, timeout=timeout, **limits) as adapter:
         try:
-            outcome = explore_impl(adapter, spec, expect=expect, strategy=strategy, runs=runs,
-                                   start_seed=start_seed, pct_depth=pct_depth,
-                                   max_deviations=max_deviations, reduce=reduce,
-                                   differential=differential, known=known,
-                                   progress=lambda n: ran.__setitem__(0, n),
-                                   pct_horizon=pct_horizon)
+            outcome = impl_explore.explore_impl(adapter, spec, expect=expect, strategy=strategy,
+                                                runs=runs, start_seed=start_seed,
+                                                pct_depth=pct_depth,
+                                                max_deviations=max_deviations, reduce=reduce,
+                                                differential=differential, known=known,
+                                                progress=lambda n: ran.__setitem__(0, n),
+                                                pct_horizon=pct_horizon)
         except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
             click.echo(f"interrupted after {ran[0]} of {runs} schedules; no failure among those "
                        f"checked (from start seed {start_seed})", err=True)
@@ -510,26 +516,29 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
     again = f"forge explore --impl {shlex.quote(impl)} {shlex.quote(replay_out)}"
     # The reference's report, with the implementation's story in place of a
     # trace's (no divergence: the kit cannot see a foreign engine's trace).
-    data = {**report_json(report, None, replay_out), "problems": list(outcome.problems),
+    data = {**explore_report.report_json(report, None, replay_out),
+            "problems": list(outcome.problems),
             "story": list(outcome.story), "diff": list(outcome.diff),
             "watchers_not_run": not_run,
             "replay": replay_out if found else None,
             "replay_command": again if found else None,
-            "rerun_command": rerun_line(rerun_args, found.seed, found.provider, strategy,
-                                        first=start_seed) if found else None}
+            "rerun_command": explore_report.rerun_line(rerun_args, found.seed, found.provider,
+                                                       strategy, first=start_seed)
+            if found else None}
     emit_json(json_out, json.dumps(data, sort_keys=True))
     if on_stdout(json_out):
         return 1 if found is not None else 0 if report.complete else 3
     # The summary lines as the reference prints them (outcomes are the
     # implementation's words, so escaped); the failure, told here.
-    show_report({**data, "failures": [],
-           "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
-          None, outcome.explored and lookup(strategy).walks, ())
+    explore_report.show({**data, "failures": [],
+                         "outcomes": {terminal_safe(k): v for k, v in data["outcomes"].items()}},
+                        None, outcome.explored and lookup(strategy).walks, ())
     if not_run:
         click.echo("watchers that could not run on the engine's reports: "
                    + "; ".join(f"{name}: {why}" for name, why in not_run.items()))
     if found is not None:
-        click.echo(terminal_safe(f"FAILED {where(found)}: " + "; ".join(found.problems)))
+        click.echo(terminal_safe(f"FAILED {impl_explore.where(found)}: "
+                                 + "; ".join(found.problems)))
         if outcome.explored:
             click.echo(terminal_safe(
                 f"shrunk from {len(found.choices)} to {len(found.shrunk)} choices, "
@@ -549,7 +558,7 @@ def explore_impl_command(impl: str, prompt: str, harness: dict, *, expect, runs:
         click.echo(f"reproduce with: {again}")
         rerun = data["rerun_command"]
         click.echo(terminal_safe(f"or, with no file: {rerun}") if rerun is not None
-                   else NO_RERUN)
+                   else explore_report.NO_RERUN)
         return 1
     return 0 if report.complete else 3
 
@@ -581,35 +590,30 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
         InputError: no --impl, an implementation that does not speak level 2,
             or no Hypothesis installed.
     """
-    from forge.conformance.adapters import AdapterError, SubprocessAdapter
-    from forge.conformance.equivalence import KnownDifferences
-    from forge.conformance.level2 import LEVEL
-
     if impl is None:
         raise InputError("--fuzz compares an implementation with the reference: give --impl CMD",
                          file="--fuzz")
-    try:
-        from forge.conformance.fuzz import case_text, fuzz
-        import forge.conformance.programs  # noqa: F401 - fails here without Hypothesis
+    try:  # Hypothesis is optional: without it, this is where the command stops
+        loaded(fuzz), loaded(programs)
     except ImportError as e:
         raise InputError(str(e), file="--fuzz") from None
-    from forge.progress import interrupted, reporter
 
-    known = KnownDifferences.load(known_path) if known_path else KnownDifferences()
-    show = reporter(count, "programs")
-    with SubprocessAdapter(_impl_argv(impl), timeout=timeout, **(limits or {})) as adapter:
+    known = (equivalence.KnownDifferences.load(known_path) if known_path
+             else equivalence.KnownDifferences())
+    show = progress_hook.reporter(count, "programs")
+    with adapters.SubprocessAdapter(_impl_argv(impl), timeout=timeout, **(limits or {})) as adapter:
         try:
             level = adapter.level
-        except AdapterError as e:
+        except adapters.AdapterError as e:
             raise InputError(e.render(), file="--impl") from None
-        if level != LEVEL:
+        if level != level2.LEVEL:
             raise InputError(f"`{impl}` speaks level 1 (its hello has no \"level\": 2): the kit "
                              "cannot give it the reference's schedule", file="--impl")
         try:
-            report = fuzz(adapter, count, seed, progress=lambda n: show(n, "program"),
-                          known=known)
+            report = fuzz.fuzz(adapter, count, seed, progress=lambda n: show(n, "program"),
+                               known=known)
         except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
-            interrupted(show, f"no difference reported (seed {seed})")
+            progress_hook.interrupted(show, f"no difference reported (seed {seed})")
             raise
     per = report.seconds_per_program * 1000
     click.echo(f"{report.programs} programs, {report.shrink_runs} shrink runs, "
@@ -624,6 +628,6 @@ def fuzz_command(impl: str | None, count: int, seed: int, case_path: str,
     for line in found.fields:
         click.echo(terminal_safe("  " + line))
     # After the difference is shown, so a file the system refuses loses nothing shown.
-    write_flagged("--fuzz-case", case_path, case_text(found, seed))
+    write_flagged("--fuzz-case", case_path, fuzz.case_text(found, seed))
     click.echo(f"the case is in {case_path}; add it under a case directory to keep it")
     return 1

@@ -46,11 +46,20 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from forge.conformance.empty_table import empty_table
+from forge.deferred import deferred
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import errors
+    from forge.conformance import runner
+else:
+    errors = deferred("forge.errors")
+    runner = deferred("forge.conformance.runner")
 
 #: The event kinds whose order and fields the spec fixes for one schedule.
 NORMATIVE_EVENTS = frozenset({
@@ -216,14 +225,11 @@ class KnownDifferences:
         Raises:
             InputError: naming the file: unreadable, or a value that is not "fail".
         """
-        from forge.conformance.runner import load_expectations
-        from forge.errors import InputError
-
-        table = load_expectations(path)
+        table = runner.load_expectations(path)
         wrong = [k for k, v in table.items() if v != "fail"]
         if wrong:
-            raise InputError(f"a known difference is marked \"fail\" (accepted); {wrong[0]!r} "
-                             f"is marked {table[wrong[0]]!r}", file=path)
+            raise errors.InputError(f"a known difference is marked \"fail\" (accepted); "
+                                    f"{wrong[0]!r} is marked {table[wrong[0]]!r}", file=path)
         return cls(tuple(sorted(table)))
 
 

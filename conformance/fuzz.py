@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -31,8 +32,17 @@ from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import KnownDifferences
 from forge.conformance.equivalence import differences as equivalence_differences
 from forge.conformance.features import needs
+from forge.deferred import deferred
 from forge.run.options import MODEL_SCRIPT
 from forge.sim.chooser import Chooser
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import programs
+    from forge.sim import hypothesis as sim_hypothesis
+else:
+    programs = deferred("forge.conformance.programs")
+    sim_hypothesis = deferred("forge.sim.hypothesis")
 
 #: The longest answer list a schedule draws (decisions past it are canonical).
 MAX_ANSWERS = 64
@@ -87,9 +97,6 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
     from hypothesis import seed as hypothesis_seed
     from hypothesis import strategies as st
 
-    from forge.conformance.programs import fuzz_inputs
-    from forge.sim.hypothesis import ListProvider
-
     state = {"programs": 0, "shrinking": False, "shrink_runs": 0, "last": None}
     models = "models" in adapter.features()
 
@@ -98,7 +105,7 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
               phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
               suppress_health_check=list(HealthCheck),
               report_multiple_bugs=False, print_blob=False)
-    @given(fuzz_inputs(models), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
+    @given(programs.fuzz_inputs(models), st.lists(st.integers(0, 4), max_size=MAX_ANSWERS))
     def one(drawn: tuple[str, dict | None], answers: list[int]) -> None:
         program, model = drawn
         if state["shrinking"]:
@@ -110,9 +117,9 @@ def fuzz(adapter: SubprocessAdapter, count: int, seed: int,
         case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
                     harness=_harness(model), expect={}, prompt=program)
         ours = reference_observation(program, case.harness, 0, CASE_ID,
-                                     Chooser(ListProvider(answers)))
+                                     Chooser(sim_hypothesis.ListProvider(answers)))
         try:
-            theirs = adapter.run_with(case, 0, Chooser(ListProvider(answers)))
+            theirs = adapter.run_with(case, 0, Chooser(sim_hypothesis.ListProvider(answers)))
         except AdapterError as e:
             fields = (f"the implementation gave no observation: {e.render()}",)
             theirs = None
@@ -143,15 +150,13 @@ def _on_canonical(adapter: SubprocessAdapter, found: Difference,
                   known: KnownDifferences) -> Difference:
     """The difference on the canonical schedule if the program shows one there,
     else `found` with the reference's canonical observation beside it."""
-    from forge.sim.hypothesis import ListProvider
-
     case = Case(id=CASE_ID, path=CASE_ID, clauses=(),
                 harness=_harness(found.model), expect={},
                 prompt=found.program)
     ours = reference_observation(found.program, case.harness, 0, CASE_ID,
-                                 Chooser(ListProvider([])))
+                                 Chooser(sim_hypothesis.ListProvider([])))
     try:
-        theirs = adapter.run_with(case, 0, Chooser(ListProvider([])))
+        theirs = adapter.run_with(case, 0, Chooser(sim_hypothesis.ListProvider([])))
     except AdapterError as e:
         return attrs.evolve(found, answers=(), reference=ours, implementation=None,
                             fields=(f"the implementation gave no observation: {e.render()}",))

@@ -42,6 +42,7 @@ import hashlib
 import json
 import shlex
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -55,6 +56,7 @@ from forge.conformance.case import Case, HarnessSpec
 from forge.conformance.equivalence import (Difference, KnownDifferences, differences, normative,
                                            render)
 from forge.conformance.level2 import LEVEL
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.run.options import CONCURRENCY, FAULTS
 from forge.run.record import FileReplay, failure_section, record
@@ -63,6 +65,14 @@ from forge.runspec import Expectation
 from forge.sim.chooser import CHAIN_KIND, Canonical, Chooser, RecordedProvider, ReplayProvider
 from forge.sim.explore import Finding, Report, explore
 from forge.sim.strategies import SEARCH, lookup
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import stream_watch
+    from forge.sim import exhaustive
+else:
+    stream_watch = deferred("forge.conformance.stream_watch")
+    exhaustive = deferred("forge.sim.exhaustive")
 
 #: The case id runs of an explored prompt carry over the pipe.
 CASE_ID = "explore"
@@ -211,8 +221,6 @@ def pipe_checks(expect: Expectation, canonical: dict, ceiling: int = 8,
     (`stream_watch`; `ceiling` is the run's harness concurrency, `declared`
     the optional step kinds the engine's hello declares, `picks(obs)` the
     chain decisions of the run that gave `obs`, `PipeSubject.picks`)."""
-    from forge.conformance import stream_watch
-
     checks = expect.checks(canonical)
     if expect.invariants:
         checks.append(lambda obs: stream_watch.watch(obs, ceiling, declared, picks(obs)))
@@ -268,13 +276,10 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
         InputError: a run the protocol cannot carry (faults), or an
             implementation whose hello breaks the protocol or is level 1.
     """
-    from forge.sim.exhaustive import exhaustive
-
     pipe = PipeSubject(adapter, case_of(spec), steps=expect.invariants)
     subject = DifferentialSubject(pipe, known) if differential else pipe
     first = Chooser(Canonical())
     canonical, _ = subject(first)
-    from forge.conformance import stream_watch
 
     declared = pipe.declared()
     not_run = stream_watch.not_run(canonical, declared, picks=True) if expect.invariants else {}
@@ -294,8 +299,8 @@ def explore_impl(adapter: SubprocessAdapter, spec: RunSpec, *, expect: Expectati
     if differential:
         checks.append(subject.check)
     if lookup(strategy).walks:
-        report = exhaustive(subject, checks, limit=runs, reduce=reduce,
-                            max_deviations=max_deviations, shrink_budget=shrink_budget)
+        report = exhaustive.exhaustive(subject, checks, limit=runs, reduce=reduce,
+                                       max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:
         report = explore(subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,

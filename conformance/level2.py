@@ -29,9 +29,17 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from forge.deferred import deferred
 from forge.sim.chooser import Chooser, Provider
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import catalogue, schemas
+else:
+    catalogue = deferred("forge.conformance.catalogue")
+    schemas = deferred("forge.conformance.schemas")
 
 #: The level a hello may announce; a hello without `level` is level 1.
 LEVEL = 2
@@ -49,22 +57,19 @@ def hello_level(hello: dict) -> int:
 @functools.cache
 def kinds() -> tuple[str, ...]:
     """The decisions a `choose` may ask, as protocol.schema.json lists them."""
-    from forge.conformance import schemas
-
     return tuple(schemas.schema(schemas.PROTOCOL)["$defs"]["choose"]["properties"]["kind"]["enum"])
 
 
 def choose_problem(message: dict, case_id: str) -> str | None:
     """Why `message` is not a well-formed `choose` for run `case_id`, or None."""
-    from forge.conformance.catalogue import did_you_mean
-
     if message.get("id") != case_id:
         return f"asked a choice for run {message.get('id')!r} during run {case_id!r}"
     kind, options = message.get("kind"), message.get("options")
     if not isinstance(kind, str) or not kind:
         return "asked a choice without a string `kind`"
     if kind not in kinds():
-        return (f"asked a choice of unknown kind {_brief(kind)}{did_you_mean([kind], kinds())}; "
+        return (f"asked a choice of unknown kind {_brief(kind)}"
+                f"{catalogue.did_you_mean([kind], kinds())}; "
                 f"the kinds are {', '.join(kinds())} (protocol.schema.json)")
     if (not isinstance(options, list) or not options or len(options) > MAX_OPTIONS
             or not all(isinstance(o, str) for o in options)):

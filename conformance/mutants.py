@@ -31,11 +31,12 @@ from __future__ import annotations
 import contextlib
 import pathlib
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 import forge.engine.run  # noqa: F401 - importing the engine declares its sites
+from forge.deferred import deferred
 from forge.engine.run import Run, RunConfig, run_prompt
 from forge.harness import Harness
 import forge.lifecycle.manager  # noqa: F401 - and the lifecycle manager its own
@@ -47,6 +48,26 @@ from forge.prompt import load_prompt
 from forge.run.options import CONCURRENCY
 from forge.sim.chooser import Canonical, Chooser, RandomProvider
 from forge.sim.strategies import SEARCH
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import liveness, repro, runspec, verdict
+    from forge.conformance import adapters, catalogue, oracles, runner as suite_runner
+    from forge.lifecycle import campaign, scenario as lifecycle_scenario
+    from forge.sim import explore, fair
+else:
+    liveness = deferred("forge.liveness")
+    repro = deferred("forge.repro")
+    runspec = deferred("forge.runspec")
+    verdict = deferred("forge.verdict")
+    adapters = deferred("forge.conformance.adapters")
+    catalogue = deferred("forge.conformance.catalogue")
+    oracles = deferred("forge.conformance.oracles")
+    suite_runner = deferred("forge.conformance.runner")
+    campaign = deferred("forge.lifecycle.campaign")
+    lifecycle_scenario = deferred("forge.lifecycle.scenario")
+    explore = deferred("forge.sim.explore")
+    fair = deferred("forge.sim.fair")
 
 
 @attrs.frozen
@@ -178,12 +199,10 @@ def find(mutant_id: str, source: str) -> Mutant:
         InputError: naming `source` (where the id came from), for an id the
             catalogue lacks, with the nearest ids.
     """
-    from forge.conformance.catalogue import did_you_mean
-
     mutant = by_id().get(mutant_id)
     if mutant is None:
         raise InputError(f"no mutant is named {mutant_id[:80]!r}"
-                         f"{did_you_mean([mutant_id], by_id())}; `forge mutants --list` "
+                         f"{catalogue.did_you_mean([mutant_id], by_id())}; `forge mutants --list` "
                          "lists them", file=source)
     return mutant
 
@@ -231,8 +250,6 @@ def oracle_specs() -> list:
     (with its model, operator and tool scripts where it has them) and the
     `explore/` prompts made to exercise the watchers and the liveness
     monitors, under a ceiling of 2 (`watch-admission.md`: 1), as `(name, spec)`."""
-    from forge.runspec import spec_from_flags
-
     assert EXAMPLES is not None      # `explore_prompts` refused a missing folder first
     out = []
     for path in sorted(EXAMPLES.glob("*.md")) + sorted((EXAMPLES / "explore").glob("*.md")):
@@ -242,17 +259,15 @@ def oracle_specs() -> list:
                    if path.with_suffix(f".{ext}.json").exists()}
         ceiling = 1 if path.name == "watch-admission.md" else 2
         given: dict[str, Any] = {**scripts, CONCURRENCY.name: ceiling}
-        out.append((path.name, spec_from_flags(str(path), **given)))
+        out.append((path.name, runspec.spec_from_flags(str(path), **given)))
     return out
 
 
 def oracle_scenarios() -> list:
     """The lifecycle race scenarios (`examples/lifecycle/`), whose schedules
     the lifecycle manager's own oracles check, as `(name, scenario)`."""
-    from forge.lifecycle.scenario import load
-
     assert EXAMPLES is not None
-    return [(p.name, load(str(p)))
+    return [(p.name, lifecycle_scenario.load(str(p)))
             for p in sorted((EXAMPLES / "lifecycle").glob("*.scenario.toml"))]
 
 
@@ -264,37 +279,30 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
     the lifecycle manager's oracles on `3 * seeds` random schedules of each
     lifecycle scenario (run under the mutant already switched on):
     `oracles:PROMPT:SCHEDULE`."""
-    from forge.repro import prepare
-    from forge.runspec import Expectation
-    from forge.sim.explore import check_all
-    from forge.sim.fair import FairProvider
-    from forge.verdict import Verdict
-
-    expect = Expectation(same_ids=True, ending=Verdict(allow_failed=True))
+    expect = runspec.Expectation(same_ids=True, ending=verdict.Verdict(allow_failed=True))
     found = []
     for name, spec in specs:
         try:
-            runner, canonical, checks = prepare(spec, expect)
-            if check_all(runner.subject(Chooser(Canonical()))[0], checks):
+            runner, canonical, checks = repro.prepare(spec, expect)
+            if explore.check_all(runner.subject(Chooser(Canonical()))[0], checks):
                 found.append(f"{ORACLES}{name}:canonical")
                 continue
             for seed in range(seeds):
                 obs, _ = runner.subject(Chooser(RandomProvider(seed), seed=seed))
-                if check_all(obs, checks):
+                if explore.check_all(obs, checks):
                     found.append(f"{ORACLES}{name}:seed {seed}")
                     break
             else:
                 # A few schedules fair after a random prefix, which the
                 # ready-chain liveness bound is judged under (forge.sim.fair).
                 for seed in range(min(seeds, FAIR_SEEDS)):
-                    provider = FairProvider(RandomProvider(seed), FAIR_PREFIX)
+                    provider = fair.FairProvider(RandomProvider(seed), FAIR_PREFIX)
                     obs, _ = runner.subject(Chooser(provider, seed=seed))
-                    if check_all(obs, checks):
+                    if explore.check_all(obs, checks):
                         found.append(f"{ORACLES}{name}:fair seed {seed}")
                         break
         except Exception as e:  # noqa: BLE001 - a mutant that breaks the engine is found
             found.append(f"{ORACLES}{name}: crashed ({type(e).__name__})")
-    from forge.lifecycle import campaign
 
     for name, scenario in scenarios:
         try:
@@ -309,14 +317,9 @@ def oracle_kills(specs, seeds: int, scenarios=()) -> list[str]:
 
 def kills(mutant: Mutant, cases, prompts, seeds: int) -> list[str]:
     """What kills a mutant: failing case ids, then invariant findings."""
-    from forge.conformance.adapters import InProcessAdapter
-    from forge.conformance.runner import run_suite
-    from forge import liveness
-    from forge.conformance import oracles
-
     killers: list[str] = []
     with mutant.applied():
-        report = run_suite(cases, InProcessAdapter, workers=1)
+        report = suite_runner.run_suite(cases, adapters.InProcessAdapter, workers=1)
         killers += [r.case_id for r in report.results if r.status in ("failed", "errored")]
         for name, prompt in prompts:
             try:

@@ -14,12 +14,24 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from forge.commands.jsonflag import JsonCommand, json_option
 from forge.commands.params import BoundedInt, InputPath, Regex
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import progress
+    from forge.conformance import cli as conformance_cli, mutants as mutant_catalogue, runner
+else:
+    progress = deferred("forge.progress")
+    conformance_cli = deferred("forge.conformance.cli")
+    mutant_catalogue = deferred("forge.conformance.mutants")
+    runner = deferred("forge.conformance.runner")
 
 #: The most random schedules per prompt or case the flags take (each is a run per mutant).
 MAX_SEEDS = 10_000
@@ -65,40 +77,37 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only
     forge mutants --list                    the ids, categories and sites
     forge mutants -k '^tie-' --workers 2    the mutants whose id starts tie-
     """
-    from forge.conformance.cli import load_suite, refuse_flags, write_flagged
-    from forge.conformance.mutants import ORACLES, CATALOGUE, kill_matrix, with_fewer_schedules
-    from forge.conformance.runner import matches
-    from forge.progress import interrupted, reporter
-
-    selected = [m for m in CATALOGUE if matches(patterns, m.id)]
+    selected = [m for m in mutant_catalogue.CATALOGUE if runner.matches(patterns, m.id)]
     if not selected:
         raise InputError("no mutant matches the selection (-k); `forge mutants --list` "
                          "lists them")
     if list_only:
-        refuse_flags(click.get_current_context(), LIST_FLAGS.__contains__,
-                     f"--list runs nothing (it takes {', '.join(LIST_FLAGS[1:])})")
+        conformance_cli.refuse_flags(click.get_current_context(), LIST_FLAGS.__contains__,
+                                     f"--list runs nothing (it takes {', '.join(LIST_FLAGS[1:])})")
         rows = [{"id": m.id, "category": m.category, "description": m.description,
                  "site": m.site, "equivalent": m.equivalent} for m in selected]
         if json_out:
-            write_flagged("--json", json_out, json.dumps({"mutants": rows}, indent=1,
-                                                          sort_keys=True))
+            conformance_cli.write_flagged("--json", json_out,
+                                          json.dumps({"mutants": rows}, indent=1, sort_keys=True))
         if json_out != "-":
             for row in rows:
                 same = " (equivalent)" if row["equivalent"] else ""
                 click.echo(f"{row['id']:36} {row['category']:12} {row['description']}{same}")
         return
-    cases = with_fewer_schedules(load_suite(cases_dir)[0], case_seeds)
-    show = reporter(len(selected), "mutants")
+    cases = mutant_catalogue.with_fewer_schedules(conformance_cli.load_suite(cases_dir)[0],
+                                                  case_seeds)
+    show = progress.reporter(len(selected), "mutants")
     try:
-        matrix = kill_matrix(selected, cases, seeds, workers=workers,
-                             progress=lambda n, m: show(n, m.id))
+        matrix = mutant_catalogue.kill_matrix(selected, cases, seeds, workers=workers,
+                                              progress=lambda n, m: show(n, m.id))
     except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
-        interrupted(show, "no mutation score: the kill matrix is incomplete")
+        progress.interrupted(show, "no mutation score: the kill matrix is incomplete")
         raise
     rows = []
     for m, found in zip(selected, matrix):
-        killers = [k for k in found if not k.startswith(ORACLES)]
-        alone = [k[len(ORACLES):] for k in found if k.startswith(ORACLES)]
+        oracles = mutant_catalogue.ORACLES
+        killers = [k for k in found if not k.startswith(oracles)]
+        alone = [k[len(oracles):] for k in found if k.startswith(oracles)]
         rows.append({"id": m.id, "category": m.category, "description": m.description,
                      "site": m.site, "killed": bool(killers), "killers": killers[:5],
                      "oracles_killed": bool(alone), "oracles_killers": alone[:5],
@@ -118,8 +127,7 @@ def mutants(cases_dir, patterns, seeds, case_seeds, json_out, workers, list_only
                f"prompts; no case, no user check): {by_oracles}/{len(scored)} = "
                f"{by_oracles / len(scored) if scored else 1.0:.1%}", err=json_out == "-")
     if json_out:
-        write_flagged("--json", json_out, json.dumps({"mutants": rows, "killed": killed,
-                                                      "oracles_killed": by_oracles,
-                                                       "total": len(scored), "score": score},
-                                                      indent=1, sort_keys=True))
+        conformance_cli.write_flagged("--json", json_out, json.dumps(
+            {"mutants": rows, "killed": killed, "oracles_killed": by_oracles,
+             "total": len(scored), "score": score}, indent=1, sort_keys=True))
     sys.exit(0 if killed == len(scored) else 1)

@@ -29,9 +29,17 @@ from __future__ import annotations
 import json
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from forge.deferred import deferred
 from forge.engine.rules.endings import REASONS
 from forge.engine.rules.ids import DEPTH_CAP
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import difference
+else:
+    difference = deferred("forge.difference")
 
 TERMINAL = {
     "task_succeeded": ("done", True),
@@ -186,14 +194,13 @@ def schedule_independent(reference: dict) -> Callable[[dict], list[str]]:
     expected = _fixed(reference)
 
     def check(obs: dict) -> list[str]:
-        from forge.difference import first_difference, problem
-
         got = _fixed(obs)
         for key in sorted(set(expected) | set(got)):
             if expected.get(key) != got.get(key):
-                found = first_difference(expected.get(key), got.get(key), f"$.{key}")
-                return [problem(f"schedule-dependent {key}: this schedule differs from the "
-                                "canonical one", found, "canonical", "this run")]
+                found = difference.first_difference(expected.get(key), got.get(key), f"$.{key}")
+                return [difference.problem(f"schedule-dependent {key}: this schedule differs "
+                                           "from the canonical one", found, "canonical",
+                                           "this run")]
         return []
 
     return check

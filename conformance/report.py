@@ -40,8 +40,19 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
+
+from forge.deferred import deferred
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import probes as engine_probes
+    from forge.lifecycle import probes as lifecycle_probes
+else:
+    engine_probes = deferred("forge.probes")
+    lifecycle_probes = deferred("forge.lifecycle.probes")
 
 PASSED = "passed"
 FAILED = "failed"
@@ -207,13 +218,11 @@ class Report:
         lifecycle cases, each lifecycle race outcome their observations show
         (`forge.lifecycle.probes.OBSERVED`) too, and the Tasks probes only
         if a Tasks case ran."""
-        from forge.lifecycle.probes import OBSERVED as LIFECYCLE
-        from forge.probes import OBSERVED
-
         lifecycle = ["lifecycle" in r.features for r in self.results]
-        out = dict.fromkeys(OBSERVED if not all(lifecycle) or not lifecycle else (), 0)
+        engine = not all(lifecycle) or not lifecycle
+        out = dict.fromkeys(engine_probes.OBSERVED if engine else (), 0)
         if any(lifecycle):
-            out.update(dict.fromkeys(LIFECYCLE, 0))
+            out.update(dict.fromkeys(lifecycle_probes.OBSERVED, 0))
         for r in self.results:
             for name in r.probes:
                 if name in out:

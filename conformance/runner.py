@@ -41,6 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -49,6 +50,7 @@ from forge.conformance._toml import check_data, read_toml
 from forge.conformance.adapters import Adapter, AdapterError, HelloError, InProcessAdapter
 from forge.conformance.case import Case
 from forge.conformance.matchers import Comparison, compare, show
+from forge.deferred import deferred
 from forge.pool import Pool
 from forge.conformance.report import (
     ERRORED,
@@ -66,6 +68,14 @@ from forge.conformance.report import (
 from forge.errors import InputError
 from forge.limits import MAX_CASE_BYTES, compile_pattern
 from forge.sim.readlimited import read_text
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import probes as engine_probes
+    from forge.lifecycle import probes as lifecycle_probes
+else:
+    engine_probes = deferred("forge.probes")
+    lifecycle_probes = deferred("forge.lifecycle.probes")
 
 EXPECTATIONS = ("fail", "skip")
 
@@ -169,9 +179,6 @@ def stale_expectations(expectations: dict[str, str], cases: Iterable[Case]) -> l
 
 def run_case(adapter: Adapter, case: Case) -> CaseResult:
     """Run `case` on each of its schedules; never raises for the implementation's faults."""
-    from forge.lifecycle.probes import observed as lifecycle_observed
-    from forge.probes import observed
-
     started = time.monotonic()
     ran: list[int | None] = []
     reached: set[str] = set()
@@ -204,8 +211,8 @@ def run_case(adapter: Adapter, case: Case) -> CaseResult:
             return result(ERRORED, [f"the adapter raised {type(e).__name__}: {e}"], seed=seed)
         if any(_alike(observation, seen) for seen in passed):
             continue
-        reached.update(observed(observation) if case.operations is None
-                       else lifecycle_observed(case.operations, observation))
+        reached.update(engine_probes.observed(observation) if case.operations is None
+                       else lifecycle_probes.observed(case.operations, observation))
         trusted = isinstance(adapter, InProcessAdapter)
         broken = [] if trusted else schema_problems(case, observation)
         if broken:

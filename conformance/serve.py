@@ -24,7 +24,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from forge.conformance.adapters import (
     PROTOCOL_VERSION,
@@ -36,9 +36,16 @@ from forge.conformance.adapters import (
 from forge.conformance.case import HarnessSpec
 from forge.conformance.level2 import LEVEL, PipeProvider
 from forge.conformance.steps import ASK, OPTIONAL
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.limits import MAX_DEPTH, data_problem, render_path
 from forge.sim.chooser import Chooser
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import mutants
+else:
+    mutants = deferred("forge.conformance.mutants")
 
 NAME = "forge-reference"
 
@@ -112,9 +119,8 @@ def switch_mutant(mutant_id: str | None) -> Iterator[None]:
     if not mutant_id:
         yield
         return
-    from forge.conformance.mutants import find
 
-    with find(mutant_id, "FORGE_MUTANT").applied():
+    with mutants.find(mutant_id, "FORGE_MUTANT").applied():
         yield
 
 

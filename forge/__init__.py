@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from forge import _roots
+from forge.deferred import deferred as _deferred
 from forge.version import __version__
 
 # `forge.sim`, `forge.spec` and `forge.conformance` live at the checkout's root
@@ -88,11 +89,18 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time `__getattr__` 
     )
 
 
+# Loaded on first use, not with this package (CONTRIBUTING.md, "Where imports go").
+# Not bound as `api`: a package attribute of a submodule's name is what
+# `from forge import api` returns, and that must be the module itself.
+if TYPE_CHECKING:
+    from forge import api as _api
+else:
+    _api = _deferred("forge.api")
+
+
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from forge import api
-
-        value = getattr(api, name)
+        value = getattr(_api, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'forge' has no attribute {name!r}")

@@ -41,19 +41,19 @@ from __future__ import annotations
 
 import difflib as _difflib
 import functools as _functools
-import importlib as _importlib
 import inspect as _inspect
 import json as _json
 import os as _os
 import shlex as _shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
-from typing import Any, Literal, Union, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Union, Unpack
 from typing import ParamSpec as _ParamSpec
 from typing import TypeVar as _TypeVar
 
 import attrs as _attrs
 
+from forge.deferred import deferred as _deferred
 from forge.errors import InputError
 from forge.limits import data_problem as _data_problem
 from forge.limits import render_path as _render_path
@@ -87,45 +87,51 @@ from forge.lifecycle.sqlite_store import SqliteStore as SqliteTaskStore
 from forge.lifecycle.store import MemoryStore as MemoryTaskStore
 
 
-class _OnFirstUse:
-    """A module of the kit imported when one of its names is first read.
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go"):
+# `import forge` (which imports this module) costs about 75 ms of CPU;
+# importing these with it would make that about 250 ms (measured with
+# `python -X importtime -c "import forge.api"` and the CPU clock): they
+# bring in the engine, lupa, the simulator's search and the conformance
+# suite, which a caller that only drives the lifecycle manager or reads a
+# report never needs.
+if TYPE_CHECKING:
+    from forge import (
+        campaign as _campaign,
+        failuredb as _failuredb,
+        pool as _pool,
+        probes as _probing,
+        progress as _progress,
+        repro as _repro,
+        runspec as _runspec,
+    )
+    from forge.conformance import (
+        adapters as _adapters,
+        case as _cases,
+        catalogue as _catalogue,
+        cli as _conformance_cli,
+        report as _report,
+        runner as _runner,
+        schemas as _schemas,
+    )
+    from forge.run import record as _record, spec as _spec_values
+else:
+    _progress = _deferred("forge.progress")
+    _runspec = _deferred("forge.runspec")
+    _repro = _deferred("forge.repro")
+    _campaign = _deferred("forge.campaign")
+    _probing = _deferred("forge.probes")
+    _failuredb = _deferred("forge.failuredb")
+    _pool = _deferred("forge.pool")
+    _record = _deferred("forge.run.record")
+    _spec_values = _deferred("forge.run.spec")
+    _schemas = _deferred("forge.conformance.schemas")
+    _conformance_cli = _deferred("forge.conformance.cli")
+    _adapters = _deferred("forge.conformance.adapters")
+    _cases = _deferred("forge.conformance.case")
+    _catalogue = _deferred("forge.conformance.catalogue")
+    _report = _deferred("forge.conformance.report")
+    _runner = _deferred("forge.conformance.runner")
 
-    The one place `forge.api` defers imports.  `import forge` (which
-    imports this module) costs about 75 ms of CPU; importing the modules
-    below with it would make that about 250 ms (measured with
-    `python -X importtime -c "import forge.api"` and the CPU clock): they
-    bring in the engine, lupa, the simulator's search and the conformance
-    suite, which a caller that only drives the lifecycle manager or reads
-    a report never needs.  Every other import of this module is at its top.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self._module: Any = None
-
-    def __getattr__(self, attr: str) -> Any:
-        module = self._module
-        if module is None:
-            module = self._module = _importlib.import_module(self._name)
-        return getattr(module, attr)
-
-
-_progress = _OnFirstUse("forge.progress")
-_runspec = _OnFirstUse("forge.runspec")
-_repro = _OnFirstUse("forge.repro")
-_campaign = _OnFirstUse("forge.campaign")
-_probing = _OnFirstUse("forge.probes")
-_failuredb = _OnFirstUse("forge.failuredb")
-_pool = _OnFirstUse("forge.pool")
-_record = _OnFirstUse("forge.run.record")
-_spec_values = _OnFirstUse("forge.run.spec")
-_schemas = _OnFirstUse("forge.conformance.schemas")
-_conformance_cli = _OnFirstUse("forge.conformance.cli")
-_adapters = _OnFirstUse("forge.conformance.adapters")
-_cases = _OnFirstUse("forge.conformance.case")
-_catalogue = _OnFirstUse("forge.conformance.catalogue")
-_report = _OnFirstUse("forge.conformance.report")
-_runner = _OnFirstUse("forge.conformance.runner")
 
 __all__ = [
     "CaseOutcome",

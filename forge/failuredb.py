@@ -29,10 +29,24 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
+from typing import TYPE_CHECKING
 
 import attrs
 
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import repro, runspec
+    from forge.run import record
+    from forge.sim import chooser as sim_chooser, replayfile
+else:
+    repro = deferred("forge.repro")
+    runspec = deferred("forge.runspec")
+    record = deferred("forge.run.record")
+    sim_chooser = deferred("forge.sim.chooser")
+    replayfile = deferred("forge.sim.replayfile")
 
 #: The folder when neither `--database` nor `FORGE_DATABASE` names one.
 DEFAULT = ".forge"
@@ -161,9 +175,7 @@ def campaign_key(spec, expect, strategy: str, pct_depth: int) -> str:
     options, scripts and store, the expectation and the strategy."""
     import json
 
-    from forge.run.record import record
-
-    base = record(spec, expect, 0, (), {"trace_sha256": ""})
+    base = record.record(spec, expect, 0, (), {"trace_sha256": ""})
     for name in ("kit", "trace_sha256", "observation_sha256", "choices"):
         base.pop(name, None)
     base["run"].pop("seed", None)
@@ -199,16 +211,10 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
     still fails, or None.  Each that passes now, or no longer reads, is dropped."""
     import json
 
-    from forge.repro import prepare
-    from forge.run.record import failure_section, record
-    from forge.runspec import crashed, with_violations
-    from forge.sim.chooser import Chooser, ReplayProvider
-    from forge.sim.replayfile import write_record
-
     saved = db.saved(key)
     if not saved:
         return None
-    runner, _, checks = prepare(spec, expect)
+    runner, _, checks = repro.prepare(spec, expect)
     for path in saved:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -217,16 +223,17 @@ def replay_saved(db: FailureDatabase, key: str, spec, expect) -> StillFailing | 
         except (OSError, ValueError, KeyError, TypeError, IndexError):
             db.drop(path)
             continue
-        chooser = Chooser(ReplayProvider(values), seed=seed)
+        chooser = sim_chooser.Chooser(sim_chooser.ReplayProvider(values), seed=seed)
         run, crash = runner.attempt(chooser)
-        obs = crashed(run, crash) if crash is not None else run.observation()
-        problems = tuple(p for check in checks for p in check(with_violations(obs, run)))
+        obs = runspec.crashed(run, crash) if crash is not None else run.observation()
+        problems = tuple(p for check in checks for p in check(runspec.with_violations(obs, run)))
         if not problems:
             db.drop(path)
             continue
-        failure = failure_section(problems, obs["outcome"],
-                                  sum(1 for c in chooser.choices if c.value))
-        text = write_record(record(spec, expect, seed, chooser.choices, obs, failure=failure))
+        failure = record.failure_section(problems, obs["outcome"],
+                                         sum(1 for c in chooser.choices if c.value))
+        text = replayfile.write_record(record.record(spec, expect, seed, chooser.choices, obs,
+                                                     failure=failure))
         drawn = data.get("strategy")
         return StillFailing(path, problems, text, seed, tuple(values), obs,
                             run.trace.lines() if crash is None else "",

@@ -47,9 +47,10 @@ the rootdir, `--forge-database`) and run first next session
 
 What does not live here: exploring, shrinking and telling a run
 (`forge.api` over `forge.repro`, `sim`).
-Nothing of the kit is imported until a test uses the plugin, so installing
-it costs other test suites nothing but an autouse fixture that reads one
-marker.  See docs/pytest.md.
+Nothing of the kit is loaded until a test uses the plugin (the modules it
+uses are deferred, in one block at the top: `forge.deferred`, the one
+helper it imports), so installing it costs other test suites nothing but
+an autouse fixture that reads one marker.  See docs/pytest.md.
 
 PYTEST_DONT_REWRITE: pytest leaves this module's asserts as written, so what
 they say reads the same under pytest as anywhere (no object addresses).
@@ -66,9 +67,30 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import pytest
 
+from forge.deferred import deferred
+
 if TYPE_CHECKING:
     from forge.api import ExploreReport, Failure, Observation
     from forge.lifecycle.campaign import Outcome as ScenarioOutcome
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import api, errors, failuredb, timeline as timelines, verdict
+    from forge.lifecycle import campaign, probes, scenario
+    from forge.run import options, values
+    from forge.sim import strategies
+else:
+    api = deferred("forge.api")
+    errors = deferred("forge.errors")
+    failuredb = deferred("forge.failuredb")
+    timelines = deferred("forge.timeline")
+    verdict = deferred("forge.verdict")
+    campaign = deferred("forge.lifecycle.campaign")
+    probes = deferred("forge.lifecycle.probes")
+    scenario = deferred("forge.lifecycle.scenario")
+    options = deferred("forge.run.options")
+    values = deferred("forge.run.values")
+    strategies = deferred("forge.sim.strategies")
 
 __all__ = ["Settings", "get_profile", "register_profile"]
 
@@ -152,13 +174,9 @@ def _setting_problem(name: str, value: Any, where: str | None, label: str | None
                      ) -> str | None:
     """What the setting's rule says of `value` (one line naming `where` and
     the setting, or `label` for it), else None."""
-    from forge.errors import InputError
-    from forge.run.options import RULES
-    from forge.run.values import check_value
-
     try:
-        check_value(RULES[_SETTING_RULES[name]], value, label or name, where)
-    except InputError as e:
+        values.check_value(options.RULES[_SETTING_RULES[name]], value, label or name, where)
+    except errors.InputError as e:
         return str(e)
     return None
 
@@ -223,15 +241,11 @@ def _check_options(config: pytest.Config) -> None:
         problem = None if value is None else _setting_problem(setting, value, None, option)
         if problem is not None:
             raise pytest.UsageError(f"forge: {problem}")
-    from forge.errors import InputError
-    from forge.run.options import RULES
-    from forge.run.values import check_value
-
     horizon = config.getoption("forge_pct_horizon")
     try:
         if horizon is not None:
-            check_value(RULES["pct_horizon"], horizon, "--forge-pct-horizon", None)
-    except InputError as e:
+            values.check_value(options.RULES["pct_horizon"], horizon, "--forge-pct-horizon", None)
+    except errors.InputError as e:
         raise pytest.UsageError(f"forge: {e}") from None
 
 
@@ -263,9 +277,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 def _strategy(settings: Settings) -> str:
     """The strategy the settings explore under, by name."""
-    from forge.sim.strategies import DEFAULT
-
-    return settings.strategy if settings.strategy is not None else DEFAULT
+    return settings.strategy if settings.strategy is not None else strategies.DEFAULT
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -321,13 +333,11 @@ def forge_run(request: pytest.FixtureRequest) -> Callable[..., Observation]:
     seed = request.config.getoption("forge_seed")
 
     def run(prompt: Any = None, **kwargs: Any) -> Observation:
-        from forge.api import run_prompt
-
         if seed is not None:
             kwargs.setdefault("seed", seed)
         if prompt is not None:
             prompt = _resolve(request, prompt)
-        return run_prompt(prompt, **kwargs)
+        return api.run_prompt(prompt, **kwargs)
 
     return run
 
@@ -352,9 +362,6 @@ class _Explorer:
     def _explore(self, prompt: Any, called: dict[str, Any]) -> ExploreReport | ScenarioOutcome:
         """Explore under the settings; any bad keyword or input fails the test
         in one line naming where it came from (the marker or the call)."""
-        from forge.api import explore
-        from forge.errors import InputError
-
         request = self.request
         marked = self._marked()
         keywords = {**{k: v for k, v in marked.items() if k != "prompt"}, **called}
@@ -374,13 +381,13 @@ class _Explorer:
         refused: str | None = None
         try:
             seed, drawn = _first_seed(request.config, settings)
-            report = explore(prompt, strategy=_strategy(settings),
-                             runs=settings.runs, start_seed=seed,
-                             pct_depth=settings.pct_depth, replay_out=replay_out,
-                             database=_database(request.config),
-                             pct_horizon=request.config.getoption("forge_pct_horizon"),
-                             **keywords)
-        except InputError as e:
+            report = api.explore(prompt, strategy=_strategy(settings),
+                                 runs=settings.runs, start_seed=seed,
+                                 pct_depth=settings.pct_depth, replay_out=replay_out,
+                                 database=_database(request.config),
+                                 pct_horizon=request.config.getoption("forge_pct_horizon"),
+                                 **keywords)
+        except errors.InputError as e:
             refused = str(e)
         if refused is not None:     # failed outside the handler: no chained traceback
             pytest.fail(f"forge: {refused}", pytrace=False)
@@ -417,12 +424,6 @@ class _Explorer:
     def _scenario(self, path: str, settings: Settings, replay_out: Path,
                   keywords: Mapping[str, Any]) -> ScenarioOutcome:
         """Explore a lifecycle scenario file; fail the test as `forge explore` would."""
-        from forge.lifecycle import campaign
-        from forge.lifecycle.scenario import load
-
-        from forge.errors import InputError
-        from forge.lifecycle.probes import check_required
-
         unknown = sorted(set(keywords) - {"reduce", "max_deviations", "require"})
         if unknown:
             pytest.fail(f"forge: a lifecycle scenario takes no {unknown[0]!r} (only runs, "
@@ -430,12 +431,12 @@ class _Explorer:
                         pytrace=False)
         required = tuple(keywords.get("require", ()))
         try:
-            check_required(required, "require")
-        except InputError as e:
+            probes.check_required(required, "require")
+        except errors.InputError as e:
             pytest.fail(f"forge: {e}", pytrace=False)
         seed, _ = _first_seed(self.request.config, settings)
         settings = attrs.evolve(settings, seed=seed)
-        out = campaign.run(load(path), _strategy(settings), settings.runs, seed,
+        out = campaign.run(scenario.load(path), _strategy(settings), settings.runs, seed,
                            settings.pct_depth, keywords.get("reduce", True),
                            keywords.get("max_deviations"))
         totals = self.request.config.stash.setdefault(_PROBES, {})
@@ -477,9 +478,6 @@ def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
     the keyword, for a keyword `forge.explore` does not take or a value
     whose rule (a setting's in `forge.run.options.RULES`, else the one
     `forge.explore` checks its argument by) refuses it."""
-    from forge.api import _check_arguments
-    from forge.errors import InputError
-
     for name, instead in _OWN.items():
         if name in given:
             pytest.fail(f"forge: {where}: {name} is the plugin's to set; use {instead}",
@@ -493,8 +491,8 @@ def _check_keywords(where: str, given: Mapping[str, Any]) -> None:
     if "prompt" in rest and (rest["prompt"] is None or _is_path(rest["prompt"])):
         del rest["prompt"]      # found beside the test file first (`_resolve`)
     try:
-        _check_arguments("explore", rest, where)
-    except InputError as e:
+        api._check_arguments("explore", rest, where)
+    except errors.InputError as e:
         refused = str(e)
     else:
         return
@@ -516,9 +514,7 @@ def _resolve(request: pytest.FixtureRequest, prompt: Any) -> str:
 
 
 def _is_scenario(path: str) -> bool:
-    from forge.lifecycle.scenario import is_scenario
-
-    return bool(is_scenario(path))
+    return bool(scenario.is_scenario(path))
 
 
 def _profile_name(config: pytest.Config) -> str:
@@ -608,19 +604,15 @@ def _first_seed(config: pytest.Config, settings: Settings) -> tuple[int, bool]:
     if settings.seed is not None:
         return settings.seed, False
     if _SEED not in config.stash:
-        from forge.failuredb import fresh_start_seed
-
-        config.stash[_SEED] = fresh_start_seed()
+        config.stash[_SEED] = failuredb.fresh_start_seed()
     return config.stash[_SEED]
 
 
 def _database(config: pytest.Config) -> str:
     """The failure database folder: `--forge-database`, else `FORGE_DATABASE`,
     else `.forge` in the rootdir (`none`: none is kept)."""
-    from forge.failuredb import DATABASE_ENV, DEFAULT
-
-    chosen = config.getoption("forge_database") or os.environ.get(DATABASE_ENV)
-    return chosen if chosen is not None else str(config.rootpath / DEFAULT)
+    chosen = config.getoption("forge_database") or os.environ.get(failuredb.DATABASE_ENV)
+    return chosen if chosen is not None else str(config.rootpath / failuredb.DEFAULT)
 
 
 def _rerun(nodeid: str, failure: Failure, strategy: str, first: int) -> str | None:
@@ -633,12 +625,10 @@ def _rerun(nodeid: str, failure: Failure, strategy: str, first: int) -> str | No
     walk's failure, which has no seed: its replay file is the way back."""
     import shlex
 
-    from forge.sim.strategies import DEFAULT, lookup
-
     if failure.seed is None:
         return None
     start, runs = failure.seed, 1
-    chunk = lookup(strategy).chunk
+    chunk = strategies.lookup(strategy).chunk
     if chunk is not None:
         if failure.seed < first:
             return None
@@ -647,7 +637,7 @@ def _rerun(nodeid: str, failure: Failure, strategy: str, first: int) -> str | No
     horizon = failure.strategy.get("horizon")
     learned = f" --forge-pct-horizon {horizon}" if isinstance(horizon, int) else ""
     # The strategy, where a profile, marker or --forge-strategy chose another.
-    named = f" --forge-strategy {strategy}" if strategy != DEFAULT else ""
+    named = f" --forge-strategy {strategy}" if strategy != strategies.DEFAULT else ""
     return (f"pytest {shlex.quote(nodeid)} --forge-seed {start} --forge-runs {runs}"
             f"{named}{learned} --forge-database none")
 
@@ -656,14 +646,12 @@ def _write_timeline(failure: Failure, replay_out: Path) -> Path:
     """The shrunk run drawn as a timeline page (`forge trace`), beside its replay file."""
     import json
 
-    from forge.timeline import abandon_reasons, hot_suffixes, render_html
-
     path = replay_out.with_name(replay_out.name.replace(".replay.json", "") + ".timeline.html")
     records = [json.loads(line) for line in failure.observation.trace.splitlines()]
     observed = failure.observation.to_dict()
-    path.write_text(render_html(records, abandon_reasons(observed),
-                                "Timeline of the shrunk failing schedule",
-                                hot_suffixes({"violations": list(failure.problems)})),
+    hot = timelines.hot_suffixes({"violations": list(failure.problems)})
+    path.write_text(timelines.render_html(records, timelines.abandon_reasons(observed),
+                                          "Timeline of the shrunk failing schedule", hot),
                     encoding="utf-8")
     return path
 
@@ -680,8 +668,6 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
                   settings: Settings, profile: str, timeline: Path | None = None,
                   checks: Iterable[Any] = (), rerun: str | None = None,
                   drawn: bool = False) -> str:
-    from forge.api import _check_name
-
     if report.runs == 0:    # found in the failure database, before any new schedule
         lines = [f"forge: a schedule of {prompt or 'the prompt'} failed again: a failure an "
                  "earlier run kept in the failure database (it runs before new schedules, "
@@ -693,7 +679,6 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
                  + (f" (drawn; --forge-seed {settings.seed} repeats these schedules)"
                     if drawn else "") + f", profile {profile})"]
     lines += [_indented("  ", f"problem: {p}") for p in failure.problems]
-    from forge import verdict
     if any(map(verdict.is_ending_problem, failure.problems)):
         lines.append(_indented("  ", verdict.why(failure.observation.to_dict(), api=True)))
     minimal = "a proven local minimum" if failure.proven else "not proven minimal"
@@ -719,7 +704,7 @@ def _failure_text(report: ExploreReport, failure: Failure, prompt: str | None,
         if rerun is not None and report.runs:
             lines.append("  or, with no file:")
             lines.append(f"    {rerun}")
-        code = sorted({name for name in map(_check_name, checks)
+        code = sorted({name for name in map(api._check_name, checks)
                        if any(_by(name, p) for p in failure.problems)})
         if code:
             alone = all(any(_by(name, p) for name in code) for p in failure.problems)
@@ -741,8 +726,6 @@ def _by(check: str, problem: str) -> bool:
 def _scenario_failure_text(out: ScenarioOutcome, path: str, replay_out: Path, settings: Settings,
                            profile: str) -> str:
     import shlex
-
-    from forge.lifecycle import campaign
 
     f = out.failure
     assert f is not None  # called only for a failed campaign

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from forge import variation
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.limits import I64_MAX
 from forge.lua.backstop import BACKSTOP_KIND
@@ -42,6 +43,14 @@ from forge.sim.chooser import Canonical, Chooser, Drift, RecordedProvider, Repla
 from forge.sim.explore import Report, explore
 from forge.sim.replayfile import write_record
 from forge.sim.strategies import SEARCH, STRATEGIES, lookup
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import equivalence
+    from forge.sim import exhaustive
+else:
+    equivalence = deferred("forge.conformance.equivalence")
+    exhaustive = deferred("forge.sim.exhaustive")
 
 #: The most lines a story prints (its head and tail are kept).
 STORY_LINES = 40
@@ -135,8 +144,6 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     `kept` holds campaign set-ups between calls (`Shelf`), `kept_as` names
     the set-up `spec` came from (the same for the same prompt text and
     options): the campaign takes its set-up from there and gives it back."""
-    from forge.sim.exhaustive import exhaustive
-
     check_bound(strategy, max_deviations)
     walks = lookup(strategy).walks
     spec = in_mode(spec, strategy)
@@ -148,8 +155,8 @@ def explore_prompt(spec: RunSpec, *, expect: Expectation = Expectation(),
     runner.probes = tuple(probes)       # this campaign's (a kept runner had another's)
     checks = [kit, *expect.named_checks(), *extra_checks]
     if walks:
-        report = exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
-                            max_deviations=max_deviations, shrink_budget=shrink_budget)
+        report = exhaustive.exhaustive(runner.subject, checks, limit=runs, reduce=reduce,
+                                       max_deviations=max_deviations, shrink_budget=shrink_budget)
     else:
         report = explore(runner.subject, range(start_seed, start_seed + runs), checks,
                          strategy=strategy, pct_depth=pct_depth, shrink_budget=shrink_budget,
@@ -353,15 +360,13 @@ def _against_engine(obs: dict, recorded: dict,
     asked other decisions than the record holds (`drift`, the place
     `decisions`), that one line (the run went on canonically past it).
     Also the differences themselves, and that line alone (or None)."""
-    from forge.conformance.equivalence import compare, render
-
     other = (f"the recorded engine asked other decisions than the reference does, at "
              f"{drift.describe()} (answered canonically from there)") if drift else None
-    found = compare(obs, recorded)
+    found = equivalence.compare(obs, recorded)
     lines = ([other] if other else []) + [
         line.replace("the implementation differs from the reference",
                      "the recorded engine differs from the reference", 1)
-        for line in render(found, obs, recorded)]
+        for line in equivalence.render(found, obs, recorded)]
     return tuple(lines), tuple(found), other
 
 

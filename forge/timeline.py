@@ -29,12 +29,19 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.sim.readlimited import NotUTF8, TooLarge, read_limited, read_text
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import limits
+else:
+    limits = deferred("forge.limits")
 
 #: The largest trace file `forge trace` reads.
 MAX_TRACE_BYTES = 64 * 1024 * 1024
@@ -110,10 +117,8 @@ def read_observation(path: str, trace_path: str, trace_sha256: str) -> dict[str,
         InputError: naming the file: unreadable, not one JSON object, not an
             observation (a replay file, say), or the observation of another run.
     """
-    from forge.limits import MAX_SCRIPT_BYTES
-
     try:
-        observation = json.loads(read_limited(path, MAX_SCRIPT_BYTES))
+        observation = json.loads(read_limited(path, limits.MAX_SCRIPT_BYTES))
     except OSError as e:
         raise InputError(f"cannot read the observation: {e.strerror}", file=path) from None
     except (ValueError, RecursionError):

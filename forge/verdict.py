@@ -28,10 +28,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import difference
+else:
+    difference = deferred("forge.difference")
 
 #: The outcomes a run ends with (besides `crashed`, a kit bug).
 OUTCOMES = ("ok", "failed", "cancelled")
@@ -177,8 +185,6 @@ class _ResultCheck:
     expected: str
 
     def __call__(self, obs: dict) -> list[str]:
-        from forge.difference import first_difference, problem
-
         got = obs.get("result")
         if got == self.expected:
             return []
@@ -188,4 +194,5 @@ class _ResultCheck:
             summary = "the result is not --expect-result's"
         if obs.get("outcome") != "ok":
             summary += f" (the run ended {ending(obs)})"
-        return [problem(summary, first_difference(self.expected, got), "expected", "result")]
+        where = difference.first_difference(self.expected, got)
+        return [difference.problem(summary, where, "expected", "result")]

@@ -15,12 +15,24 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.commands.params import InputPath, OutputPath, Regex, write_output
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.conformance import _toml, runner
+    from forge.conformance import catalogue as conformance_catalogue, cli as conformance_cli
+else:
+    _toml = deferred("forge.conformance._toml")
+    conformance_catalogue = deferred("forge.conformance.catalogue")
+    conformance_cli = deferred("forge.conformance.cli")
+    runner = deferred("forge.conformance.runner")
 
 
 #: Where `forge spec render` writes without OUT_DIR (relative to the current folder).
@@ -33,26 +45,22 @@ def register(main: click.Group) -> None:
 
 def _only_features(clauses: list[dict], wanted) -> list[dict]:
     """The clauses of the features asked for; an unknown feature is bad input."""
-    from forge.conformance.catalogue import did_you_mean
-
     if not wanted:
         return clauses
     known = sorted({c["feature"] for c in clauses})
     unknown = [f for f in wanted if f not in known]
     if unknown:
         raise InputError(f"--feature: no clause has feature {', '.join(f'`{f}`' for f in unknown)}"
-                         f"{did_you_mean(unknown, known)}; "
+                         f"{conformance_catalogue.did_you_mean(unknown, known)}; "
                          f"the catalogue's features are {', '.join(known)}")
     return [c for c in clauses if c["feature"] in wanted]
 
 
 def _catalogue() -> list[dict]:
-    from forge.conformance.catalogue import default_catalogue_dir, load_catalogue
-
-    directory = default_catalogue_dir()
+    directory = conformance_catalogue.default_catalogue_dir()
     if directory is None:
         raise InputError("the clause catalogue (spec/*.toml) is not installed")
-    return load_catalogue(directory)
+    return conformance_catalogue.load_catalogue(directory)
 
 
 @click.group(cls=JsonGroup, invoke_without_command=True)
@@ -76,19 +84,16 @@ def spec(ctx, feature, patterns, json_out):
     flags go before a subcommand only when it is none (a subcommand takes
     its own, after its name).
     """
-    from forge.conformance.cli import refuse_flags
-    from forge.conformance.runner import matches
-
     sub = ctx.invoked_subcommand
     if sub is not None:
-        refuse_flags(ctx, lambda flag: False,
-                     f"a flag of the `forge spec` listing, which `forge spec {sub}` would "
-                     f"ignore (`forge spec {sub} --help` lists its own flags, given after "
-                     "its name)")
+        conformance_cli.refuse_flags(
+            ctx, lambda flag: False,
+            f"a flag of the `forge spec` listing, which `forge spec {sub}` would ignore "
+            f"(`forge spec {sub} --help` lists its own flags, given after its name)")
         return
     clauses = _catalogue()
     clauses = [c for c in _only_features(clauses, feature)
-               if matches(patterns, c["id"], c.get("statement", ""))]
+               if runner.matches(patterns, c["id"], c.get("statement", ""))]
     if not clauses:
         raise InputError("no clause matches the selection (-k / --feature)")
     emit_json(json_out, json.dumps(clauses, sort_keys=True, indent=1))
@@ -115,10 +120,8 @@ def coverage(cases_dir, feature, json_out, counts):
     every feature) is cited by a case, 1 when one is not, 2 for an unknown
     feature.
     """
-    from forge.conformance.cli import load_suite
-
     catalogue = _catalogue()
-    cases, _ = load_suite(cases_dir)
+    cases, _ = conformance_cli.load_suite(cases_dir)
     clauses = _only_features(catalogue, feature)
     covered = {cid for case in cases for cid in case.clauses}
     by_feature: dict[str, dict] = {}
@@ -154,17 +157,14 @@ def _case_counts(clauses: list[dict], cases) -> dict[str, dict]:
     each chosen clause: min, median, and the clauses fewer than three cite."""
     import statistics
 
-    from forge.conformance.catalogue import default_catalogue_dir
-    from forge.conformance._toml import read_toml
-
     cited: dict[str, int] = {}
     for case in cases:
         for cid in set(case.clauses):
             cited[cid] = cited.get(cid, 0) + 1
     chosen = {c["id"] for c in clauses}
     out: dict[str, dict] = {}
-    for path in sorted(pathlib.Path(default_catalogue_dir()).glob("*.toml")):
-        _, data = read_toml(path)
+    for path in sorted(pathlib.Path(conformance_catalogue.default_catalogue_dir()).glob("*.toml")):
+        _, data = _toml.read_toml(path)
         ids = [c["id"] for c in data.get("clause", []) if c.get("id") in chosen]
         if not ids:
             continue
@@ -183,16 +183,13 @@ def render(out_dir):
     OUT_DIR defaults to docs/spec, under the current folder (the kit's own
     docs, from a checkout's root); it is created if missing.
     """
-    from forge.conformance.catalogue import default_catalogue_dir
-    from forge.conformance._toml import read_toml
-
     out = pathlib.Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InputError(f"cannot create this folder: {e.strerror or e}", file=out_dir) from None
-    for path in sorted(pathlib.Path(default_catalogue_dir()).glob("*.toml")):
-        _, data = read_toml(path)
+    for path in sorted(pathlib.Path(conformance_catalogue.default_catalogue_dir()).glob("*.toml")):
+        _, data = _toml.read_toml(path)
         meta = data.get("meta", {})
         lines = [f"# {meta.get('chapter', path.stem)}: clause catalogue", "",
                  f"Generated from `spec/{path.name}` by `forge spec render`; do not edit by hand.",

@@ -1,23 +1,29 @@
 """Dependencies point one way: the layering the README's layout describes.
 
 Walks every module of the four packages, reads its imports from the source
-(module level and inside functions alike, and the modules `forge.api`
-imports on first use, `_OnFirstUse("...")`), and checks four things:
+(import statements, and the modules it defers, `deferred("forge.x")`:
+forge/deferred.py, the kit's one way to load a module on first use), and
+checks:
 
 - the layer rules below: a module imports nothing from a layer above it,
   and no core module imports the top layer (`TOP`: the commands, the API);
-  `if TYPE_CHECKING:` blocks are left out here, since they never run;
-- no import cycles between modules, counting imports inside functions too, so
-  a lazy import cannot hide a cycle;
+  a deferred module counts as imported, so a deferral cannot hide a
+  reversed dependency; `if TYPE_CHECKING:` imports are left out here, since
+  they never run;
+- no import cycles between modules, deferred imports counted too, so a
+  lazy import cannot hide a cycle;
 - no cycles either when the imports made only for type checking count;
-- no import deferred into a function where importing its module already
-  loads what it imports (CONTRIBUTING.md, "Where imports go").
+- imports sit at a module's top: no import of the project inside a
+  function (CONTRIBUTING.md, "Where imports go");
+- no module deferred where importing its module already loads it (a
+  deferral that saves nothing), start-up counting only what runs at import.
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import sys
 
 import pytest
 
@@ -78,6 +84,17 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> set[str]:
     return {t for t in (_resolve(f"{base}.{a.name}") or _resolve(base) for a in node.names) if t}
 
 
+def _deferred_target(node: ast.AST) -> str | None:
+    """The project module a `deferred("forge.x")` call names (forge/deferred.py)."""
+    if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)):
+        return None
+    func = node.func
+    name = (func.id if isinstance(func, ast.Name)
+            else func.attr if isinstance(func, ast.Attribute) else "")
+    return _resolve(node.args[0].value) if name.lstrip("_") == "deferred" else None
+
+
 def _imports(module: str, type_only: bool = False) -> set[str]:
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     out: set[str] = set()
@@ -89,12 +106,9 @@ def _imports(module: str, type_only: bool = False) -> set[str]:
             return
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             out.update(_targets(module, node))
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id == "_OnFirstUse" and node.args
-              and isinstance(node.args[0], ast.Constant)):
-            # An import on first use (`forge.api`'s one place for them).
-            target = _resolve(node.args[0].value)
-            if target:
+        else:
+            target = _deferred_target(node)
+            if target:  # loaded on first use, but an import all the same
                 out.add(target)
         for child in ast.iter_child_nodes(node):
             visit(child)
@@ -307,32 +321,88 @@ def _loaded(module: str) -> set[str]:
     return seen
 
 
+def _deferrals(module: str) -> list[tuple[int, str]]:
+    """The modules `module` defers: (line, module) of each `deferred("...")`."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    return sorted((node.lineno, target) for node in ast.walk(tree)
+                  if (target := _deferred_target(node)) is not None)
+
+
 def _free_deferrals() -> list[str]:
-    """Imports inside functions of modules their module's import already loads."""
+    """Deferred modules that importing their module already loads."""
     found = []
     for module in MODULES:
-        tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
-        loaded = None
-        for fn in ast.walk(tree):
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            for node in ast.walk(fn):
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    loaded = _loaded(module) if loaded is None else loaded
-                    for target in sorted(_targets(module, node) & loaded):
-                        found.append(f"{module}:{node.lineno} imports {target} in a function, "
-                                     f"but importing {module} already loads it")
+        deferrals = _deferrals(module)
+        loaded = _loaded(module) if deferrals else set()
+        for line, target in deferrals:
+            if target in loaded:
+                found.append(f"{module}:{line} defers {target}, but importing {module} "
+                             "already loads it")
     return found
 
 
 def test_an_import_is_deferred_only_where_that_saves_loading_a_module():
-    """Imports sit at a module's top (issue 27): one inside a function is
-    kept only where it defers loading a module that importing its own module
-    does not load anyway (the command line's start-up, the pytest plugin's
-    promise to cost other suites nothing, an optional dependency).  A
-    deferred import that saves nothing is a hidden dependency and a line of
-    noise; this finds every one."""
+    """A module is deferred (forge/deferred.py) only where that saves loading
+    it: the command line's start-up, the pytest plugin's promise to cost
+    other suites nothing, an optional dependency.  A deferral that saves
+    nothing is a hidden dependency and a line of noise; this finds every one."""
     assert _free_deferrals() == []
+
+
+def _function_imports() -> list[str]:
+    """Imports of the project inside a function body, anywhere."""
+    found = []
+    for module, path in MODULES.items():
+        if module == "forge.deferred":  # the helper itself (it imports by name)
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        seen = set()
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and node.lineno not in seen:
+                    seen.add(node.lineno)
+                    for target in sorted(_targets(module, node)):
+                        found.append(f"{module}:{node.lineno} imports {target} in a function")
+    return found
+
+
+def test_no_import_of_the_project_sits_in_a_function():
+    """Issue 27: imports at the module's top.  One that must not load with
+    its module is declared there, in the module's one deferred block
+    (`x = deferred("forge.x")`, CONTRIBUTING.md "Where imports go"), never
+    written into a function body, where it hides from a reader."""
+    assert _function_imports() == []
+
+
+def test_the_function_import_check_sees_one(tmp_path, monkeypatch):
+    """Not vacuous: a module with an import in a function is found."""
+    path = tmp_path / "lazy.py"
+    path.write_text("def f():\n    from forge.runspec import read_prompt\n    return read_prompt\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {**MODULES, "forge.lazy_example": path})
+    assert _function_imports() == ["forge.lazy_example:2 imports forge.runspec in a function"]
+
+
+def test_a_deferred_module_is_an_import_for_the_layers_but_not_loaded():
+    """The layer graph sees `deferred("forge.x")` as an import (a deferral
+    cannot reverse a dependency unseen); start-up does not load it."""
+    assert "forge.conformance.cli" in GRAPH["forge.commands.explore"]
+    assert "forge.conformance.cli" in TYPE_GRAPH["forge.commands.explore"]
+    assert "forge.conformance.cli" not in TOP_GRAPH["forge.commands.explore"]
+    assert "forge.conformance.runner" not in _loaded("forge.cli")
+    assert "forge.engine.substitution" in {t for _, t in _deferrals("forge.engine.host")}
+
+
+def test_the_deferral_check_sees_a_deferral_that_saves_nothing(tmp_path, monkeypatch):
+    """Not vacuous: deferring a module its module imports anyway is found."""
+    path = tmp_path / "free.py"
+    path.write_text("from forge import repro\nfrom forge.deferred import deferred\n\n"
+                    "runspec = deferred(\"forge.runspec\")\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {**MODULES, "forge.free": path})
+    monkeypatch.setitem(TOP_GRAPH, "forge.free", {"forge.repro", "forge.deferred"})
+    assert [f for f in _free_deferrals() if f.startswith("forge.free")] == [
+        "forge.free:4 defers forge.runspec, but importing forge.free already loads it"]
 
 
 def test_the_deferral_check_sees_a_free_deferral():

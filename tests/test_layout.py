@@ -40,7 +40,8 @@ def test_another_checkout_first_on_the_path_mounts_its_own_folders(tmp_path):
     copy's, never the installed checkout's (an editable install's finder would say otherwise)."""
     copy = tmp_path / "copy"
     (copy / "forge").mkdir(parents=True)
-    for name in ("__init__.py", "_roots.py", "version.py"):
+    # forge/__init__.py and the modules it imports
+    for name in ("__init__.py", "_roots.py", "deferred.py", "version.py"):
         (copy / "forge" / name).write_text((ROOT / "forge" / name).read_text(encoding="utf-8"), encoding="utf-8")
     (copy / "sim").mkdir()
     (copy / "sim" / "__init__.py").write_text("WHERE = 'the copy'\n", encoding="utf-8")

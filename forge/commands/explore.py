@@ -23,13 +23,30 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from forge import probes as probing
+from forge.deferred import deferred
 from forge.errors import InputError
 
 from forge.commands.explore_report import report_json, rerun_line, show, show_saved
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import campaign as spread, failuredb, pool, progress, repro
+    from forge.conformance import cli as conformance_cli
+    from forge.lifecycle import command as lifecycle_command, scenario
+else:
+    spread = deferred("forge.campaign")
+    failuredb = deferred("forge.failuredb")
+    pool = deferred("forge.pool")
+    progress = deferred("forge.progress")
+    repro = deferred("forge.repro")
+    conformance_cli = deferred("forge.conformance.cli")
+    lifecycle_command = deferred("forge.lifecycle.command")
+    scenario = deferred("forge.lifecycle.scenario")
 
 #: Where `forge explore` keeps its arguments as given (`ctx.meta`).
 RERUN_ARGS = "forge.explore.args"
@@ -184,40 +201,33 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
                         forge explore P.md --runs 2000 --shard 2/2 --json > b.json
                         forge explore merge a.json b.json --json
     """
-    from forge import campaign as spread
-    from forge.pool import backend as pick_backend
-
     given = [f for f in LIMIT_FLAGS if f in flags_given(click.get_current_context())]
     if impl is None and given:
         raise InputError("bounds what an --impl program may take; "
                          "give --impl CMD, or leave it out", file=given[0])
 
-    from forge import failuredb
-    from forge.repro import check_seeds
-    from forge.lifecycle.scenario import is_scenario
     part = spread.parse_shard(shard) if shard is not None else None
     if strategy is None:
         strategy = DEFAULT_SHARDED if part is not None else DEFAULT
-    where = pick_backend(backend, address)
+    where = pool.backend(backend, address)
     spread.check_spread(strategy, workers, part, where)
-    from forge.repro import check_bound
-    check_bound(strategy, max_deviations)
+    repro.check_bound(strategy, max_deviations)
     if fair is not None and (part is not None or workers > 1 or where.kind != "local"
                              or impl is not None or lookup(strategy).walks):
         raise InputError("makes the reference engine's schedules fair in one process; leave "
                          "out --workers, --shard, --backend and --impl, and use a strategy "
                          "that draws schedules, not an exhaustive walk", file="--fair")
-    fixed = part is not None or impl is not None or lookup(strategy).walks or is_scenario(prompt)
+    fixed = (part is not None or impl is not None or lookup(strategy).walks
+             or scenario.is_scenario(prompt))
     start_seed = failuredb.start_seed(start_seed, fixed)
-    check_seeds(start_seed, runs)
-    if is_scenario(prompt):  # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
-        from forge.lifecycle.command import explore_file
-        sys.exit(explore_file(prompt, runs, start_seed, strategy, pct_depth, max_deviations,
-                              no_reduce, replay_out, json_out,
-                              given=flags_given(click.get_current_context()),
-                              required=required,
-                              rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
-    from forge.repro import explore_prompt
+    repro.check_seeds(start_seed, runs)
+    if scenario.is_scenario(prompt):
+        # a lifecycle race (docs/lifecycle.md); it refuses the prompt's flags
+        context = click.get_current_context()
+        sys.exit(lifecycle_command.explore_file(
+            prompt, runs, start_seed, strategy, pct_depth, max_deviations, no_reduce, replay_out,
+            json_out, given=flags_given(context), required=required,
+            rerun_args=context.meta.get(RERUN_ARGS)))
 
     expect = Expectation(invariants=True, same_ids=same_ids, result=expect_result,
                          schedule_independent=schedule_independent, checks_named=tuple(checks),
@@ -228,17 +238,14 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
         if part is not None or workers > 1 or where.kind != "local":
             raise InputError("--impl explores in one process; --workers, --shard and --backend "
                              "are for the reference engine")
-        from forge.conformance.cli import explore_impl_command as command
-        sys.exit(command(impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
-                         strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
-                         reduce=not no_reduce, replay_out=replay_out, json_out=json_out,
-                         timeout=timeout, limits={"run_seconds": run_seconds,
-                                                  "max_decisions": max_decisions},
-                         differential=differential, known_path=known_differences,
-                         pct_horizon=pct_horizon,
-                         rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
+        sys.exit(conformance_cli.explore_impl_command(
+            impl, prompt, harness, expect=expect, runs=runs, start_seed=start_seed,
+            strategy=strategy, pct_depth=pct_depth, max_deviations=max_deviations,
+            reduce=not no_reduce, replay_out=replay_out, json_out=json_out, timeout=timeout,
+            limits={"run_seconds": run_seconds, "max_decisions": max_decisions},
+            differential=differential, known_path=known_differences, pct_horizon=pct_horizon,
+            rerun_args=click.get_current_context().meta.get(RERUN_ARGS)))
     spec = spec_from_flags(prompt, **harness_kwargs(harness))
-    from forge.progress import Progress
 
     db = failuredb.database(database) if part is None else None
     key = failuredb.campaign_key(spec, expect, strategy, pct_depth)
@@ -256,7 +263,7 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
         if part is not None or workers > 1 or where.kind != "local":
             seeds = part.seeds(start_seed, runs) if part is not None else \
                 range(start_seed, start_seed + runs)
-            bar = Progress(len(seeds), "schedules")
+            bar = progress.Progress(len(seeds), "schedules")
             if lookup(strategy).walks:
                 done = spread.walk_campaign(spec, expect=expect, strategy=strategy, runs=runs,
                                             workers=workers,
@@ -270,12 +277,12 @@ def explore(prompt, runs, start_seed, database, strategy, pct_depth, pct_horizon
                                                pct_horizon=pct_horizon)
             outcome = done.outcome
         else:
-            bar = Progress(runs, "schedules")
-            outcome = explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
-                                     start_seed=start_seed, pct_depth=pct_depth,
-                                     max_deviations=max_deviations, reduce=not no_reduce,
-                                     progress=bar.update, probes=loaded,
-                                     pct_horizon=pct_horizon, fair=fair)
+            bar = progress.Progress(runs, "schedules")
+            outcome = repro.explore_prompt(spec, expect=expect, strategy=strategy, runs=runs,
+                                           start_seed=start_seed, pct_depth=pct_depth,
+                                           max_deviations=max_deviations, reduce=not no_reduce,
+                                           progress=bar.update, probes=loaded,
+                                           pct_horizon=pct_horizon, fair=fair)
     except KeyboardInterrupt:   # Ctrl-C: what ran, then exit 130 (forge.cli)
         if bar is not None:
             bar.close()
@@ -318,8 +325,6 @@ def merge(reports, replay_out, json_out):
     Every shard of one campaign must be given, once each.  Exit codes as
     `forge explore`: 0 every schedule passed, 1 one failed, 2 bad input.
     """
-    from forge import campaign as spread
-
     loaded = []
     for path in reports:
         try:

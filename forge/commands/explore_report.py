@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import TYPE_CHECKING
 
 import click
 
 from forge import probes, verdict
 from forge.commands.jsonflag import emit_json, on_stdout
+from forge.deferred import deferred
 from forge.difference import differences_of
 from forge.sim.strategies import DEFAULT, lookup
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import progress
+else:
+    progress = deferred("forge.progress")
 
 
 def report_json(report, failure, replay_out: str, user_probes=(), required=(),
@@ -148,15 +156,13 @@ def show(data: dict, json_out: str | None, walks: bool, shrunk_problems,
     schedules when --faults asked for them, even if none fired; which of a
     mixed campaign's strategies drew the failure when it is not
     `strategy`, the campaign's own; the line with no file, or why none)."""
-    from forge.progress import plain_counts
-
     emit_json(json_out, json.dumps(data, sort_keys=True))
     if on_stdout(json_out):
         return
     click.echo(f"{data['runs']} schedules, {data['distinct_schedules']} distinct, "
-               f"outcomes: {plain_counts(data['outcomes'])}")
+               f"outcomes: {progress.plain_counts(data['outcomes'])}")
     if faults_asked or data.get("faults"):
-        click.echo(f"faults fired: {plain_counts(data.get('faults', {}))}")
+        click.echo(f"faults fired: {progress.plain_counts(data.get('faults', {}))}")
     if "probes" in data:
         show_probes(data)
     if walks:

@@ -28,14 +28,26 @@ the file's syntax (`forge.sim.replayfile`).
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from forge.commands.jsonflag import JsonCommand, emit_json, json_option, on_stdout
 from forge.commands.params import (InputPath, OutputPath, flags_given, harness_kwargs,
                                    harness_options, write_output)
+from forge.deferred import deferred
 from forge.engine.run import observation_json
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import repro
+    from forge.lifecycle import command as lifecycle_command, replayfile, scenario
+else:
+    repro = deferred("forge.repro")
+    lifecycle_command = deferred("forge.lifecycle.command")
+    replayfile = deferred("forge.lifecycle.replayfile")
+    scenario = deferred("forge.lifecycle.scenario")
 
 
 @click.command(cls=JsonCommand)
@@ -65,17 +77,14 @@ def replay(files, json_out, story, trace_file, **harness):
     if len(files) > 2:
         raise click.UsageError("give REPLAY_FILE, or PROMPT and REPLAY_FILE")
     prompt, path = (None, files[0]) if len(files) == 1 else files
-    from forge.lifecycle.replayfile import is_lifecycle_replay
-    from forge.lifecycle.scenario import is_scenario
-    if (prompt is not None and is_scenario(prompt)) or is_lifecycle_replay(path):
+    if ((prompt is not None and scenario.is_scenario(prompt))
+            or replayfile.is_lifecycle_replay(path)):
         # A lifecycle race (docs/lifecycle.md); it refuses the prompt's flags.
-        from forge.lifecycle.command import replay_file as replay_scenario
-        sys.exit(replay_scenario(prompt, path, json_out,
-                                 given=flags_given(click.get_current_context())))
-    from forge.repro import replay_file
+        sys.exit(lifecycle_command.replay_file(prompt, path, json_out,
+                                               given=flags_given(click.get_current_context())))
 
     overrides = harness_kwargs(harness)
-    outcome = replay_file(path, prompt=prompt, overrides=overrides)
+    outcome = repro.replay_file(path, prompt=prompt, overrides=overrides)
     if trace_file is not None:      # the run as it went, drifted or not
         write_output(trace_file, outcome.trace)
     if outcome.other_kit is not None:

@@ -9,11 +9,20 @@ the words for each record (`forge.repro.describe`), its fields (docs/trace.md).
 """
 
 from __future__ import annotations
+from typing import TYPE_CHECKING
 
 import click
 
 from forge.commands.params import InputPath, OutputPath, write_output
+from forge.deferred import deferred
 from forge.errors import InputError
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import repro, timeline
+else:
+    repro = deferred("forge.repro")
+    timeline = deferred("forge.timeline")
 
 
 @click.command()
@@ -36,25 +45,20 @@ def trace(trace_file, html_out, observation_file, title, every):
     Exit codes: 0 printed or written, 2 bad input (the trace, the observation
     or a flag).
     """
-    from forge.timeline import (abandon_reasons, hot_suffixes, load_trace, read_observation,
-                                render_html)
-
-    records, sha256 = load_trace(trace_file)
+    records, sha256 = timeline.load_trace(trace_file)
     if html_out is None:
-        from forge.repro import describe
-
         if title is not None:
             raise InputError("the page's heading; give --html FILE too", file="--title")
         if observation_file is not None:
             raise InputError("gives the page its abandon reasons (the text names them from "
                              "the trace); give --html FILE too", file="--observation")
         for rec in records:
-            line = describe(rec, every=every)
+            line = repro.describe(rec, every=every)
             if line is not None:
                 click.echo(line)
         return
     reasons, hot = {}, []
     if observation_file is not None:
-        observed = read_observation(observation_file, trace_file, sha256)
-        reasons, hot = abandon_reasons(observed), hot_suffixes(observed)
-    write_output(html_out, render_html(records, reasons, title, hot))
+        observed = timeline.read_observation(observation_file, trace_file, sha256)
+        reasons, hot = timeline.abandon_reasons(observed), timeline.hot_suffixes(observed)
+    write_output(html_out, timeline.render_html(records, reasons, title, hot))

@@ -21,6 +21,7 @@ import functools
 import json
 from typing import TYPE_CHECKING, Any, Protocol
 
+from forge.deferred import deferred
 from forge.engine.state import Chain, Frame
 from forge.errors import ForgeInternalError
 from forge.engine.failures import Failure
@@ -33,6 +34,12 @@ from forge.prompt.headings import HeadingError, resolve
 
 if TYPE_CHECKING:
     from forge.engine.context import Context
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.engine import substitution
+else:
+    substitution = deferred("forge.engine.substitution")
 
 
 class JumpRule(Protocol):
@@ -129,13 +136,11 @@ class Host:
         self._vms.pop(chain.vm_key, None)
 
     def _render_prose(self, chain: Chain):
-        from forge.engine.substitution import SubstitutionError, render
-
         block = chain.current_block
         text = block.prose if block is not None else ""
         try:
-            return (True, render(text, _Resolver(self, chain)).encode("utf-8"))
-        except SubstitutionError as e:
+            return (True, substitution.render(text, _Resolver(self, chain)).encode("utf-8"))
+        except substitution.SubstitutionError as e:
             return self.err(e.render())
 
     def read_back_var(self, chain: Chain) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.engine.modelside import AllowTasks, LocalTool
 from forge.engine.requests import ToolCall
 from forge.lua.runtime import (
@@ -43,6 +44,12 @@ if TYPE_CHECKING:
     from forge.engine.state import Chain
     from forge.engine.modelside import ModelSide, SectionState
     from forge.toolscript import ScriptedTool, ToolReply
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge import toolscript
+else:
+    toolscript = deferred("forge.toolscript")
 
 #: The model's task built-ins, in the fixed order a round offers them.
 BUILTINS = ("task", "task_cancel", "task_status", "await_tasks")
@@ -99,13 +106,11 @@ def _read_calls(parts: Any, *args):
 
 class ToolsAPI:
     def __init__(self, models: ModelSide) -> None:
-        from forge.toolscript import ToolCursor
-
         self.models = models
         self.ctx = models.ctx
         self.lua = models.ctx.lua
         script = models.ctx.harness.tool
-        self.cursor = ToolCursor(script)
+        self.cursor = toolscript.ToolCursor(script)
         catalogue = script.tools if script is not None else {}
         #: alias -> bound slot, in `tools:` order.
         self.bound: dict[str, BoundTool] = {

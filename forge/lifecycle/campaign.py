@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.lifecycle.explore import Scenario, problems_of, subject
 from forge.lifecycle.probes import coverage
 from forge.sim.chooser import Chooser, RecordedProvider, ReplayProvider
@@ -32,6 +33,16 @@ if TYPE_CHECKING:
     from forge.sim.chooser import Drift
 
     from forge.lifecycle.replayfile import Recorded
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.lifecycle import dpor, replayfile
+    from forge.sim import exhaustive, explore
+else:
+    dpor = deferred("forge.lifecycle.dpor")
+    replayfile = deferred("forge.lifecycle.replayfile")
+    exhaustive = deferred("forge.sim.exhaustive")
+    explore = deferred("forge.sim.explore")
 
 
 @attrs.frozen
@@ -89,19 +100,16 @@ def run(scenario: Scenario, strategy: str = SEARCH, runs: int = 200, start_seed:
     """Explore ``scenario`` under a strategy ``forge explore`` offers
     (``forge.sim.strategies.EXPLORING``): a walk of the whole tree, with
     partial-order reduction when ``reduced`` and unbounded, or a search over seeds."""
-    from forge.sim.exhaustive import exhaustive
-    from forge.sim.explore import explore
-
     subj = subject(scenario, reduced)
     walks = lookup(strategy).walks
     if walks and reduced and max_deviations is None:
         return _run_dpor(scenario, subj, runs, strategy)
     if walks:
-        report = exhaustive(subj, [problems_of], limit=runs, reduce=False,
-                            max_deviations=max_deviations, stop_at_first=True)
+        report = exhaustive.exhaustive(subj, [problems_of], limit=runs, reduce=False,
+                                       max_deviations=max_deviations, stop_at_first=True)
     else:
-        report = explore(subj, range(start_seed, start_seed + runs), [problems_of],
-                         strategy=strategy, pct_depth=pct_depth)
+        report = explore.explore(subj, range(start_seed, start_seed + runs), [problems_of],
+                                 strategy=strategy, pct_depth=pct_depth)
     failure = _failure(scenario, reduced, report.findings[0]) if report.findings else None
     return Outcome(scenario.name, strategy, reduced, report.runs, report.distinct_traces,
                    report.complete, report.pruned, report.bounded, report.unfinished,
@@ -120,17 +128,13 @@ def _failure(scenario: Scenario, reduced: bool, f: Any) -> Failure:
 def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcome:
     """Exhaustive with partial-order reduction (``dpor``): one schedule per class
     of equivalent schedules; a failure is shrunk as any other."""
-    from forge.sim.explore import finding
-
-    from forge.lifecycle.dpor import dpor
-
-    search = dpor(lambda provider: subj(Chooser(provider))[0], runs)
+    search = dpor.dpor(lambda provider: subj(Chooser(provider))[0], runs)
     failure = None
     if search.failure is not None:
         chooser = Chooser(ReplayProvider(search.choices))
         obs, _ = subj(chooser)
-        found = finding(subj, None, chooser, obs, problems_of(obs), [problems_of], 3000,
-                        {"strategy": strategy})
+        found = explore.finding(subj, None, chooser, obs, problems_of(obs), [problems_of], 3000,
+                                {"strategy": strategy})
         failure = _failure(scenario, True, found)
     return Outcome(scenario.name, strategy, True, search.runs, search.runs,
                    search.complete or failure is not None, failure=failure, por=True,
@@ -140,11 +144,9 @@ def _run_dpor(scenario: Scenario, subj: Any, runs: int, strategy: str) -> Outcom
 def replay_body(path: str, outcome: Outcome) -> str:
     """The replay file of ``outcome``'s failure on the scenario file at ``path``
     (``replayfile``): the scenario's text, explored, goes in with the choices."""
-    from forge.lifecycle.replayfile import write
-
     if outcome.text is None:
         raise ValueError("a scenario built in code has no file text for a replay file")
-    return write(path, outcome.text, outcome)
+    return replayfile.write(path, outcome.text, outcome)
 
 
 @attrs.frozen

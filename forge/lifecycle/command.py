@@ -26,17 +26,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
 from forge.commands.jsonflag import JsonGroup, emit_json, json_option, on_stdout
 from forge.commands.params import OutputPath, write_output
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.lifecycle import campaign, history as hist, replayfile
 from forge.lifecycle.probes import check_required
 from forge.lifecycle.scenario import load
 from forge.run.record import kit_version
 from forge.sim.strategies import lookup
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.commands import explore_report
+    from forge.lifecycle import contract, history_html, linearizability
+else:
+    explore_report = deferred("forge.commands.explore_report")
+    contract = deferred("forge.lifecycle.contract")
+    history_html = deferred("forge.lifecycle.history_html")
+    linearizability = deferred("forge.lifecycle.linearizability")
 
 #: The flags of ``forge explore`` a scenario takes; every other one is a prompt's.
 EXPLORE_FLAGS = ("--runs", "--start-seed", "--strategy", "--pct-depth", "--max-deviations",
@@ -63,8 +75,6 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     ``EXPLORE_FLAGS``; ``required``: the probes (``forge.lifecycle.probes``) a
     schedule must reach, or the exploration fails; ``rerun_args``: the
     arguments as given, for a failure's line with no file."""
-    from forge.commands.explore_report import NO_RERUN, rerun_line, show_probes
-
     check_flags(path, given, EXPLORE_FLAGS, "a lifecycle scenario")
     check_required(required)
     scenario = load(path)
@@ -76,8 +86,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
     rerun = None
     if f is not None:
         write_output(replay_out, campaign.replay_body(path, out))
-        rerun = rerun_line(rerun_args, f.seed, f.provider, strategy, first=start_seed,
-                           scenario=True)
+        rerun = explore_report.rerun_line(rerun_args, f.seed, f.provider, strategy,
+                                          first=start_seed, scenario=True)
     reached = {"probes": out.probes,
                "probes_missed": [name for name, n in out.probes.items() if not n],
                "required_unreached": [name for name in required if not out.probes.get(name)]}
@@ -105,7 +115,7 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
         elif walks and f is None:
             click.echo(f"{'covered the whole tree' if out.complete else 'STOPPED at --runs'}: "
                        f"{out.bounded} beyond the deviation bound, {out.unfinished} unfinished")
-        show_probes(reached)
+        explore_report.show_probes(reached)
         if f is not None:
             at = f" at seed {f.seed}" if f.seed is not None else ""
             click.echo(f"FAILED{at}: " + "; ".join(f.problems))
@@ -115,7 +125,8 @@ def explore_file(path: str, runs: int, start_seed: int, strategy: str, pct_depth
             for line in campaign.story(f.steps, f.hot):
                 click.echo(line)
             click.echo(f"reproduce with: forge replay {path} {replay_out}")
-            click.echo(f"or, with no file: {rerun}" if rerun is not None else NO_RERUN)
+            click.echo(f"or, with no file: {rerun}" if rerun is not None
+                       else explore_report.NO_RERUN)
     if f is not None or reached["required_unreached"]:
         return 1
     return 3 if not out.complete else 0
@@ -182,12 +193,9 @@ def check_command(history: str, html_out: str | None, json_out: str | None) -> N
     """
     import sys
 
-    from forge.lifecycle.history_html import render
-    from forge.lifecycle.linearizability import check
-
     if html_out is not None:
         html_out = OutputPath().convert(html_out, None, None)
-    verdict = check(hist.read(history))
+    verdict = linearizability.check(hist.read(history))
     emit_json(json_out, json.dumps({"linearizable": verdict.ok, "operations": verdict.operations,
                                     "parts": verdict.parts,
                                     "minimal": [json.loads(op.to_json()) for op in verdict.minimal]},
@@ -197,7 +205,7 @@ def check_command(history: str, html_out: str | None, json_out: str | None) -> N
     if html_out is not None:
         title = ("linearizable" if verdict.ok else
                  f"not linearizable: {len(verdict.minimal)} operations with no legal order")
-        write_output(html_out, render(verdict.minimal, title))
+        write_output(html_out, history_html.render(verdict.minimal, title))
     sys.exit(0 if verdict.ok else 1)
 
 
@@ -223,15 +231,13 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
     import os
     import sys
 
-    from forge.lifecycle.contract import CHECKS, run_contract
-
     module, _, name = factory.partition(":")
     if not module or not name:
         raise InputError(f"{factory!r} is not MODULE:FACTORY")
-    unknown = [n for n in names if n not in CHECKS]
+    unknown = [n for n in names if n not in contract.CHECKS]
     if unknown:
-        raise InputError(f"-k {unknown[0]}: no such check; one of " + ", ".join(sorted(CHECKS)),
-                         kind="argument")
+        raise InputError(f"-k {unknown[0]}: no such check; one of "
+                         + ", ".join(sorted(contract.CHECKS)), kind="argument")
     sys.path.insert(0, os.getcwd())
     try:
         make = getattr(importlib.import_module(module), name)
@@ -239,11 +245,11 @@ def contract_command(factory: str, names: tuple[str, ...]) -> None:
         raise InputError(f"cannot import {module}: {exc}") from None
     except AttributeError:
         raise InputError(f"{module} has no {name}") from None
-    chosen = list(names) or list(CHECKS)
+    chosen = list(names) or list(contract.CHECKS)
     failures = []
     for done, check in enumerate(chosen):
         try:
-            failures.extend(run_contract(make, [check]))
+            failures.extend(contract.run_contract(make, [check]))
         except KeyboardInterrupt:   # what ran, then exit 130 (forge.cli)
             for line in failures:
                 click.echo(f"FAIL {line}")

@@ -34,11 +34,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from forge.deferred import deferred
 from forge.lifecycle.history import Operation, Recorder
 from forge.lifecycle.records import Task, TaskStatus
 from forge.lifecycle.store import KEEP, ORPHAN_SUMMARY, CapReached, NotFound
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.lifecycle import linearizability
+else:
+    linearizability = deferred("forge.lifecycle.linearizability")
 
 W, P, C, F, X = (TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED, TaskStatus.COMPLETED,
                  TaskStatus.FAILED, TaskStatus.CANCELLED)
@@ -357,9 +364,7 @@ def _race(store: Any, fns: list[Callable[[], Any]]) -> list[Any]:
 
 
 def _linearizable(history: list[Operation], what: str) -> None:
-    from forge.lifecycle.linearizability import check
-
-    verdict = check(history)
+    verdict = linearizability.check(history)
     assert verdict.ok, f"{what}: the recorded history is {verdict.text()}"
 
 

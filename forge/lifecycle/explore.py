@@ -38,10 +38,11 @@ import json
 import threading
 from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.lifecycle import liveness, probes
 from forge.lifecycle.clock import VirtualClock
 from forge.lifecycle.manager import Config, CounterIds, Manager
@@ -54,6 +55,15 @@ from forge.lifecycle.records import (
 )
 from forge.lifecycle.store import MemoryStore, NotFound
 from forge.sim.chooser import Chooser
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.lifecycle import dpor, sqlite_store
+    from forge.sim import exhaustive
+else:
+    dpor = deferred("forge.lifecycle.dpor")
+    sqlite_store = deferred("forge.lifecycle.sqlite_store")
+    exhaustive = deferred("forge.sim.exhaustive")
 
 _WRITES = ("create", "finalize", "retry_claim", "release_retry_claim", "advance",
            "mark_input_required", "reclaim_working", "fail_orphans", "delete",
@@ -704,8 +714,7 @@ class Exploration:
 def store_of(scenario: Scenario) -> Callable[[], Any]:
     """A fresh store of the kind the scenario names, per schedule."""
     if scenario.store == "sqlite":
-        from forge.lifecycle.sqlite_store import SqliteStore
-        return lambda: SqliteStore(":memory:")
+        return lambda: sqlite_store.SqliteStore(":memory:")
     return MemoryStore
 
 
@@ -716,18 +725,15 @@ def explore(scenario: Scenario, reduced: bool = True,
     operations, the launcher and the stopper are steps; ``por`` (default: as
     ``reduced``): one schedule per class of equivalent ones (``dpor``),
     otherwise every one (``forge.sim.exhaustive``, whose first failure is shrunk)."""
-    from forge.sim.exhaustive import exhaustive
-
     subj = subject(scenario, reduced, store_factory)
     if por if por is not None else reduced:
-        from forge.lifecycle.dpor import dpor
-
-        search = dpor(lambda provider: subj(Chooser(provider))[0], limit)
+        search = dpor.dpor(lambda provider: subj(Chooser(provider))[0], limit)
         failure = search.failure
         return Exploration(scenario.name, reduced, search.runs,
                            "; ".join(failure["problems"]) if failure else None,
                            search.choices, search.complete or failure is not None)
-    report = exhaustive(subj, [problems_of], limit=limit, reduce=False, stop_at_first=True)
+    report = exhaustive.exhaustive(subj, [problems_of], limit=limit, reduce=False,
+                                   stop_at_first=True)
     found = report.findings[0] if report.findings else None
     return Exploration(scenario.name, reduced, report.runs,
                        "; ".join(found.problems) if found else None,

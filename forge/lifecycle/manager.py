@@ -19,10 +19,11 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.lifecycle.records import (
     Continuation,
     Info,
@@ -40,6 +41,12 @@ from forge.lifecycle.history import Recorder
 from forge.lifecycle.sessions import MemorySessions, Session, SessionRepo
 from forge.lifecycle.store import KEEP, CapReached, NotFound, Store
 from forge.variation import declare
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.lifecycle import tools as lifecycle_tools
+else:
+    lifecycle_tools = deferred("forge.lifecycle.tools")
 
 # Variation sites of the manager's race rules (forge.variation).
 STOP_DOES_NOT_CHASE = declare("lifecycle.stop-does-not-chase", "lifecycle",
@@ -702,16 +709,13 @@ class Manager:
     # -- the model's tools -------------------------------------------------------
     def tools(self) -> list:
         """spawn_task, then task_status, task_retry, task_stop (lifecycle.tools.order)."""
-        from forge.lifecycle.tools import tools
-        return tools(self)
+        return lifecycle_tools.tools(self)
 
     def spawn_tool(self) -> Any:
-        from forge.lifecycle.tools import spawn_tool
-        return spawn_tool(self)
+        return lifecycle_tools.spawn_tool(self)
 
     def task_tools(self) -> list:
-        from forge.lifecycle.tools import task_tools
-        return task_tools(self)
+        return lifecycle_tools.task_tools(self)
 
     # -- restart -----------------------------------------------------------
     def recover(self) -> list[Task]:

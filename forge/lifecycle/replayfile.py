@@ -24,15 +24,23 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.limits import data_problem, is_int, render_path
 from forge.lifecycle.explore import Scenario
 from forge.lifecycle.scenario import ScenarioError, from_text, is_scenario, load, read_text
 from forge.sim.replayfile import ReplayFileError, load_json, read_choices
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.run import record, spec as run_spec
+else:
+    record = deferred("forge.run.record")
+    run_spec = deferred("forge.run.spec")
 
 #: The format written and read (a prompt's replay file is format 1).
 FORMAT = "lifecycle/1"
@@ -63,13 +71,10 @@ class Recorded:
 def write(path: str, text: str, outcome: Any) -> str:
     """The replay file of ``outcome``'s failure (a ``campaign.Outcome``) on the
     scenario whose file at ``path`` holds ``text``: sorted keys, one choice a line."""
-    from forge.run.record import kit_version
-    from forge.run.spec import text_sha256
-
     f = outcome.failure
     assert f is not None  # only a failure is recorded
-    body = {"format": FORMAT, "kit": kit_version(), "reduced": outcome.reduced,
-            "scenario": {"path": path, "sha256": text_sha256(text), "text": text},
+    body = {"format": FORMAT, "kit": record.kit_version(), "reduced": outcome.reduced,
+            "scenario": {"path": path, "sha256": run_spec.text_sha256(text), "text": text},
             "seed": f.seed, "failure": {"problems": list(f.problems),
                                         "deviations": f.deviations,
                                         "proven_minimal": f.proven}}
@@ -210,8 +215,6 @@ def scenario_of(recorded: Recorded, replay: str, given: str | None) -> Scenario:
             the recorded one or a recorded scenario this kit refuses; an older
             file given no scenario; or naming ``given``, for a bad scenario file.
     """
-    from forge.run.spec import text_sha256
-
     if recorded.text is None:  # the older shape: only the path was recorded
         if given is None:
             _bad(replay, "$.prompt", f"this replay file (from an older kit) names the scenario "
@@ -224,7 +227,7 @@ def scenario_of(recorded: Recorded, replay: str, given: str | None) -> Scenario:
         return load(given)
     assert recorded.sha256 is not None  # recorded with the text
     text = recorded.text if given is None else read_text(given)
-    sha = text_sha256(text)
+    sha = run_spec.text_sha256(text)
     if sha != recorded.sha256:
         whose = "the scenario text in the file" if given is None else f"the scenario {given}"
         _bad(replay, "$.scenario.sha256", f"{whose} has sha256 {sha[:12]}..., the replay was "

@@ -28,15 +28,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import attrs
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 
+from forge.deferred import deferred
 from forge.errors import PromptError
 from forge.prompt import frontmatter
 from forge.prompt.model import LuaBlock, Prompt, Section
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.lua import runtime as lua_runtime
+else:
+    lua_runtime = deferred("forge.lua.runtime")
 
 #: `(source, chunkname) -> compiler message or None`.
 CompileCheck = Callable[[str, str], str | None]
@@ -66,9 +74,7 @@ class _Refusal(Exception):
 
 def lua_compile_check(source: str, chunkname: str) -> str | None:
     """The Lua 5.5 compiler's diagnostic for a block, or None when it compiles."""
-    from forge.lua.runtime import compile_check
-
-    return compile_check(source, chunkname)
+    return lua_runtime.compile_check(source, chunkname)
 
 
 #: Parsed prompts by (text, path, compile check).  A `Prompt` is frozen, so

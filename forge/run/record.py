@@ -24,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from forge.deferred import deferred
 from forge.errors import InputError
 from forge.harness import DEFAULT_LATENCY, FAULT_KINDS, FaultPlan
 from forge.limits import MAX_SECONDS
@@ -40,6 +41,12 @@ from forge.sim.replayfile import (RecordShape, Reader, ReplayFileError, is_int, 
                                   is_sha256)
 from forge.sim.replayfile import read_replay as read_checked
 from forge.version import __version__
+
+# Loaded on first use, not with this module (CONTRIBUTING.md, "Where imports go").
+if TYPE_CHECKING:
+    from forge.engine import run as engine_run
+else:
+    engine_run = deferred("forge.engine.run")
 
 #: The largest latency multiplier a record may hold, and the most multipliers.
 MAX_MULTIPLIER = 1000.0
@@ -61,9 +68,7 @@ def observation_sha256(obs: dict) -> str:
     replay must reproduce.  The trace alone is not enough: it records when
     each store operation completes, not what it answered, so a refused write
     and a written one can leave the same trace."""
-    from forge.engine.run import observation_json   # the engine, loaded when a run is recorded
-
-    return hashlib.sha256(observation_json(obs).encode("utf-8")).hexdigest()
+    return hashlib.sha256(engine_run.observation_json(obs).encode("utf-8")).hexdigest()
 
 
 def kit_version() -> str:
