@@ -73,7 +73,8 @@ def render(run: dict, scaling: dict) -> str:
             f"{_span(users['run_vs_fresh_floor'])}x, with its observation "
             f"{_span(users['run_with_observation_vs_fresh_floor'])}x), one schedule of "
             f"`forge.api.explore` {_span(users['api_explore_random_vs_fresh_floor'])}x "
-            f"(random) and {_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT); the Lua "
+            f"(random; a process's first campaign of the prompt "
+            f"{_span(users['api_explore_random_first_vs_fresh_floor'])}x) and {_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT); the Lua "
             f"kernel bound {_span(users['lua_kernel_bound_vs_fresh_floor'])}x."
         )
         if users.get("parallel_exhaustive") is not None:

@@ -45,7 +45,9 @@ is the ratios; the absolute rates are for this machine only.
   those of `api.run_prompt` and of one schedule of `api.explore` (random)
   on two-tasks, the public API's path around the same run.  A measured
   `explore` call takes the set-up the call before it left
-  (`forge.repro.Shelf`), as a user's second campaign of a prompt does.
+  (`forge.repro.Shelf`), as a user's second campaign of a prompt does;
+  `api_explore_random_first` is the same campaign with nothing kept, as a
+  process's first campaign of the prompt pays for it.
 
 A run takes an idle runtime and gives it back (`forge.lua.runtime`); a
 test checks over every example and case that such runs are byte-identical
@@ -344,6 +346,14 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
     assert api.explore(two_path, runs=EXPLORE_RUNS).ok
     seed = iter(range(10**9))
 
+    def first_campaign(campaign):
+        """`campaign` as a process's first campaign of its prompt pays for
+        it: no set-up kept from a campaign before (`forge.repro.Shelf`)."""
+        def call():
+            api._campaigns.cache_clear()
+            return campaign()
+        return call
+
     def explore_one():
         obs = run_prompt(two, Harness(), Chooser(RandomProvider(next(seed))), RunConfig()).observation()
         for check in oracles.DEFAULT_CHECKS:
@@ -367,8 +377,10 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         # Named: the API's default is the portfolio now, not random.
         "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random"),
         "api_explore_pct": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="pct"),
+        "api_explore_random_first": first_campaign(
+            lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random")),
     }, seconds)
-    for name in ("api_explore_random", "api_explore_pct"):
+    for name in ("api_explore_random", "api_explore_pct", "api_explore_random_first"):
         per_call[name] = {stat: v / EXPLORE_RUNS for stat, v in per_call[name].items()}
     out: dict = {"per_call_s": per_call}
     m = {k: v["min"] for k, v in per_call.items()}
@@ -403,6 +415,8 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "api_run_prompt_vs_fresh_floor": _pair(per_call["api_run_prompt"], floor),
         "api_explore_random_vs_fresh_floor": _pair(per_call["api_explore_random"], floor),
         "api_explore_pct_vs_fresh_floor": _pair(per_call["api_explore_pct"], floor),
+        "api_explore_random_first_vs_fresh_floor": _pair(per_call["api_explore_random_first"],
+                                                         floor),
         "lua_kernel_bound_vs_fresh_floor": _pair(per_call["lua_kernel_bound"], floor),
         # The parallel exhaustive search's speedup over serial (2 workers,
         # wall clock): filled in below unless --quick.
