@@ -48,6 +48,23 @@ def run():
     return run_text
 
 
+@pytest.fixture
+def calls_of(monkeypatch):
+    """`calls_of(module, name)`: `module.name` wrapped for the test to count
+    its calls; returns the list that grows by one a call."""
+    def count(module, name: str) -> list[int]:
+        made: list[int] = []
+        real = getattr(module, name)
+
+        def counted(*args, **kwargs):
+            made.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+        return made
+    return count
+
+
 #: Set by `.ci/run`: a test that needs Chromium fails where it would skip.
 REQUIRE_CHROMIUM = "FORGE_REQUIRE_CHROMIUM"
 #: The one line a run without Chromium ends with.

@@ -100,22 +100,8 @@ def test_from_dict_keeps_no_reference_to_the_callers_data():
     assert obs.tasks["0.0"]["state"] != "changed"
 
 
-def _set_ups(monkeypatch) -> list[int]:
-    """Count the campaign set-ups made (`forge.repro.set_up`)."""
-    from forge import repro
-
-    made: list[int] = []
-    real = repro.set_up
-
-    def counted(*args, **kwargs):
-        made.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(repro, "set_up", counted)
-    return made
-
-
-def test_explore_again_takes_the_campaign_set_up_and_reports_the_same(tmp_path, monkeypatch):
+def test_explore_again_takes_the_campaign_set_up_and_reports_the_same(tmp_path, monkeypatch,
+                                                                     calls_of):
     """A second campaign of the same prompt text and settings takes the first's
     set-up (runner, watched runs, canonical run, kit checks) and reports what
     a fresh one reports; an edited file or other settings make their own
@@ -124,7 +110,7 @@ def test_explore_again_takes_the_campaign_set_up_and_reports_the_same(tmp_path, 
 
     path = tmp_path / "p.md"
     path.write_text((EXAMPLES / "two-tasks.md").read_text(encoding="utf-8"), encoding="utf-8")
-    made = _set_ups(monkeypatch)
+    made = calls_of(repro, "set_up")  # the campaign set-ups made
     shelf = repro.Shelf(4)
     monkeypatch.setattr(api, "_campaigns", lambda: shelf)
     reports = [api.explore(path, runs=30, strategy=s) for s in ("random", "random", "pct", "pct")]
@@ -140,24 +126,24 @@ def test_explore_again_takes_the_campaign_set_up_and_reports_the_same(tmp_path, 
     assert len(made) == 5
 
 
-def test_a_failing_campaign_again_finds_the_same_failure(monkeypatch):
+def test_a_failing_campaign_again_finds_the_same_failure(monkeypatch, calls_of):
     from forge import repro
 
     shelf = repro.Shelf(4)
     monkeypatch.setattr(api, "_campaigns", lambda: shelf)
-    made = _set_ups(monkeypatch)
+    made = calls_of(repro, "set_up")  # the campaign set-ups made
     path = EXAMPLES / "race.md"
     first = api.explore(path, runs=40, strategy="random", schedule_independent=True)
     again = api.explore(path, runs=40, strategy="random", schedule_independent=True)
     assert not first.ok and first == again and len(made) == 1
 
 
-def test_a_mutants_campaign_does_not_take_the_references_set_up(monkeypatch):
+def test_a_mutants_campaign_does_not_take_the_references_set_up(monkeypatch, calls_of):
     from forge import repro, variation
 
     shelf = repro.Shelf(4)
     monkeypatch.setattr(api, "_campaigns", lambda: shelf)
-    made = _set_ups(monkeypatch)
+    made = calls_of(repro, "set_up")  # the campaign set-ups made
     path = EXAMPLES / "explore" / "watch-delivery.md"
     assert api.explore(path, runs=10, strategy="random").ok
     with variation.switched("delivery.double-delivery"):

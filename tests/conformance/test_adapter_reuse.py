@@ -40,17 +40,9 @@ return 'w'
 
 
 @pytest.fixture
-def engine_runs(monkeypatch):
-    count = []
-    real = adapters.run_prompt
-
-    def counted(*a, **kw):
-        count.append(1)
-        return real(*a, **kw)
-
+def engine_runs(calls_of):
     # The engine's `run_prompt` where the in-process adapter calls it.
-    monkeypatch.setattr(adapters, "run_prompt", counted)
-    return count
+    return calls_of(adapters, "run_prompt")
 
 
 def test_one_run_serves_every_schedule_with_nothing_to_choose(engine_runs):
