@@ -16,6 +16,7 @@ trace nobody observes pays nothing: `observe` swaps in the feeding `emit`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -35,6 +36,16 @@ def canonical_json(value: Any) -> str:
     if _C_ENCODER is None or not isinstance(value, dict):
         return _ENCODER.encode(value)
     return "".join(_C_ENCODER(value, 0))
+
+
+def _json_lines(records: list[dict]) -> str:
+    """`records` (dicts) as canonical JSON lines: `canonical_json` of each
+    and a newline, encoded without a Python call per record."""
+    if _C_ENCODER is None:
+        return "".join([canonical_json(r) + "\n" for r in records])
+    if not records:
+        return ""
+    return "\n".join(map("".join, map(_C_ENCODER, records, itertools.repeat(0)))) + "\n"
 
 
 #: Records hashed per update of a long trace's digest, which is not kept as one text.
@@ -158,7 +169,7 @@ class Trace:
         n = len(self.records)
         if self._lines is not None and self._lines[0] == n:
             return self._lines[1]
-        text = "".join([canonical_json(r) + "\n" for r in self.records])
+        text = _json_lines(self.records)
         # Kept for the next call while no record is added (records are only
         # ever appended): a run's observation hashes the text, and the Python
         # API hands it out as well.
@@ -170,6 +181,5 @@ class Trace:
         if len(records) <= _SLICE:
             return hashlib.sha256(self.lines().encode("utf-8")).hexdigest()
         for start in range(0, len(records), _SLICE):      # one update per slice, in bounded memory
-            digest.update("".join([canonical_json(r) + "\n"
-                                   for r in records[start:start + _SLICE]]).encode("utf-8"))
+            digest.update(_json_lines(records[start:start + _SLICE]).encode("utf-8"))
         return digest.hexdigest()

@@ -66,9 +66,9 @@ class Observer:
     def events(self) -> list[dict]:
         """Every event so far, as the observation shows it."""
         built, execution = self._built, self.execution
-        for kind, section, task, seq, fields in self.raw[len(built):]:
-            built.append({"kind": kind, "execution": execution, "section": section,
-                          "provenance": {"task": task, "seq": seq}, **fields})
+        built += [{"kind": kind, "execution": execution, "section": section,
+                   "provenance": {"task": task, "seq": seq}, **fields}
+                  for kind, section, task, seq, fields in self.raw[len(built):]]
         return built
 
     def log(self, chain: Chain, message: str, nbytes: int) -> bool:

@@ -243,6 +243,7 @@ class Task:
         return [t for t in self.chain.owned if t.live]
 
     def status_json(self) -> dict:
+        live = self.live
         out = {
             "target": self.target,
             "origin": self.origin,
@@ -251,11 +252,17 @@ class Task:
             "tasks": [t.id for t in self.live_children()],
             "depth": self.depth,
         }
-        ok = False if (OK_FALSE_WHILE_RUNNING.on and self.live) else self.ok
-        for key, value in (("ok", ok), ("section", self._section()),
-                           ("blocked", self._blocked()), ("note", self.note)):
-            if value is not None:
-                out[key] = value
+        ok = False if (OK_FALSE_WHILE_RUNNING.on and live) else self.ok
+        if ok is not None:
+            out["ok"] = ok
+        if live:        # an ended task has neither a section nor a wait
+            section, blocked = self._section(), self._blocked()
+            if section is not None:
+                out["section"] = section
+            if blocked is not None:
+                out["blocked"] = blocked
+        if self.note is not None:
+            out["note"] = self.note
         if self.reason is not None:
             out["reason"] = self.reason.value
         return out

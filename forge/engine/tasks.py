@@ -566,7 +566,7 @@ class TasksAPI:
                         return (False, value)
                     return (True, self.handle(t.id), ok, value)
             raise AssertionError("a satisfied join_any has an ended member")
-        results = self.lua.lua.table()
+        entries: list = []        # (position, task id, ok, result) of each member delivered
         taken: dict[str, tuple] = {}
         for position, t in enumerate(join.members, 1):
             if t.live or (timed_out and timeouts.TIMED_JOIN_DROPS_FINISHED.on):
@@ -574,6 +574,5 @@ class TasksAPI:
             if t.id not in taken:
                 taken[t.id] = self._outcome(t, chain)
                 ctx.trace.emit(ctx.clock.now, "deliver", chain=chain.id, task=t.id)
-            ok, value = taken[t.id]
-            results[position] = self.lua.fn.join_entry(t.id.encode("utf-8"), ok, value)
-        return (True, results, timed_out)
+            entries += (position, t.id.encode("utf-8"), *taken[t.id])
+        return (True, self.lua.fn.join_results(*entries), timed_out)

@@ -100,8 +100,10 @@ class Threads:
                 self.addresses.discard(address)
 
     def start(self, seconds: float) -> float:
-        """A run starts with `seconds` of CPU: its deadline, watched from now."""
+        """A run starts with `seconds` of CPU and no thread registered: its
+        deadline, watched from now."""
         with self.lock:
+            self.addresses.clear()
             self.deadline = time.process_time() + seconds
             self.tightened = False
         # A runtime reused run after run is watched already: only a new one,

@@ -1047,9 +1047,18 @@ E.assign = function(t, k, v) return E.guarded(assign, t, k, v) end
 
 E.pack = tpack
 E.table_from_list = function(...) return { ... } end
--- An entry of a join's results: made here, in one call, rather than key by
--- key from Python.  (A task handle is `task_handle`, above.)
-E.join_entry = function(id, ok, result) return { task = id, ok = ok, result = result } end
+-- A join's results, made here in one call rather than table by table and
+-- key by key from Python: `(position, task id, ok, result)` for each member
+-- delivered, in ascending position (a member skipped leaves its position
+-- empty).  (A task handle is `task_handle`, above.)
+E.join_results = function(...)
+  local results = {}
+  for i = 1, select('#', ...), 4 do
+    local position, id, ok, result = select(i, ...)
+    results[position] = { task = id, ok = ok, result = result }
+  end
+  return results
+end
 -- `argv` of a prompt that declares no arguments: the args text as `prose`.
 E.prose_argv = function(text) return { prose = text } end
 

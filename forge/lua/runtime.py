@@ -317,9 +317,11 @@ class LuaRuntime:
         # A C function called from Python runs no Lua instruction, so the old
         # hook cannot fire on the way out.
         self._clear_hook()
-        self.threads.stop()
-        deadline = (float("inf") if cpu_seconds is None
-                    else self.threads.start(cpu_seconds))
+        if cpu_seconds is None:
+            self.threads.stop()
+            deadline = float("inf")
+        else:
+            deadline = self.threads.start(cpu_seconds)     # which forgets the last run's threads
         self.fn.reset(instructions, budget_message(instructions),
                      random_seed, deadline, backstop.message(cpu_seconds or 0.0))
         self.internal_error = None

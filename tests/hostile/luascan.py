@@ -59,7 +59,7 @@ GUARDED = {"guarded", "index", "assign", "tostring"}
 #: (`rawget`, `next`, `rawlen`; a test calls these on a table whose metamethods trap) ...
 RAW_LUA = {"append", "truncate", "deep_copy", "json_check", "ordered_keys", "serial",
            "list_serial", "stamp", "stamp_of", "is_host_error", "var_intact", "typename",
-           "join_entry", "fanout_result", "make_error", "stamped_error", "abort_with",
+           "join_results", "fanout_result", "make_error", "stamped_error", "abort_with",
            # ... or stores it in the section's environment, reading none of it ...
            "section_vm",
            # ... or makes the block's coroutine: its code runs at each resume, under the

@@ -373,7 +373,7 @@ def test_the_engine_lua_the_scan_allows_reads_a_prompt_value_raw():
         "is_host_error": lambda: fn.is_host_error(t),
         "var_intact": lambda: fn.var_intact(t, u),
         "typename": lambda: fn.typename(t),
-        "join_entry": lambda: fn.join_entry(b"1", True, t),
+        "join_results": lambda: fn.join_results(1, b"1", True, t),
         "fanout_result": lambda: fn.fanout_result(b"x", True, t, False),
         "make_error": lambda: fn.make_error(b"lua", b"m", t),
         "stamped_error": lambda: fn.stamped_error(b"lua", b"m", t, 1),
