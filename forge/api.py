@@ -257,10 +257,11 @@ _PLAIN_DICT = frozenset((dict,))
 
 
 class _LaterEntries(tuple):     # type: ignore[type-arg]
-    """A tuple of plain dicts nobody changes afterwards (a run's events),
-    each read as its `_LaterMap`: made in one C call, where a `_LaterMap`
-    per entry made at once cost half of `Observation._of` (30 events, about
-    6 us of `run_prompt`'s), and most callers read few events or none.
+    """A tuple of plain dicts nobody changes afterwards (a run's events,
+    rounds and effects), each read as its `_LaterMap`: made in one C call,
+    where a `_LaterMap` per entry made at once cost half of
+    `Observation._of` (two-tasks' 30 events, about 6 us of a `run_prompt`
+    call), and most callers read few entries or none.
 
     It is a tuple (`isinstance`, `len`) and reads as the tuple of frozen
     maps: indexing, slicing, iterating, comparing, `in`, `repr`,
@@ -429,8 +430,8 @@ class Observation:
             virtual_time=float(obs.get("virtual_time", 0.0)),
             trace_sha256=str(obs.get("trace_sha256") or ""), trace=trace,
             choices=tuple(choices), drifted_at=drifted_at,
-            rounds=_freeze(list(obs.get("rounds", ()))),
-            effects=_freeze(list(obs.get("effects", ()))))
+            rounds=_freeze_entries(obs.get("rounds", ())),
+            effects=_freeze_entries(obs.get("effects", ())))
 
 
 def _check_observation(obs: Any, trace: Any, choices: Any,
