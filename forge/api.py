@@ -45,6 +45,7 @@ import inspect as _inspect
 import json as _json
 import os as _os
 import shlex as _shlex
+import threading as _threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
 from typing import TYPE_CHECKING, Any, Literal, Union, Unpack
@@ -916,6 +917,8 @@ def _script(value: PathLike | Mapping[str, Any] | Sequence[Any] | None, name: st
 
 #: Recent run set-ups (`_setup`): the spec and its `Runner` by what made them.
 _SETUPS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+#: Held while `_SETUPS` changes (a lookup alone needs it not).
+_SETUPS_LOCK = _threading.Lock()
 #: How many set-ups are kept (the oldest goes first).
 _SETUPS_KEPT = 32
 #: Recent campaigns' set-ups (`forge.repro.Shelf`: the runner with the runs it
@@ -959,9 +962,10 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     spec = _spec(path, text, latency_menu, options)
     made = (spec, _runspec.Runner(spec))
     if key is not None:
-        if len(_SETUPS) >= _SETUPS_KEPT:
-            del _SETUPS[next(iter(_SETUPS))]
-        _SETUPS[key] = made
+        with _SETUPS_LOCK:      # calls in threads: one evicts while another adds
+            while len(_SETUPS) >= _SETUPS_KEPT:
+                del _SETUPS[next(iter(_SETUPS))]
+            _SETUPS[key] = made
     return (*made, key)
 
 

@@ -76,6 +76,37 @@ def _eager(value):
     return value
 
 
+def test_calls_in_threads_share_the_kept_set_ups_safely():
+    """Threads adding and evicting kept run set-ups at once (more prompts
+    than are kept) each get their own prompt's run."""
+    import sys
+    import threading
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # threads switch often: the races show
+    try:
+        failures: list[str] = []
+
+        def calls(worker: int) -> None:
+            for n in range(12):
+                word = f"w{worker}x{n % (api._SETUPS_KEPT // 2 + 3)}"
+                try:
+                    got = api.run_prompt(source=PROMPT.format(word=word)).result
+                except Exception as e:  # noqa: BLE001 - any failure is the test's finding
+                    got = f"{type(e).__name__}: {e}"
+                if got != word:
+                    failures.append(f"{word}: {got}")
+
+        threads = [threading.Thread(target=calls, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures and len(api._SETUPS) <= api._SETUPS_KEPT
+
+
 def test_a_lazily_frozen_observation_reads_as_an_eagerly_frozen_one():
     obs = api.run_prompt("examples/two-tasks.md")
     data = json.loads(obs.to_json())
