@@ -321,7 +321,7 @@ class Runner:
         #: The runs `subject` watched, by their choices (`forge.watched`).
         self._watched = Watched()
         #: The built-in probes reached, by (schedule identity, faults fired) (`probed`).
-        self._reached: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+        self._reached: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {}
         # What every run's harness and config take from the spec, read once.
         self._refusals = {op: tuple(paths) for op, paths in spec.refusals.items()}
         self._harness_keywords = engine_keywords(spec, "harness")
@@ -432,14 +432,14 @@ class Runner:
         key = None if identity is None else (identity, tuple(fired))
         found = self._reached.get(key) if key is not None else None
         if found is None:
-            found = frozenset(probes.hits(run.trace.records, obs, fired))
+            found = tuple(sorted(set(probes.hits(run.trace.records, obs, fired))))
             if key is not None:
                 if len(self._reached) >= KitChecks.KEPT:
                     del self._reached[next(iter(self._reached))]
                 self._reached[key] = found
-        reached = set(found)
-        reached.update(p.name for p in self.probes if p(obs))
-        return {**obs, PROBES: sorted(reached)}
+        if not self.probes:
+            return {**obs, PROBES: list(found)}     # kept sorted: a list of its own per schedule
+        return {**obs, PROBES: sorted({*found, *(p.name for p in self.probes if p(obs))})}
 
 
 class KitChecks:

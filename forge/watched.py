@@ -21,7 +21,8 @@ does, or from their labels too, as PCT and ties do, where the chooser
 kept them whole) the decisions the tree holds; answers that lead to a run's last
 node say the run will be that run, and the runner runs it unwatched.  The
 prediction is only a hint: after the run, `Seen.confirms` holds its
-choices to that run's, its seed to unread and its ending to its own (not
+choices to that run's (their values: the same answers asked the same
+decisions), its seed to unread and its ending to its own (not
 the CPU-time backstop's), and only then are the kept violations and
 identity its own; otherwise the runner runs it again, watched.
 
@@ -72,14 +73,25 @@ class Seen:
     violations: tuple[Any, ...]
     identity: str
     observation: dict | None = attrs.field(default=None, eq=False, repr=False)
+    #: The choices' values, as `Chooser.values` lists them (`confirms`).
+    values: list[int] = attrs.field(init=False, eq=False, repr=False)
+
+    @values.default
+    def _values(self) -> list[int]:
+        return [value for _, _, value in self.choices]
 
     def confirms(self, run: Any) -> bool:
         """Whether the finished `run` is the run seen: the same choices, its
-        seed never read, and an ending of its own (not the backstop's)."""
+        seed never read, and an ending of its own (not the backstop's).
+
+        The choices' values are compared alone: a run of one spec whose seed
+        is unread is a function of the answers it got, so runs given the
+        same answers asked the same decisions (kinds and option counts) -
+        and the values are there without building the run's `Choice`s."""
         error = run.error
         return (run.seed_independent()
                 and not (error is not None and error.kind == BACKSTOP_KIND)
-                and _choices(run.chooser) == self.choices)
+                and run.chooser.values() == self.values)
 
     def observed(self, run: Any) -> dict:
         """The observation of `run`, confirmed to be the run seen: the one

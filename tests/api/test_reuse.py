@@ -76,6 +76,37 @@ def _eager(value):
     return value
 
 
+def test_calls_in_threads_share_the_kept_set_ups_safely():
+    """Threads adding and evicting kept run set-ups at once (more prompts
+    than are kept) each get their own prompt's run."""
+    import sys
+    import threading
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # threads switch often: the races show
+    try:
+        failures: list[str] = []
+
+        def calls(worker: int) -> None:
+            for n in range(12):
+                word = f"w{worker}x{n % (api._SETUPS_KEPT // 2 + 3)}"
+                try:
+                    got = api.run_prompt(source=PROMPT.format(word=word)).result
+                except Exception as e:  # noqa: BLE001 - any failure is the test's finding
+                    got = f"{type(e).__name__}: {e}"
+                if got != word:
+                    failures.append(f"{word}: {got}")
+
+        threads = [threading.Thread(target=calls, args=(w,)) for w in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures and len(api._SETUPS) <= api._SETUPS_KEPT
+
+
 def test_a_lazily_frozen_observation_reads_as_an_eagerly_frozen_one():
     obs = api.run_prompt("examples/two-tasks.md")
     data = json.loads(obs.to_json())
@@ -89,6 +120,31 @@ def test_a_lazily_frozen_observation_reads_as_an_eagerly_frozen_one():
     assert copy.to_json() == obs.to_json() and copy == obs
     engine = run_prompt(load_prompt("examples/two-tasks.md")).observation()
     assert repr(obs.tasks) == repr(_eager(engine["tasks"]))
+
+
+def test_the_events_read_as_a_tuple_of_frozen_maps_however_they_are_read():
+    """The events are kept as the engine's dicts and frozen per entry when
+    read (`api._LaterEntries`): every way of reading them gives frozen maps
+    equal to the eagerly frozen ones, and none hands out a dict."""
+    obs = api.run_prompt("examples/two-tasks.md")
+    data = json.loads(obs.to_json())
+    eager = tuple(_eager(e) for e in data["events"])
+    events = obs.events
+    assert isinstance(events, tuple) and len(events) == len(eager)
+    assert events == eager and eager == events and not events != eager
+    engine = run_prompt(load_prompt("examples/two-tasks.md")).observation()
+    assert repr(events) == repr(tuple(_eager(e) for e in engine["events"]))
+    read = [events[0], events[-1], *events[1:3], *events, *reversed(events),
+            *(events + ()), *(() + events), *(events * 2), *pickle.loads(pickle.dumps(events))]
+    assert all(isinstance(e, api._FrozenMap) for e in read)
+    assert events[1:3] == eager[1:3] and list(reversed(events)) == list(reversed(eager))
+    assert eager[4] in events and events.index(eager[4]) == 4 and events.count(eager[4]) == 1
+    with pytest.raises(TypeError):
+        events[0]["kind"] = "other"     # type: ignore[index]
+    with pytest.raises(IndexError):
+        events[len(eager)]
+    events[2]["provenance"]          # reading one entry freezes that copy alone
+    assert obs.to_dict() == data and pickle.loads(pickle.dumps(obs)) == obs
 
 
 def test_from_dict_keeps_no_reference_to_the_callers_data():
