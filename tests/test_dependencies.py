@@ -16,7 +16,9 @@ checks:
 - imports sit at a module's top: no import of the project inside a
   function (CONTRIBUTING.md, "Where imports go");
 - no module deferred where importing its module already loads it (a
-  deferral that saves nothing), start-up counting only what runs at import.
+  deferral that saves nothing), start-up counting only what runs at import;
+- no package binding a deferred submodule under the submodule's own name
+  (the stand-in would shadow the real import).
 """
 
 from __future__ import annotations
@@ -410,3 +412,39 @@ def test_the_deferral_check_sees_a_free_deferral():
     import of it inside one of its functions would be free."""
     assert "forge.runspec" in _loaded("forge.repro")
     assert "forge.sim" in _loaded("forge.sim.explore")
+
+
+def _shadowing_deferrals() -> list[str]:
+    """A package's own submodule deferred under its own name in the package
+    (`api = deferred("forge.api")` in forge/__init__.py): the package's
+    attribute is then the stand-in, and `from forge import api` hands that
+    out instead of importing the module (CONTRIBUTING.md, "Where imports go")."""
+    found = []
+    for module, path in MODULES.items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Assign) and (target := _deferred_target(node.value)):
+                names = {t.id for t in node.targets if isinstance(t, ast.Name)}
+                if target.rpartition(".")[0] == module and target.rpartition(".")[2] in names:
+                    found.append(f"{module}:{node.lineno} binds its submodule {target} "
+                                 "to a deferred stand-in under the submodule's own name")
+    return found
+
+
+def test_a_package_never_defers_a_submodule_under_its_own_name():
+    """forge/deferred.py's one trap: a package `__init__` that names a deferred
+    submodule as the submodule itself shadows the real import."""
+    assert _shadowing_deferrals() == []
+
+
+def test_the_shadowing_check_sees_one(tmp_path, monkeypatch):
+    """Not vacuous: a package binding `api = deferred("pkg.api")` is found,
+    and the private spelling `_api` forge/__init__.py uses is not."""
+    path = tmp_path / "__init__.py"
+    path.write_text("from forge.deferred import deferred\n\n_api = deferred(\"forge.api\")\n"
+                    "api = deferred(\"forge.api\")\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {**MODULES, "forge": path})
+    assert _shadowing_deferrals() == [
+        "forge:4 binds its submodule forge.api to a deferred stand-in under the "
+        "submodule's own name"]
