@@ -45,7 +45,9 @@ import inspect as _inspect
 import json as _json
 import os as _os
 import shlex as _shlex
+import stat as _stat
 import threading as _threading
+import time as _time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Iterator as _Iterator
 from typing import TYPE_CHECKING, Any, Literal, Union, Unpack
@@ -329,7 +331,7 @@ class _LaterEntries(tuple):     # type: ignore[type-arg]
 def _freeze_entries(values: Sequence[Any]) -> tuple[Any, ...]:
     """A list of JSON data frozen (`_freeze`): at once, when every entry is a
     plain dict, as a run's events are (`_LaterEntries`)."""
-    if set(map(type, values)) <= _PLAIN_DICT:     # every entry's type is dict (C calls alone)
+    if not values or set(map(type, values)) <= _PLAIN_DICT:    # every entry's type is dict
         return _LaterEntries(values)
     frozen: tuple[Any, ...] = _freeze(list(values))
     return frozen
@@ -425,9 +427,10 @@ class Observation:
         return cls(
             outcome=str(obs["outcome"]), result=obs.get("result"),
             error=_freeze(obs.get("error")), logs=tuple(obs.get("logs", ())),
-            events=_freeze_entries(obs.get("events", ())), tasks=_freeze(dict(obs.get("tasks", {}))),
-            messages=_freeze(dict(obs.get("messages", {}))),
-            store=_freeze(dict(obs.get("store", {}))),
+            events=_freeze_entries(obs.get("events", ())),
+            tasks=_LaterMap(dict(obs.get("tasks", {}))),        # `_freeze` of a copy
+            messages=_LaterMap(dict(obs.get("messages", {}))),
+            store=_LaterMap(dict(obs.get("store", {}))),
             virtual_time=float(obs.get("virtual_time", 0.0)),
             trace_sha256=str(obs.get("trace_sha256") or ""), trace=trace,
             choices=tuple(choices), drifted_at=drifted_at,
@@ -940,7 +943,8 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     `forge.runspec.Runner`, which parses the prompt and the scripts once,
     and what the set-up is kept by (None: it is not kept).
 
-    The prompt file is read on every call, so an edit is seen; a call whose
+    The prompt file is read again whenever it may have changed, so an edit
+    is seen (`_prompt_text`); a call whose
     prompt text, latency menu and options are those of a recent call gets
     that call's set-up again (both are frozen, and a `Runner` runs any
     number of choosers).  Options that name a file or hand over data (a
@@ -950,11 +954,14 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
                          file=where)
     if prompt is not None:
         path = _os.fspath(prompt)
-        text = _runspec.read_prompt_text(path)
+        text = _prompt_text(path)
     else:
         path, text = "<source>", str(source)
     key = _setup_key(path, text, latency_menu, options)
-    found = _SETUPS.get(key) if key is not None else None
+    try:
+        found = _SETUPS.get(key) if key is not None else None
+    except TypeError:           # a mapping among the values (latency, refuse): not kept
+        key = found = None
     if found is not None:
         return (*found, key)
     if prompt is not None:      # a file's bad prompt is refused before its options
@@ -969,20 +976,69 @@ def _setup(prompt: PathLike | None, source: str | None, latency_menu: Sequence[f
     return (*made, key)
 
 
+#: Prompt files read lately (`_prompt_text`): by path, the file's status when
+#: it was read (`_status`) and its text.
+_TEXTS: dict[str, tuple[tuple[int, ...], str]] = {}
+#: How long (nanoseconds) before its read a file's last change must lie for
+#: its status to vouch for its text (`_prompt_text`): well past a file
+#: system's timestamp tick (a jiffy on Linux, two seconds on FAT) and a
+#: small clock step.
+_SETTLED_NS = 2_000_000_000
+#: Only where a file's change time is the kernel's, set on every write and
+#: never by a program (on Windows it is the creation time).
+_STATUS_VOUCHES = _os.name == "posix"
+
+
+def _status(st: _os.stat_result) -> tuple[int, ...]:
+    """What a file's status says of its content: a write changes its change
+    time (which no program sets back, as `touch` and `cp -p` set the
+    modification time) and a rename onto it the inode."""
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+def _prompt_text(path: str) -> str:
+    """The prompt file's text (`forge.runspec.read_prompt_text`), read again
+    only when the file's status (`_status`) is not the one it had when its
+    text was read: a status costs one system call where a read costs four,
+    and a third of what `run_prompt` spends outside the engine's run.
+
+    A status vouches for a text only when the file's last change lies
+    `_SETTLED_NS` before the read began: a file changed again within one
+    timestamp tick of a change before the read (the same size, the same
+    times) would show the same status with other text, so a text read that
+    soon after a change is not kept, and the next call reads the file
+    again.  The wall clock is read for that alone; it never shapes a run.
+    A path that is not a regular file (a pipe, a device) is read every call."""
+    try:
+        st = _os.stat(path)
+    except (OSError, ValueError):       # refused as the read refuses it, in its words
+        return str(_runspec.read_prompt_text(path))
+    status = _status(st)
+    kept = _TEXTS.get(path)
+    if kept is not None and kept[0] == status:
+        return kept[1]
+    began = _time.time_ns()
+    text: str = _runspec.read_prompt_text(path)
+    if (_STATUS_VOUCHES and _stat.S_ISREG(st.st_mode)
+            and max(st.st_mtime_ns, st.st_ctime_ns) < began - _SETTLED_NS):
+        with _SETUPS_LOCK:
+            while len(_TEXTS) >= _SETUPS_KEPT:
+                del _TEXTS[next(iter(_TEXTS))]
+            _TEXTS[path] = (status, text)
+    return text
+
+
 def _setup_key(path: str, text: str, latency_menu: Sequence[float] | None,
                options: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """What a set-up is kept by, or None when it may not be kept: an option
-    that names a file (its content may change) or holds data."""
+    that names a file (its content may change) or holds data.  A key that
+    holds a mapping (`latency`, `refuse`) does not hash: `_setup` keeps
+    no set-up by it."""
     for name, value in options.items():
         if value is not None and _BY_NAME[name].shape in ("folder", "script"):
             return None
-    key = (path, text, None if latency_menu is None else tuple(latency_menu),
-           tuple(sorted(options.items())))
-    try:
-        hash(key)
-    except TypeError:           # a mapping among the values (latency, refuse)
-        return None
-    return key
+    return (path, text, None if latency_menu is None else tuple(latency_menu),
+            tuple(sorted(options.items())) if options else ())
 
 
 def _spec(path: str, text: str, latency_menu: Sequence[float] | None,

@@ -204,9 +204,11 @@ class Harness:
         return cls(store=MemoryStore(files), **keywords)
 
     def refuses(self, op: str, path: str | None) -> bool:
-        paths = self.refusals.get(op, ()) + self.refusals.get("*", ())
-        if path is not None and (path in paths or "*" in paths):
-            return True
+        refusals = self.refusals
+        if refusals:        # most runs refuse nothing: asked at every store operation
+            paths = refusals.get(op, ()) + refusals.get("*", ())
+            if path is not None and (path in paths or "*" in paths):
+                return True
         # `spawn` asks whether a task's setup is refused; a store fault is an operation's.
         return (self.injector is not None and op != "spawn"
                 and self.injector.fires("store", f"refuse {op} {path or ''}".rstrip()))

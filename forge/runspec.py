@@ -331,6 +331,8 @@ class Runner:
         self._latency: dict[tuple[bool, bool], LatencyModel] = {}
         #: The last run's config: the next run of the same seed takes it (frozen).
         self._config: RunConfig | None = None
+        #: The faults runs draw, or None when they draw none (most runs).
+        self._fault_plan = spec.fault_plan if spec.fault_plan else None
 
     def _harness(self, chooser: Chooser):
         """A new harness for one run (its store and faults are the run's own)
@@ -344,7 +346,8 @@ class Runner:
         harness = Harness.seeded(spec.store_files, latency_model=latency,
                                  model=self.model, operator=self.operator, tool=self.tool,
                                  refusals=dict(self._refusals), **self._harness_keywords)
-        harness.attach_faults(spec.fault_plan, chooser)
+        if self._fault_plan is not None:
+            harness.attach_faults(self._fault_plan, chooser)
         config = self._config
         if config is None or config.seed != chooser.seed:
             config = self._config = RunConfig(seed=chooser.seed, **self._config_keywords)

@@ -1,9 +1,11 @@
 """What the Python API keeps between calls, and that keeping it changes nothing.
 
 `forge.api` keeps recent run set-ups (the spec and its `Runner`) keyed by
-the prompt's text and the options, and recent campaigns' set-ups
+the prompt's text and the options, the text of recent prompt files while
+their status says they did not change, and recent campaigns' set-ups
 (`forge.repro.Shelf`), and freezes an observation's values when they are
-first read.  These tests hold that an edited prompt file is run as edited,
+first read.  These tests hold that an edited prompt file is run as edited
+(however it was edited, however soon after a read),
 that options naming files are read afresh, that a campaign taking a kept
 set-up reports what a fresh one does, and that a lazily frozen
 observation is the eagerly frozen one: equal, read-only, pickling.
@@ -12,8 +14,10 @@ observation is the eagerly frozen one: equal, read-only, pickling.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import pickle
+import time
 
 import pytest
 
@@ -46,6 +50,74 @@ def test_an_edited_prompt_file_runs_as_edited(tmp_path):
     assert api.run_prompt(path).result == "one"
     path.write_text(PROMPT.format(word="two"))
     assert api.run_prompt(path).result == "two"
+
+
+class _Later:
+    """The clock `forge.api` reads when it decides whether a file's status
+    vouches for its text (`_prompt_text`), an hour on: every file written
+    in the test lies well before it."""
+
+    @staticmethod
+    def time_ns() -> int:
+        return time.time_ns() + 3600 * 10**9
+
+
+def test_a_prompt_file_changed_just_before_its_read_is_read_again(tmp_path, calls_of):
+    """A text read within a timestamp tick or two of the file's last change
+    is not kept: a write in the same tick would leave the same status."""
+    from forge import runspec
+
+    path = tmp_path / "p.md"
+    path.write_text(PROMPT.format(word="one"))
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(path, ns=(old, old))       # an old modification time; the change time is now's
+    reads = calls_of(runspec, "read_prompt_text")
+    assert api.run_prompt(path).result == api.run_prompt(path).result == "one"
+    assert len(reads) == 2
+
+
+def test_an_unchanged_prompt_file_is_not_read_again_and_a_change_is_seen(tmp_path, monkeypatch,
+                                                                        calls_of):
+    """The file's status (times, size, inode) vouches for the text read
+    before: a write of another size, a file renamed onto the path, or a
+    write of the same size whose modification time is set back are each
+    read again."""
+    from forge import runspec
+
+    monkeypatch.setattr(api, "_time", _Later)
+    path = tmp_path / "p.md"
+    path.write_text(PROMPT.format(word="one"))
+    reads = calls_of(runspec, "read_prompt_text")
+    assert api.run_prompt(path).result == api.run_prompt(path).result == "one"
+    assert len(reads) == 1
+    path.write_text(PROMPT.format(word="three"))
+    assert api.run_prompt(path).result == "three"
+    other = tmp_path / "q.md"
+    other.write_text(PROMPT.format(word="seven"))
+    other.replace(path)                 # the same size; another inode
+    assert api.run_prompt(path).result == "seven"
+    before = os.stat(path)
+    for word in ("eight", "fifty", "sixty"):        # until the change time moves on a tick
+        path.write_text(PROMPT.format(word=word))
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        if os.stat(path).st_ctime_ns != before.st_ctime_ns:
+            break
+        time.sleep(0.05)
+    assert os.stat(path).st_size == before.st_size
+    assert os.stat(path).st_mtime_ns == before.st_mtime_ns
+    assert api.run_prompt(path).result == word
+    assert len(reads) == 4
+
+
+def test_a_prompt_file_that_goes_away_is_refused_though_its_text_was_kept(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setattr(api, "_time", _Later)
+    path = tmp_path / "p.md"
+    path.write_text(PROMPT.format(word="one"))
+    assert api.run_prompt(path).result == "one"
+    path.unlink()
+    with pytest.raises(api.InputError, match="cannot read prompt file"):
+        api.run_prompt(path)
 
 
 def test_a_store_folder_is_read_on_every_call(tmp_path):
