@@ -507,13 +507,31 @@ class _Rule:
 
 #: `_value`'s flag when not given: the value's name in kebab case (`--pct-depth`).
 _KEBAB = "--"
+#: How many strings a rule remembers it took (`_value`), and the longest.
+_TAKEN_KEPT = 64
+_TAKEN_LENGTH = 4096
 
 
 def _value(rule: str | Any, flag: str | None = _KEBAB) -> _Rule:
     """The keyword follows a core rule: `forge.run.options.RULES[rule]` (set by
     the flag `flag`), or the rule object itself (`Text()`, ...)."""
+    #: Strings the rule took, each with the rule object that took it (a rule
+    #: judges a value alone; the core's may be another by the next call):
+    #: a program that runs one prompt many times gives its path every call.
+    taken: dict[str, Any] = {}
+
     def check(value: Any, name: str, where: str) -> Any:
-        return _check_value(_RULES[rule] if isinstance(rule, str) else rule, value, name, where)
+        judge = _RULES[rule] if isinstance(rule, str) else rule
+        if type(value) is not str:
+            return _check_value(judge, value, name, where)
+        if taken.get(value) is judge:
+            return value
+        checked = _check_value(judge, value, name, where)
+        if len(value) <= _TAKEN_LENGTH:
+            if len(taken) >= _TAKEN_KEPT:
+                taken.clear()
+            taken[value] = judge
+        return checked
 
     if flag == _KEBAB:
         flag = "--" + rule.replace("_", "-") if isinstance(rule, str) else None
@@ -867,6 +885,8 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
     required = frozenset(name for name, p in parameters.items() if p.default is p.empty)
     #: Each keyword's place in the signature, to check them in its order.
     rank = {name: n for n, name in enumerate(parameters)}
+    #: The keywords that take None unchecked, as their default (`_check_argument`).
+    none_taken = frozenset(name for name, p in parameters.items() if p.default is None)
 
     @_functools.wraps(fn)
     def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -884,8 +904,12 @@ def _checking(fn: Callable[_P, _R], recorded: bool) -> Callable[_P, _R]:
             # In the signature's order, as `bind` gives them: the first
             # argument refused is the one named.
             names = sorted(given, key=rank.__getitem__) if len(given) > 1 else given
-            checked_values = {name: _check_argument(function, name, given[name], function)
-                              for name in names}
+            rules = _rules()[function]
+            checked_values = {}
+            for name in names:      # `_check_argument`, inline: it is every call's
+                value = given[name]
+                checked_values[name] = value if value is None and name in none_taken \
+                    else rules[name].check(value, name, function)
             return call(**checked_values)
         except InputError as e:
             renamed = _renamed(function, e)

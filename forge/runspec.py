@@ -298,9 +298,16 @@ def _ties(spec: RunSpec, chooser: Chooser) -> bool:
     """Whether durations offer tie options: as the replayed file's run did
     (no flag sets them; a file from before them says nothing), else as the
     spec says."""
-    if isinstance(chooser.provider, FileReplay):
+    if _replays_file(chooser):
         return bool(chooser.provider.record["run"]["latency"].get("ties", False))
     return spec.latency_ties
+
+
+def _replays_file(chooser: Chooser) -> bool:
+    """`chooser` replays a format-1 file (`FileReplay`).  Its class's MRO is
+    read, not `isinstance`: a provider's metaclass is `ABCMeta`, whose check
+    is a Python call, and every run asks twice."""
+    return FileReplay in type(chooser.provider).__mro__
 
 
 class Runner:
@@ -360,7 +367,7 @@ class Runner:
             InputError: `chooser` replays a file that records another run
                 (`FileReplay.check`).
         """
-        if isinstance(chooser.provider, FileReplay):
+        if _replays_file(chooser):
             chooser.provider.check(self.spec, chooser.seed)
         return engine.run_prompt(self.prompt, *self._with(chooser))
 

@@ -236,6 +236,24 @@ def test_the_api_follows_the_core_rule(monkeypatch):
         forge.explore(TWO, workers=4)
 
 
+def test_a_string_the_api_took_is_judged_again_by_a_narrowed_rule(monkeypatch):
+    """The API remembers the strings a rule took (a prompt's path, given
+    every call), each with the rule that took it: a rule narrowed since
+    refuses it, and a string refused is refused every call
+    (kit: api.arguments-one-rule)."""
+    from forge.run.options import RULES
+    from forge.run.values import Choice
+
+    assert forge.explore(TWO, strategy="pct", runs=1).runs == 1
+    assert forge.explore(TWO, strategy="pct", runs=1).runs == 1
+    monkeypatch.setitem(RULES, "strategy", Choice(("random",)))
+    with pytest.raises(forge.InputError, match="^explore: strategy must be one of random, "):
+        forge.explore(TWO, strategy="pct", runs=1)
+    for _ in range(2):
+        with pytest.raises(forge.InputError, match="^run_prompt: prompt cannot read"):
+            forge.run_prompt("bad\0path")
+
+
 @pytest.mark.parametrize("function, flag, rule", [
     ("run_prompt", "--seed", "seed"), ("run_prompt", "--concurrency", "concurrency"),
     ("run_prompt", "--cancel-at", "cancel_at"),
