@@ -88,7 +88,8 @@ COMPILED_CHUNK_BYTES = 64 * 1024
 #: a fresh one is cheaper than carrying a large heap into the next run.
 REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
 #: The most garbage of earlier runs a reused runtime carries into a run
-#: (`LuaRuntime.begin`): a quarter of a per cent of the memory cap.
+#: (`LuaRuntime.begin`): a quarter of a per cent of the memory cap, and what
+#: about 30 runs of a small prompt leave.
 GARBAGE_ALLOWANCE = 640 * 1024
 #: Model handles and their errors a runtime keeps alive (`Keeper`) before it
 #: is given up after its run: each holds a few hundred bytes.
@@ -325,18 +326,20 @@ class LuaRuntime:
         self.fn.reset(instructions, budget_message(instructions),
                      random_seed, deadline, backstop.message(cpu_seconds or 0.0))
         self.internal_error = None
-        # The earlier runs' garbage is collected only once it is as large as
-        # what the runtime keeps (at most `GARBAGE_ALLOWANCE`), or when the
-        # runtime has built something it keeps since the last collection: a
-        # full collection marks the whole heap, which cost a small run more
-        # than its own Lua work.  What a prompt can see does not depend on
-        # it (see `memory_tight` and the module docstring on weak tables).
+        # The earlier runs' garbage is collected only once it reaches
+        # `GARBAGE_ALLOWANCE`, or when the runtime has built something it
+        # keeps since the last collection: a full collection marks the whole
+        # heap (about 45 us for the prelude and libraries alone), which cost
+        # a small run more than its own Lua work; spread over the ~30 small
+        # runs the allowance holds, it costs ~2 us each.  What a prompt can
+        # see does not depend on it (see `memory_tight` and the module
+        # docstring on weak tables).
         kept = len(self._libraries) + len(self._slot_lua) + len(self.engine_tables)
         if kept != self._kept or self.lua.get_memory_used() > self._collect_above:
             self.lua.gccollect()
             live = self.lua.get_memory_used()
             self._kept = kept
-            self._collect_above = live + min(live, GARBAGE_ALLOWANCE)
+            self._collect_above = live + GARBAGE_ALLOWANCE
             self._offset = max(0, live - self._setup_used)
             self.lua.set_max_memory(self._fresh_limit + self._offset, True)
 
