@@ -91,6 +91,16 @@ REUSE_MEMORY_LIMIT = 16 * 1024 * 1024
 #: (`LuaRuntime.begin`): a quarter of a per cent of the memory cap, and what
 #: about 30 runs of a small prompt leave.
 GARBAGE_ALLOWANCE = 640 * 1024
+#: While a reused runtime's heap is below `SMALL_HEAP`, Lua's collector
+#: starts a cycle only once the heap has grown to this per cent of what the
+#: last one left (Lua's own default is 250): the few kilobytes of garbage
+#: each small run leaves wait for `begin`'s collection, instead of paying
+#: for cycles that mark the prelude and libraries again every dozen runs.
+#: Past `SMALL_HEAP` (checked between steps, `memory_tight`) the run goes
+#: on with Lua's default, so a large run's heap grows no further between
+#: cycles than it would on a fresh runtime.
+SMALL_HEAP_PAUSE = 1000
+SMALL_HEAP = 4 * 1024 * 1024
 #: Model handles and their errors a runtime keeps alive (`Keeper`) before it
 #: is given up after its run: each holds a few hundred bytes.
 KEEP_LIMIT = 4096
@@ -281,6 +291,10 @@ class LuaRuntime:
         #: and engine tables than `_kept`.
         self._collect_above = 0
         self._kept = -1
+        self._collectgarbage = self.lua.globals().collectgarbage
+        #: Lua's own pause, and whether `SMALL_HEAP_PAUSE` is in force.
+        self._default_pause = self._collectgarbage(b"param", b"pause")
+        self._pause_raised = False
         #: Slots: the Python functions Lua holds, by name, each with the route
         #: it calls and its Lua face; the run they answer for (`bind`).
         self._slot_index: dict[bytes, int] = {}
@@ -342,6 +356,9 @@ class LuaRuntime:
             self._collect_above = live + GARBAGE_ALLOWANCE
             self._offset = max(0, live - self._setup_used)
             self.lua.set_max_memory(self._fresh_limit + self._offset, True)
+        if not self._pause_raised:
+            self._collectgarbage(b"param", b"pause", SMALL_HEAP_PAUSE)
+            self._pause_raised = True
 
     def clean(self) -> bool:
         """Whether the run that used this runtime ended so that another may use it."""
@@ -424,7 +441,11 @@ class LuaRuntime:
         fresh and reused runtimes).
         """
         limit = self.max_memory * 0.75 - extra
-        if self.lua.get_memory_used() - self._offset <= limit:
+        used = self.lua.get_memory_used() - self._offset
+        if self._pause_raised and used > SMALL_HEAP:
+            self._collectgarbage(b"param", b"pause", self._default_pause)
+            self._pause_raised = False
+        if used <= limit:
             return False
         self.lua.gccollect()
         return self.lua.get_memory_used() - self._offset > limit

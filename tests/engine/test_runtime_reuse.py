@@ -173,6 +173,35 @@ def test_a_reused_runtime_carries_little_garbage(monkeypatch):
         assert max(starts[first:end]) <= live + lua_runtime.GARBAGE_ALLOWANCE
 
 
+GROWS = prompt_text(section("A", """
+    big = {}
+    for i = 1, 400000 do big[i] = i end
+    local t = tasks.spawn('## B')
+    tasks.join({ t })
+    return tostring(#big)
+    """) + section("B", "return 'b'"))
+
+
+def _pause(runtime) -> int:
+    return runtime.lua.globals().collectgarbage(b"param", b"pause")
+
+
+def test_a_reused_runtime_collects_rarely_only_while_its_heap_is_small():
+    """A small run on a reused runtime leaves its garbage for `begin` (the
+    collector's pause raised), and a run whose heap passes `SMALL_HEAP` goes
+    on with Lua's own pause, as on a fresh runtime; the next run raises it
+    again (kit: determinism.runtime-reuse)."""
+    _run(PROBE)
+    runtime = _run(PROBE).lua
+    default = runtime._default_pause
+    assert default < lua_runtime.SMALL_HEAP_PAUSE
+    assert _pause(runtime) == lua_runtime.SMALL_HEAP_PAUSE
+    grown = _run(GROWS, max_instructions=20_000_000)
+    assert grown.result == "400000"
+    assert grown.lua is runtime and _pause(runtime) == default
+    assert _run(PROBE).lua is runtime and _pause(runtime) == lua_runtime.SMALL_HEAP_PAUSE
+
+
 def test_the_escape_hatch_gives_each_run_a_fresh_runtime(fresh):
     """FORGE_FRESH_RUNTIME=1 builds a runtime per run (kit: determinism.runtime-reuse)."""
     runs = fresh(lambda: [_run(PROBE), _run(PROBE)])
