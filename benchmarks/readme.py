@@ -74,7 +74,10 @@ def render(run: dict, scaling: dict) -> str:
             f"{_span(users['run_with_observation_vs_fresh_floor'])}x), one schedule of "
             f"`forge.api.explore` {_span(users['api_explore_random_vs_fresh_floor'])}x "
             f"(random; a process's first campaign of the prompt "
-            f"{_span(users['api_explore_random_first_vs_fresh_floor'])}x) and {_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT); the Lua "
+            f"{_span(users['api_explore_random_first_vs_fresh_floor'])}x) and "
+            f"{_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT; a repeated schedule "
+            "is not run again, one never seen costs "
+            f"{_span(users['api_explore_random_unseen_vs_fresh_floor'])}x); the Lua "
             f"kernel bound {_span(users['lua_kernel_bound_vs_fresh_floor'])}x."
         )
         if users.get("parallel_exhaustive") is not None:

@@ -28,7 +28,11 @@ is the ratios; the absolute rates are for this machine only.
 - `users`: what a user pays through the public API (`forge.api`), on the
   prompt's path, next to the same floor: `run_prompt(path)` (a run with its
   observation, per call), and one schedule of `explore(path)` (random and
-  PCT, a campaign of `EXPLORE_RUNS` schedules divided by them); beside them
+  PCT, a campaign of `EXPLORE_RUNS` schedules divided by them: a schedule
+  that repeats one the campaign ran before is not run again,
+  `forge.watched`), and the same random campaign with every schedule run
+  as one never seen is (`api_explore_random_unseen`: no schedule
+  predicted); beside them
   a plain run (`Run(prompt).execute()`, no observation) and the Lua kernel
   bound (`lua_kernel_bound.py`'s kernel, the same observation in Lua).
   `parallel_exhaustive`: the exhaustive walk of `campaigns.py` (10,080
@@ -332,6 +336,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
     import forge.api as api
     from forge.conformance import oracles
     from forge.sim.chooser import Chooser, RandomProvider
+    from forge.watched import Watched
     from lua_kernel_bound import LuaKernel
 
     walk = parse_prompt(WALK, "walk.md")
@@ -352,6 +357,18 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         def call():
             api._campaigns.cache_clear()
             return campaign()
+        return call
+
+    def unseen(campaign):
+        """`campaign` with every schedule run as a schedule the campaign
+        never saw is: nothing predicted from the runs watched before."""
+        def call():
+            predict = Watched.predict
+            Watched.predict = lambda self, chooser: None
+            try:
+                return campaign()
+            finally:
+                Watched.predict = predict
         return call
 
     def explore_one():
@@ -377,10 +394,13 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         # Named: the API's default is the portfolio now, not random.
         "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random"),
         "api_explore_pct": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="pct"),
+        "api_explore_random_unseen": unseen(
+            lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random")),
         "api_explore_random_first": first_campaign(
             lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random")),
     }, seconds)
-    for name in ("api_explore_random", "api_explore_pct", "api_explore_random_first"):
+    for name in ("api_explore_random", "api_explore_pct", "api_explore_random_first",
+                 "api_explore_random_unseen"):
         per_call[name] = {stat: v / EXPLORE_RUNS for stat, v in per_call[name].items()}
     out: dict = {"per_call_s": per_call}
     m = {k: v["min"] for k, v in per_call.items()}
@@ -417,6 +437,8 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "api_explore_pct_vs_fresh_floor": _pair(per_call["api_explore_pct"], floor),
         "api_explore_random_first_vs_fresh_floor": _pair(per_call["api_explore_random_first"],
                                                          floor),
+        "api_explore_random_unseen_vs_fresh_floor": _pair(per_call["api_explore_random_unseen"],
+                                                          floor),
         "lua_kernel_bound_vs_fresh_floor": _pair(per_call["lua_kernel_bound"], floor),
         # The parallel exhaustive search's speedup over serial (2 workers,
         # wall clock): filled in below unless --quick.

@@ -400,17 +400,29 @@ class Runner:
         outcome `crashed` (see `crashed`).
 
         A schedule that will make the choices of one watched before
-        (`forge.watched`) runs unwatched, and takes that run's violations,
-        identity and observation once its choices are confirmed to be that
-        run's; one that is not confirmed runs again, watched."""
-        seen = self._watched.predict(chooser)
-        if seen is not None:
-            run, crash = self.attempt(chooser, watch=False)
-            if crash is None and seen.confirms(run):
-                run.trace.violations = list(seen.violations)
-                return self._seen(seen.observed(run), run, seen.identity)
-            chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed,
-                              orders=chooser.orders)
+        (`forge.watched`) is that run: the chooser is asked that run's
+        decisions (`Chooser.retrace`) and, answering each as that run did,
+        the schedule takes its observation, violations, identity and probes
+        without running.  Where the run's observation or probes were not
+        kept, the schedule runs unwatched and takes the rest once its choices
+        are confirmed to be that run's.  A prediction the chooser or the run
+        does not bear out is run again, watched."""
+        prediction = self._watched.predict(chooser)
+        if prediction is not None:
+            seen = prediction.seen
+            found = self._reached.get((seen.identity, seen.fired))
+            if seen.observation is not None and found is not None:
+                if chooser.retrace(prediction.decisions, seen.values, seen.fired):
+                    obs = self._probed(_violated(seen.observation, seen.violations), found)
+                    self._last = (obs, seen.identity)
+                    return self._last
+            else:
+                run, crash = self.attempt(chooser, watch=False)
+                if crash is None and seen.confirms(run):
+                    run.trace.violations = list(seen.violations)
+                    return self._seen(seen.observed(run), run, seen.identity)
+                chooser = Chooser(ReplayProvider(chooser.values()), seed=chooser.seed,
+                                  orders=chooser.orders)
         run, crash = self.attempt(chooser)
         obs = crashed(run, crash) if crash is not None else run.observation()
         identity = schedule_identity(obs, run)
@@ -447,6 +459,10 @@ class Runner:
                 if len(self._reached) >= KitChecks.KEPT:
                     del self._reached[next(iter(self._reached))]
                 self._reached[key] = found
+        return self._probed(obs, found)
+
+    def _probed(self, obs: dict, found: tuple[str, ...]) -> dict:
+        """`obs` with the built-in probes `found` and the users' probes it reaches."""
         if not self.probes:
             return {**obs, PROBES: list(found)}     # kept sorted: a list of its own per schedule
         return {**obs, PROBES: sorted({*found, *(p.name for p in self.probes if p(obs))})}
@@ -518,9 +534,14 @@ def schedule_identity(obs: dict, run) -> str:
 def with_violations(obs: dict, run) -> dict:
     """`obs` with what the watchers found during the run, if they found anything
     (a clean run's observation is the engine's, key for key)."""
-    if not run.trace.violations:
+    return _violated(obs, run.trace.violations)
+
+
+def _violated(obs: dict, violations: Sequence[Any]) -> dict:
+    """`obs` with `violations` (`forge.sim.trace.Violation`s), if there are any."""
+    if not violations:
         return obs
-    return {**obs, VIOLATIONS: [v.text() for v in run.trace.violations[:MAX_VIOLATIONS]]}
+    return {**obs, VIOLATIONS: [v.text() for v in violations[:MAX_VIOLATIONS]]}
 
 
 #: Violations reported per run: the first shows the step; the rest are echoes.

@@ -18,25 +18,38 @@ last node holds what it found (`Seen`).  Before a run, `predict` asks a
 twin of the schedule's provider (`Provider.twin`: one that answers from
 the decisions' kinds and option counts alone, as the random provider
 does, or from their labels too, as PCT and ties do, where the chooser
-kept them whole) the decisions the tree holds; answers that lead to a run's last
-node say the run will be that run, and the runner runs it unwatched.  The
-prediction is only a hint: after the run, `Seen.confirms` holds its
-choices to that run's (their values: the same answers asked the same
-decisions), its seed to unread and its ending to its own (not
-the CPU-time backstop's), and only then are the kept violations and
-identity its own; otherwise the runner runs it again, watched.
+kept them whole) the decisions the tree holds; answers that lead to a run's
+last node say the run will be that run (a `Prediction`).
 
-A confirmed run's observation is the watched run's too: the observation is
-a function of the run, and the run is that run.  So the watched run's
-observation is kept as well (`Seen.observation`, while the tree's kept
-observations stay within `MAX_OBSERVATION_BYTES` as `marshal` writes them)
-and a confirmed run gives it (`Seen.observed`) instead of building its
-own: about a tenth of a small run's cost, most of it hashing the trace
-again.  The one dict then serves every schedule that repeats the run, so
+A predicted schedule is not run.  The chooser is asked the decisions on the
+way (`Chooser.retrace`), so its provider answers them itself, as that run's
+did, and the chooser ends holding that run's choices and faults fired; the
+schedule then takes that run's observation, violations,
+identity and probes.  Why that is the run: a run is a function of its spec,
+its seed and its answers; the watched run never read its seed, and a run
+given the same answers takes the same steps up to where it would first read
+it - which is nowhere.  An ending a watched run could owe to the machine
+(the CPU-time backstop's) is never kept.  A provider that answers otherwise
+than its twin did (a kit bug; a test plants one) loses nothing: the chooser
+gives the answers so far again and the schedule runs, watched.  Skipping
+the run is most of the gain: a repeated schedule of two-tasks costs a
+twentieth of running it.
+
+The observation is kept while the tree's kept observations stay within
+`MAX_OBSERVATION_BYTES` as `marshal` writes them (`Seen.observation`).  A
+predicted run whose observation was not kept (or whose probes no longer
+are, `forge.runspec.Runner.probed`) runs unwatched; after the run
+`Seen.confirms` holds its choices to that run's (their values: the same
+answers asked the same decisions), its seed to unread and its ending to its
+own, and only then are the kept violations and identity its own; otherwise
+it runs again, watched.
+
+The one kept observation serves every schedule that repeats the run, so
 it is read-only data: the kit never changes an observation's values (it
 adds its own keys to a copy of the top level: `with_violations`,
 `Runner.probed`), and a user's check or probe handed the raw data gets a
-copy of its own (`UserCheck`, `forge.probes.UserProbe`).
+copy of its own (`UserCheck`, `forge.probes.UserProbe`).  Users' checks and
+probes, which may keep state, are called on every schedule.
 
 What does not live here: the watchers (`forge.conformance.oracles`), the
 monitors (`forge.liveness`), running and probing (`forge.runspec.Runner`).
@@ -53,7 +66,7 @@ import attrs
 
 from forge import variation
 from forge.lua.backstop import BACKSTOP_KIND
-from forge.sim.chooser import Chooser
+from forge.sim.chooser import Chooser, Offered
 
 #: The most decisions the tree keeps (its nodes); past it, runs are no longer kept.
 MAX_NODES = 200_000
@@ -73,6 +86,8 @@ class Seen:
     violations: tuple[Any, ...]
     identity: str
     observation: dict | None = attrs.field(default=None, eq=False, repr=False)
+    #: The kinds of the faults it fired, in order (`Chooser.faults_fired`).
+    fired: tuple[str, ...] = ()
     #: The choices' values, as `Chooser.values` lists them (`confirms`).
     values: list[int] = attrs.field(init=False, eq=False, repr=False)
 
@@ -99,6 +114,15 @@ class Seen:
         return run.observation() if self.observation is None else self.observation
 
 
+@attrs.frozen
+class Prediction:
+    """The watched run a schedule will repeat (`Watched.predict`), and the
+    decisions, each a kind and its options, its run asked on the way."""
+
+    seen: Seen
+    decisions: tuple[tuple[str, Sequence[str]], ...]
+
+
 def own_copy(obs: dict) -> dict:
     """A copy of an observation's JSON data for a user's function to keep or
     change: the kit's observations are read-only data that schedules share
@@ -115,14 +139,18 @@ def _choices(chooser: Chooser) -> tuple[tuple[str, int, int], ...]:
 
 
 class _Node:
-    __slots__ = ("decision", "below", "seen")
+    __slots__ = ("decision", "below", "seen", "taken")
 
-    def __init__(self) -> None:
+    def __init__(self, taken: str = "") -> None:
         #: (kind, options) of the decision asked here; None: no run went on.
         self.decision: tuple[str, Sequence[str]] | None = None
         self.below: dict[int, _Node] = {}
         #: The run that ended here (made no more choices), if one did.
         self.seen: Seen | None = None
+        #: The label of the option whose answer leads here from the node
+        #: above (what an `Offered` kept there may not hold: the runs
+        #: through it took different options).
+        self.taken = taken
 
 
 class Watched:
@@ -138,7 +166,7 @@ class Watched:
         #: are not the reference's.
         self.sites = variation.switched_on()
 
-    def predict(self, chooser: Chooser) -> Seen | None:
+    def predict(self, chooser: Chooser) -> Prediction | None:
         """The watched run `chooser`'s schedule will make, if its provider's
         twin, answering the tree's decisions, leads to one (else None).
         Call it before the run: it reads the provider as it is then."""
@@ -147,17 +175,24 @@ class Watched:
             return None
         labels = twin.twin_reads_labels
         node = self.roots[chooser.orders]
+        decisions = []
         while node.seen is None:
             if node.decision is None:
                 return None
-            kind, options = node.decision
-            if labels and type(options) is not tuple:
+            decision = node.decision
+            kind, options = decision
+            whole = type(options) is tuple
+            if labels and not whole:
                 return None     # kept as what it `Offered`: the labels are not all there
-            nxt = node.below.get(twin.draw(kind, options))
+            value = twin.draw(kind, options)
+            nxt = node.below.get(value)
             if nxt is None:
                 return None
+            # As the run offered it: the first option, and the one this answer takes.
+            decisions.append(decision if whole else
+                             (kind, Offered(len(options), options[0], value, nxt.taken)))
             node = nxt
-        return node.seen
+        return Prediction(node.seen, tuple(decisions))
 
     def keep(self, run: Any, obs: dict, identity: str) -> None:
         """Keep the watched `run` (its observation `obs`, its identity), when
@@ -182,12 +217,12 @@ class Watched:
                 node.decision = (choice.kind, options)
             nxt = node.below.get(choice.value)
             if nxt is None:
-                nxt = node.below[choice.value] = _Node()
+                nxt = node.below[choice.value] = _Node(options[choice.value])
                 self.nodes += 1
             node = nxt
         if node.decision is None and node.seen is None:
             node.seen = Seen(_choices(chooser), tuple(run.trace.violations), identity,
-                             self._kept(obs))
+                             self._kept(obs), tuple(chooser.faults_fired()))
 
     def _kept(self, obs: dict) -> dict | None:
         """`obs`, to keep, if it fits the budget (its size as `marshal`

@@ -273,6 +273,24 @@ class RecordedProvider(Provider):
         return want.value
 
 
+class _Redraw(Provider):
+    """What a chooser's provider answered already, given again in order;
+    then the chooser asks the provider itself (`Chooser.retrace`)."""
+
+    def __init__(self, chooser: Chooser, provider: Provider, answers: Sequence[int]) -> None:
+        self.chooser, self.provider, self.answers = chooser, provider, list(answers)
+        self.name, self.orders = provider.name, provider.orders
+        self.twin_reads_labels = provider.twin_reads_labels
+        self.pos = 0
+
+    def draw(self, kind: str, options: Sequence[str]) -> int:
+        value = self.answers[self.pos]
+        self.pos += 1
+        if self.pos == len(self.answers):
+            self.chooser.provider = self.provider
+        return value
+
+
 #: The most options of a live view a chooser keeps whole (their labels
 #: copied) for a provider whose twin reads labels; a larger one is kept as
 #: what it `Offered`, so a decision among thousands of chains stays O(1).
@@ -317,6 +335,11 @@ class Chooser:
         value = self.provider.draw(kind, options)
         if not 0 <= value < n:
             raise ValueError(f"provider {self.provider.name} answered {value} for {n} options")
+        self._keep(kind, options, n, value)
+        return value
+
+    def _keep(self, kind: str, options: Sequence[str], n: int, value: int) -> None:
+        """Record the decision `kind` among `options` (`n` of them) answered `value`."""
         if isinstance(options, (tuple, list)) or n <= self._whole:
             kept: tuple = tuple(options)
             whole = True
@@ -328,7 +351,6 @@ class Chooser:
         if kind == CHAIN_KIND and self.completions is not None:
             # In orders mode a chain pick starts a segment too (`forge.sim.orders`).
             self.completions.chained(len(self._made) - 1, options[value])
-        return value
 
     @property
     def choices(self) -> list[Choice]:
@@ -354,6 +376,36 @@ class Chooser:
 
     def values(self) -> list[int]:
         return [made[2] for made in self._made]
+
+    def retrace(self, decisions: Sequence[tuple[str, Sequence[str]]], values: Sequence[int],
+                fired: Sequence[str]) -> bool:
+        """Ask `decisions` (each a kind and its options) with no run to ask
+        them, as a run that answered them `values` and fired the faults
+        `fired` (their kinds, `faults_fired`) did
+        (`forge.watched`): True when the provider answers each with its
+        value, the chooser then holding that run's choices and faults fired
+        (and its options, where a run kept the labels of a live view whole
+        or as what it `Offered`, as the decisions give them).
+
+        At the first answer that differs, False: the chooser forgets the
+        decisions, and gives the provider's answers so far again, in order,
+        to the run that must now ask them, before asking the provider anew -
+        so the run is the one a chooser never handed `decisions` would make.
+        Call it on a chooser no run has asked yet."""
+        assert not self._made, "retrace: this chooser was asked before"
+        draw = self.provider.draw
+        for (kind, options), value in zip(decisions, values):
+            answer = draw(kind, options)
+            if answer != value:
+                drawn = [*self.values(), answer]
+                self._made.clear()
+                self._choices.clear()
+                self._options.clear()
+                self.provider = _Redraw(self, self.provider, drawn)
+                return False
+            self._keep(kind, options, len(options), value)
+        self._faults = list(fired)
+        return True
 
     def fault(self, kind: str, label: str) -> bool:
         """Whether a `kind` fault (`label` says which operation it hits) fires

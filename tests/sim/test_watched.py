@@ -1,6 +1,7 @@
 """Schedules already watched (`forge.watched`): a schedule whose choices are a watched
-run's runs unwatched and takes that run's violations and identity, and gives what a
-watched run gives; one the prediction got wrong runs again, watched (kit: explore-report)."""
+run's is not run again, or runs unwatched, and takes that run's violations and identity,
+giving what a watched run gives; one the prediction got wrong runs again, watched
+(kit: explore-report)."""
 
 from __future__ import annotations
 
@@ -138,15 +139,118 @@ def test_a_mutant_does_not_take_the_references_runs():
         assert runner.subject(Chooser(RandomProvider(0), seed=0))[0].get(oracles.VIOLATIONS)
 
 
-def test_a_wrong_prediction_runs_the_schedule_again_watched(monkeypatch):
+def test_a_schedule_seen_before_is_not_run_again_and_leaves_its_chooser_as_a_run_would(
+        monkeypatch):
+    """A schedule that repeats a watched run takes what that run gave without
+    running: the engine runs each distinct schedule once, and every chooser
+    holds the choices, labels read and faults its own run would have left
+    (store faults fire on some schedules of this prompt)."""
+    from forge.engine.run import Run
+
+    spec = spec_from_flags(str(EXAMPLES / "explore" / "store-race.md"), faults="store")
+    runs: list[int] = []
+    real = Run.execute
+
+    def counted(self):
+        runs.append(1)
+        return real(self)
+
+    memo, fresh = Runner(spec), Runner(spec)
+    schedules, fired = set(), 0
+    # Past seed 92, a schedule repeats a run through a chain decision whose
+    # kept `Offered` took another option (the tree's `taken` labels it).
+    for seed in range(120):
+        chooser, own = Chooser(RandomProvider(seed), seed=seed), Chooser(RandomProvider(seed),
+                                                                           seed=seed)
+        fresh._watched = Watched()              # keeps nothing: every schedule runs
+        want = fresh.subject(own)
+        monkeypatch.setattr(Run, "execute", counted)
+        got = memo.subject(chooser)
+        monkeypatch.setattr(Run, "execute", real)
+        assert got == want, seed
+        assert chooser.choices == own.choices and _read(chooser) == _read(own), seed
+        assert chooser.faults_fired() == own.faults_fired(), seed
+        schedules.add(tuple(chooser.values()))
+        fired += bool(own.faults_fired())
+    assert len(runs) == len(schedules) < 120 and fired
+
+
+def _read(chooser: Chooser) -> list[tuple[str, str]]:
+    """The labels a run's story reads of each decision: its first option and the one taken."""
+    return [(options[0], options[c.value]) for c, options in zip(chooser.choices,
+                                                                 chooser.options)]
+
+
+def _repeating(spec, seed: int):
+    """A runner that watched `seed`'s schedule, and the prediction it makes for it."""
+    runner = Runner(spec)
+    runner.subject(Chooser(RandomProvider(seed), seed=seed))
+    prediction = runner._watched.predict(Chooser(RandomProvider(seed), seed=seed))
+    assert prediction is not None
+    return runner, prediction
+
+
+def test_a_prediction_the_chooser_does_not_bear_out_runs_the_schedule_watched(monkeypatch):
+    """A prediction whose decisions the provider answers otherwise (here, one
+    answer changed) gives nothing of its run: the schedule runs, watched, on
+    the answers the provider gave so far and its own after them."""
+    import attrs
+
+    from forge.watched import Prediction
+
+    spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
+    own = Chooser(RandomProvider(5), seed=5)
+    want = Runner(spec).subject(own)
+    runner, right = _repeating(spec, 5)
+    at = next(i for i, (_, n, _) in enumerate(right.seen.choices) if n > 1)
+    choices = list(right.seen.choices)
+    kind, n, value = choices[at]
+    choices[at] = (kind, n, (value + 1) % n)
+    wrong = Prediction(attrs.evolve(right.seen, choices=tuple(choices),
+                                    violations=("not this run's",),
+                                    observation={"outcome": "not this run's"}),
+                       right.decisions)
+    monkeypatch.setattr(runner._watched, "predict", lambda chooser: wrong)
+    watched = _counting(monkeypatch)
+    chooser = Chooser(RandomProvider(5), seed=5)
+    assert runner.subject(chooser) == want
+    assert watched == [1] and chooser.choices == own.choices
+
+
+def test_a_wrong_prediction_of_a_run_whose_observation_was_not_kept_runs_it_again_watched(
+        monkeypatch):
+    from forge.watched import Prediction
+
     spec = spec_from_flags(str(EXAMPLES / "two-tasks.md"))
     runner = Runner(spec)
     want = Runner(spec).subject(Chooser(RandomProvider(5), seed=5))
     wrong = Seen((("chain", 2, 1),), ("not this run's",), "not its identity")
-    monkeypatch.setattr(runner._watched, "predict", lambda chooser: wrong)
+    monkeypatch.setattr(runner._watched, "predict", lambda chooser: Prediction(wrong, ()))
     watched = _counting(monkeypatch)
     assert runner.subject(Chooser(RandomProvider(5), seed=5)) == want
     assert watched == [1]
+
+
+def test_a_retraced_chooser_that_diverges_redraws_its_answers_then_asks_its_provider():
+    """`Chooser.retrace`: past the first answer that differs, the chooser
+    forgets the decisions and gives the provider's answers again, so a run
+    made then is the one a fresh chooser of the same provider makes."""
+    provider, same = RandomProvider(3), RandomProvider(3)
+    decisions = [("chain", ("a", "b", "c"))] * 6
+    values = [same.draw(*d) for d in decisions]
+    values[3] = (values[3] + 1) % 3
+    chooser = Chooser(provider, seed=3)
+    assert not chooser.retrace(decisions, values, ("store",))
+    assert chooser.values() == [] and chooser.faults_fired() == []
+    fresh = Chooser(RandomProvider(3), seed=3)
+    # The run asks what the retraced decisions asked up to where they
+    # diverged (the same answers lead to the same decisions), then its own.
+    asked = decisions[:4] + [("chain", ("a", "b")), ("latency:read", ("x1.0", "x2.0"))] * 5
+    assert [chooser.choose(*d) for d in asked] == [fresh.choose(*d) for d in asked]
+    assert chooser.provider is provider
+    right = Chooser(RandomProvider(3), seed=3)
+    assert right.retrace(decisions[:3], values[:3], ("store",))
+    assert right.values() == values[:3] and right.faults_fired() == ["store"]
 
 
 def test_a_twin_answers_as_its_provider_from_counts_or_from_labels():
@@ -198,11 +302,15 @@ def test_pct_ties_and_portfolio_schedules_seen_before_run_unwatched_as_random_on
             del watched[:]
             schedules = set()
             for seed in range(30):
-                chooser = _strategy_chooser(name, seed)
+                chooser, own = _strategy_chooser(name, seed), _strategy_chooser(name, seed)
                 got = memo.subject(chooser)
                 fresh._watched = Watched()          # keeps nothing: every run is watched
-                want = fresh.subject(_strategy_chooser(name, seed))
+                want = fresh.subject(own)
                 assert got == want, (prompt, name, seed)
+                # A schedule not run leaves its chooser with its run's choices,
+                # and the labels a story reads (the first option, the one taken).
+                assert chooser.choices == own.choices, (prompt, name, seed)
+                assert _read(chooser) == _read(own), (prompt, name, seed)
                 schedules.add((chooser.orders, tuple(chooser.choices)))
             # The fresh runner watched all 30; the memo runner each distinct
             # choice sequence once, and (in a portfolio) once more where a
@@ -248,3 +356,28 @@ def test_watchers_fed_only_the_records_they_declare_find_what_they_find_fed_ever
                 assert routed == _violations(runner, every, seed), (site, prompt, seed)
                 caught += bool(routed)
     assert caught >= len(KILLS)
+
+
+def test_a_campaign_that_skips_repeated_schedules_reports_what_one_running_each_reports(
+        monkeypatch):
+    """Whole campaigns through the API, each strategy that predicts (random,
+    PCT, the portfolio), with store faults, and with a mutant whose
+    violations make a finding (shrunk, with its story): the report is the
+    one a campaign that runs every schedule gives."""
+    import forge.api as api
+
+    def campaigns():
+        yield "random", api.explore(EXAMPLES / "explore" / "store-race.md", runs=60,
+                                    strategy="random", faults="store")
+        for strategy in ("pct", "portfolio"):
+            yield strategy, api.explore(EXAMPLES / "two-tasks.md", runs=60, strategy=strategy)
+        with variation.switched("delivery.double-delivery"):
+            yield "mutant", api.explore(EXAMPLES / "explore" / "watch-delivery.md", runs=30,
+                                        strategy="random")
+
+    skipping = list(campaigns())
+    api._campaigns.cache_clear()        # nothing kept from the campaigns above
+    monkeypatch.setattr(Watched, "predict", lambda self, chooser: None)
+    running = list(campaigns())
+    assert skipping == running
+    assert any(r.faults for _, r in skipping) and skipping[-1][1].failures
