@@ -231,13 +231,6 @@ def _brief(items: list[Any]) -> str:
     return f"[{shown}{', ...' if len(items) > 8 else ''}]"
 
 
-class _Picked:
-    """One chain decision as `ReadyChainNotRun` reads the chooser's last."""
-
-    def __init__(self, value: int) -> None:
-        self.value = value
-
-
 class _ReadyFromPicks:
     """`ReadyChainNotRun` over a foreign engine's steps and the chain
     decisions the kit answered for it.
@@ -260,12 +253,16 @@ class _ReadyFromPicks:
         self.picks = iter(picks)
         self.scheduler = self
         self.chooser = self
-        #: What the monitor reads: the ready chains, the chain decisions so far.
+        #: What the monitor reads: the ready chains, the last chain decision's answer.
         self.ready: list[str] = []
-        self.choices: list[_Picked] = []
+        self.last = 0
         self.monitor = liveness.ReadyChainNotRun(self)
         self.t: int | None = None
         self.done = False
+
+    def last_value(self) -> int:
+        """The answer to the latest chain decision (`Chooser.last_value`)."""
+        return self.last
 
     def see(self, r: dict) -> Iterator[Any]:
         if self.done:
@@ -296,7 +293,7 @@ class _ReadyFromPicks:
         self.t = r["t"]
         offered = set(options)
         self.ready = [*options, *(x for x in self.ready if x not in offered)]
-        self.choices.append(_Picked(value))
+        self.last = value
         yield from self.monitor.see({**r, "kind": kind})
         self.ready = [x for x in self.ready if x != label]
 

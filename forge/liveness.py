@@ -64,6 +64,9 @@ class _Monitor:
 
     UPDATES = ("step", "event", "run_end", "task_end", "admit", "wait", "deliver", "timeout",
                "spawn")
+    #: The records it reads (`forge.sim.trace.Trace.observe` feeds it no
+    #: other): those that update its hot states, and any more its `model` follows.
+    SEES = frozenset(UPDATES)
 
     def __init__(self, facts: Any) -> None:
         self.run = facts
@@ -81,7 +84,9 @@ class _Monitor:
         """The hot states now, by key, each with its problem."""
         raise NotImplementedError
 
-    def see(self, r: dict):
+    def see(self, r: dict) -> list[Hot] | tuple[()]:
+        # A list, not a generator: it is called for most records of every
+        # watched run, and most calls find nothing.
         what = r["what"]
         if what == "step":
             self.steps += 1
@@ -95,22 +100,29 @@ class _Monitor:
         self.model(r)
         if what == "run_end":
             ending = self.at_ending if self.at_ending is not None else self.hot
+            told = []
             for key, (i, t, _, problem) in ending.items():
                 if key not in self.told:
                     self.told.add(key)
-                    yield Hot(problem, i, t)
-            return
+                    told.append(Hot(problem, i, t))
+            return told
         if what not in self.UPDATES:
-            return
-        now = self.hot_now()
-        for key in [k for k in self.hot if k not in now]:
-            del self.hot[key]
+            return ()
+        now, hot = self.hot_now(), self.hot
+        if not now:             # most records: nothing is hot, and nothing was
+            if hot:
+                hot.clear()
+            return ()
+        for key in [k for k in hot if k not in now]:
+            del hot[key]
+        told = []
         for key, problem in now.items():
-            i, t, steps, _ = self.hot.setdefault(key, (r["i"], r["t"], self.steps, problem))
+            i, t, steps, _ = hot.setdefault(key, (r["i"], r["t"], self.steps, problem))
             if what in ("step", "event") and key not in self.told and (
                     self.steps - steps > STEPS or r["t"] - t > SECONDS_NS):
                 self.told.add(key)
-                yield Hot(problem, i, t)
+                told.append(Hot(problem, i, t))
+        return told
 
 
 class QueuedWhileSlotFree(_Monitor):
@@ -118,6 +130,8 @@ class QueuedWhileSlotFree(_Monitor):
     followed on the trace (`spawn`, `admit`, a `wait` gives its task's slot
     back, a delivery or timeout queues it for one again, an end frees it);
     the limits are read off the run."""
+
+    SEES = _Monitor.SEES | {"call_start"}
 
     def __init__(self, facts: Any) -> None:
         super().__init__(facts)
@@ -293,7 +307,7 @@ class ReadyChainNotRun:
             return
         self.last = (r["i"], r["t"])
         self.steps += 1
-        if self.run.chooser.choices[-1].value != 0:
+        if self.run.chooser.last_value() != 0:
             if self.due:
                 self.due, self.order = {}, []   # an unfair pick: the stretch starts again
             return

@@ -135,7 +135,7 @@ def own_copy(obs: dict) -> dict:
 
 
 def _choices(chooser: Chooser) -> tuple[tuple[str, int, int], ...]:
-    return tuple([(c.kind, c.n, c.value) for c in chooser.choices])
+    return tuple([(kind, n, value) for kind, n, value, _, _ in chooser.made()])
 
 
 class _Node:
@@ -204,20 +204,22 @@ class Watched:
             return
         chooser = run.chooser
         node = self.roots[chooser.orders]
-        for choice, options in zip(chooser.choices, chooser.options):
+        # The decisions as the chooser keeps them: a node's options are built
+        # (as `Chooser.options` builds them) only where the tree needs them.
+        for kind, n, value, whole, kept in chooser.made():
             if node.seen is not None:
                 return          # not a run of one spec after all: keep nothing
             if node.decision is None:
-                node.decision = (choice.kind, options)
-            elif (node.decision[0], len(node.decision[1])) != (choice.kind, choice.n):
+                node.decision = (kind, kept if whole else Offered(*kept))
+            elif (node.decision[0], len(node.decision[1])) != (kind, n):
                 return
-            elif type(node.decision[1]) is not tuple and type(options) is tuple:
+            elif whole and type(node.decision[1]) is not tuple:
                 # The same decision (the same choices led here), its labels
                 # whole this time: a twin that reads labels can answer it now.
-                node.decision = (choice.kind, options)
-            nxt = node.below.get(choice.value)
+                node.decision = (kind, kept)
+            nxt = node.below.get(value)
             if nxt is None:
-                nxt = node.below[choice.value] = _Node(options[choice.value])
+                nxt = node.below[value] = _Node(kept[value] if whole else kept[3])
                 self.nodes += 1
             node = nxt
         if node.decision is None and node.seen is None:

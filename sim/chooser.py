@@ -377,6 +377,17 @@ class Chooser:
     def values(self) -> list[int]:
         return [made[2] for made in self._made]
 
+    def last_value(self) -> int:
+        """The answer to the latest decision."""
+        return self._made[-1][2]
+
+    def made(self) -> list[tuple[str, int, int, bool, tuple]]:
+        """Each decision so far as the chooser keeps it, not built into
+        `Choice`s: its kind, option count and value, whether its options
+        are kept whole, and what is kept of them (the options, or the fields
+        of what they `Offered`).  Read-only."""
+        return self._made
+
     def retrace(self, decisions: Sequence[tuple[str, Sequence[str]]], values: Sequence[int],
                 fired: Sequence[str]) -> bool:
         """Ask `decisions` (each a kind and its options) with no run to ask

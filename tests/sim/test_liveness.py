@@ -146,12 +146,12 @@ class _Facts:
         from types import SimpleNamespace
 
         self.scheduler = SimpleNamespace(ready=[])
-        self.chooser = SimpleNamespace(choices=[])
+        self.answers = _Listing([])
+        self.chooser = Chooser(self.answers)
 
     def pick(self, value, ready):
-        from forge.sim.chooser import Choice
-
-        self.chooser.choices.append(Choice("chain", len(ready) + 1, value))
+        self.answers.answers.append(value)
+        self.chooser.choose("chain", ("task:picked", *ready))
         self.scheduler.ready = list(ready)
 
 

@@ -323,12 +323,13 @@ def test_pct_ties_and_portfolio_schedules_seen_before_run_unwatched_as_random_on
     assert repeated > 100
 
 
-def _violations(runner: Runner, kinds, seed: int) -> list[str]:
+def _violations(runner: Runner, kinds, seed: int, monitors=None) -> list[str]:
     from forge import liveness
     from forge.engine.run import Run
 
     run = Run(runner.prompt, *runner._with(Chooser(RandomProvider(seed), seed=seed)))
-    run.trace.observe((*oracles.watchers(run, kinds), *liveness.monitors(run)))
+    run.trace.observe((*oracles.watchers(run, kinds),
+                       *liveness.monitors(run, monitors or liveness.MONITORS)))
     try:
         run.execute()
     except Exception:  # noqa: BLE001 - what a mutant breaks is not what is compared
@@ -381,3 +382,29 @@ def test_a_campaign_that_skips_repeated_schedules_reports_what_one_running_each_
     running = list(campaigns())
     assert skipping == running
     assert any(r.faults for _, r in skipping) and skipping[-1][1].failures
+
+
+def test_monitors_fed_only_the_records_they_declare_find_what_they_find_fed_every_record():
+    """Each hot-state monitor's `SEES` names every record kind it reads: fed
+    every record instead, the monitors find the very same violations, on the
+    reference and on each liveness mutant (tasks.concurrency.admit-spawn-order,
+    tasks.wait.join-any-parks-or-returns, tasks.cancel.marks-cancelled)."""
+    import contextlib
+
+    from forge import liveness
+
+    # The monitors that follow hot states (`_Monitor`) declare what they read;
+    # `ReadyChainNotRun` is written for its step and event records alone.
+    every = tuple(type(k.__name__, (k,), {"SEES": None}) if issubclass(k, liveness._Monitor)
+                  else k for k in liveness.MONITORS)
+    assert every != liveness.MONITORS
+    runner = Runner(spec_from_flags(str(EXAMPLES / "explore" / "watch-liveness.md")))
+    caught = 0
+    for site in (None, "admission.release-admits-nobody", "admission.wake-waits-for-slot",
+                 "waits.last-end-wakes-nobody", "endings.cancel-lost-when-parked"):
+        with variation.switched(site) if site else contextlib.nullcontext():
+            for seed in range(12):
+                routed = _violations(runner, (), seed, liveness.MONITORS)
+                assert routed == _violations(runner, (), seed, every), (site, seed)
+                caught += bool(routed)
+    assert caught >= 4
