@@ -34,9 +34,10 @@ none (a ready chain runs before the next event).
 
 Like the watchers (`forge.conformance.oracles`), the monitors read the
 reference engine's trace while it is written and a few facts off the run
-(the admission queue, a cancel asked for); they run on every explored
-schedule.  What does not live here: the safety watchers, the probes
-(`forge.probes`).
+(the admission queue, a cancel asked for); they watch every explored
+schedule that runs (one repeating a watched run takes what they found
+there, `forge.watched`), each fed only the records it declares (`SEES`).
+What does not live here: the safety watchers, the probes (`forge.probes`).
 """
 
 from __future__ import annotations
