@@ -32,8 +32,8 @@ it - which is nowhere.  An ending a watched run could owe to the machine
 (the CPU-time backstop's) is never kept.  A provider that answers otherwise
 than its twin did (a kit bug; a test plants one) loses nothing: the chooser
 gives the answers so far again and the schedule runs, watched.  Skipping
-the run is most of the gain: a repeated schedule of two-tasks costs a
-twentieth of running it.
+the run is most of the gain: a repeated schedule of two-tasks costs under a
+twentieth of a run with its observation.
 
 The observation is kept while the tree's kept observations stay within
 `MAX_OBSERVATION_BYTES` as `marshal` writes them (`Seen.observation`).  A
@@ -66,7 +66,7 @@ import attrs
 
 from forge import variation
 from forge.lua.backstop import BACKSTOP_KIND
-from forge.sim.chooser import Chooser, Offered
+from forge.sim.chooser import Chooser, Offered, kept_options, taken_label
 
 #: The most decisions the tree keeps (its nodes); past it, runs are no longer kept.
 MAX_NODES = 200_000
@@ -210,7 +210,7 @@ class Watched:
             if node.seen is not None:
                 return          # not a run of one spec after all: keep nothing
             if node.decision is None:
-                node.decision = (kind, kept if whole else Offered(*kept))
+                node.decision = (kind, kept_options(whole, kept))
             elif (node.decision[0], len(node.decision[1])) != (kind, n):
                 return
             elif whole and type(node.decision[1]) is not tuple:
@@ -219,7 +219,7 @@ class Watched:
                 node.decision = (kind, kept)
             nxt = node.below.get(value)
             if nxt is None:
-                nxt = node.below[value] = _Node(kept[value] if whole else kept[3])
+                nxt = node.below[value] = _Node(taken_label(whole, kept, value))
                 self.nodes += 1
             node = nxt
         if node.decision is None and node.seen is None:

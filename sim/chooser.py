@@ -114,6 +114,18 @@ class Offered:
         raise IndexError(f"option {i} of {self.n} was neither the first nor the one taken")
 
 
+def kept_options(whole: bool, kept: tuple) -> Sequence[str]:
+    """A decision's options as `Chooser.options` shows them, from the
+    `whole` flag and the `kept` part of a `Chooser.made` record."""
+    return kept if whole else Offered(*kept)
+
+
+def taken_label(whole: bool, kept: tuple, value: int) -> str:
+    """The label of the option answer `value` took, from the `whole` flag
+    and the `kept` part of a `Chooser.made` record."""
+    return kept[value] if whole else kept[3]
+
+
 class Provider(ABC):
     """Where the answers come from.  `draw` must return a value in [0, n)."""
 
@@ -371,7 +383,7 @@ class Chooser:
         twin reads labels (`WHOLE`)."""
         built = self._options
         for _, _, _, whole, kept in self._made[len(built):]:
-            built.append(kept if whole else Offered(*kept))
+            built.append(kept_options(whole, kept))
         return built
 
     def values(self) -> list[int]:
