@@ -48,7 +48,7 @@ def render(run: dict, scaling: dict) -> str:
     conformance = run["conformance"]
     phases = run["phases"]
     text = (
-        "Measured on the 2-core development machine (CPU time, min/median, ratios "
+        "On the 2-core development machine (CPU time, min/median, ratios "
         "to baselines measured in the same process): a two-task run costs "
         f"{_span(ratios['two_tasks_vs_fresh_floor'])}x the fresh-runtime floor and "
         f"{_span(ratios['two_tasks_vs_reused_floor'])}x the reused-runtime floor; creating "
@@ -73,17 +73,18 @@ def render(run: dict, scaling: dict) -> str:
             f"{_span(users['run_vs_fresh_floor'])}x, with its observation "
             f"{_span(users['run_with_observation_vs_fresh_floor'])}x), one schedule of "
             f"`forge.api.explore` {_span(users['api_explore_random_vs_fresh_floor'])}x "
-            f"(random; a process's first campaign of the prompt "
+            f"(random; a process's first campaign "
             f"{_span(users['api_explore_random_first_vs_fresh_floor'])}x) and "
             f"{_span(users['api_explore_pct_vs_fresh_floor'])}x (PCT; a repeated schedule "
             "is not run again, one never seen costs "
-            f"{_span(users['api_explore_random_unseen_vs_fresh_floor'])}x); the Lua "
-            f"kernel bound {_span(users['lua_kernel_bound_vs_fresh_floor'])}x."
+            f"{_span(users['api_explore_random_unseen_vs_fresh_floor'])}x); the happy-path "
+            f"kernel bounds {_span(users['lua_kernel_bound_vs_fresh_floor'])}x in Lua, "
+            f"{_span(users['python_kernel_bound_vs_fresh_floor'])}x in Python."
         )
         if users.get("parallel_exhaustive") is not None:
             text += (" An exhaustive search with 2 workers runs "
-                     f"{_span(users['parallel_exhaustive']['speedup'])}x as fast as serial (the wall "
-                     "clock, on a machine whose other core may be busy).")
+                     f"{_span(users['parallel_exhaustive']['speedup'])}x as fast as serial (wall "
+                     "clock; the other core may be busy).")
     return "\n".join([BEGIN, textwrap.fill(text, WIDTH, break_on_hyphens=False), END])
 
 

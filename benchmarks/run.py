@@ -33,8 +33,10 @@ is the ratios; the absolute rates are for this machine only.
   `forge.watched`), and the same random campaign with every schedule run
   as one never seen is (`api_explore_random_unseen`: no schedule
   predicted); beside them
-  a plain run (`Run(prompt).execute()`, no observation) and the Lua kernel
-  bound (`lua_kernel_bound.py`'s kernel, the same observation in Lua).
+  a plain run (`Run(prompt).execute()`, no observation), the Lua kernel
+  bound (`lua_kernel_bound.py`'s kernel, the same observation in Lua) and
+  the Python kernel bound (`python_kernel_bound.py`'s: the same observation
+  from the happy path alone, in Python on lupa, as the engine's kernel is).
   `parallel_exhaustive`: the exhaustive walk of `campaigns.py` (10,080
   schedules) with 2 workers against one process, on the wall clock (None
   with `--quick`).
@@ -338,6 +340,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
     from forge.sim.chooser import Chooser, RandomProvider
     from forge.watched import Watched
     from lua_kernel_bound import LuaKernel
+    from python_kernel_bound import PythonKernel
 
     walk = parse_prompt(WALK, "walk.md")
     two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")
@@ -345,9 +348,11 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
     assert run_prompt(two).observation()["result"] == "alpha text + beta text"
     two_floor, walk_floor = Floor(two), Floor(walk)
     two_path = str(ROOT / "examples" / "two-tasks.md")
-    kernel = LuaKernel(two)
+    kernel, py_kernel = LuaKernel(two), PythonKernel(two)
     assert kernel.observation() == run_prompt(two).observation(), \
         "the Lua kernel bound no longer does the engine's work (lua_kernel_bound.py)"
+    assert py_kernel.observation() == run_prompt(two).observation(), \
+        "the Python kernel bound no longer does the engine's work (python_kernel_bound.py)"
     assert api.explore(two_path, runs=EXPLORE_RUNS).ok
     seed = iter(range(10**9))
 
@@ -390,6 +395,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "explore_schedule": explore_one,
         "two_tasks_run": lambda: Run(two).execute(),
         "lua_kernel_bound": kernel.observation,
+        "python_kernel_bound": py_kernel.observation,
         "api_run_prompt": lambda: api.run_prompt(two_path),
         # Named: the API's default is the portfolio now, not random.
         "api_explore_random": lambda: api.explore(two_path, runs=EXPLORE_RUNS, strategy="random"),
@@ -440,6 +446,7 @@ def measure(seconds: float, quick: bool, rss_runs: int = 10_000) -> dict:
         "api_explore_random_unseen_vs_fresh_floor": _pair(per_call["api_explore_random_unseen"],
                                                           floor),
         "lua_kernel_bound_vs_fresh_floor": _pair(per_call["lua_kernel_bound"], floor),
+        "python_kernel_bound_vs_fresh_floor": _pair(per_call["python_kernel_bound"], floor),
         # The parallel exhaustive search's speedup over serial (2 workers,
         # wall clock): filled in below unless --quick.
         "parallel_exhaustive": None,

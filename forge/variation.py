@@ -28,29 +28,48 @@ import attrs
 _READ: set[str] | None = None
 
 
-@attrs.define(eq=False)
+class _Switch:
+    """`Site.on` as the hot path reads it: a descriptor with a setter and no
+    getter, so a read finds the site's own value in its `__dict__` as any
+    plain attribute is found, and a write keeps `_ON` (what `switched_on`
+    answers) in step.  While `reads()` collects, `_Tracked` stands in."""
+
+    def __set__(self, site: Site, value: bool) -> None:
+        site.__dict__["on"] = value
+        if value:
+            _ON.add(site.name)
+        else:
+            _ON.discard(site.name)
+
+
+class _Tracked(_Switch):
+    """`Site.on` while `reads()` collects: a read also notes the site's name."""
+
+    def __get__(self, site: Site | None, owner: type | None = None) -> bool:
+        if site is None:
+            return self        # type: ignore[return-value]
+        if _READ is not None:
+            _READ.add(site.name)
+        return bool(site.__dict__["on"])
+
+
+_PLAIN, _TRACKING = _Switch(), _Tracked()
+
+
+@attrs.define(eq=False, slots=False)
 class Site:
-    """One variation point.  `on` is read on hot paths: one test more than a
-    plain field, which says, while `reads()` collects, that the site was read."""
+    """One variation point.  `on` is read on hot paths, as a plain attribute
+    is (`_Switch`); only while `reads()` collects does a read cost more."""
 
     name: str
     rule: str
     wrong: str
-    _on: bool = attrs.field(default=False, alias="on")
 
-    @property
-    def on(self) -> bool:
-        if _READ is not None:
-            _READ.add(self.name)
-        return self._on
+    #: Whether the wrong variant is in force (set by `switched`, `all_off`).
+    on = _PLAIN
 
-    @on.setter
-    def on(self, value: bool) -> None:
-        self._on = value
-        if value:
-            _ON.add(self.name)
-        else:
-            _ON.discard(self.name)
+    def __attrs_post_init__(self) -> None:
+        self.on = False
 
 
 _SITES: dict[str, Site] = {}
@@ -104,18 +123,21 @@ def reads() -> Iterator[set[str]]:
     runner reuse a reference run that read none of a mutant's sites."""
     global _READ
     outer, _READ = _READ, set()
+    Site.on = _TRACKING         # type: ignore[assignment]
     try:
         yield _READ
     finally:
         inner, _READ = _READ, outer
         if outer is not None:
             outer |= inner
+        else:
+            Site.on = _PLAIN    # type: ignore[assignment]
 
 
 @contextlib.contextmanager
 def all_off() -> Iterator[None]:
     """Every site off for the block (the reference engine), as they were after it."""
-    on = [site for site in _SITES.values() if site._on]
+    on = [site for site in _SITES.values() if site.__dict__["on"]]
     for site in on:
         site.on = False
     try:

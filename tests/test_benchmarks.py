@@ -54,3 +54,13 @@ def test_the_lua_kernel_bound_still_does_the_engines_work():
     ratios = json.loads(done.stdout)["vs_fresh_floor"]
     assert set(ratios) == {"lua_kernel", "engine"}
     assert all(r["min"] > 0 and r["median"] > 0 for r in ratios.values())
+
+
+def test_the_python_kernel_bound_still_does_the_engines_work():
+    # As the Lua bound: it checks its observation of two-tasks (and the Lua
+    # kernel's) against the engine's before it measures.
+    done = _run("benchmarks/python_kernel_bound.py", "--seconds", "0.2", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    ratios = json.loads(done.stdout)["vs_fresh_floor"]
+    assert set(ratios) == {"python_kernel", "lua_kernel", "engine", "api_run_prompt"}
+    assert all(r["min"] > 0 and r["median"] > 0 for r in ratios.values())

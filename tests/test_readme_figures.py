@@ -42,7 +42,8 @@ def _measured(x: float) -> tuple[dict, dict]:
                "api_run_prompt_vs_fresh_floor", "api_explore_random_vs_fresh_floor",
                "api_explore_random_first_vs_fresh_floor",
                "api_explore_random_unseen_vs_fresh_floor",
-               "api_explore_pct_vs_fresh_floor", "lua_kernel_bound_vs_fresh_floor")},
+               "api_explore_pct_vs_fresh_floor", "lua_kernel_bound_vs_fresh_floor",
+               "python_kernel_bound_vs_fresh_floor")},
                # As run.py gives it (it rendered nothing but a KeyError before).
                "parallel_exhaustive": {"clock": "wall", "schedules": 10_080, "speedup": pair}}}
     rows = [{"tasks": n, "min_s": x, "median_s": x * 1.1} for n in (1_000, 10_000)]
