@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -66,7 +67,10 @@ class Site:
     wrong: str
 
     #: Whether the wrong variant is in force (set by `switched`, `all_off`).
-    on = _PLAIN
+    if TYPE_CHECKING:
+        on: bool = False
+    else:
+        on = _PLAIN
 
     def __attrs_post_init__(self) -> None:
         self.on = False
