@@ -70,7 +70,8 @@ REQUIRE_CHROMIUM = "FORGE_REQUIRE_CHROMIUM"
 #: The one line a run without Chromium ends with.
 NO_CHROMIUM = ("headless Chromium not found: the tests that render pages were skipped; "
                "install it (apt-get install chromium) or run .ci/run, which does")
-_SKIPPED_FOR_CHROMIUM = pytest.StashKey[int]()
+#: The reason each such test skips with.
+_CHROMIUM_SKIP = "headless Chromium not found (apt-get install chromium; .ci/run does)"
 
 
 def find_chromium() -> str | None:
@@ -78,21 +79,22 @@ def find_chromium() -> str | None:
 
 
 @pytest.fixture
-def chromium(request) -> str:
+def chromium() -> str:
     """The headless Chromium to run: skipped without one, failed under CI."""
     found = find_chromium()
     if found is None:
         if os.environ.get(REQUIRE_CHROMIUM) == "1":
             pytest.fail(f"{REQUIRE_CHROMIUM}=1 but headless Chromium is not on PATH",
                         pytrace=False)
-        config = request.config
-        config.stash[_SKIPPED_FOR_CHROMIUM] = config.stash.get(_SKIPPED_FOR_CHROMIUM, 0) + 1
-        pytest.skip("headless Chromium not found (apt-get install chromium; .ci/run does)")
+        pytest.skip(_CHROMIUM_SKIP)
     return found
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if config.stash.get(_SKIPPED_FOR_CHROMIUM, 0):
+    # Read off the skip reports, which reach the process that prints the
+    # summary from every worker (under pytest-xdist the tests run elsewhere).
+    skipped = terminalreporter.stats.get("skipped", [])
+    if any(_CHROMIUM_SKIP in str(report.longrepr) for report in skipped):
         terminalreporter.write_line(NO_CHROMIUM)
 
 
