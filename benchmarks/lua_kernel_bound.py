@@ -23,7 +23,6 @@ leaves out would cost more than this figure and less than the engine.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import pathlib
@@ -34,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from run import Floor, _runtime  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import bound_parser, interleaved  # noqa: E402
 from forge.engine.run import run_prompt  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
 
@@ -168,10 +167,7 @@ def _first(n: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=6.0,
-                        help="CPU seconds to spend measuring in all (default 6)")
-    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser = bound_parser(__doc__)
     args = parser.parse_args()
     two = parse_prompt((ROOT / "examples" / "two-tasks.md").read_text(), "two-tasks.md")
     bound = LuaKernel(two)

@@ -34,7 +34,6 @@ beyond the happy path's.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
@@ -47,7 +46,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from lua_kernel_bound import LuaKernel  # noqa: E402
 from run import Floor, _runtime  # noqa: E402
-from timing import interleaved  # noqa: E402
+from timing import bound_parser, interleaved  # noqa: E402
 from forge.engine.run import run_prompt  # noqa: E402
 from forge.prompt import parse_prompt  # noqa: E402
 from forge.sim.trace import Trace  # noqa: E402
@@ -230,10 +229,7 @@ def account(bound: PythonKernel, path: pathlib.Path) -> dict:
 def main() -> int:
     import forge.api as api
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=6.0,
-                        help="CPU seconds to spend measuring in all (default 6)")
-    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    parser = bound_parser(__doc__)
     parser.add_argument("--account", action="store_true",
                         help="count the Python instructions a call executes instead of timing")
     args = parser.parse_args()

@@ -4,13 +4,25 @@ CPU time (`time.process_time`), not wall time, so a busy machine slows a
 figure less - except where the work waits on the disk (a SQLite store that
 syncs), where wall time is what a user waits for; the median of five rounds, so one interrupted round does not
 decide it.  Each benchmark compares against a baseline measured in the same
-run, so what it reports is a ratio.
+run, so what it reports is a ratio.  The kernel bounds' shared options
+(`bound_parser`) live here too.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
+
+
+def bound_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of a kernel bound (`lua_kernel_bound.py`,
+    `python_kernel_bound.py`): CPU seconds to spend and JSON output."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=6.0,
+                        help="CPU seconds to spend measuring in all (default 6)")
+    parser.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    return parser
 
 
 def rate(fn, seconds: float, clock=time.process_time) -> float:
